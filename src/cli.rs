@@ -1,0 +1,106 @@
+//! The command line, as clap derive types. Every flag that a deployment sets has an
+//! environment variable too.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::logging::LogFormat;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tableq",
+    version,
+    about = "Turn any MySQL or MariaDB table into a reliable work queue."
+)]
+pub struct Cli {
+    /// Database for queues without their own `database_url` (else $DATABASE_URL).
+    #[arg(
+        long,
+        global = true,
+        env = "TABLEQ_DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub database_url: Option<String>,
+
+    /// Log format on stderr; the level comes from TABLEQ_LOG (default "info").
+    #[arg(
+        long,
+        global = true,
+        env = "TABLEQ_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the worker daemon on queue files.
+    Run(RunArgs),
+    /// Check queue files for everything that can be known before running them.
+    Check(CheckArgs),
+    /// Print how many rows are waiting in each queue: "NAME<TAB>COUNT".
+    Count(CountArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Run only these queues (repeatable).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queues: Vec<String>,
+
+    /// Exit 0 once nothing is waiting and nothing is in flight.
+    #[arg(long)]
+    pub stop_when_empty: bool,
+
+    /// How long items in flight may take to finish after SIGTERM/SIGINT; past it,
+    /// they are rolled back and return to the queue.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub shutdown_timeout: humantime::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Check only what needs no database.
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CountArgs {
+    /// Count at most this many rows per queue; more is shown as "N+".
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
+    pub cap: u64,
+
+    /// Count only these queues (repeatable).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queues: Vec<String>,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+}

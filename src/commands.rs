@@ -1,0 +1,123 @@
+//! What each subcommand does, between the parsed command line and the library, and
+//! the exit status each kind of failure maps to.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::check::{check, CheckOptions};
+use crate::cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
+use crate::config::{load_paths, select_queues, QueueConfig};
+use crate::count::count_waiting;
+use crate::database::parse_database_url;
+use crate::diagnostic::Findings;
+use crate::runner::{run, RunOptions};
+use crate::session::OpenError;
+
+/// Why a command failed, and so how the process exits.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Bad usage, or a queue file that does not load: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Queue files (or their SQL) that are wrong: exit 2.
+    #[error("{0}")]
+    Config(Findings),
+    /// `check` found problems; it has printed them already: exit 1.
+    #[error("check found problems")]
+    CheckFailed,
+    /// Something went wrong while running: exit 1.
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl Failure {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Failure::Usage(_) | Failure::Config(_) => ExitCode::from(2),
+            Failure::CheckFailed | Failure::Runtime(_) => ExitCode::from(1),
+        }
+    }
+}
+
+/// Runs the command `cli` asks for.
+pub async fn execute(cli: Cli) -> Result<(), Failure> {
+    let database_url = cli
+        .database_url
+        .or_else(|| std::env::var("DATABASE_URL").ok())
+        .filter(|url| !url.is_empty());
+    match cli.command {
+        Command::Run(args) => run_command(args, database_url).await,
+        Command::Check(args) => check_command(args, database_url).await,
+        Command::Count(args) => count_command(args, database_url).await,
+    }
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn load(paths: &[PathBuf], names: &[String]) -> Result<Vec<QueueConfig>, Failure> {
+    let queues = load_paths(paths, &env_lookup).map_err(Failure::Config)?;
+    select_queues(queues, names).map_err(Failure::Usage)
+}
+
+async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), Failure> {
+    let queues = load(&args.paths, &args.queues)?;
+    let shutdown = CancellationToken::new();
+    crate::signals::install(shutdown.clone())
+        .map_err(|e| Failure::Runtime(format!("cannot listen for signals: {e}")))?;
+    let options = RunOptions {
+        database_url,
+        stop_when_empty: args.stop_when_empty,
+        shutdown_timeout: args.shutdown_timeout.into(),
+        ..RunOptions::default()
+    };
+    run(queues, options, shutdown)
+        .await
+        .map_err(Failure::Config)?;
+    Ok(())
+}
+
+async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<(), Failure> {
+    let options = CheckOptions {
+        offline: args.offline,
+        database_url,
+    };
+    let report = check(&args.paths, &env_lookup, &options).await;
+    for finding in &report.findings {
+        println!("{finding}");
+    }
+    println!("{}", report.summary());
+    if report.has_errors() {
+        return Err(Failure::CheckFailed);
+    }
+    Ok(())
+}
+
+async fn count_command(args: CountArgs, database_url: Option<String>) -> Result<(), Failure> {
+    let queues = load(&args.paths, &args.queues)?;
+    for queue in &queues {
+        let url = queue
+            .database_url
+            .as_deref()
+            .or(database_url.as_deref())
+            .ok_or_else(|| {
+                Failure::Usage(format!(
+                    "{}: queue {}: no database: set `database_url` in the file, pass --database-url, or set TABLEQ_DATABASE_URL",
+                    queue.file.display(),
+                    queue.name
+                ))
+            })?;
+        let opts = parse_database_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
+        match count_waiting(queue, &opts, args.cap as usize).await {
+            Ok(waiting) => println!("{}\t{waiting}", queue.name),
+            Err(OpenError::Invalid(findings)) => return Err(Failure::Config(Findings(findings))),
+            Err(OpenError::Unreachable(error)) => {
+                return Err(Failure::Runtime(format!("queue {}: {error}", queue.name)))
+            }
+        }
+    }
+    Ok(())
+}

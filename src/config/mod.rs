@@ -1,0 +1,209 @@
+//! Queue files: find them, parse them, validate them, and hand out typed
+//! [`QueueConfig`]s. `run`, `check` and `count` all load through [`load_paths`], so
+//! they agree on what a valid queue is and say the same thing when it is not.
+
+mod interpolate;
+mod locate;
+mod raw;
+mod validate;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::diagnostic::{Finding, Findings, Severity};
+use crate::sql_text::ParsedStatement;
+
+pub use interpolate::{interpolate, InterpolateError};
+pub use locate::{line_at, line_of};
+
+/// `poll_interval` when the file does not set it.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// `error_backoff` when the file does not set it.
+pub const DEFAULT_ERROR_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between retries after database errors.
+pub const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(60);
+/// `[action] timeout` for `type = "sql"` when the file does not set it.
+pub const DEFAULT_SQL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The largest `batch`: one transaction holds this many row locks at most.
+pub const MAX_BATCH: usize = 1000;
+/// The largest `workers`: each one holds a database connection.
+pub const MAX_WORKERS: usize = 1000;
+
+/// One queue, validated: every value typed, every statement parsed.
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    pub name: String,
+    /// The file it came from.
+    pub file: PathBuf,
+    pub workers: usize,
+    pub batch: usize,
+    pub poll_interval: Duration,
+    pub error_backoff: Duration,
+    /// The queue's own database URL, with `${ENV}` already replaced.
+    pub database_url: Option<String>,
+    pub select: ParsedStatement,
+    /// The column that identifies a row; `None` means the first column.
+    pub key: Option<String>,
+    pub action: ActionConfig,
+    pub on_success: Vec<ParsedStatement>,
+    pub on_failure: Option<Vec<ParsedStatement>>,
+    /// The file's text, kept to point findings at lines.
+    source: Arc<str>,
+}
+
+/// What to do with one item.
+#[derive(Debug, Clone)]
+pub enum ActionConfig {
+    Sql(SqlAction),
+}
+
+/// `type = "sql"`: statements run in the item's transaction.
+#[derive(Debug, Clone)]
+pub struct SqlAction {
+    pub statements: Vec<ParsedStatement>,
+    pub timeout: Duration,
+}
+
+impl ActionConfig {
+    /// How long one item's action may take before it counts as failed.
+    pub fn timeout(&self) -> Duration {
+        match self {
+            ActionConfig::Sql(sql) => sql.timeout,
+        }
+    }
+}
+
+impl QueueConfig {
+    /// The 1-based line of `path` in this queue's file, if it is there.
+    pub fn line_of(&self, path: &[&str]) -> Option<usize> {
+        line_of(&self.source, path)
+    }
+
+    /// A finding about this queue, pointing at the line of `path`.
+    pub fn finding(
+        &self,
+        severity: Severity,
+        path: &[&str],
+        message: impl Into<String>,
+    ) -> Finding {
+        let finding = match severity {
+            Severity::Error => Finding::error(&self.file, message),
+            Severity::Warning => Finding::warning(&self.file, message),
+        };
+        finding.at_line(self.line_of(path)).in_queue(&self.name)
+    }
+}
+
+/// Loads every queue file named by `paths` (files, or directories of `*.toml`).
+/// `env` answers `${NAME}` lookups. Returns every problem found, not just the first.
+pub fn load_paths(
+    paths: &[PathBuf],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<QueueConfig>, Findings> {
+    let mut findings = Vec::new();
+    let mut queues: Vec<QueueConfig> = Vec::new();
+    for file in queue_files(paths, &mut findings) {
+        match load_file(&file, env) {
+            Ok(queue) => {
+                if let Some(first) = queues.iter().find(|q| q.name == queue.name) {
+                    findings.push(queue.finding(
+                        Severity::Error,
+                        &["name"],
+                        format!(
+                            "queue name `{}` is already used by {}; give each queue its own `name`",
+                            queue.name,
+                            first.file.display()
+                        ),
+                    ));
+                } else {
+                    queues.push(queue);
+                }
+            }
+            Err(mut problems) => findings.append(&mut problems),
+        }
+    }
+    if findings.iter().any(Finding::is_error) {
+        Err(Findings(findings))
+    } else {
+        Ok(queues)
+    }
+}
+
+/// Loads one queue file.
+pub fn load_file(
+    file: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<QueueConfig, Vec<Finding>> {
+    let source = std::fs::read_to_string(file).map_err(|e| {
+        vec![Finding::error(
+            file,
+            format!("cannot read the queue file: {e}"),
+        )]
+    })?;
+    let raw: raw::RawQueue = toml::from_str(&source).map_err(|e| {
+        let line = e.span().map(|span| line_at(&source, span.start));
+        vec![Finding::error(file, e.message().trim().to_string()).at_line(line)]
+    })?;
+    validate::validate(raw, file, Arc::from(source), env)
+}
+
+/// Expands `paths` into queue files: a file stands for itself, a directory for the
+/// `*.toml` files directly inside it, in name order.
+fn queue_files(paths: &[PathBuf], findings: &mut Vec<Finding>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            if !path.exists() {
+                findings.push(Finding::error(path, "no such file or directory"));
+            } else {
+                files.push(path.clone());
+            }
+            continue;
+        }
+        let entries = match std::fs::read_dir(path) {
+            Ok(entries) => entries,
+            Err(e) => {
+                findings.push(Finding::error(
+                    path,
+                    format!("cannot read the directory: {e}"),
+                ));
+                continue;
+            }
+        };
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|ext| ext == "toml"))
+            .collect();
+        if found.is_empty() {
+            findings.push(Finding::error(
+                path,
+                "the directory holds no *.toml queue files",
+            ));
+        }
+        found.sort();
+        files.append(&mut found);
+    }
+    files
+}
+
+/// Keeps only the queues named in `names` (all of them when `names` is empty).
+pub fn select_queues(
+    queues: Vec<QueueConfig>,
+    names: &[String],
+) -> Result<Vec<QueueConfig>, String> {
+    if names.is_empty() {
+        return Ok(queues);
+    }
+    if let Some(missing) = names.iter().find(|n| !queues.iter().any(|q| &q.name == *n)) {
+        let known: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+        return Err(format!(
+            "--queue {missing}: no queue has that name; the files define: {}",
+            known.join(", ")
+        ));
+    }
+    Ok(queues
+        .into_iter()
+        .filter(|q| names.contains(&q.name))
+        .collect())
+}

@@ -1,0 +1,81 @@
+//! The queue file exactly as written: serde types with no meaning attached yet.
+//! `validate` turns them into a [`super::QueueConfig`].
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQueue {
+    pub name: Option<String>,
+    pub workers: Option<u32>,
+    pub batch: Option<u32>,
+    #[serde(default, with = "humantime_serde")]
+    pub poll_interval: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub error_backoff: Option<Duration>,
+    pub database_url: Option<String>,
+    pub select: String,
+    pub key: Option<String>,
+    pub action: RawAction,
+    pub on_success: Option<RawOutcome>,
+    pub on_failure: Option<RawOutcome>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum RawAction {
+    Sql(RawSqlAction),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSqlAction {
+    pub sql: Statements,
+    #[serde(default, with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOutcome {
+    pub sql: Statements,
+}
+
+/// `sql = "…"` or `sql = ["…", "…"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statements(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Statements {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OneOrMany;
+
+        impl<'de> Visitor<'de> for OneOrMany {
+            type Value = Statements;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("one SQL statement as a string, or an array of them")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Statements, E> {
+                Ok(Statements(vec![v.to_string()]))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Statements, A::Error> {
+                let mut all = Vec::new();
+                while let Some(one) = seq.next_element::<String>()? {
+                    all.push(one);
+                }
+                if all.is_empty() {
+                    return Err(de::Error::invalid_length(0, &self));
+                }
+                Ok(Statements(all))
+            }
+        }
+
+        deserializer.deserialize_any(OneOrMany)
+    }
+}

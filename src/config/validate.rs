@@ -1,0 +1,315 @@
+//! Raw queue file → [`QueueConfig`]: defaults applied, ranges checked, SQL parsed,
+//! `${ENV}` replaced. Every problem becomes a [`Finding`] naming the key and what
+//! would be right; all of them are collected, not just the first.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::raw::{RawAction, RawQueue, Statements};
+use super::{
+    interpolate, line_of, ActionConfig, QueueConfig, SqlAction, DEFAULT_ERROR_BACKOFF,
+    DEFAULT_POLL_INTERVAL, DEFAULT_SQL_TIMEOUT, MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
+};
+use crate::database::parse_database_url;
+use crate::diagnostic::Finding;
+use crate::sql_text::{first_word, parse_statement, top_level_words, ParsedStatement};
+
+/// Parameters every statement may use besides the select's columns.
+pub const SELECT_PARAMS: &[&str] = &["queue"];
+
+struct Validator<'a> {
+    file: &'a Path,
+    source: &'a str,
+    queue: String,
+    findings: Vec<Finding>,
+}
+
+impl Validator<'_> {
+    fn error(&mut self, path: &[&str], message: impl Into<String>) {
+        let finding = Finding::error(self.file, message)
+            .at_line(line_of(self.source, path))
+            .in_queue(&self.queue);
+        self.findings.push(finding);
+    }
+}
+
+pub fn validate(
+    raw: RawQueue,
+    file: &Path,
+    source: Arc<str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<QueueConfig, Vec<Finding>> {
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let name = raw.name.clone().or(stem).unwrap_or_default();
+    let mut v = Validator {
+        file,
+        source: &source,
+        queue: name.clone(),
+        findings: Vec::new(),
+    };
+    if !is_valid_name(&name) {
+        let why = if raw.name.is_some() {
+            format!("`name` = {name:?} is not a valid queue name")
+        } else {
+            format!("the file name gives the queue name {name:?}, which is not valid; set `name`")
+        };
+        v.error(
+            &["name"],
+            format!("{why}: use letters, digits, `_` and `-`"),
+        );
+    }
+
+    let workers = in_range(&mut v, "workers", raw.workers, 1, MAX_WORKERS);
+    let batch = in_range(&mut v, "batch", raw.batch, 1, MAX_BATCH);
+    let poll_interval = positive(
+        &mut v,
+        &["poll_interval"],
+        raw.poll_interval,
+        DEFAULT_POLL_INTERVAL,
+    );
+    let error_backoff = positive(
+        &mut v,
+        &["error_backoff"],
+        raw.error_backoff,
+        DEFAULT_ERROR_BACKOFF,
+    );
+    if error_backoff > MAX_ERROR_BACKOFF {
+        v.error(
+            &["error_backoff"],
+            "`error_backoff` must be at most 1m: it doubles up to one minute",
+        );
+    }
+
+    let database_url = raw.database_url.as_ref().and_then(|url| {
+        let url = match interpolate(url, env) {
+            Ok(url) => url,
+            Err(e) => {
+                v.error(&["database_url"], format!("`database_url`: {e}"));
+                return None;
+            }
+        };
+        if let Err(e) = parse_database_url(&url) {
+            v.error(&["database_url"], format!("`database_url`: {e}"));
+        }
+        Some(url)
+    });
+
+    let select = select_statement(&mut v, &raw.select);
+    if raw.key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+        v.error(
+            &["key"],
+            "`key` is empty: name the column that identifies a row, e.g. key = \"id\"",
+        );
+    }
+
+    let action = match &raw.action {
+        RawAction::Sql(sql) => {
+            let statements = statements(&mut v, &["action", "sql"], &sql.sql);
+            let timeout = positive(
+                &mut v,
+                &["action", "timeout"],
+                sql.timeout,
+                DEFAULT_SQL_TIMEOUT,
+            );
+            ActionConfig::Sql(SqlAction {
+                statements,
+                timeout,
+            })
+        }
+    };
+    let on_success = raw
+        .on_success
+        .as_ref()
+        .map(|o| statements(&mut v, &["on_success", "sql"], &o.sql))
+        .unwrap_or_default();
+    let on_failure = raw
+        .on_failure
+        .as_ref()
+        .map(|o| statements(&mut v, &["on_failure", "sql"], &o.sql));
+
+    if !v.findings.is_empty() {
+        return Err(v.findings);
+    }
+    Ok(QueueConfig {
+        name,
+        file: file.to_path_buf(),
+        workers,
+        batch,
+        poll_interval,
+        error_backoff,
+        database_url,
+        select: select.expect("a select without findings parsed"),
+        key: raw.key,
+        action,
+        on_success,
+        on_failure,
+        source,
+    })
+}
+
+fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn in_range(v: &mut Validator, key: &str, value: Option<u32>, min: usize, max: usize) -> usize {
+    let Some(value) = value else { return min };
+    let value = value as usize;
+    if value < min || value > max {
+        v.error(
+            &[key],
+            format!("`{key}` = {value} is out of range: use {min} to {max}"),
+        );
+    }
+    value
+}
+
+fn positive(
+    v: &mut Validator,
+    path: &[&str],
+    value: Option<Duration>,
+    default: Duration,
+) -> Duration {
+    let value = value.unwrap_or(default);
+    if value.is_zero() {
+        let key = path.join(".");
+        v.error(
+            path,
+            format!(
+                "`{key}` must be longer than zero, e.g. \"{}\"",
+                humantime::format_duration(default)
+            ),
+        );
+    }
+    value
+}
+
+/// The queue's select: one SELECT that tableq can append its claim clause to.
+fn select_statement(v: &mut Validator, text: &str) -> Option<ParsedStatement> {
+    let parsed = match parse_statement(text) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            v.error(&["select"], format!("`select`: {e}"));
+            return None;
+        }
+    };
+    if !matches!(first_word(&parsed.text).as_deref(), Some("SELECT" | "WITH")) {
+        v.error(
+            &["select"],
+            "`select` must be a SELECT statement that returns the rows waiting for work",
+        );
+    }
+    let words = top_level_words(&parsed.text);
+    let has = |seq: &[&str]| {
+        words
+            .windows(seq.len())
+            .any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+    };
+    let appended = "tableq appends `LIMIT <batch> FOR UPDATE SKIP LOCKED` itself";
+    if has(&["LIMIT"]) {
+        v.error(
+            &["select"],
+            format!("`select` ends in LIMIT: {appended}; remove it and set `batch` instead"),
+        );
+    }
+    for clause in [
+        &["FOR", "UPDATE"][..],
+        &["FOR", "SHARE"],
+        &["LOCK", "IN", "SHARE", "MODE"],
+        &["SKIP", "LOCKED"],
+        &["NOWAIT"],
+    ] {
+        if has(clause) {
+            v.error(
+                &["select"],
+                format!("`select` has `{}`: {appended}; remove it", clause.join(" ")),
+            );
+        }
+    }
+    for set_op in ["UNION", "INTERSECT", "EXCEPT"] {
+        if has(&[set_op]) {
+            v.error(
+                &["select"],
+                format!("`select` uses {set_op}: rows of a {set_op} cannot be locked; select from one table (joins are fine)"),
+            );
+        }
+    }
+    if let Some(param) = parsed
+        .params
+        .iter()
+        .find(|p| !SELECT_PARAMS.contains(&p.as_str()))
+    {
+        v.error(
+            &["select"],
+            format!("`select` uses `:{param}`: the select can only use `:queue`; write the condition into the SQL"),
+        );
+    }
+    Some(parsed)
+}
+
+/// Statements that commit or end the transaction the item's lock lives in.
+const TRANSACTION_BREAKERS: &[&str] = &[
+    "BEGIN",
+    "START",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVEPOINT",
+    "RELEASE",
+    "LOCK",
+    "UNLOCK",
+    "CREATE",
+    "ALTER",
+    "DROP",
+    "TRUNCATE",
+    "RENAME",
+    "GRANT",
+    "REVOKE",
+    "FLUSH",
+    "XA",
+    "ANALYZE",
+    "OPTIMIZE",
+    "REPAIR",
+    "INSTALL",
+    "UNINSTALL",
+];
+
+/// Action or outcome statements: each parsed, none allowed to end the transaction.
+fn statements(v: &mut Validator, path: &[&str], statements: &Statements) -> Vec<ParsedStatement> {
+    let key = path.join(".");
+    let mut parsed = Vec::new();
+    for (index, text) in statements.0.iter().enumerate() {
+        let index_text = index.to_string();
+        let mut at: Vec<&str> = path.to_vec();
+        if statements.0.len() > 1 {
+            at.push(&index_text);
+        }
+        let statement = match parse_statement(text) {
+            Ok(statement) => statement,
+            Err(e) => {
+                v.error(&at, format!("`{key}`: {e}"));
+                continue;
+            }
+        };
+        let first = first_word(&statement.text).unwrap_or_default();
+        let words = top_level_words(&statement.text);
+        let sets_transaction = first == "SET"
+            && words
+                .iter()
+                .any(|w| w == "AUTOCOMMIT" || w == "TRANSACTION");
+        if TRANSACTION_BREAKERS.contains(&first.as_str()) || sets_transaction {
+            v.error(
+                &at,
+                format!(
+                    "`{key}`: `{first}` would end or commit the transaction that holds the item's lock; \
+                     tableq begins and commits it around your statements"
+                ),
+            );
+            continue;
+        }
+        parsed.push(statement);
+    }
+    parsed
+}

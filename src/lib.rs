@@ -1,0 +1,51 @@
+//! tableq turns any MySQL 8 or MariaDB ≥ 10.6 table into a work queue. A queue is a
+//! SELECT: the rows it returns are waiting. A worker claims some with
+//! `FOR UPDATE SKIP LOCKED` inside a transaction, runs an action on each, applies the
+//! outcome SQL that takes the row out of the query, and commits. If the worker dies,
+//! the server rolls the transaction back and the rows are simply waiting again.
+//!
+//! # Layout
+//!
+//! - [`cli`]: the command line (clap derive types).
+//! - [`commands`]: what each subcommand does, and its exit status.
+//! - [`config`]: queue files — loading, `${ENV}` interpolation, validation.
+//! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
+//! - [`sql_text`]: just enough SQL lexing to find `:params` and clauses safely.
+//! - [`database`]: connection options, the worker session, error kinds, KILL.
+//! - [`queue_sql`]: a queue's claim and statements, prepared and validated.
+//! - [`session`]: one worker connection with its queue's SQL prepared.
+//! - [`item`]: a claimed row, and the parameters bound from it.
+//! - [`action`]: what to do with one item (`sql`).
+//! - [`batch`]: one transaction — claim, process each item in a savepoint, commit.
+//! - [`worker`]: one worker loop, with reconnect and backoff.
+//! - [`runner`]: N workers per queue, start-up validation, graceful shutdown.
+//! - [`drain`]: knowing when a queue is empty, for `--stop-when-empty`.
+//! - [`stats`]: per-queue counters and the progress line.
+//! - [`backoff`]: waits between retries.
+//! - [`count`]: `tableq count`.
+//! - [`check`]: `tableq check`.
+//! - [`signals`], [`logging`]: the process around the daemon.
+
+pub mod action;
+pub mod backoff;
+pub mod batch;
+pub mod check;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod count;
+pub mod database;
+pub mod diagnostic;
+pub mod drain;
+pub mod item;
+pub mod logging;
+pub mod queue_sql;
+pub mod runner;
+pub mod session;
+pub mod signals;
+pub mod sql_text;
+pub mod stats;
+pub mod worker;
+
+pub use config::{load_paths, QueueConfig};
+pub use runner::{run, RunOptions, RunSummary};

@@ -1,0 +1,28 @@
+//! The `tableq` binary: parse the command line, start logging, run the command, and
+//! turn its failure into an exit status (2: usage or queue files, 1: at run time).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tableq::cli::Cli;
+use tableq::commands::{execute, Failure};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tableq::logging::init(cli.log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("tableq: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(execute(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::CheckFailed) => Failure::CheckFailed.exit_code(),
+        Err(failure) => {
+            eprintln!("{failure}");
+            failure.exit_code()
+        }
+    }
+}

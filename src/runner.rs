@@ -1,0 +1,252 @@
+//! The supervisor: validates every queue against its database, then runs `workers`
+//! worker loops per queue until shutdown (or, with `stop_when_empty`, until every
+//! queue is drained), and bounds the drain of work in flight by the shutdown timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mysql_async::Opts;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info, warn, Instrument};
+
+use crate::backoff::{pause, Backoff};
+use crate::config::QueueConfig;
+use crate::database::{describe, parse_database_url};
+use crate::diagnostic::{Finding, Findings, Severity};
+use crate::drain::Drain;
+use crate::session::{OpenError, Session};
+use crate::stats::{report_progress, Counts, QueueStats};
+use crate::worker::{run_worker, QueueRuntime};
+
+/// How `run` behaves, beyond the queue files.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// For queues without their own `database_url`.
+    pub database_url: Option<String>,
+    /// Return once every queue is drained, instead of waiting for shutdown.
+    pub stop_when_empty: bool,
+    /// How long items in flight may take to finish after shutdown begins.
+    pub shutdown_timeout: Duration,
+    /// How often each queue logs its progress.
+    pub progress_every: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            database_url: None,
+            stop_when_empty: false,
+            shutdown_timeout: Duration::from_secs(30),
+            progress_every: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What each queue committed while `run` ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    pub queues: Vec<(String, Counts)>,
+}
+
+impl RunSummary {
+    pub fn counts(&self, queue: &str) -> Option<Counts> {
+        self.queues
+            .iter()
+            .find(|(name, _)| name == queue)
+            .map(|(_, c)| *c)
+    }
+}
+
+/// How long workers get to roll back and disconnect once the shutdown timeout passed.
+const ABORT_GRACE: Duration = Duration::from_secs(15);
+
+/// Runs `queues` until `shutdown` is cancelled (or, with `stop_when_empty`, until all
+/// are drained). Fails, before any row is touched, if a queue's SQL is wrong for its
+/// database; a database that cannot be reached is waited for, never a failure.
+pub async fn run(
+    queues: Vec<QueueConfig>,
+    options: RunOptions,
+    shutdown: CancellationToken,
+) -> Result<RunSummary, Findings> {
+    let resolved = resolve_databases(queues, options.database_url.as_deref())?;
+    let Some(opened) = open_first_sessions(&resolved, &shutdown).await? else {
+        return Ok(RunSummary::default());
+    };
+
+    let abort = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let mut runtimes = Vec::new();
+    for ((config, opts), session) in resolved.into_iter().zip(opened) {
+        let stop = shutdown.child_token();
+        let runtime = Arc::new(QueueRuntime {
+            drain: Drain::new(options.stop_when_empty, stop.clone()),
+            stats: Arc::new(QueueStats::default()),
+            config,
+            opts,
+            stop,
+            abort: abort.clone(),
+        });
+        info!(queue = %runtime.config.name, workers = runtime.config.workers, batch = runtime.config.batch,
+            database = %describe(&runtime.opts), "queue started");
+        let mut first = Some(session);
+        for index in 0..runtime.config.workers {
+            tracker.spawn(supervise_worker(runtime.clone(), index, first.take()));
+        }
+        tracker.spawn(report_progress(
+            runtime.config.name.clone(),
+            runtime.stats.clone(),
+            options.progress_every,
+            runtime.stop.clone(),
+        ));
+        runtimes.push(runtime);
+    }
+    tracker.close();
+
+    tokio::select! {
+        _ = tracker.wait() => {}
+        _ = shutdown.cancelled() => {
+            info!(timeout = %humantime::format_duration(options.shutdown_timeout),
+                "shutting down: no new claims; finishing the items in flight");
+            if tokio::time::timeout(options.shutdown_timeout, tracker.wait()).await.is_err() {
+                abort.cancel();
+                if tokio::time::timeout(ABORT_GRACE, tracker.wait()).await.is_err() {
+                    error!("workers did not stop after the shutdown timeout; exiting anyway (the server rolls their transactions back)");
+                }
+            }
+        }
+    }
+
+    let mut summary = RunSummary::default();
+    for runtime in runtimes {
+        let counts = runtime.stats.counts();
+        info!(queue = %runtime.config.name, done = counts.done, failed = counts.failed,
+            returned = counts.returned, "queue stopped");
+        summary.queues.push((runtime.config.name.clone(), counts));
+    }
+    Ok(summary)
+}
+
+/// Pairs each queue with the connection options of its database.
+fn resolve_databases(
+    queues: Vec<QueueConfig>,
+    default_url: Option<&str>,
+) -> Result<Vec<(QueueConfig, Opts)>, Findings> {
+    let mut findings = Vec::new();
+    let mut resolved = Vec::new();
+    for queue in queues {
+        let parsed = match (&queue.database_url, default_url) {
+            (Some(url), _) => parse_database_url(url)
+                .map_err(|e| queue.finding(Severity::Error, &["database_url"], format!("`database_url`: {e}"))),
+            (None, Some(url)) => parse_database_url(url)
+                .map_err(|e| queue.finding(Severity::Error, &[], format!("--database-url: {e}"))),
+            (None, None) => Err(queue.finding(
+                Severity::Error,
+                &[],
+                "no database: set `database_url` in the queue file, pass --database-url, or set TABLEQ_DATABASE_URL",
+            )),
+        };
+        match parsed {
+            Ok(opts) => resolved.push((queue, opts)),
+            Err(finding) => findings.push(finding),
+        }
+    }
+    if findings.is_empty() {
+        Ok(resolved)
+    } else {
+        Err(Findings(findings))
+    }
+}
+
+/// Opens one session per queue — which prepares, and so validates, all its SQL —
+/// retrying while a database is unreachable. `Ok(None)` if shutdown came first.
+async fn open_first_sessions(
+    queues: &[(QueueConfig, Opts)],
+    shutdown: &CancellationToken,
+) -> Result<Option<Vec<Session>>, Findings> {
+    let mut tasks = JoinSet::new();
+    for (index, (config, opts)) in queues.iter().enumerate() {
+        let (config, opts, shutdown) = (config.clone(), opts.clone(), shutdown.clone());
+        let span = tracing::info_span!("start", queue = %config.name);
+        tasks.spawn(
+            async move { (index, open_with_retry(&config, &opts, &shutdown).await) }
+                .instrument(span),
+        );
+    }
+    let mut sessions: Vec<Option<Session>> = queues.iter().map(|_| None).collect();
+    let mut findings = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((index, Ok(Some(session)))) => sessions[index] = Some(session),
+            Ok((_, Ok(None))) => return Ok(None),
+            Ok((_, Err(mut invalid))) => {
+                findings.append(&mut invalid);
+                // Report the other queues that are already known to be wrong, but
+                // don't wait for the ones whose database is still unreachable.
+                while let Some(Ok((_, Err(mut more)))) = tasks.try_join_next() {
+                    findings.append(&mut more);
+                }
+                tasks.abort_all();
+                break;
+            }
+            Err(join_error) => {
+                return Err(Findings(vec![Finding::error(
+                    std::path::Path::new("tableq"),
+                    format!("start-up check crashed: {join_error}"),
+                )]))
+            }
+        }
+    }
+    if !findings.is_empty() {
+        return Err(Findings(findings));
+    }
+    Ok(Some(sessions.into_iter().flatten().collect()))
+}
+
+async fn open_with_retry(
+    config: &QueueConfig,
+    opts: &Opts,
+    shutdown: &CancellationToken,
+) -> Result<Option<Session>, Vec<Finding>> {
+    let mut backoff = Backoff::new(config.error_backoff);
+    loop {
+        let opened = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(None),
+            opened = Session::open(config, opts) => opened,
+        };
+        match opened {
+            Ok(session) => return Ok(Some(session)),
+            Err(OpenError::Invalid(findings)) => return Err(findings),
+            Err(OpenError::Unreachable(error)) => {
+                let wait = backoff.next_wait();
+                warn!(%error, database = %describe(opts), retry_in = %humantime::format_duration(wait),
+                    "cannot reach the database; retrying");
+                if !pause(shutdown, wait).await {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a worker, and runs it again if it panics: its connection is dropped with the
+/// panic, so its transaction rolls back and nothing is lost.
+async fn supervise_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
+    let mut session = session;
+    let mut backoff = Backoff::new(queue.config.error_backoff);
+    loop {
+        let handle = tokio::spawn(run_worker(queue.clone(), index, session.take()));
+        match handle.await {
+            Err(e) if e.is_panic() => {
+                let wait = backoff.next_wait();
+                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
+                    "worker crashed (a bug in tableq; please report it); its transaction is rolled back; restarting it");
+                if !pause(&queue.stop, wait).await {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! Per-queue counters, and the minute-by-minute progress line in the log.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::batch::BatchReport;
+
+/// Counts of committed work, since the daemon started.
+#[derive(Debug, Default)]
+pub struct QueueStats {
+    done: AtomicU64,
+    failed: AtomicU64,
+    returned: AtomicU64,
+}
+
+/// A snapshot of [`QueueStats`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub done: u64,
+    pub failed: u64,
+    pub returned: u64,
+}
+
+impl QueueStats {
+    /// Records a committed batch.
+    pub fn record(&self, report: &BatchReport) {
+        self.done.fetch_add(report.done as u64, Ordering::Relaxed);
+        self.failed
+            .fetch_add(report.failed as u64, Ordering::Relaxed);
+        self.returned
+            .fetch_add(report.returned as u64, Ordering::Relaxed);
+    }
+
+    /// Records items that went back because their transaction was lost.
+    pub fn record_returned(&self, items: usize) {
+        self.returned.fetch_add(items as u64, Ordering::Relaxed);
+    }
+
+    pub fn counts(&self) -> Counts {
+        Counts {
+            done: self.done.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            returned: self.returned.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Logs, every `every`, what `queue` did since the last line, until `stop`.
+pub async fn report_progress(
+    queue: String,
+    stats: std::sync::Arc<QueueStats>,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    let mut last = stats.counts();
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let now = stats.counts();
+        info!(
+            queue = %queue,
+            done = now.done - last.done,
+            failed = now.failed - last.failed,
+            returned = now.returned - last.returned,
+            per_seconds = every.as_secs(),
+            "progress"
+        );
+        last = now;
+    }
+}

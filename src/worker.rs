@@ -1,0 +1,160 @@
+//! One worker: a loop that claims a batch, processes it, commits, and waits when the
+//! queue is empty — reconnecting with backoff whenever the database goes away.
+
+use std::sync::Arc;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Opts;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, info_span, warn, Instrument};
+
+use crate::backoff::{pause, Backoff};
+use crate::batch::claim_and_process;
+use crate::config::QueueConfig;
+use crate::database::{describe_error, is_expected_contention, kill, Kill};
+use crate::drain::Drain;
+use crate::session::{OpenError, Session};
+use crate::stats::QueueStats;
+
+/// What a queue's workers share.
+pub struct QueueRuntime {
+    pub config: QueueConfig,
+    pub opts: Opts,
+    pub stats: Arc<QueueStats>,
+    pub drain: Drain,
+    /// Stop claiming: the daemon is shutting down, or the queue is drained.
+    pub stop: CancellationToken,
+    /// Roll back whatever is in flight, now: the shutdown timeout has passed.
+    pub abort: CancellationToken,
+}
+
+/// Runs worker `index` of `queue` until it is told to stop. `session` is a session
+/// opened already (the one `run` validated the queue with), if any.
+pub async fn run_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
+    let span = info_span!("worker", queue = %queue.config.name, worker = index);
+    work(&queue, session).instrument(span).await
+}
+
+async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
+    let mut backoff = Backoff::new(queue.config.error_backoff);
+    let mut reconnecting = false;
+    while !queue.stop.is_cancelled() {
+        let alive = match session.as_mut() {
+            Some(s) => s.still_alive().await,
+            None => false,
+        };
+        if !alive {
+            if session.take().is_some() {
+                debug!("the idle connection was closed; reconnecting");
+            }
+            match open(queue, &mut backoff, &mut reconnecting).await {
+                Opened::Ready(s) => session = Some(s),
+                Opened::Retry => continue,
+                Opened::Stopped => break,
+            }
+        }
+        let Some(mut current) = session.take() else {
+            continue;
+        };
+
+        let ticket = queue.drain.begin();
+        let connection_id = current.conn.id();
+        let result = tokio::select! {
+            biased;
+            _ = queue.abort.cancelled() => None,
+            result = claim_and_process(&mut current.conn, &current.prepared, &queue.config, &queue.opts, &queue.stop) => Some(result),
+        };
+        match result {
+            None => {
+                queue.drain.finish(ticket, true);
+                warn!("the shutdown timeout passed; rolling back the items in flight");
+                if let Err(e) = kill(&queue.opts, connection_id, Kill::Connection).await {
+                    warn!(error = %describe_error(&e), "could not kill the session; the server rolls it back when the connection drops");
+                }
+                break;
+            }
+            Some(Ok(report)) if report.claimed == 0 => {
+                current.touch();
+                session = Some(current);
+                backoff.reset();
+                if queue.drain.finish_empty(ticket) {
+                    info!("the queue is drained");
+                    break;
+                }
+                if !pause(&queue.stop, queue.config.poll_interval).await {
+                    break;
+                }
+            }
+            Some(Ok(report)) => {
+                current.touch();
+                session = Some(current);
+                queue.stats.record(&report);
+                queue.drain.finish(ticket, report.returned > 0);
+                if report.returned > 0 {
+                    // Failed items came straight back; don't spin on them.
+                    if !pause(&queue.stop, backoff.next_wait()).await {
+                        break;
+                    }
+                } else {
+                    backoff.reset();
+                }
+            }
+            Some(Err(e)) => {
+                queue.drain.finish(ticket, true);
+                if is_expected_contention(&e) {
+                    debug!(error = %describe_error(&e), "the transaction was rolled back; its items are waiting again");
+                    if current.conn.query_drop("ROLLBACK").await.is_ok() {
+                        session = Some(current);
+                        continue;
+                    }
+                } else {
+                    let wait = backoff.next_wait();
+                    warn!(error = %describe_error(&e), retry_in = %humantime::format_duration(wait),
+                        "database error; the transaction is rolled back and its items are waiting again");
+                    reconnecting = true;
+                    drop(current);
+                    if !pause(&queue.stop, wait).await {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+enum Opened {
+    Ready(Session),
+    Retry,
+    Stopped,
+}
+
+/// Opens a session, or logs why not and waits out the backoff.
+async fn open(queue: &QueueRuntime, backoff: &mut Backoff, reconnecting: &mut bool) -> Opened {
+    let opened = tokio::select! {
+        _ = queue.stop.cancelled() => return Opened::Stopped,
+        opened = Session::open(&queue.config, &queue.opts) => opened,
+    };
+    let error = match opened {
+        Ok(session) => {
+            if *reconnecting {
+                info!("connected to the database again");
+                *reconnecting = false;
+            }
+            return Opened::Ready(session);
+        }
+        Err(OpenError::Unreachable(e)) => e,
+        Err(OpenError::Invalid(findings)) => findings
+            .iter()
+            .map(|f| f.message.clone())
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    let wait = backoff.next_wait();
+    warn!(%error, retry_in = %humantime::format_duration(wait), "cannot open a database session");
+    *reconnecting = true;
+    if pause(&queue.stop, wait).await {
+        Opened::Retry
+    } else {
+        Opened::Stopped
+    }
+}

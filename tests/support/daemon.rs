@@ -1,0 +1,148 @@
+//! The real `tableq` binary as a child process: its stderr collected as it runs,
+//! signals sent with kill(2), exits waited for with a deadline.
+
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A `tableq` command with a clean environment for its own variables.
+pub fn tableq(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tableq"));
+    cmd.args(args)
+        .env_remove("TABLEQ_DATABASE_URL")
+        .env_remove("DATABASE_URL")
+        .env_remove("TABLEQ_LOG_FORMAT")
+        .env("TABLEQ_LOG", "info")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// What a finished command printed, and how it exited.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+/// Runs `cmd` to the end (at most `timeout`).
+pub async fn run_to_end(mut cmd: Command, timeout: Duration) -> Finished {
+    let output = tokio::time::timeout(timeout, cmd.output())
+        .await
+        .expect("tableq finished in time")
+        .expect("tableq ran");
+    Finished {
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A running `tableq`.
+pub struct Daemon {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
+}
+
+impl Daemon {
+    pub fn spawn(mut cmd: Command) -> Daemon {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start tableq");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let err_pipe = child.stderr.take().expect("stderr is piped");
+        let sink = stderr.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(err_pipe).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut all = sink.lock().unwrap();
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        let mut out_pipe = child.stdout.take().expect("stdout is piped");
+        let sink = stdout.clone();
+        tokio::spawn(async move {
+            let mut all = String::new();
+            let _ = out_pipe.read_to_string(&mut all).await;
+            sink.lock().unwrap().push_str(&all);
+        });
+        Daemon {
+            child,
+            stderr,
+            stdout,
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id().expect("still running") as i32
+    }
+
+    /// Sends `signal` (libc::SIGTERM, …).
+    pub fn signal(&self, signal: i32) {
+        unsafe { libc::kill(self.pid(), signal) };
+    }
+
+    /// Waits until stderr contains `text`; panics (with the log) after `timeout`.
+    pub async fn wait_for_log(&self, text: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.stderr().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "tableq never logged {text:?}; its log:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for the process to exit; panics (with the log) after `timeout`.
+    pub async fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        match tokio::time::timeout(timeout, self.child.wait()).await {
+            Ok(status) => {
+                let status = status.expect("wait for tableq");
+                // Let the reader tasks drain the pipes.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                status
+            }
+            Err(_) => panic!(
+                "tableq did not exit within {timeout:?}; its log:\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+}
+
+/// Runs `tableq run --stop-when-empty FILE` against `url` and expects exit 0.
+pub async fn run_binary_until_empty(file: &Path, url: &str) -> Finished {
+    let mut cmd = tableq(&["run", "--stop-when-empty"]);
+    cmd.arg(file).env("TABLEQ_DATABASE_URL", url);
+    let finished = run_to_end(cmd, Duration::from_secs(120)).await;
+    assert_eq!(
+        finished.code(),
+        Some(0),
+        "tableq failed:\n{}",
+        finished.stderr
+    );
+    finished
+}

@@ -1,0 +1,221 @@
+//! A private, throwaway MariaDB server: its own datadir and port under the target
+//! directory, started with `--no-defaults` so nothing is read from /etc/mysql. Tests
+//! may stop and restart it. It dies with the test process (PR_SET_PDEATHSIG), and
+//! leftovers of earlier runs are removed when the next one starts.
+
+use std::io;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub struct MariaDb {
+    dir: PathBuf,
+    port: u16,
+    child: Mutex<Option<Child>>,
+}
+
+impl MariaDb {
+    /// Installs a fresh datadir and starts a server on a free port.
+    pub fn start() -> MariaDb {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mariadb");
+        std::fs::create_dir_all(&root).expect("create the test server root");
+        remove_leftovers(&root);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{}-", std::process::id()))
+            .tempdir_in(&root)
+            .expect("create a datadir")
+            .keep();
+        let mut install = Command::new(find("mariadb-install-db"));
+        install
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg("--auth-root-authentication-method=normal")
+            .arg("--skip-test-db")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if is_root() {
+            install.arg("--user=root");
+        }
+        let out = install
+            .output()
+            .expect("run mariadb-install-db (is MariaDB installed?)");
+        assert!(
+            out.status.success(),
+            "mariadb-install-db failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let server = MariaDb {
+            dir,
+            port: free_port(),
+            child: Mutex::new(None),
+        };
+        server.start_again();
+        server
+    }
+
+    /// `mysql://root@127.0.0.1:PORT` (no database).
+    pub fn base_url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Starts the server on its datadir and port, and waits until it accepts connections.
+    pub fn start_again(&self) {
+        let mut cmd = Command::new(find("mariadbd"));
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", self.dir.join("data").display()))
+            .arg(format!("--port={}", self.port))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!(
+                "--socket={}",
+                self.dir.join("mysqld.sock").display()
+            ))
+            .arg(format!(
+                "--pid-file={}",
+                self.dir.join("mysqld.pid").display()
+            ))
+            .arg(format!(
+                "--log-error={}",
+                self.dir.join("error.log").display()
+            ))
+            .arg("--skip-name-resolve")
+            .arg("--innodb-buffer-pool-size=128M")
+            .arg("--innodb-log-file-size=48M")
+            .arg("--innodb-flush-log-at-trx-commit=2")
+            .arg("--max-connections=1000")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if is_root() {
+            cmd.arg("--user=root");
+        }
+        let child = spawn_tied_to_process(cmd).expect("start mariadbd");
+        *self.child.lock().unwrap() = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self
+                .child
+                .lock()
+                .unwrap()
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("mariadbd exited with {status}: {}", self.error_log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd did not start: {}",
+                self.error_log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the server the way an operator would (SIGTERM) and waits for it to exit.
+    pub fn stop(&self) {
+        if let Some(mut child) = self.child.lock().unwrap().take() {
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let _ = child.wait();
+        }
+    }
+
+    fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for MariaDb {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.lock().unwrap().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `mariadbd` lives in /usr/sbin, which is not always on a test's PATH.
+fn find(program: &str) -> PathBuf {
+    for dir in [
+        "/usr/sbin",
+        "/usr/bin",
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/local/mysql/bin",
+    ] {
+        let candidate = Path::new(dir).join(program);
+        if candidate.exists() {
+            return candidate;
+        }
+    }
+    PathBuf::from(program)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free port")
+}
+
+/// Removes datadirs of earlier test processes that are no longer running.
+fn remove_leftovers(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        let alive = unsafe { libc::kill(pid, 0) == 0 };
+        if !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
+
+/// Spawns `cmd` from a thread that lives as long as the process, with
+/// PR_SET_PDEATHSIG so the child is killed when the test process exits — however it
+/// exits. (The signal fires when the spawning *thread* ends, hence the one thread.)
+fn spawn_tied_to_process(cmd: Command) -> io::Result<Child> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::spawn(move || {
+            for (mut cmd, reply) in rx {
+                unsafe {
+                    cmd.pre_exec(|| {
+                        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+                let _ = reply.send(cmd.spawn());
+            }
+        });
+        Mutex::new(tx)
+    });
+    let (reply, answer) = mpsc::channel();
+    sender
+        .lock()
+        .unwrap()
+        .send((cmd, reply))
+        .map_err(|_| io::Error::other("spawner thread is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| io::Error::other("spawner thread is gone"))?
+}
