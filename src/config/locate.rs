@@ -20,6 +20,34 @@ pub fn line_of(source: &str, path: &[&str]) -> Option<usize> {
     offset.map(|at| line_at(source, at))
 }
 
+/// The dotted path of the innermost key whose value spans byte `offset` of `source`
+/// (`action.timeout`), so an error the parser found there can name its key.
+pub fn key_at(source: &str, offset: usize) -> Option<String> {
+    let root = DeTable::parse(source).ok()?.into_inner();
+    let path = path_to(&root, offset)?;
+    (!path.is_empty()).then(|| path.join("."))
+}
+
+/// The keys leading to `offset` within `table`: `Some(vec![])` when `offset` is on
+/// one of this table's own keys, `None` when it is not in this table at all.
+fn path_to(table: &DeTable, offset: usize) -> Option<Vec<String>> {
+    for (key, value) in table.iter() {
+        if key.span().contains(&offset) {
+            return Some(Vec::new());
+        }
+        let inner = match value.get_ref() {
+            DeValue::Table(inner) => path_to(inner, offset),
+            _ => None,
+        };
+        if inner.is_some() || value.span().contains(&offset) {
+            let mut path = vec![key.get_ref().to_string()];
+            path.extend(inner.unwrap_or_default());
+            return Some(path);
+        }
+    }
+    None
+}
+
 /// The 1-based line holding byte `offset` of `source`.
 pub fn line_at(source: &str, offset: usize) -> usize {
     let end = offset.min(source.len());
@@ -41,5 +69,19 @@ mod tests {
         assert_eq!(line_of(src, &["on_success"]), Some(3));
         assert_eq!(line_of(src, &["on_success", "sql", "1"]), Some(6));
         assert_eq!(line_of(src, &["missing"]), None);
+    }
+
+    #[test]
+    fn names_the_key_under_an_offset() {
+        let src = "workers = \"four\"\n[action]\ntimeout = 5\n";
+        assert_eq!(
+            key_at(src, src.find("four").unwrap()),
+            Some("workers".into())
+        );
+        assert_eq!(
+            key_at(src, src.find('5').unwrap()),
+            Some("action.timeout".into())
+        );
+        assert_eq!(key_at(src, 0), None);
     }
 }

@@ -15,7 +15,7 @@ use crate::diagnostic::{Finding, Findings, Severity};
 use crate::sql_text::ParsedStatement;
 
 pub use interpolate::{interpolate, InterpolateError};
-pub use locate::{line_at, line_of};
+pub use locate::{key_at, line_at, line_of};
 
 /// `poll_interval` when the file does not set it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
@@ -142,10 +142,38 @@ pub fn load_file(
         )]
     })?;
     let raw: raw::RawQueue = toml::from_str(&source).map_err(|e| {
-        let line = e.span().map(|span| line_at(&source, span.start));
-        vec![Finding::error(file, e.message().trim().to_string()).at_line(line)]
+        let start = e.span().map(|span| span.start);
+        let mut line = start.map(|at| line_at(&source, at));
+        let mut message = plain_words(e.message().trim());
+        if let Some(key) = start.and_then(|at| key_at(&source, at)) {
+            // Point at an unknown key itself, not at the table that holds it.
+            let unknown = message
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split('`').next());
+            if let Some(unknown) = unknown {
+                let mut path: Vec<&str> = key.split('.').collect();
+                path.push(unknown);
+                line = line_of(&source, &path).or(line);
+            }
+            message = format!("`{key}`: {message}");
+        }
+        vec![Finding::error(file, message).at_line(line)]
     })?;
     validate::validate(raw, file, Arc::from(source), env)
+}
+
+/// Serde's words for types, in the words of the queue file.
+fn plain_words(message: &str) -> String {
+    let message = message
+        .replace("expected u32", "expected a whole number")
+        .replace(
+            "expected a duration",
+            "expected a duration such as \"5s\", \"250ms\" or \"2m\"",
+        );
+    if message == "missing field `select`" {
+        return "missing field `select`: the SELECT that returns the rows waiting for work".into();
+    }
+    message
 }
 
 /// Expands `paths` into queue files: a file stands for itself, a directory for the

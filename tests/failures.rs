@@ -1,0 +1,190 @@
+//! Every way an item can go wrong ends with the row either done or waiting: a hung
+//! action, outcome SQL that fails, a failure with no `[on_failure]`.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{load, run_until_empty, QueueFiles, TestDb};
+use tokio_util::sync::CancellationToken;
+
+const JOBS: &str =
+    "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+    error VARCHAR(500) NULL, attempts INT NOT NULL DEFAULT 0) DEFAULT CHARSET=utf8mb4;
+  CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4;
+  INSERT INTO job (id) VALUES (1), (2), (3), (4), (5), (6)";
+
+/// An SQL action that runs past its timeout is interrupted and counts as failed,
+/// with `:error` saying so; its partial work is undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_sql_action_times_out_and_fails() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+batch = 3
+[action]
+type = "sql"
+sql = ["INSERT INTO job_log (job_id) VALUES (:id)", "DO IF(:id = 2, SLEEP(30), 0)"]
+timeout = "500ms"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
+"#,
+    );
+    let started = Instant::now();
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the 30 s statement was not interrupted"
+    );
+    let counts = summary.counts("jobs").unwrap();
+    assert_eq!((counts.done, counts.failed), (5, 1));
+    let failed: Vec<(u32, String)> = db
+        .rows("SELECT id, error FROM job WHERE state = 'failed'")
+        .await;
+    assert_eq!(failed, vec![(2, "timed out after 500ms".to_string())]);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job_log WHERE job_id = 2")
+            .await,
+        0,
+        "the failed action's insert was kept"
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 5);
+}
+
+/// When `[on_success]` fails for one item of a batch, that item is rolled back to its
+/// savepoint and stays waiting; the rest of the batch commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_outcome_sql_leaves_only_that_item_waiting() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    // Row 4 can never be marked done: a CHECK constraint refuses it.
+    db.exec("ALTER TABLE job ADD CONSTRAINT not_four CHECK (id <> 4 OR state <> 'done')")
+        .await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+batch = 6
+poll_interval = "50ms"
+error_backoff = "50ms"
+[action]
+type = "sql"
+sql = "INSERT INTO job_log (job_id) VALUES (:id)"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed' WHERE id = :id"
+"#,
+    );
+    let shutdown = CancellationToken::new();
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        ..tableq::RunOptions::default()
+    };
+    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    support::eventually(
+        "the other items are done",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+                .await
+                == 5
+        },
+    )
+    .await;
+    shutdown.cancel();
+    let summary = engine.await.unwrap().unwrap();
+    let counts = summary.counts("jobs").unwrap();
+    assert_eq!(counts.done, 5);
+    assert!(
+        counts.returned >= 1,
+        "row 4 went back to the queue: {counts:?}"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE id = 4 AND state = 'waiting'")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job_log WHERE job_id = 4")
+            .await,
+        0,
+        "row 4's action was kept"
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 5);
+}
+
+/// Without `[on_failure]`, a failed item is rolled back and waiting again, and the
+/// worker backs off instead of spinning on it. (It also stays at the front of the
+/// queue, holding up the rows behind it: why `check` warns about a missing
+/// `[on_failure]`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_on_failure_a_failed_item_waits_and_the_worker_backs_off() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    db.exec("CREATE TABLE attempt_log (job_id INT NOT NULL CHECK (job_id <> 3)) DEFAULT CHARSET=utf8mb4").await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+error_backoff = "200ms"
+[action]
+type = "sql"
+sql = "INSERT INTO attempt_log (job_id) VALUES (:id)"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+"#,
+    );
+    let shutdown = CancellationToken::new();
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        ..tableq::RunOptions::default()
+    };
+    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    support::eventually(
+        "the items before the bad one are done",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+                .await
+                == 2
+        },
+    )
+    .await;
+    let watched = Instant::now();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    shutdown.cancel();
+    let summary = engine.await.unwrap().unwrap();
+    let returned = summary.counts("jobs").unwrap().returned;
+    let seconds = watched.elapsed().as_secs_f64() + 1.0;
+    // Doubling from 200 ms, ~2 s allows only a handful of tries; a spin would be thousands.
+    assert!(returned >= 2, "row 3 was retried: {returned}");
+    assert!(
+        (returned as f64) < 10.0 * seconds,
+        "the worker spun on the failing row: {returned} tries"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE id = 3 AND state = 'waiting'")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM attempt_log WHERE job_id = 3")
+            .await,
+        0
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE id > 3 AND state = 'waiting'")
+            .await,
+        3,
+        "with one worker, the failing row at the front holds up the rest"
+    );
+}

@@ -1,0 +1,93 @@
+//! The database going away mid-run is a pause, not a failure.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{eventually, load, MariaDb, QueueFiles, TestDb};
+use tokio_util::sync::CancellationToken;
+
+const ROWS: usize = 400;
+
+/// A private MariaDB stopped and restarted mid-run: the daemon keeps going and
+/// finishes every row, each exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_daemon_rides_out_a_database_restart() {
+    // Always a server of this test's own: it is going to be stopped.
+    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", ROWS, |i| i.to_string()).await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+workers = 4
+poll_interval = "100ms"
+error_backoff = "100ms"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+[action]
+type = "sql"
+sql = ["INSERT INTO job_log (job_id) VALUES (:id)", "DO SLEEP(0.02)"]
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+"#,
+    );
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        stop_when_empty: true,
+        ..tableq::RunOptions::default()
+    };
+    let engine = tokio::spawn(tableq::run(
+        load(&[file]),
+        options,
+        CancellationToken::new(),
+    ));
+
+    eventually("some jobs are done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job_log").await >= 40
+    })
+    .await;
+    let server = tokio::task::spawn_blocking(move || {
+        server.stop();
+        std::thread::sleep(Duration::from_secs(1));
+        server.start_again();
+        server
+    })
+    .await
+    .unwrap();
+    let done_before_end: u64 = db
+        .count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+        .await;
+    assert!(
+        done_before_end < ROWS as u64,
+        "the restart came after the queue was done"
+    );
+
+    let summary = tokio::time::timeout(Duration::from_secs(180), engine)
+        .await
+        .expect("the daemon finishes after the restart")
+        .unwrap()
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await,
+        ROWS as u64
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job_log").await,
+        ROWS as u64,
+        "a job was done twice"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
+        ROWS as u64
+    );
+    assert!(summary.counts("jobs").unwrap().done <= ROWS as u64);
+    drop(db);
+    drop(server);
+}
