@@ -10,9 +10,10 @@ use crate::check::{check, CheckOptions};
 use crate::cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
 use crate::config::{load_paths, select_queues, QueueConfig};
 use crate::count::count_waiting;
+use crate::daemon::{run_with_reload, QueueSource};
 use crate::database::parse_database_url;
 use crate::diagnostic::Findings;
-use crate::runner::{run, RunOptions};
+use crate::runner::RunOptions;
 use crate::session::OpenError;
 
 /// Why a command failed, and so how the process exits.
@@ -64,6 +65,10 @@ fn load(paths: &[PathBuf], names: &[String]) -> Result<Vec<QueueConfig>, Failure
 }
 
 async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), Failure> {
+    let source = QueueSource {
+        paths: args.paths.clone(),
+        names: args.queues.clone(),
+    };
     let queues = load(&args.paths, &args.queues)?;
     let shutdown = CancellationToken::new();
     crate::signals::install(shutdown.clone())
@@ -74,10 +79,9 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
         shutdown_timeout: args.shutdown_timeout.into(),
         ..RunOptions::default()
     };
-    run(queues, options, shutdown)
+    run_with_reload(source, queues, options, shutdown)
         .await
-        .map_err(Failure::Config)?;
-    Ok(())
+        .map_err(Failure::Config)
 }
 
 async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<(), Failure> {

@@ -19,6 +19,7 @@
 //! - [`batch`]: one transaction — claim, process each item in a savepoint, commit.
 //! - [`worker`]: one worker loop, with reconnect and backoff.
 //! - [`runner`]: N workers per queue, start-up validation, graceful shutdown.
+//! - [`daemon`]: `run` under signals, with SIGHUP reloading the queue files.
 //! - [`drain`]: knowing when a queue is empty, for `--stop-when-empty`.
 //! - [`stats`]: per-queue counters and the progress line.
 //! - [`backoff`]: waits between retries.
@@ -34,6 +35,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod count;
+pub mod daemon;
 pub mod database;
 pub mod diagnostic;
 pub mod drain;

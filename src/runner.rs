@@ -108,7 +108,7 @@ pub async fn run(
         _ = tracker.wait() => {}
         _ = shutdown.cancelled() => {
             info!(timeout = %humantime::format_duration(options.shutdown_timeout),
-                "shutting down: no new claims; finishing the items in flight");
+                "stopping: no new claims; finishing the items in flight");
             if tokio::time::timeout(options.shutdown_timeout, tracker.wait()).await.is_err() {
                 abort.cancel();
                 if tokio::time::timeout(ABORT_GRACE, tracker.wait()).await.is_err() {

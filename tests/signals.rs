@@ -120,7 +120,9 @@ async fn sigterm_lets_the_item_in_flight_finish() {
     let status = daemon.wait(Duration::from_secs(20)).await;
     assert_eq!(status.code(), Some(0), "{}", daemon.stderr());
     assert!(
-        daemon.stderr().contains("finishing the items in flight"),
+        daemon
+            .stderr()
+            .contains("no new claims; finishing the items in flight"),
         "{}",
         daemon.stderr()
     );
