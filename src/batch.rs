@@ -1,17 +1,24 @@
 //! One transaction of a worker: claim up to `batch` rows, run each item's action and
-//! outcome SQL in its own savepoint, commit. The rule it keeps: an item either
-//! commits with its outcome SQL, or it is left as it was — waiting again.
+//! outcome SQL, commit. The rule it keeps: an item either commits with its outcome
+//! SQL, or it is left as it was — waiting again.
 
+use std::time::Duration;
+
+use futures::future::join_all;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, Params, Row, Value};
-use tokio_util::sync::CancellationToken;
+use mysql_async::{Conn, Params, Row, Value};
 use tracing::{error, info_span, warn, Instrument};
 
-use crate::action;
-use crate::config::{ActionConfig, QueueConfig};
+use crate::action::{self, Action};
+use crate::config::ActionConfig;
 use crate::database::{describe_error, is_statement_error};
 use crate::item::{bind, Item, Outcome};
 use crate::queue_sql::{BoundStatement, PreparedQueue};
+use crate::worker::QueueRuntime;
+
+/// How often a worker pings its connection while HTTP or command actions run: if the
+/// connection is gone, so are the locks, and the actions are cancelled.
+pub const PING_EVERY: Duration = Duration::from_secs(2);
 
 /// What one transaction did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +39,16 @@ enum Fate {
     Returned,
 }
 
+impl BatchReport {
+    fn count(&mut self, fate: Fate) {
+        match fate {
+            Fate::Done => self.done += 1,
+            Fate::Failed => self.failed += 1,
+            Fate::Returned => self.returned += 1,
+        }
+    }
+}
+
 const SAVEPOINT: &str = "SAVEPOINT tableq_item";
 const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT tableq_item";
 
@@ -40,64 +57,108 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT tableq_item";
 pub async fn claim_and_process(
     conn: &mut Conn,
     prepared: &PreparedQueue,
-    queue: &QueueConfig,
-    opts: &Opts,
-    stop: &CancellationToken,
+    queue: &QueueRuntime,
 ) -> Result<BatchReport, mysql_async::Error> {
+    let name = queue.config.name.as_str();
     let claim_params = match prepared.claim.sources.len() {
         0 => Params::Empty,
-        n => Params::Positional(vec![Value::from(queue.name.as_str()); n]),
+        n => Params::Positional(vec![Value::from(name); n]),
     };
     let rows: Vec<Row> = conn.exec(&prepared.claim.statement, claim_params).await?;
     let mut report = BatchReport {
         claimed: rows.len(),
         ..BatchReport::default()
     };
-    // Savepoints let one item be undone without touching the others; a lone item
-    // whose action is one statement needs none (the statement is atomic by itself).
-    let savepoints = rows.len() > 1 || prepared.action.len() > 1;
-    for (index, row) in rows.into_iter().enumerate() {
-        if index > 0 && stop.is_cancelled() {
-            // Stopping: items not yet started stay untouched and return at commit.
-            report.returned += report.claimed - index;
-            break;
-        }
-        let item = Item {
+    let items: Vec<Item> = rows
+        .into_iter()
+        .map(|row| Item {
             columns: prepared.columns.clone(),
             values: row.unwrap(),
             key_index: prepared.key_index,
-        };
-        let span = info_span!("item", key = %item.key_text());
-        let fate = process_item(conn, prepared, queue, opts, &item, savepoints)
-            .instrument(span)
-            .await?;
-        match fate {
-            Fate::Done => report.done += 1,
-            Fate::Failed => report.failed += 1,
-            Fate::Returned => report.returned += 1,
+        })
+        .collect();
+    match &queue.config.action {
+        ActionConfig::Sql(sql) => {
+            // Savepoints let one item be undone without touching the others; a lone
+            // item whose action is one statement needs none (it is atomic by itself).
+            let savepoints = items.len() > 1 || prepared.action.len() > 1;
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 && queue.stop.is_cancelled() {
+                    // Stopping: items not yet started stay untouched and return at commit.
+                    report.returned += items.len() - index;
+                    break;
+                }
+                let span = info_span!("item", key = %item.key_text());
+                let fate = async {
+                    if savepoints {
+                        conn.query_drop(SAVEPOINT).await?;
+                    }
+                    let outcome = action::sql::run(
+                        conn,
+                        &prepared.action,
+                        item,
+                        name,
+                        sql.timeout,
+                        &queue.opts,
+                    )
+                    .await?;
+                    settle(conn, prepared, name, item, &outcome, savepoints).await
+                }
+                .instrument(span)
+                .await?;
+                report.count(fate);
+            }
+        }
+        ActionConfig::Http(_) | ActionConfig::Command(_) => {
+            let outcomes = run_outside(conn, &queue.action, &items, name).await?;
+            let savepoints = items.len() > 1;
+            for (item, outcome) in items.iter().zip(&outcomes) {
+                let span = info_span!("item", key = %item.key_text());
+                let fate = async {
+                    if savepoints {
+                        conn.query_drop(SAVEPOINT).await?;
+                    }
+                    settle(conn, prepared, name, item, outcome, savepoints).await
+                }
+                .instrument(span)
+                .await?;
+                report.count(fate);
+            }
         }
     }
     conn.query_drop("COMMIT").await?;
     Ok(report)
 }
 
-async fn process_item(
+/// Runs the actions of a batch concurrently, pinging `conn` meanwhile. If the
+/// connection is lost, the locks are gone: the actions are cancelled (dropping them
+/// kills commands and aborts requests) and the items are left to the next claim.
+async fn run_outside(
     conn: &mut Conn,
-    prepared: &PreparedQueue,
-    queue: &QueueConfig,
-    opts: &Opts,
-    item: &Item,
-    savepoints: bool,
-) -> Result<Fate, mysql_async::Error> {
-    if savepoints {
-        conn.query_drop(SAVEPOINT).await?;
-    }
-    let outcome = match &queue.action {
-        ActionConfig::Sql(sql) => {
-            action::sql::run(conn, &prepared.action, item, &queue.name, sql.timeout, opts).await?
+    action: &Action,
+    items: &[Item],
+    queue: &str,
+) -> Result<Vec<Outcome>, mysql_async::Error> {
+    let actions = join_all(items.iter().map(|item| {
+        action
+            .run_outside(item, queue)
+            .instrument(info_span!("item", key = %item.key_text()))
+    }));
+    let keep_alive = async {
+        loop {
+            tokio::time::sleep(PING_EVERY).await;
+            if let Err(e) = conn.ping().await {
+                return e;
+            }
         }
     };
-    settle(conn, prepared, &queue.name, item, &outcome, savepoints).await
+    tokio::select! {
+        outcomes = actions => Ok(outcomes),
+        lost = keep_alive => {
+            warn!(error = %describe_error(&lost), "lost the database connection during the actions; cancelling them, the items are waiting again");
+            Err(lost)
+        }
+    }
 }
 
 /// Applies `[on_success]` or `[on_failure]` for an action's outcome.

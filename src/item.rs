@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use mysql_async::consts::ColumnType;
 use mysql_async::{Params, Value};
 
 /// Where a statement's `?` gets its value from.
@@ -17,6 +18,8 @@ pub enum ParamSource {
     Status,
     /// `:output`, the response body or standard output.
     Output,
+    /// `:retry_after`, seconds from an HTTP `Retry-After` header.
+    RetryAfter,
 }
 
 impl ParamSource {
@@ -28,18 +31,45 @@ impl ParamSource {
             "error" if outcome => Some(ParamSource::Error),
             "status" if outcome => Some(ParamSource::Status),
             "output" if outcome => Some(ParamSource::Output),
+            "retry_after" if outcome => Some(ParamSource::RetryAfter),
             _ => None,
         }
     }
 }
 
 /// The names of the parameters every statement may use besides the columns.
-pub const OUTCOME_PARAMS: &str = ":queue, :error, :status, :output";
+pub const OUTCOME_PARAMS: &str = ":queue, :error, :status, :output, :retry_after";
+
+/// The select's columns: what every item of a queue looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Columns {
+    pub names: Vec<String>,
+    pub types: Vec<ColumnType>,
+}
+
+impl Columns {
+    /// The index of the column called `name`: the exact name, else the only one
+    /// that matches ignoring case (MySQL compares column names that way).
+    pub fn find(&self, name: &str) -> Option<usize> {
+        if let Some(exact) = self.names.iter().position(|c| c == name) {
+            return Some(exact);
+        }
+        let mut folded = self
+            .names
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.eq_ignore_ascii_case(name));
+        match (folded.next(), folded.next()) {
+            (Some((index, _)), None) => Some(index),
+            _ => None,
+        }
+    }
+}
 
 /// A claimed row: its values, in the order of the select's columns.
 #[derive(Debug, Clone)]
 pub struct Item {
-    pub columns: Arc<[String]>,
+    pub columns: Arc<Columns>,
     pub values: Vec<Value>,
     pub key_index: usize,
 }
@@ -53,6 +83,18 @@ impl Item {
     pub fn key_text(&self) -> String {
         value_text(self.key())
     }
+
+    /// The text a `{name}` placeholder becomes: a column's value, or the queue name.
+    pub fn placeholder_bytes(&self, name: &str, queue: &str) -> Vec<u8> {
+        match self.columns.find(name) {
+            Some(index) => {
+                crate::row_json::value_bytes(&self.values[index], self.columns.types[index])
+                    .into_owned()
+            }
+            None if name == "queue" => queue.as_bytes().to_vec(),
+            None => Vec::new(),
+        }
+    }
 }
 
 /// What happened to an item's action; bound as `:error`, `:status` and `:output`.
@@ -61,6 +103,7 @@ pub struct Outcome {
     pub error: Option<String>,
     pub status: Option<i64>,
     pub output: Option<Vec<u8>>,
+    pub retry_after: Option<u64>,
 }
 
 impl Outcome {
@@ -93,6 +136,7 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
             ParamSource::Error => outcome.error.as_deref().map_or(Value::NULL, Value::from),
             ParamSource::Status => outcome.status.map_or(Value::NULL, Value::from),
             ParamSource::Output => outcome.output.clone().map_or(Value::NULL, Value::Bytes),
+            ParamSource::RetryAfter => outcome.retry_after.map_or(Value::NULL, Value::from),
         })
         .collect();
     Params::Positional(values)
@@ -114,7 +158,13 @@ mod tests {
     #[test]
     fn binds_columns_and_outcome_in_statement_order() {
         let item = Item {
-            columns: Arc::from(vec!["id".to_string(), "to".to_string()]),
+            columns: Arc::new(Columns {
+                names: vec!["id".to_string(), "to".to_string()],
+                types: vec![
+                    ColumnType::MYSQL_TYPE_LONG,
+                    ColumnType::MYSQL_TYPE_VAR_STRING,
+                ],
+            }),
             values: vec![Value::Int(7), Value::Bytes(b"a@b".to_vec())],
             key_index: 0,
         };

@@ -15,7 +15,9 @@
 //! - [`queue_sql`]: a queue's claim and statements, prepared and validated.
 //! - [`session`]: one worker connection with its queue's SQL prepared.
 //! - [`item`]: a claimed row, and the parameters bound from it.
-//! - [`action`]: what to do with one item (`sql`).
+//! - [`row_json`]: a row as JSON (bodies, stdin) and as placeholder text.
+//! - [`template`]: `{column}` placeholders and `${ENV}` in URLs, headers, argv.
+//! - [`action`]: what to do with one item: `sql`, `http`, `command`.
 //! - [`batch`]: one transaction — claim, process each item in a savepoint, commit.
 //! - [`worker`]: one worker loop, with reconnect and backoff.
 //! - [`runner`]: N workers per queue, start-up validation, graceful shutdown.
@@ -42,11 +44,13 @@ pub mod drain;
 pub mod item;
 pub mod logging;
 pub mod queue_sql;
+pub mod row_json;
 pub mod runner;
 pub mod session;
 pub mod signals;
 pub mod sql_text;
 pub mod stats;
+pub mod template;
 pub mod worker;
 
 pub use config::{load_paths, QueueConfig};

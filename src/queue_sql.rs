@@ -11,7 +11,7 @@ use mysql_async::{Conn, Statement};
 use crate::config::{ActionConfig, QueueConfig};
 use crate::database::{describe_error, is_statement_error};
 use crate::diagnostic::{Finding, Severity};
-use crate::item::{ParamSource, OUTCOME_PARAMS};
+use crate::item::{Columns, ParamSource, OUTCOME_PARAMS};
 use crate::sql_text::ParsedStatement;
 
 /// The statement a worker claims with: the select, then tableq's own clause.
@@ -33,8 +33,8 @@ pub struct BoundStatement {
 #[derive(Debug, Clone)]
 pub struct PreparedQueue {
     pub claim: BoundStatement,
-    /// The select's column names: the item's fields.
-    pub columns: Arc<[String]>,
+    /// The select's columns: the item's fields.
+    pub columns: Arc<Columns>,
     /// Which column is the key.
     pub key_index: usize,
     /// The action's statements, for `type = "sql"`.
@@ -58,9 +58,7 @@ pub async fn prepare_queue(
     queue: &QueueConfig,
     limit: usize,
 ) -> Result<PreparedQueue, PrepareError> {
-    let mut findings = Vec::new();
-    let claim_text = claim_sql(&queue.select, limit);
-    let claim = match conn.prep(claim_text.as_str()).await {
+    let claim = match conn.prep(claim_sql(&queue.select, limit)).await {
         Ok(statement) => statement,
         Err(e) if is_statement_error(&e) => {
             return Err(PrepareError::Invalid(vec![queue.finding(
@@ -74,63 +72,45 @@ pub async fn prepare_queue(
         }
         Err(e) => return Err(PrepareError::Database(e)),
     };
-    let columns: Arc<[String]> = claim
-        .columns()
-        .iter()
-        .map(|c| c.name_str().into_owned())
-        .collect();
-    let claim_sources = resolve(
-        queue,
-        &["select"],
-        &queue.select,
-        &columns,
-        false,
-        &mut findings,
-    );
-    check_distinct_columns(queue, &columns, &mut findings);
-    let key_index = key_index(queue, &columns, &mut findings);
-
-    let action = match &queue.action {
-        ActionConfig::Sql(sql) => {
-            prepare_all(
-                conn,
-                queue,
-                &["action", "sql"],
-                &sql.statements,
-                &columns,
-                false,
-                &mut findings,
-            )
-            .await?
-        }
-    };
-    let on_success = prepare_all(
+    let columns = Arc::new(Columns {
+        names: claim
+            .columns()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect(),
+        types: claim.columns().iter().map(|c| c.column_type()).collect(),
+    });
+    let mut preparer = Preparer {
         conn,
         queue,
-        &["on_success", "sql"],
-        &queue.on_success,
-        &columns,
-        true,
-        &mut findings,
-    )
-    .await?;
+        columns: &columns,
+        findings: Vec::new(),
+    };
+    let claim_sources = preparer.resolve(&["select"], &queue.select, false);
+    preparer.check_distinct_columns();
+    preparer.check_placeholders();
+    let key_index = preparer.key_index();
+    let action = match &queue.action {
+        ActionConfig::Sql(sql) => {
+            preparer
+                .prepare_all(&["action", "sql"], &sql.statements, false)
+                .await?
+        }
+        ActionConfig::Http(_) | ActionConfig::Command(_) => Vec::new(),
+    };
+    let on_success = preparer
+        .prepare_all(&["on_success", "sql"], &queue.on_success, true)
+        .await?;
     let on_failure = match &queue.on_failure {
         Some(statements) => Some(
-            prepare_all(
-                conn,
-                queue,
-                &["on_failure", "sql"],
-                statements,
-                &columns,
-                true,
-                &mut findings,
-            )
-            .await?,
+            preparer
+                .prepare_all(&["on_failure", "sql"], statements, true)
+                .await?,
         ),
         None => None,
     };
-    if !findings.is_empty() {
-        return Err(PrepareError::Invalid(findings));
+    if !preparer.findings.is_empty() {
+        return Err(PrepareError::Invalid(preparer.findings));
     }
     Ok(PreparedQueue {
         claim: BoundStatement {
@@ -145,109 +125,133 @@ pub async fn prepare_queue(
     })
 }
 
-async fn prepare_all(
-    conn: &mut Conn,
-    queue: &QueueConfig,
-    path: &[&str],
-    statements: &[ParsedStatement],
-    columns: &[String],
-    outcome: bool,
-    findings: &mut Vec<Finding>,
-) -> Result<Vec<BoundStatement>, PrepareError> {
-    let mut prepared = Vec::with_capacity(statements.len());
-    for (index, parsed) in statements.iter().enumerate() {
-        let index_text = index.to_string();
-        let mut at = path.to_vec();
-        if statements.len() > 1 {
-            at.push(&index_text);
-        }
-        let sources = resolve(queue, &at, parsed, columns, outcome, findings);
-        match conn.prep(parsed.positional.as_str()).await {
-            Ok(statement) => prepared.push(BoundStatement { statement, sources }),
-            Err(e) if is_statement_error(&e) => findings.push(queue.finding(
-                Severity::Error,
-                &at,
-                format!(
-                    "`{}`: the server rejects it: {}",
-                    path.join("."),
-                    describe_error(&e)
-                ),
-            )),
-            Err(e) => return Err(PrepareError::Database(e)),
-        }
-    }
-    Ok(prepared)
+/// Prepares statements for one queue, collecting findings as it goes.
+struct Preparer<'a> {
+    conn: &'a mut Conn,
+    queue: &'a QueueConfig,
+    columns: &'a Columns,
+    findings: Vec<Finding>,
 }
 
-/// Maps each `:name` of `statement` to a column (exact name first, then a unique
-/// case-insensitive match, as MySQL compares column names) or a special parameter.
-fn resolve(
-    queue: &QueueConfig,
-    at: &[&str],
-    statement: &ParsedStatement,
-    columns: &[String],
-    outcome: bool,
-    findings: &mut Vec<Finding>,
-) -> Vec<ParamSource> {
-    let mut sources = Vec::with_capacity(statement.params.len());
-    for name in &statement.params {
-        let exact = columns.iter().position(|c| c == name);
-        let folded: Vec<usize> = (0..columns.len())
-            .filter(|&i| columns[i].eq_ignore_ascii_case(name))
-            .collect();
-        let source = exact
-            .or(if folded.len() == 1 {
-                Some(folded[0])
-            } else {
-                None
-            })
-            .map(ParamSource::Column)
-            .or_else(|| ParamSource::special(name, outcome));
-        match source {
-            Some(source) => sources.push(source),
-            None => {
-                let specials = if outcome { OUTCOME_PARAMS } else { ":queue" };
-                findings.push(queue.finding(
-                    Severity::Error,
-                    at,
+impl Preparer<'_> {
+    fn error(&mut self, at: &[&str], message: String) {
+        self.findings
+            .push(self.queue.finding(Severity::Error, at, message));
+    }
+
+    async fn prepare_all(
+        &mut self,
+        path: &[&str],
+        statements: &[ParsedStatement],
+        outcome: bool,
+    ) -> Result<Vec<BoundStatement>, PrepareError> {
+        let mut prepared = Vec::with_capacity(statements.len());
+        for (index, parsed) in statements.iter().enumerate() {
+            let index_text = index.to_string();
+            let mut at = path.to_vec();
+            if statements.len() > 1 {
+                at.push(&index_text);
+            }
+            let sources = self.resolve(&at, parsed, outcome);
+            match self.conn.prep(parsed.positional.as_str()).await {
+                Ok(statement) => prepared.push(BoundStatement { statement, sources }),
+                Err(e) if is_statement_error(&e) => self.error(
+                    &at,
                     format!(
-                        "`{}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
-                        at.iter().take_while(|s| s.parse::<usize>().is_err()).copied().collect::<Vec<_>>().join("."),
-                        columns.join(", ")
+                        "`{}`: the server rejects it: {}",
+                        path.join("."),
+                        describe_error(&e)
                     ),
-                ));
+                ),
+                Err(e) => return Err(PrepareError::Database(e)),
             }
         }
+        Ok(prepared)
     }
-    sources
-}
 
-fn check_distinct_columns(queue: &QueueConfig, columns: &[String], findings: &mut Vec<Finding>) {
-    for (i, column) in columns.iter().enumerate() {
-        if columns[..i].iter().any(|c| c.eq_ignore_ascii_case(column)) {
-            findings.push(queue.finding(
-                Severity::Error,
-                &["select"],
-                format!("`select` returns two columns named `{column}`; give them distinct aliases (`AS …`)"),
-            ));
+    /// Maps each `:name` of `statement` to a column or a special parameter.
+    fn resolve(
+        &mut self,
+        at: &[&str],
+        statement: &ParsedStatement,
+        outcome: bool,
+    ) -> Vec<ParamSource> {
+        let mut sources = Vec::with_capacity(statement.params.len());
+        for name in &statement.params {
+            let source = self
+                .columns
+                .find(name)
+                .map(ParamSource::Column)
+                .or_else(|| ParamSource::special(name, outcome));
+            match source {
+                Some(source) => sources.push(source),
+                None => {
+                    let key: Vec<&str> = at
+                        .iter()
+                        .take_while(|s| s.parse::<usize>().is_err())
+                        .copied()
+                        .collect();
+                    let specials = if outcome { OUTCOME_PARAMS } else { ":queue" };
+                    let message = format!(
+                        "`{}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
+                        key.join("."),
+                        self.columns.names.join(", ")
+                    );
+                    self.error(at, message);
+                }
+            }
+        }
+        sources
+    }
+
+    /// Every `{placeholder}` of an HTTP or command action names a column, or `queue`.
+    fn check_placeholders(&mut self) {
+        let problems: Vec<(String, String)> = self
+            .queue
+            .action
+            .placeholders()
+            .into_iter()
+            .filter(|(_, name)| *name != "queue" && self.columns.find(name).is_none())
+            .map(|(key, name)| (key, name.to_string()))
+            .collect();
+        for (key, name) in problems {
+            let path: Vec<&str> = key.split('.').collect();
+            let message = format!(
+                "`{key}` uses `{{{name}}}`, which is not a column the select returns ({}) nor `{{queue}}`",
+                self.columns.names.join(", ")
+            );
+            self.error(&path, message);
         }
     }
-}
 
-fn key_index(queue: &QueueConfig, columns: &[String], findings: &mut Vec<Finding>) -> usize {
-    let Some(key) = &queue.key else { return 0 };
-    match columns.iter().position(|c| c.eq_ignore_ascii_case(key)) {
-        Some(index) => index,
-        None => {
-            findings.push(queue.finding(
-                Severity::Error,
-                &["key"],
-                format!(
+    fn check_distinct_columns(&mut self) {
+        let names = &self.columns.names;
+        let duplicates: Vec<String> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, column)| names[..*i].iter().any(|c| c.eq_ignore_ascii_case(column)))
+            .map(|(_, column)| column.clone())
+            .collect();
+        for column in duplicates {
+            self.error(
+                &["select"],
+                format!("`select` returns two columns named `{column}`; give them distinct aliases (`AS …`)"),
+            );
+        }
+    }
+
+    fn key_index(&mut self) -> usize {
+        let Some(key) = &self.queue.key else { return 0 };
+        match self.columns.find(key) {
+            Some(index) => index,
+            None => {
+                let message = format!(
                     "`key` = {key:?} is not a column the select returns ({})",
-                    columns.join(", ")
-                ),
-            ));
-            0
+                    self.columns.names.join(", ")
+                );
+                self.error(&["key"], message);
+                0
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn, Instrument};
 
+use crate::action::Action;
 use crate::backoff::{pause, Backoff};
 use crate::config::QueueConfig;
 use crate::database::{describe, parse_database_url};
@@ -80,7 +81,11 @@ pub async fn run(
     let mut runtimes = Vec::new();
     for ((config, opts), session) in resolved.into_iter().zip(opened) {
         let stop = shutdown.child_token();
+        let action = Action::new(&config.action).map_err(|message| {
+            Findings(vec![config.finding(Severity::Error, &["action"], message)])
+        })?;
         let runtime = Arc::new(QueueRuntime {
+            action,
             drain: Drain::new(options.stop_when_empty, stop.clone()),
             stats: Arc::new(QueueStats::default()),
             config,

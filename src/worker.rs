@@ -8,6 +8,7 @@ use mysql_async::Opts;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, info_span, warn, Instrument};
 
+use crate::action::Action;
 use crate::backoff::{pause, Backoff};
 use crate::batch::claim_and_process;
 use crate::config::QueueConfig;
@@ -19,6 +20,8 @@ use crate::stats::QueueStats;
 /// What a queue's workers share.
 pub struct QueueRuntime {
     pub config: QueueConfig,
+    /// The action, ready to run (for HTTP: with its client).
+    pub action: Action,
     pub opts: Opts,
     pub stats: Arc<QueueStats>,
     pub drain: Drain,
@@ -62,7 +65,7 @@ async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
         let result = tokio::select! {
             biased;
             _ = queue.abort.cancelled() => None,
-            result = claim_and_process(&mut current.conn, &current.prepared, &queue.config, &queue.opts, &queue.stop) => Some(result),
+            result = claim_and_process(&mut current.conn, &current.prepared, queue) => Some(result),
         };
         match result {
             None => {

@@ -33,11 +33,19 @@ fn the_commented_example_loads() {
     assert!(q.on_failure.is_some());
 }
 
+fn config_env(name: &str) -> Option<String> {
+    match name {
+        "WEBHOOK_SIGNING_SECRET" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string()),
+        _ => std::env::var(name).ok(),
+    }
+}
+
 /// Every queue file under config/ loads.
 #[test]
 fn every_config_example_loads() {
-    let queues = load_with(&[repo("config")], &|_| None);
-    assert!(queues.iter().any(|q| q.name == "email"));
+    let queues = load_with(&[repo("config")], &config_env);
+    let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["email-outbox", "email", "webhook"]);
 }
 
 async fn email_database(rows: usize, invalid_every: usize) -> TestDb {
@@ -56,14 +64,41 @@ async fn email_database(rows: usize, invalid_every: usize) -> TestDb {
     db
 }
 
-/// config/email.toml on config/email.sql: sendable mail reaches the outbox once,
-/// the rest is scheduled for a retry.
+/// config/email.toml with its stand-in mailer: sendable mail is sent, the rest is
+/// scheduled for a retry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_email_example_runs() {
-    let db = email_database(500, 50).await;
-    let summary =
-        run_until_empty(load_with(&[repo("config/email.toml")], &|_| None), &db.url).await;
+    let db = email_database(200, 50).await;
+    let summary = run_until_empty(
+        load_with(&[repo("config/email.toml")], &config_env),
+        &db.url,
+    )
+    .await;
     let counts = summary.counts("email").unwrap();
+    assert_eq!((counts.done, counts.failed), (196, 4));
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
+            .await,
+        196
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
+            .await,
+        4
+    );
+}
+
+/// config/email-outbox.toml on config/email.sql: sendable mail reaches the outbox
+/// once, the rest is scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_email_outbox_example_runs() {
+    let db = email_database(500, 50).await;
+    let summary = run_until_empty(
+        load_with(&[repo("config/email-outbox.toml")], &config_env),
+        &db.url,
+    )
+    .await;
+    let counts = summary.counts("email-outbox").unwrap();
     assert_eq!((counts.done, counts.failed), (490, 10));
     assert_eq!(db.count("SELECT COUNT(*) FROM outbox").await, 490);
     assert_eq!(
@@ -89,4 +124,46 @@ async fn the_commented_example_runs() {
         .counts("email")
         .unwrap();
     assert_eq!((counts.done, counts.failed), (96, 4));
+}
+
+/// config/webhook.toml delivers signed events to the endpoint in each row (here a
+/// local server, so private addresses are allowed for the test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_example_runs() {
+    use support::web::{Reply, WebServer};
+    let server = WebServer::start(|r| match r.uri.path() {
+        "/gone" => Reply::status(410),
+        _ => Reply::status(200),
+    })
+    .await;
+    let db = TestDb::new().await;
+    db.exec(&std::fs::read_to_string(repo("config/webhook.sql")).unwrap())
+        .await;
+    db.exec(&format!(
+        "INSERT INTO webhook_delivery (endpoint_url, event_type, payload) VALUES
+         ('{}', 'order.paid', '{{\"order\": 1}}'), ('{}', 'order.paid', '{{\"order\": 2}}')",
+        server.url("/hooks"),
+        server.url("/gone")
+    ))
+    .await;
+    let mut queues = load_with(&[repo("config/webhook.toml")], &config_env);
+    if let tableq::config::ActionConfig::Http(http) = &mut queues[0].action {
+        http.allow_private_networks = true;
+    }
+    let counts = run_until_empty(queues, &db.url)
+        .await
+        .counts("webhook")
+        .unwrap();
+    assert_eq!((counts.done, counts.failed), (1, 1));
+    let requests = server.requests();
+    assert!(requests
+        .iter()
+        .all(|r| r.header("webhook-signature").starts_with("v1,")));
+    assert_eq!(requests[0].header("x-event-type"), "order.paid");
+    let failed: Vec<(String, u32, String)> =
+        db.rows("SELECT CAST(status AS CHAR), last_status, last_error FROM webhook_delivery WHERE id = 2").await;
+    assert_eq!(
+        failed,
+        vec![("pending".to_string(), 410, "HTTP 410 Gone".to_string())]
+    );
 }

@@ -2,6 +2,7 @@
 //! [`QueueConfig`]s. `run`, `check` and `count` all load through [`load_paths`], so
 //! they agree on what a valid queue is and say the same thing when it is not.
 
+mod action;
 mod interpolate;
 mod locate;
 mod raw;
@@ -14,6 +15,10 @@ use std::time::Duration;
 use crate::diagnostic::{Finding, Findings, Severity};
 use crate::sql_text::ParsedStatement;
 
+pub use action::{
+    find_program, host_from_row, ActionConfig, CommandAction, HttpAction, SigningKey, SqlAction,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
+};
 pub use interpolate::{interpolate, InterpolateError};
 pub use locate::{key_at, line_at, line_of};
 
@@ -23,8 +28,6 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between retries after database errors.
 pub const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(60);
-/// `[action] timeout` for `type = "sql"` when the file does not set it.
-pub const DEFAULT_SQL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest `batch`: one transaction holds this many row locks at most.
 pub const MAX_BATCH: usize = 1000;
 /// The largest `workers`: each one holds a database connection.
@@ -50,28 +53,6 @@ pub struct QueueConfig {
     pub on_failure: Option<Vec<ParsedStatement>>,
     /// The file's text, kept to point findings at lines.
     source: Arc<str>,
-}
-
-/// What to do with one item.
-#[derive(Debug, Clone)]
-pub enum ActionConfig {
-    Sql(SqlAction),
-}
-
-/// `type = "sql"`: statements run in the item's transaction.
-#[derive(Debug, Clone)]
-pub struct SqlAction {
-    pub statements: Vec<ParsedStatement>,
-    pub timeout: Duration,
-}
-
-impl ActionConfig {
-    /// How long one item's action may take before it counts as failed.
-    pub fn timeout(&self) -> Duration {
-        match self {
-            ActionConfig::Sql(sql) => sql.timeout,
-        }
-    }
 }
 
 impl QueueConfig {

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::action::{command_action, http_action};
 use super::raw::{RawAction, RawQueue, Statements};
 use super::{
     interpolate, line_of, ActionConfig, QueueConfig, SqlAction, DEFAULT_ERROR_BACKOFF,
@@ -41,6 +42,12 @@ pub fn validate(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<QueueConfig, Vec<Finding>> {
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let dir = match file.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let dir = dir.as_path();
     let name = raw.name.clone().or(stem).unwrap_or_default();
     let mut v = Validator {
         file,
@@ -117,6 +124,30 @@ pub fn validate(
                 timeout,
             })
         }
+        RawAction::Http(http) => {
+            let mut problems = Vec::new();
+            let action = http_action(http, dir, env, &mut problems);
+            report(&mut v, problems);
+            positive(
+                &mut v,
+                &["action", "timeout"],
+                Some(action.timeout),
+                action.timeout,
+            );
+            ActionConfig::Http(action)
+        }
+        RawAction::Command(command) => {
+            let mut problems = Vec::new();
+            let action = command_action(command, dir, env, &mut problems);
+            report(&mut v, problems);
+            positive(
+                &mut v,
+                &["action", "timeout"],
+                Some(action.timeout),
+                action.timeout,
+            );
+            ActionConfig::Command(action)
+        }
     };
     let on_success = raw
         .on_success
@@ -146,6 +177,13 @@ pub fn validate(
         on_failure,
         source,
     })
+}
+
+fn report(v: &mut Validator, problems: Vec<super::action::ActionProblem>) {
+    for (path, message) in problems {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        v.error(&path, message);
+    }
 }
 
 fn is_valid_name(name: &str) -> bool {

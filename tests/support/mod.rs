@@ -7,6 +7,7 @@
 
 pub mod daemon;
 pub mod mariadb;
+pub mod web;
 
 use std::future::Future;
 use std::path::PathBuf;

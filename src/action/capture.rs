@@ -1,0 +1,67 @@
+//! Reading a child's or a server's output without letting it cost unbounded memory:
+//! the first bytes kept, the rest drained and dropped.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// How much of `:output` is kept: the first 64 KiB.
+pub const OUTPUT_LIMIT: usize = 64 * 1024;
+
+/// Reads `reader` to its end, keeping the first `limit` bytes.
+pub async fn read_head<R: AsyncRead + Unpin>(mut reader: R, limit: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut buffer).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = limit.saturating_sub(kept.len());
+                kept.extend_from_slice(&buffer[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// Reads `reader` to its end, keeping the last `limit` bytes.
+pub async fn read_tail<R: AsyncRead + Unpin>(mut reader: R, limit: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut buffer).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                kept.extend_from_slice(&buffer[..n]);
+                if kept.len() > limit {
+                    kept.drain(..kept.len() - limit);
+                }
+            }
+        }
+    }
+}
+
+/// The last `lines` non-empty lines of `text`, joined with " | ", for one-line errors.
+pub fn last_lines(text: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(text);
+    let mut last: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .rev()
+        .take(lines)
+        .collect();
+    last.reverse();
+    last.join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keeps_the_head_or_the_tail() {
+        let data = vec![b'x'; 100_000];
+        assert_eq!(read_head(&data[..], 10).await.len(), 10);
+        let tail = read_tail(&b"one\ntwo\nthree\n"[..], 9).await;
+        assert_eq!(tail, b"wo\nthree\n");
+        assert_eq!(last_lines(b"a\n\nb\nc\n", 2), "b | c");
+    }
+}

@@ -1,0 +1,165 @@
+//! `type = "command"`: run a program for an item — no shell, placeholders substituted
+//! inside whole argv elements, the row as JSON on stdin — in a process group of its
+//! own, so a timeout (or a cancelled item) kills grandchildren too.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::capture::{last_lines, read_head, read_tail, OUTPUT_LIMIT};
+use crate::config::CommandAction;
+use crate::item::{Item, Outcome};
+use crate::row_json::item_json;
+
+/// How much of stderr is kept for the error message.
+const STDERR_TAIL: usize = 8 * 1024;
+/// How long output may keep flowing after the process group is gone.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Kills a whole process group when dropped: at the deadline, when the command has
+/// exited (taking anything it left behind with it), or when the item is cancelled.
+struct ProcessGroup(i32);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
+        unsafe { libc::killpg(self.0, libc::SIGKILL) };
+    }
+}
+
+/// Runs the command for `item`.
+pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
+    let mut argv: Vec<OsString> = Vec::with_capacity(config.argv.len());
+    for (index, template) in config.argv.iter().enumerate() {
+        let arg = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
+        if arg.contains(&0) {
+            return Outcome::failure(format!(
+                "argument {index} holds a NUL byte, which a command line cannot carry"
+            ));
+        }
+        argv.push(OsString::from_vec(arg));
+    }
+    let Some((program, args)) = argv.split_first() else {
+        return Outcome::failure("the command is empty");
+    };
+    let program_text = program.to_string_lossy().into_owned();
+    let stdin = match serde_json::to_vec(&item_json(item)) {
+        Ok(json) => json,
+        Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
+    };
+    let mut child = match Command::new(program)
+        .args(args)
+        .current_dir(&config.workdir)
+        .env("TABLEQ_QUEUE", queue)
+        .env("TABLEQ_KEY", item.key_text())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return Outcome::failure(format!("cannot run {program_text}: {e}")),
+    };
+    let group = child.id().map(|pid| ProcessGroup(pid as i32));
+
+    let mut stdin_pipe = child.stdin.take();
+    let writer = tokio::spawn(async move {
+        if let Some(pipe) = stdin_pipe.as_mut() {
+            // A program that does not read its stdin is fine: ignore EPIPE.
+            let _ = pipe.write_all(&stdin).await;
+            let _ = pipe.shutdown().await;
+        }
+    });
+    let stdout = child
+        .stdout
+        .take()
+        .map(|out| tokio::spawn(read_head(out, OUTPUT_LIMIT)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|err| tokio::spawn(read_tail(err, STDERR_TAIL)));
+
+    let waited = tokio::time::timeout(config.timeout, child.wait()).await;
+    // The command is done (or out of time): nothing of its group may outlive it.
+    drop(group);
+    writer.abort();
+    let status = match waited {
+        Ok(Ok(status)) => Some(status),
+        Ok(Err(e)) => return Outcome::failure(format!("cannot wait for {program_text}: {e}")),
+        Err(_) => {
+            let _ = child.wait().await;
+            None
+        }
+    };
+    let output = collect(stdout).await;
+    let errors = collect(stderr).await;
+    match status {
+        None => Outcome {
+            output: Some(output),
+            ..Outcome::failure(format!(
+                "timed out after {}",
+                humantime::format_duration(config.timeout)
+            ))
+        },
+        Some(status) => judge(status, output, &errors),
+    }
+}
+
+async fn collect(reader: Option<tokio::task::JoinHandle<Vec<u8>>>) -> Vec<u8> {
+    let Some(mut handle) = reader else {
+        return Vec::new();
+    };
+    match tokio::time::timeout(DRAIN_GRACE, &mut handle).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => {
+            handle.abort();
+            Vec::new()
+        }
+    }
+}
+
+fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
+    let code = status.code();
+    if code == Some(0) {
+        return Outcome {
+            status: Some(0),
+            output: Some(output),
+            ..Outcome::success()
+        };
+    }
+    let mut error = match (code, status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal} ({})", signal_name(signal)),
+        (None, None) => "ended without an exit status".to_string(),
+    };
+    let tail = last_lines(errors, 5);
+    if !tail.is_empty() {
+        error.push_str(": ");
+        error.push_str(&tail);
+    }
+    Outcome {
+        error: Some(error),
+        status: code.map(i64::from),
+        output: Some(output),
+        retry_after: None,
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}

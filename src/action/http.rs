@@ -1,0 +1,303 @@
+//! `type = "http"`: deliver an item to a web endpoint, the way the careful webhook
+//! senders do — the row as a JSON body, a signature when there is a secret, any 2xx
+//! is success, and every failure explained in one line.
+
+use std::error::Error as _;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use reqwest::{redirect, Client, Method, Response, Url};
+
+use super::capture::OUTPUT_LIMIT;
+use super::signing::signature;
+use super::ssrf::{check_literal, PrivateDestination, PublicOnly};
+use crate::config::HttpAction;
+use crate::item::{Item, Outcome};
+use crate::row_json::item_json;
+
+/// Placeholder values keep only RFC 3986's unreserved characters unencoded.
+const PLACEHOLDER: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// An HTTP action with its client, shared by all the queue's workers.
+#[derive(Debug, Clone)]
+pub struct HttpDelivery {
+    config: Arc<HttpAction>,
+    client: Client,
+    method: Method,
+    /// Private destinations are refused (the row picks the host, and no opt-out).
+    guarded: bool,
+}
+
+impl HttpDelivery {
+    pub fn new(config: &HttpAction) -> Result<HttpDelivery, String> {
+        // reqwest is built without a default crypto provider: ring, as for MySQL.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let guarded = config.host_from_row && !config.allow_private_networks;
+        let redirects = if !config.follow_redirects {
+            redirect::Policy::none()
+        } else if guarded {
+            redirect::Policy::custom(|attempt| {
+                if attempt.previous().len() >= 10 {
+                    return attempt.error("more than 10 redirects");
+                }
+                match attempt.url().host_str().map(check_literal) {
+                    Some(Err(refused)) => attempt.error(refused),
+                    _ => attempt.follow(),
+                }
+            })
+        } else {
+            redirect::Policy::limited(10)
+        };
+        let mut builder = Client::builder()
+            .user_agent(concat!("tableq/", env!("CARGO_PKG_VERSION")))
+            .redirect(redirects)
+            .https_only(config.https_only);
+        if guarded {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        if let Some(pem) = &config.ca_pem {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| format!("`action.ca_file`: {e}"))?;
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+        let method = Method::from_bytes(config.method.as_bytes())
+            .map_err(|e| format!("`action.method`: {e}"))?;
+        Ok(HttpDelivery {
+            config: Arc::new(config.clone()),
+            client,
+            method,
+            guarded,
+        })
+    }
+
+    /// Delivers `item`; the outcome carries the status, the body and any Retry-After.
+    pub async fn deliver(&self, item: &Item, queue: &str) -> Outcome {
+        let url = match self.url(item, queue) {
+            Ok(url) => url,
+            Err(error) => return Outcome::failure(error),
+        };
+        let body = match serde_json::to_vec(&item_json(item)) {
+            Ok(body) => body,
+            Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
+        };
+        let mut request = self.client.request(self.method.clone(), url.clone());
+        request = request.header(CONTENT_TYPE, "application/json");
+        for (name, template) in &self.config.headers {
+            let value = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
+            match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(&value)) {
+                (Ok(name), Ok(value)) => request = request.header(name, value),
+                _ => return Outcome::failure(format!("header `{name}` has a value that cannot be sent (a line break or control character)")),
+            }
+        }
+        if !self.config.signing_keys.is_empty() {
+            let id = match &self.config.message_id {
+                Some(template) => String::from_utf8_lossy(
+                    &template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v),
+                )
+                .into_owned(),
+                None => format!("{queue}_{}", item.key_text()),
+            };
+            let timestamp = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            request = request
+                .header("webhook-id", id.as_str())
+                .header("webhook-timestamp", timestamp)
+                .header(
+                    "webhook-signature",
+                    signature(&self.config.signing_keys, &id, timestamp, &body),
+                );
+        }
+        if self.method != Method::GET && self.method != Method::HEAD {
+            request = request.body(body);
+        }
+        let timeout = self.config.timeout;
+        match tokio::time::timeout(timeout, exchange(request)).await {
+            Ok(Ok((response, output))) => self.judge(response, output),
+            Ok(Err(e)) => Outcome::failure(describe(&e, &url)),
+            Err(_) => Outcome::failure(format!(
+                "timed out after {}",
+                humantime::format_duration(timeout)
+            )),
+        }
+    }
+
+    /// Renders the URL: placeholders percent-encoded, except one that begins the URL,
+    /// which supplies the URL (or its start) as it is.
+    fn url(&self, item: &Item, queue: &str) -> Result<Url, String> {
+        let rendered =
+            self.config
+                .url
+                .render(&|p| item.placeholder_bytes(p, queue), &|index, value| {
+                    if index == 0 {
+                        value
+                    } else {
+                        percent_encode(&value, PLACEHOLDER).to_string().into_bytes()
+                    }
+                });
+        let text = String::from_utf8(rendered)
+            .map_err(|_| "the URL from the row is not valid UTF-8".to_string())?;
+        let url = Url::parse(&text).map_err(|e| format!("invalid URL {text:?}: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "refused: {text:?} is not an http:// or https:// URL"
+            ));
+        }
+        if self.config.https_only && url.scheme() != "https" {
+            return Err(format!(
+                "refused: {text:?} is not https:// (https_only = true)"
+            ));
+        }
+        if self.guarded {
+            if let Some(host) = url.host_str() {
+                check_literal(host).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(url)
+    }
+
+    fn judge(&self, response: Response, output: Vec<u8>) -> Outcome {
+        let status = response.status();
+        let mut outcome = Outcome {
+            error: None,
+            status: Some(i64::from(status.as_u16())),
+            output: Some(output),
+            retry_after: None,
+        };
+        if status.is_success() {
+            return outcome;
+        }
+        let reason = status.canonical_reason().unwrap_or("");
+        let mut error = format!("HTTP {} {reason}", status.as_u16())
+            .trim_end()
+            .to_string();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .unwrap_or("(no Location)");
+            let hint = if self.config.follow_redirects {
+                ""
+            } else {
+                " (set follow_redirects = true to follow it)"
+            };
+            error.push_str(&format!(": redirect to {location} not followed{hint}"));
+        }
+        outcome.error = Some(error);
+        outcome.retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(retry_after_seconds);
+        outcome
+    }
+}
+
+/// Sends the request and reads at most [`OUTPUT_LIMIT`] bytes of the response body.
+async fn exchange(request: reqwest::RequestBuilder) -> Result<(Response, Vec<u8>), reqwest::Error> {
+    let mut response = request.send().await?;
+    let mut body = Vec::new();
+    while body.len() < OUTPUT_LIMIT {
+        match response.chunk().await? {
+            Some(chunk) => {
+                body.extend_from_slice(&chunk[..chunk.len().min(OUTPUT_LIMIT - body.len())])
+            }
+            None => break,
+        }
+    }
+    Ok((response, body))
+}
+
+/// `Retry-After` as seconds from now: delay-seconds, or an HTTP date.
+pub fn retry_after_seconds(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(seconds);
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+            .as_secs(),
+    )
+}
+
+/// One line for `:error`: "connection refused to 127.0.0.1:9", a TLS problem, a
+/// refused private address, or the innermost cause.
+fn describe(error: &reqwest::Error, url: &Url) -> String {
+    let target = format!(
+        "{}:{}",
+        url.host_str().unwrap_or(""),
+        url.port_or_known_default().unwrap_or_default()
+    );
+    let mut source = error.source();
+    let mut innermost = error.to_string();
+    while let Some(cause) = source {
+        if let Some(private) = cause.downcast_ref::<PrivateDestination>() {
+            return private.to_string();
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if let Some(tls) = tls_error(io) {
+                return format!("TLS error with {target}: {tls}");
+            }
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    return format!("connection refused to {target}")
+                }
+                std::io::ErrorKind::ConnectionReset => {
+                    return format!("connection reset by {target}")
+                }
+                _ => {}
+            }
+        }
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            return format!("TLS error with {target}: {tls}");
+        }
+        innermost = cause.to_string();
+        source = cause.source();
+    }
+    if error.is_connect() {
+        format!("cannot connect to {target}: {innermost}")
+    } else {
+        format!("request to {target} failed: {innermost}")
+    }
+}
+
+/// The rustls error inside (possibly nested) io::Errors: an io::Error's `source()`
+/// skips the error it wraps, so look inside with `get_ref()`.
+fn tls_error(io: &std::io::Error) -> Option<&rustls::Error> {
+    let inner = io.get_ref()?;
+    if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    inner.downcast_ref::<std::io::Error>().and_then(tls_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_retry_after_as_seconds_or_a_date() {
+        assert_eq!(retry_after_seconds(" 120 "), Some(120));
+        assert_eq!(
+            retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(0)
+        );
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(600));
+        assert!(retry_after_seconds(&later).is_some_and(|s| (590..=600).contains(&s)));
+        assert_eq!(retry_after_seconds("soon"), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! Refusing private destinations. When a row chooses where a webhook goes, it must
+//! not be able to make tableq call loopback, the private network, link-local
+//! addresses (cloud metadata at 169.254.169.254) or the unspecified address. The
+//! check runs after DNS resolution, on every new connection, so a name that resolves
+//! to 127.0.0.1 is refused as surely as the literal address.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// True for addresses a row may send tableq to.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public_v4(v4),
+            None => is_public_v6(v6),
+        },
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, ..] = ip.octets();
+    let shared = a == 100 && (64..128).contains(&b); // 100.64.0.0/10, carrier-grade NAT
+    !(ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || shared
+        || a == 0)
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    let unique_local = first & 0xfe00 == 0xfc00; // fc00::/7
+    let link_local = first & 0xffc0 == 0xfe80; // fe80::/10
+    !(ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || unique_local || link_local)
+}
+
+/// Why a destination was refused; it ends up in the item's `:error`.
+#[derive(Debug, thiserror::Error)]
+#[error("refused: {host} is a private address ({addresses}); set allow_private_networks = true to allow it")]
+pub struct PrivateDestination {
+    pub host: String,
+    pub addresses: String,
+}
+
+/// Refuses an IP-literal host that is not public (resolvers never see those).
+pub fn check_literal(host: &str) -> Result<(), PrivateDestination> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>() {
+        Ok(ip) if !is_public(ip) => Err(PrivateDestination {
+            host: host.to_string(),
+            addresses: ip.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A resolver that drops private addresses, and fails when nothing public remains.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> =
+                all.iter().copied().filter(|a| is_public(a.ip())).collect();
+            if public.is_empty() && !all.is_empty() {
+                let addresses = all
+                    .iter()
+                    .map(|a| a.ip().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(Box::new(PrivateDestination { host, addresses }) as Box<_>);
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tells_public_from_private() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+            assert!(is_public(public.parse().unwrap()), "{public}");
+        }
+        assert!(check_literal("[::1]").is_err());
+        assert!(check_literal("example.com").is_ok());
+    }
+}

@@ -1,0 +1,162 @@
+//! How a row's values leave the database: as a JSON object (the HTTP body, a
+//! command's stdin) and as plain text (`{column}` placeholders).
+//!
+//! | MySQL                         | JSON                                   |
+//! |-------------------------------|----------------------------------------|
+//! | integers                      | numbers                                |
+//! | DECIMAL                       | strings, every digit kept ("12.50")    |
+//! | FLOAT, DOUBLE                 | numbers                                |
+//! | NULL                          | null                                   |
+//! | DATE                          | "2024-05-01"                           |
+//! | DATETIME, TIMESTAMP           | "2024-05-01T13:45:00" (".123456" when there are microseconds) |
+//! | TIME                          | "13:45:00", "-838:59:59"               |
+//! | text (CHAR, TEXT, ENUM…)      | strings                                |
+//! | JSON (MySQL 8)                | the JSON value itself                  |
+//! | JSON (MariaDB: text)          | strings                                |
+//! | bytes that are not UTF-8      | base64 strings                         |
+
+use std::borrow::Cow;
+
+use base64::Engine;
+use mysql_async::consts::ColumnType;
+use mysql_async::Value;
+use serde_json::{Map, Number, Value as Json};
+
+use crate::item::Item;
+
+/// The item as a JSON object, keyed by column name, in the select's column order.
+pub fn item_json(item: &Item) -> Json {
+    let mut object = Map::with_capacity(item.values.len());
+    for (index, value) in item.values.iter().enumerate() {
+        let column_type = item.columns.types[index];
+        object.insert(
+            item.columns.names[index].clone(),
+            value_json(value, column_type),
+        );
+    }
+    Json::Object(object)
+}
+
+/// One value as JSON.
+pub fn value_json(value: &Value, column_type: ColumnType) -> Json {
+    match value {
+        Value::NULL => Json::Null,
+        Value::Int(i) => Json::from(*i),
+        Value::UInt(u) => Json::from(*u),
+        Value::Float(f) => Number::from_f64(f64::from(*f)).map_or(Json::Null, Json::Number),
+        Value::Double(d) => Number::from_f64(*d).map_or(Json::Null, Json::Number),
+        Value::Bytes(bytes) if column_type == ColumnType::MYSQL_TYPE_JSON => {
+            serde_json::from_slice(bytes)
+                .unwrap_or_else(|_| Json::String(String::from_utf8_lossy(bytes).into_owned()))
+        }
+        Value::Bytes(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) => Json::String(text.to_string()),
+            Err(_) => Json::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        },
+        Value::Date(..) | Value::Time(..) => Json::String(temporal_text(value, column_type)),
+    }
+}
+
+/// One value as the text a `{column}` placeholder becomes: bytes as they are, NULL
+/// as nothing, numbers and times as in the JSON body.
+pub fn value_bytes(value: &Value, column_type: ColumnType) -> Cow<'_, [u8]> {
+    match value {
+        Value::NULL => Cow::Borrowed(b""),
+        Value::Bytes(bytes) => Cow::Borrowed(bytes),
+        Value::Int(i) => Cow::Owned(i.to_string().into_bytes()),
+        Value::UInt(u) => Cow::Owned(u.to_string().into_bytes()),
+        Value::Float(f) => Cow::Owned(f.to_string().into_bytes()),
+        Value::Double(d) => Cow::Owned(d.to_string().into_bytes()),
+        Value::Date(..) | Value::Time(..) => {
+            Cow::Owned(temporal_text(value, column_type).into_bytes())
+        }
+    }
+}
+
+/// ISO-8601 text for DATE, DATETIME/TIMESTAMP and TIME values.
+fn temporal_text(value: &Value, column_type: ColumnType) -> String {
+    match *value {
+        Value::Date(year, month, day, hour, minute, second, micros) => {
+            let date = format!("{year:04}-{month:02}-{day:02}");
+            if matches!(
+                column_type,
+                ColumnType::MYSQL_TYPE_DATE | ColumnType::MYSQL_TYPE_NEWDATE
+            ) {
+                date
+            } else {
+                format!(
+                    "{date}T{hour:02}:{minute:02}:{second:02}{}",
+                    fraction(micros)
+                )
+            }
+        }
+        Value::Time(negative, days, hour, minute, second, micros) => {
+            let hours = days * 24 + u32::from(hour);
+            let sign = if negative { "-" } else { "" };
+            format!(
+                "{sign}{hours:02}:{minute:02}:{second:02}{}",
+                fraction(micros)
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+fn fraction(micros: u32) -> String {
+    if micros == 0 {
+        String::new()
+    } else {
+        format!(".{micros:06}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_every_kind_of_value() {
+        use ColumnType::*;
+        assert_eq!(value_json(&Value::Int(-7), MYSQL_TYPE_LONG), Json::from(-7));
+        assert_eq!(
+            value_json(&Value::UInt(u64::MAX), MYSQL_TYPE_LONGLONG),
+            Json::from(u64::MAX)
+        );
+        assert_eq!(
+            value_json(&Value::Bytes(b"12.50".to_vec()), MYSQL_TYPE_NEWDECIMAL),
+            Json::from("12.50")
+        );
+        assert_eq!(
+            value_json(&Value::Double(0.5), MYSQL_TYPE_DOUBLE),
+            Json::from(0.5)
+        );
+        assert_eq!(value_json(&Value::NULL, MYSQL_TYPE_LONG), Json::Null);
+        assert_eq!(
+            value_json(&Value::Date(2024, 5, 1, 0, 0, 0, 0), MYSQL_TYPE_DATE),
+            Json::from("2024-05-01")
+        );
+        assert_eq!(
+            value_json(
+                &Value::Date(2024, 5, 1, 13, 45, 0, 120),
+                MYSQL_TYPE_DATETIME
+            ),
+            Json::from("2024-05-01T13:45:00.000120")
+        );
+        assert_eq!(
+            value_json(&Value::Time(true, 34, 22, 59, 59, 0), MYSQL_TYPE_TIME),
+            Json::from("-838:59:59")
+        );
+        assert_eq!(
+            value_json(&Value::Bytes(vec![0xff, 0x00]), MYSQL_TYPE_BLOB),
+            Json::from("/wA=")
+        );
+        assert_eq!(
+            value_bytes(&Value::Int(42), MYSQL_TYPE_LONG).as_ref(),
+            b"42"
+        );
+        assert_eq!(
+            value_json(&Value::Bytes(br#"{"a":[1]}"#.to_vec()), MYSQL_TYPE_JSON),
+            serde_json::json!({"a": [1]})
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! `type = "command"` with real child processes: arguments arrive literally, the row
+//! on stdin, exit codes and stderr in `:status`/`:error`, timeouts kill the whole
+//! process group, output is capped, and a lost connection cancels the command.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use support::daemon::{run_to_end, tableq};
+use support::{eventually, load, run_until_empty, QueueFiles, TestDb};
+use tokio_util::sync::CancellationToken;
+
+const JOB_TABLE: &str =
+    "CREATE TABLE job (id INT PRIMARY KEY, arg VARCHAR(100) NOT NULL DEFAULT '',
+    state VARCHAR(10) NOT NULL DEFAULT 'waiting', exit_code INT NULL, error VARCHAR(2000) NULL,
+    output LONGBLOB NULL) DEFAULT CHARSET=utf8mb4";
+
+const RECORD: &str = r#"
+[on_success]
+sql = "UPDATE job SET state = 'done', exit_code = :status, output = :output WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed', exit_code = :status, error = :error, output = :output WHERE id = :id"
+"#;
+
+fn script(files: &QueueFiles, name: &str, body: &str) -> PathBuf {
+    let path = files.write(name, &format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn queue(command: &str, extra: &str) -> String {
+    format!(
+        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nbatch = 10\n[action]\ntype = \"command\"\ncommand = {command}\n{extra}\n{RECORD}"
+    )
+}
+
+async fn job(db: &TestDb, id: u32) -> (String, Option<i32>, Option<String>, Option<Vec<u8>>) {
+    db.rows(&format!(
+        "SELECT state, exit_code, error, output FROM job WHERE id = {id}"
+    ))
+    .await
+    .pop()
+    .unwrap()
+}
+
+/// Quotes, semicolons and `$(…)` reach the program as literal argv elements; the row
+/// arrives as JSON on stdin, with TABLEQ_QUEUE and TABLEQ_KEY set, in the file's
+/// directory; stdout becomes `:output`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_stdin_environment_and_output() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec(r#"INSERT INTO job (id, arg) VALUES (1, 'a; rm -rf /tmp/nothing'), (2, '$(id) `id` "q" ''s'''), (3, 'two words')"#)
+        .await;
+    let files = QueueFiles::new();
+    script(
+        &files,
+        "record.sh",
+        r#"for a in "$@"; do printf '[%s]\n' "$a"; done > "args_$TABLEQ_KEY"
+cat > "stdin_$TABLEQ_KEY"
+printf '%s %s %s' "$TABLEQ_QUEUE" "$TABLEQ_KEY" "$(pwd)"
+"#,
+    );
+    let file = files.write(
+        "jobs.toml",
+        &queue(r#"["./record.sh", "--arg={arg}", "{id}"]"#, ""),
+    );
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("jobs").unwrap().done, 3);
+
+    let args = |id: u32| std::fs::read_to_string(files.path().join(format!("args_{id}"))).unwrap();
+    assert_eq!(args(1), "[--arg=a; rm -rf /tmp/nothing]\n[1]\n");
+    assert_eq!(args(2), "[--arg=$(id) `id` \"q\" 's']\n[2]\n");
+    assert_eq!(
+        args(3),
+        "[--arg=two words]\n[3]\n",
+        "a placeholder never splits an argument"
+    );
+    let stdin: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(files.path().join("stdin_2")).unwrap()).unwrap();
+    assert_eq!(
+        stdin,
+        serde_json::json!({"id": 2, "arg": "$(id) `id` \"q\" 's'"})
+    );
+    let dir = std::fs::canonicalize(files.path()).unwrap();
+    let (state, code, _, output) = job(&db, 3).await;
+    assert_eq!((state.as_str(), code), ("done", Some(0)));
+    assert_eq!(
+        String::from_utf8(output.unwrap()).unwrap(),
+        format!("jobs 3 {}", dir.display())
+    );
+}
+
+/// A non-zero exit is a failure with its code and the last lines of stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_command_reports_its_exit_code_and_stderr() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    script(
+        &files,
+        "fail.sh",
+        "echo partial\necho 'warming up' >&2\necho 'mailbox full' >&2\nexit 3",
+    );
+    let file = files.write("jobs.toml", &queue(r#"["./fail.sh"]"#, ""));
+    run_until_empty(load(&[file]), &db.url).await;
+    let (state, code, error, output) = job(&db, 1).await;
+    assert_eq!((state.as_str(), code), ("failed", Some(3)));
+    assert_eq!(
+        error.as_deref(),
+        Some("exit status 3: warming up | mailbox full")
+    );
+    assert_eq!(output.as_deref(), Some(&b"partial\n"[..]));
+}
+
+fn is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A zombie waiting for its (re)parent to reap it is dead too.
+        Ok(stat) => stat
+            .rsplit(") ")
+            .next()
+            .is_some_and(|rest| rest.starts_with('Z')),
+    }
+}
+
+fn read_pid(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// At the timeout the whole process group is killed — the grandchild too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_kills_the_grandchildren_too() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    script(
+        &files,
+        "hang.sh",
+        "sleep 300 &\necho $! > grandchild.pid\nsleep 300",
+    );
+    let file = files.write("jobs.toml", &queue(r#"["./hang.sh"]"#, "timeout = \"1s\""));
+    run_until_empty(load(&[file]), &db.url).await;
+    let (state, code, error, _) = job(&db, 1).await;
+    assert_eq!(
+        (state.as_str(), code, error.as_deref()),
+        ("failed", None, Some("timed out after 1s"))
+    );
+    let grandchild =
+        read_pid(&files.path().join("grandchild.pid")).expect("the script started a grandchild");
+    eventually(
+        "the grandchild is gone",
+        Duration::from_secs(10),
+        || async move { is_gone(grandchild) },
+    )
+    .await;
+}
+
+/// 10 MB of output neither blocks the child nor the worker; `:output` keeps 64 KiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_megabytes_of_output_are_capped() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    script(
+        &files,
+        "loud.sh",
+        "head -c 10485760 /dev/zero | tr '\\0' 'x'\nhead -c 10485760 /dev/zero >&2",
+    );
+    let file = files.write("jobs.toml", &queue(r#"["./loud.sh"]"#, ""));
+    run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(job(&db, 1).await.0, "done");
+    assert_eq!(
+        db.count("SELECT LENGTH(output) FROM job WHERE id = 1")
+            .await,
+        64 * 1024
+    );
+}
+
+/// A program that does not exist: `run` refuses to start, naming the queue and path;
+/// one named by the row fails that item with a clear error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_program() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec("INSERT INTO job (id, arg) VALUES (1, '/nonexistent/mailer')")
+        .await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        &queue(r#"["/nonexistent/mailer", "{id}"]"#, ""),
+    );
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let done = run_to_end(cmd, Duration::from_secs(30)).await;
+    assert_eq!(done.code(), Some(2), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("queue jobs: error: `action.command`: cannot run /nonexistent/mailer: No such file or directory"),
+        "{}",
+        done.stderr
+    );
+    let file = files.write("jobs.toml", &queue(r#"["{arg}"]"#, ""));
+    run_until_empty(load(&[file]), &db.url).await;
+    let (state, _, error, _) = job(&db, 1).await;
+    assert_eq!(state, "failed");
+    assert_eq!(
+        error.as_deref(),
+        Some("cannot run /nonexistent/mailer: No such file or directory (os error 2)")
+    );
+}
+
+/// The worker's connection killed while a command runs: the command is cancelled
+/// (killed), the row was never marked, and the next claim does it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_connection_cancels_the_command() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec("CREATE TABLE done_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4; INSERT INTO job (id) VALUES (1)")
+        .await;
+    let files = QueueFiles::new();
+    script(
+        &files,
+        "once.sh",
+        "if [ -e started ]; then exit 0; fi\ntouch started\necho $$ > first.pid\nsleep 300",
+    );
+    let file = files.write(
+        "jobs.toml",
+        "select = \"SELECT id FROM job WHERE state = 'waiting'\"\nerror_backoff = \"100ms\"\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./once.sh\"]\n[on_success]\nsql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"INSERT INTO done_log VALUES (:id)\"]\n",
+    );
+    let shutdown = CancellationToken::new();
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        ..tableq::RunOptions::default()
+    };
+    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    let pid_file = files.path().join("first.pid");
+    eventually("the command runs", Duration::from_secs(30), || {
+        let pid_file = pid_file.clone();
+        async move { read_pid(&pid_file).is_some() }
+    })
+    .await;
+    let first = read_pid(&pid_file).unwrap();
+    // Kill the session that holds the row's lock, as a failover or a DBA would.
+    let holder: u64 = db
+        .scalar(&format!(
+            "SELECT t.trx_mysql_thread_id FROM information_schema.INNODB_TRX t
+             JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = '{}'",
+            db.name
+        ))
+        .await;
+    db.exec(&format!("KILL CONNECTION {holder}")).await;
+
+    eventually(
+        "the first command was killed",
+        Duration::from_secs(30),
+        || async move { is_gone(first) },
+    )
+    .await;
+    eventually(
+        "the job is done by the next claim",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+                .await
+                == 1
+        },
+    )
+    .await;
+    shutdown.cancel();
+    engine.await.unwrap().unwrap();
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM done_log").await,
+        1,
+        "done exactly once"
+    );
+}

@@ -1,0 +1,459 @@
+//! `type = "http"` against real HTTP servers on loopback: the body and headers, every
+//! failure class with its `:status`, `:error`, `:output` and `:retry_after`, TLS,
+//! signatures checked by an independent implementation, SSRF refusal, concurrency.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::web::{closed_port, silent_server, Reply, WebServer};
+use support::{eventually, load, run_until_empty, QueueFiles, TestDb};
+use tokio_util::sync::CancellationToken;
+
+/// The outcome columns every test table records.
+const OUTCOME_COLUMNS: &str = "state VARCHAR(10) NOT NULL DEFAULT 'waiting', http_status INT NULL,
+    error VARCHAR(1000) NULL, output MEDIUMBLOB NULL, retry_after INT NULL, attempts INT NOT NULL DEFAULT 0";
+
+const RECORD_SUCCESS: &str = r#"
+[on_success]
+sql = "UPDATE hook SET state = 'done', http_status = :status, output = :output WHERE id = :id"
+[on_failure]
+sql = "UPDATE hook SET state = 'failed', http_status = :status, error = :error, output = :output, retry_after = :retry_after, attempts = attempts + 1 WHERE id = :id"
+"#;
+
+async fn hook_table(db: &TestDb, extra_columns: &str) {
+    db.exec(&format!(
+        "CREATE TABLE hook (id INT PRIMARY KEY, {extra_columns}{OUTCOME_COLUMNS}) DEFAULT CHARSET=utf8mb4"
+    ))
+    .await;
+}
+
+/// One row's recorded outcome: state, status, error, output.
+async fn outcome(
+    db: &TestDb,
+    id: u32,
+) -> (
+    String,
+    Option<u16>,
+    Option<String>,
+    Option<Vec<u8>>,
+    Option<u32>,
+) {
+    db.rows(&format!(
+        "SELECT state, http_status, error, output, retry_after FROM hook WHERE id = {id}"
+    ))
+    .await
+    .pop()
+    .expect("the row exists")
+}
+
+/// Every column type arrives in the JSON body as the README's table says; headers,
+/// placeholders and the response reach `[on_success]`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivers_the_row_as_json_with_headers() {
+    let server = WebServer::start(|_| Reply::status(200).body("thanks")).await;
+    let db = TestDb::new().await;
+    hook_table(
+        &db,
+        "big BIGINT UNSIGNED, price DECIMAL(10,3), ratio DOUBLE, small FLOAT, note VARCHAR(20) NULL,
+         day DATE, moment DATETIME(6), span TIME, raw VARBINARY(8), text TEXT, mood ENUM('ok','meh'), who VARCHAR(50),",
+    )
+    .await;
+    db.exec(
+        "INSERT INTO hook (id, big, price, ratio, small, note, day, moment, span, raw, text, mood, who) VALUES
+         (7, 18446744073709551615, 12.500, 0.25, 1.5, NULL, '2024-05-01', '2024-05-01 13:45:00.000120',
+          '-838:59:59', X'FF00', 'héllo 🎉', 'meh', 'a b/c?d')",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "hooks.toml",
+        &format!(
+            r#"
+select = "SELECT id, big, price, ratio, small, note, day, moment, span, raw, text, mood, who FROM hook WHERE state = 'waiting'"
+[action]
+type = "http"
+url = "{}/in/{{who}}?id={{id}}"
+headers = {{ "X-Queue" = "{{queue}}", "X-Token" = "${{TABLEQ_TEST_HTTP_TOKEN}}" }}
+{RECORD_SUCCESS}"#,
+            server.url("")
+        ),
+    );
+    std::env::set_var("TABLEQ_TEST_HTTP_TOKEN", "t0ken");
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("hooks").unwrap().done, 1);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(request.method, "POST");
+    assert_eq!(
+        request.uri.to_string(),
+        "/in/a%20b%2Fc%3Fd?id=7",
+        "placeholders are percent-encoded"
+    );
+    assert_eq!(request.header("content-type"), "application/json");
+    assert_eq!(
+        request.header("user-agent"),
+        concat!("tableq/", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(request.header("x-queue"), "hooks");
+    assert_eq!(request.header("x-token"), "t0ken");
+    assert_eq!(
+        request.json(),
+        json!({
+            "id": 7, "big": 18446744073709551615u64, "price": "12.500", "ratio": 0.25, "small": 1.5,
+            "note": null, "day": "2024-05-01", "moment": "2024-05-01T13:45:00.000120", "span": "-838:59:59",
+            "raw": "/wA=", "text": "héllo 🎉", "mood": "meh", "who": "a b/c?d"
+        })
+    );
+    let keys: Vec<String> = request
+        .json()
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        keys[..3],
+        ["id", "big", "price"],
+        "the select's column order"
+    );
+    assert_eq!(
+        outcome(&db, 7).await,
+        (
+            "done".into(),
+            Some(200),
+            None,
+            Some(b"thanks".to_vec()),
+            None
+        )
+    );
+}
+
+/// Each way a delivery fails, with what `[on_failure]` receives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_failure_class_is_explained() {
+    let server = WebServer::start(|r| match r.uri.path() {
+        "/500" => Reply::status(500).body("boom"),
+        "/404" => Reply::status(404),
+        "/429" => Reply::status(429).header("retry-after", "120"),
+        "/302" => Reply::status(302).header("location", "https://elsewhere.example/new"),
+        "/big" => Reply::status(503).body(vec![b'x'; 200_000]),
+        _ => Reply::status(200),
+    })
+    .await;
+    let silent = silent_server().await;
+    let closed = closed_port();
+    let db = TestDb::new().await;
+    hook_table(&db, "url VARCHAR(200) NOT NULL,").await;
+    db.exec(&format!(
+        "INSERT INTO hook (id, url) VALUES (1, '{}'), (2, '{}'), (3, '{}'), (4, '{}'), (5, 'http://{silent}/slow'),
+         (6, 'http://{closed}/x'), (7, '{}')",
+        server.url("/500"),
+        server.url("/404"),
+        server.url("/429"),
+        server.url("/302"),
+        server.url("/big"),
+    ))
+    .await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "hooks.toml",
+        &format!(
+            r#"
+select = "SELECT id, url FROM hook WHERE state = 'waiting' ORDER BY id"
+batch = 10
+[action]
+type = "http"
+url = "{{url}}"
+allow_private_networks = true
+timeout = "700ms"
+{RECORD_SUCCESS}"#
+        ),
+    );
+    run_until_empty(load(&[file]), &db.url).await;
+
+    let (state, status, error, output, _) = outcome(&db, 1).await;
+    assert_eq!(
+        (state.as_str(), status, error.as_deref()),
+        ("failed", Some(500), Some("HTTP 500 Internal Server Error"))
+    );
+    assert_eq!(output.as_deref(), Some(&b"boom"[..]));
+    assert_eq!(
+        outcome(&db, 2).await.2.as_deref(),
+        Some("HTTP 404 Not Found")
+    );
+    let (_, status, error, _, retry_after) = outcome(&db, 3).await;
+    assert_eq!(
+        (status, error.as_deref(), retry_after),
+        (Some(429), Some("HTTP 429 Too Many Requests"), Some(120))
+    );
+    let (_, status, error, _, _) = outcome(&db, 4).await;
+    assert_eq!(status, Some(302));
+    assert_eq!(
+        error.as_deref(),
+        Some("HTTP 302 Found: redirect to https://elsewhere.example/new not followed (set follow_redirects = true to follow it)")
+    );
+    let (_, status, error, output, _) = outcome(&db, 5).await;
+    assert_eq!(
+        (status, error.as_deref(), output),
+        (None, Some("timed out after 700ms"), None)
+    );
+    let (_, status, error, _, _) = outcome(&db, 6).await;
+    assert_eq!(
+        (status, error),
+        (None, Some(format!("connection refused to {closed}")))
+    );
+    let (_, status, _, output, _) = outcome(&db, 7).await;
+    assert_eq!(status, Some(503));
+    assert_eq!(
+        output.map(|o| o.len()),
+        Some(64 * 1024),
+        ":output is the first 64 KiB"
+    );
+}
+
+/// TLS to a self-signed server fails with a TLS error, and succeeds once `ca_file`
+/// trusts its certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_and_without_a_private_ca() {
+    let (server, cert_pem) = WebServer::start_tls(|_| Reply::status(204)).await;
+    let db = TestDb::new().await;
+    hook_table(&db, "").await;
+    db.exec("INSERT INTO hook (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    files.write("ca.pem", &cert_pem);
+    let queue = |ca: &str| {
+        format!(
+            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nurl = \"{}\"\nhttps_only = true\n{ca}\n{RECORD_SUCCESS}",
+            server.url("/tls")
+        )
+    };
+    let untrusting = files.write("untrusting.toml", &queue(""));
+    run_until_empty(load(&[untrusting]), &db.url).await;
+    let (state, status, error, _, _) = outcome(&db, 1).await;
+    assert_eq!((state.as_str(), status), ("failed", None));
+    let error = error.unwrap();
+    assert!(
+        error.starts_with(&format!("TLS error with {}", server.addr)),
+        "{error}"
+    );
+    assert!(error.contains("certificate"), "{error}");
+    assert!(server.requests().is_empty());
+
+    db.exec("UPDATE hook SET state = 'waiting'").await;
+    let trusting = files.write("trusting.toml", &queue("ca_file = \"ca.pem\""));
+    run_until_empty(load(&[trusting]), &db.url).await;
+    assert_eq!(outcome(&db, 1).await.0, "done");
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// Signatures verify with the `standardwebhooks` crate for every rotated secret; the
+/// webhook-id stays the same across a retry and the timestamp is fresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signatures_verify_independently_across_a_retry() {
+    let server = WebServer::start({
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        move |_| {
+            if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                Reply::status(503)
+            } else {
+                Reply::status(200)
+            }
+        }
+    })
+    .await;
+    let db = TestDb::new().await;
+    hook_table(&db, "retry_at BIGINT NULL,").await;
+    db.exec("INSERT INTO hook (id) VALUES (42)").await;
+    let (old, new) = (
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "whsec_dGFibGVxLXRlc3Qtc2VjcmV0LTIwMjY=",
+    );
+    let files = QueueFiles::new();
+    let file = files.write(
+        "signed.toml",
+        &format!(
+            r#"
+select = "SELECT id FROM hook WHERE state = 'waiting' AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP())"
+poll_interval = "100ms"
+[action]
+type = "http"
+url = "{}"
+signing_secret = "{old} {new}"
+[on_success]
+sql = "UPDATE hook SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE hook SET retry_at = UNIX_TIMESTAMP() + 1, attempts = attempts + 1 WHERE id = :id"
+"#,
+            server.url("/signed")
+        ),
+    );
+    let shutdown = CancellationToken::new();
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        ..tableq::RunOptions::default()
+    };
+    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    eventually("the retry succeeded", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
+            .await
+            == 1
+    })
+    .await;
+    shutdown.cancel();
+    engine.await.unwrap().unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let mut headers = axum::http::HeaderMap::new();
+        for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+            headers.insert(name, request.headers[name].clone());
+        }
+        for secret in [old, new] {
+            standardwebhooks::Webhook::new(secret)
+                .unwrap()
+                .verify(&request.body, &headers)
+                .unwrap_or_else(|e| panic!("signature with {secret} does not verify: {e:?}"));
+        }
+        assert_eq!(request.header("webhook-signature").split(' ').count(), 2);
+    }
+    assert_eq!(requests[0].header("webhook-id"), "signed_42");
+    assert_eq!(
+        requests[0].header("webhook-id"),
+        requests[1].header("webhook-id")
+    );
+    let stamp = |i: usize| {
+        requests[i]
+            .header("webhook-timestamp")
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(stamp(1) > stamp(0), "the retry carries a fresh timestamp");
+}
+
+/// A row whose URL points at a private address — by name or literally — is refused
+/// after DNS resolution, unless `allow_private_networks = true`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_destinations_from_rows_are_refused() {
+    let server = WebServer::start(|_| Reply::status(200)).await;
+    let db = TestDb::new().await;
+    hook_table(&db, "url VARCHAR(200) NOT NULL,").await;
+    let port = server.addr.port();
+    db.exec(&format!(
+        "INSERT INTO hook (id, url) VALUES (1, 'http://localhost:{port}/a'), (2, 'http://127.0.0.1:{port}/b'),
+         (3, 'http://[::1]:{port}/c')"
+    ))
+    .await;
+    let files = QueueFiles::new();
+    let queue = |extra: &str| {
+        format!("select = \"SELECT id, url FROM hook WHERE state = 'waiting'\"\nbatch = 3\n[action]\ntype = \"http\"\nurl = \"{{url}}\"\n{extra}\n{RECORD_SUCCESS}")
+    };
+    run_until_empty(load(&[files.write("guarded.toml", &queue(""))]), &db.url).await;
+    assert!(server.requests().is_empty(), "a private address was called");
+    let errors: Vec<(u32, String)> = db.rows("SELECT id, error FROM hook ORDER BY id").await;
+    assert!(
+        errors[0]
+            .1
+            .starts_with("refused: localhost is a private address (127.0.0.1"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[0]
+            .1
+            .ends_with("set allow_private_networks = true to allow it"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1]
+            .1
+            .starts_with("refused: 127.0.0.1 is a private address"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[2]
+            .1
+            .starts_with("refused: [::1] is a private address"),
+        "{errors:?}"
+    );
+
+    db.exec("UPDATE hook SET state = 'waiting' WHERE id IN (1, 2)")
+        .await;
+    db.exec("DELETE FROM hook WHERE id = 3").await;
+    run_until_empty(
+        load(&[files.write("open.toml", &queue("allow_private_networks = true"))]),
+        &db.url,
+    )
+    .await;
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
+            .await,
+        2
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A batch's requests run at once: 20 webhooks that each take a second finish in
+/// about a second, not twenty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_slow_webhooks_runs_concurrently() {
+    let server = WebServer::start(|_| Reply::status(200).after(Duration::from_secs(1))).await;
+    let db = TestDb::new().await;
+    hook_table(&db, "").await;
+    db.fill("hook", "id", 20, |i| i.to_string()).await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "slow.toml",
+        &format!(
+            "select = \"SELECT id FROM hook WHERE state = 'waiting' ORDER BY id\"\nbatch = 20\n[action]\ntype = \"http\"\nurl = \"{}\"\n{RECORD_SUCCESS}",
+            server.url("/slow/{id}")
+        ),
+    );
+    let started = Instant::now();
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    let elapsed = started.elapsed();
+    assert_eq!(summary.counts("slow").unwrap().done, 20);
+    assert!(
+        elapsed < Duration::from_secs(6),
+        "20 one-second webhooks took {elapsed:?}"
+    );
+    let requests = server.requests();
+    let first = requests.iter().map(|r| r.at).min().unwrap();
+    let last = requests.iter().map(|r| r.at).max().unwrap();
+    assert!(
+        last - first < Duration::from_millis(900),
+        "the requests did not overlap"
+    );
+}
+
+/// With `follow_redirects = true` a 3xx is followed to where it leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_are_followed_when_asked() {
+    let server = WebServer::start(|r| match r.uri.path() {
+        "/old" => Reply::status(307).header("location", "/new"),
+        _ => Reply::status(200).body("moved here"),
+    })
+    .await;
+    let db = TestDb::new().await;
+    hook_table(&db, "").await;
+    db.exec("INSERT INTO hook (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "moved.toml",
+        &format!(
+            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nurl = \"{}\"\nfollow_redirects = true\n{RECORD_SUCCESS}",
+            server.url("/old")
+        ),
+    );
+    run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(outcome(&db, 1).await.3.as_deref(), Some(&b"moved here"[..]));
+    let paths: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.uri.path().to_string())
+        .collect();
+    assert_eq!(paths, ["/old", "/new"]);
+}
