@@ -79,20 +79,18 @@ pub async fn claim_and_process(
         .collect();
     match &queue.config.action {
         ActionConfig::Sql(sql) => {
-            // Savepoints let one item be undone without touching the others; a lone
-            // item whose action is one statement needs none (it is atomic by itself).
-            let savepoints = items.len() > 1 || prepared.action.len() > 1;
+            // Every item gets a savepoint, even alone in its batch: a failed or timed-out
+            // action's work (a CALL's inner statements, a statement that finished as
+            // the deadline passed) must be undone before `[on_failure]` runs.
             for (index, item) in items.iter().enumerate() {
-                if index > 0 && queue.stop.is_cancelled() {
+                if queue.stop.is_cancelled() {
                     // Stopping: items not yet started stay untouched and return at commit.
                     report.returned += items.len() - index;
                     break;
                 }
                 let span = info_span!("item", key = %item.key_text());
                 let fate = async {
-                    if savepoints {
-                        conn.query_drop(SAVEPOINT).await?;
-                    }
+                    conn.query_drop(SAVEPOINT).await?;
                     let outcome = action::sql::run(
                         conn,
                         &prepared.action,
@@ -102,7 +100,7 @@ pub async fn claim_and_process(
                         &queue.opts,
                     )
                     .await?;
-                    settle(conn, prepared, name, item, &outcome, savepoints).await
+                    settle(conn, prepared, name, item, &outcome, true).await
                 }
                 .instrument(span)
                 .await?;

@@ -11,9 +11,8 @@ use crate::cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
 use crate::config::{load_paths, select_queues, QueueConfig};
 use crate::count::count_waiting;
 use crate::daemon::{run_with_reload, QueueSource};
-use crate::database::parse_database_url;
 use crate::diagnostic::Findings;
-use crate::runner::RunOptions;
+use crate::runner::{resolve_databases, RunOptions};
 use crate::session::OpenError;
 
 /// Why a command failed, and so how the process exits.
@@ -102,24 +101,17 @@ async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<
 
 async fn count_command(args: CountArgs, database_url: Option<String>) -> Result<(), Failure> {
     let queues = load(&args.paths, &args.queues)?;
-    for queue in &queues {
-        let url = queue
-            .database_url
-            .as_deref()
-            .or(database_url.as_deref())
-            .ok_or_else(|| {
-                Failure::Usage(format!(
-                    "{}: queue {}: no database: set `database_url` in the file, pass --database-url, or set TABLEQ_DATABASE_URL",
-                    queue.file.display(),
-                    queue.name
-                ))
-            })?;
-        let opts = parse_database_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
-        match count_waiting(queue, &opts, args.cap as usize).await {
+    let resolved = resolve_databases(queues, database_url.as_deref()).map_err(Failure::Config)?;
+    for (queue, opts) in &resolved {
+        match count_waiting(queue, opts, args.cap as usize).await {
             Ok(waiting) => println!("{}\t{waiting}", queue.name),
             Err(OpenError::Invalid(findings)) => return Err(Failure::Config(Findings(findings))),
             Err(OpenError::Unreachable(error)) => {
-                return Err(Failure::Runtime(format!("queue {}: {error}", queue.name)))
+                return Err(Failure::Runtime(format!(
+                    "{}: queue {}: cannot count: {error}",
+                    queue.file.display(),
+                    queue.name
+                )))
             }
         }
     }

@@ -12,9 +12,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::{load_paths, select_queues, QueueConfig};
-use crate::database::parse_database_url;
 use crate::diagnostic::{Finding, Findings};
-use crate::runner::{run, RunOptions};
+use crate::runner::{resolve_databases, run, RunOptions};
 use crate::session::{OpenError, Session};
 
 /// Where the queues come from, so they can be read again.
@@ -33,9 +32,11 @@ impl QueueSource {
 }
 
 /// Runs `queues` until `shutdown`, reloading them from `source` on every SIGHUP.
+/// Only the first start can fail the process: a reload that cannot start goes back
+/// to the queues that ran before it.
 pub async fn run_with_reload(
     source: QueueSource,
-    mut queues: Vec<QueueConfig>,
+    queues: Vec<QueueConfig>,
     options: RunOptions,
     shutdown: CancellationToken,
 ) -> Result<(), Findings> {
@@ -45,17 +46,29 @@ pub async fn run_with_reload(
             format!("cannot listen for SIGHUP: {e}"),
         )])
     })?;
+    let mut current = queues;
+    // The queues that ran before `current`, while `current` has not started yet.
+    let mut fallback: Option<Vec<QueueConfig>> = None;
     loop {
         let generation = shutdown.child_token();
-        let running = run(queues, options.clone(), generation.clone());
+        let running = run(current.clone(), options.clone(), generation.clone());
         tokio::pin!(running);
-        let next = loop {
+        let (next, still_running) = loop {
             tokio::select! {
-                result = &mut running => return result.map(|_| ()),
+                result = &mut running => match (result, fallback.take()) {
+                    (Ok(_), _) => return Ok(()),
+                    (Err(findings), None) => return Err(findings),
+                    (Err(findings), Some(previous)) => {
+                        for finding in &findings.0 {
+                            error!(%finding, "the reloaded queues could not start; going back to the ones before");
+                        }
+                        break (previous, false);
+                    }
+                },
                 _ = hangups.recv() => {
                     info!("SIGHUP: reloading the queue files");
                     match validated(&source, &options).await {
-                        Ok(next) => break next,
+                        Ok(next) => break (next, true),
                         Err(findings) => {
                             for finding in &findings.0 {
                                 error!(%finding, "reload refused; the queues keep running as they were");
@@ -65,13 +78,18 @@ pub async fn run_with_reload(
                 }
             }
         };
-        generation.cancel();
-        running.await?;
-        if shutdown.is_cancelled() {
-            return Ok(());
+        if still_running {
+            generation.cancel();
+            // A generation told to stop always ends with Ok.
+            let _ = running.await;
+            if shutdown.is_cancelled() {
+                return Ok(());
+            }
+            info!(queues = next.len(), "reloaded");
+            fallback = Some(std::mem::replace(&mut current, next));
+        } else {
+            current = next;
         }
-        info!(queues = next.len(), "reloaded");
-        queues = next;
     }
 }
 
@@ -82,16 +100,10 @@ async fn validated(
     options: &RunOptions,
 ) -> Result<Vec<QueueConfig>, Findings> {
     let queues = source.load()?;
+    let resolved = resolve_databases(queues.clone(), options.database_url.as_deref())?;
     let mut findings = Vec::new();
-    for queue in &queues {
-        let url = queue
-            .database_url
-            .as_deref()
-            .or(options.database_url.as_deref());
-        let Some(opts) = url.and_then(|url| parse_database_url(url).ok()) else {
-            continue; // `run` reports it, with the same words as at start.
-        };
-        match Session::open(queue, &opts).await {
+    for (queue, opts) in &resolved {
+        match Session::open(queue, opts).await {
             Ok(_) => {}
             Err(OpenError::Invalid(mut problems)) => findings.append(&mut problems),
             Err(OpenError::Unreachable(error)) => {

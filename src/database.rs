@@ -28,7 +28,11 @@ pub fn parse_database_url(url: &str) -> Result<Opts, DatabaseUrlError> {
         None => url.to_string(),
     };
     let opts = Opts::from_url(&url).map_err(|e| DatabaseUrlError(e.to_string()))?;
-    let mut builder = OptsBuilder::from_opts(opts).tcp_keepalive(Some(TCP_KEEPALIVE));
+    // No statement cache: a worker holds its prepared statements for the life of the
+    // connection, and the cache would close the least recently used ones under it.
+    let mut builder = OptsBuilder::from_opts(opts)
+        .tcp_keepalive(Some(TCP_KEEPALIVE))
+        .stmt_cache_size(0);
     if !url.contains("prefer_socket=") {
         builder = builder.prefer_socket(false);
     }
@@ -132,7 +136,9 @@ const TRANSACTION_LOST: &[u16] = &[
     1180, // got error during COMMIT
     1181, // got error during ROLLBACK
     1184, // aborted connection (init)
+    1206, // lock table full: InnoDB rolled the transaction back
     1927, // connection was killed (MariaDB)
+    3169, // session was killed (MySQL 8)
     4031, // disconnected for inactivity (MariaDB)
 ];
 
@@ -153,7 +159,8 @@ pub fn is_expected_contention(e: &mysql_async::Error) -> bool {
 pub fn describe_error(e: &mysql_async::Error) -> String {
     match e {
         mysql_async::Error::Server(s) => s.to_string(),
-        mysql_async::Error::Io(io) => format!("connection lost: {io}"),
+        mysql_async::Error::Io(mysql_async::IoError::Io(io)) => format!("network error: {io}"),
+        mysql_async::Error::Io(io) => format!("network error: {io}"),
         mysql_async::Error::Driver(d) => d.to_string(),
         mysql_async::Error::Other(o) => o.to_string(),
         mysql_async::Error::Url(u) => u.to_string(),
@@ -169,9 +176,19 @@ pub enum Kill {
     Connection,
 }
 
+/// How long a KILL may take, side connection included.
+const KILL_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Stops `what` in session `connection_id` from a fresh side connection: the only way
 /// to interrupt a statement that is still running.
 pub async fn kill(opts: &Opts, connection_id: u32, what: Kill) -> Result<(), mysql_async::Error> {
+    match tokio::time::timeout(KILL_TIMEOUT, kill_now(opts, connection_id, what)).await {
+        Ok(result) => result,
+        Err(_) => Err(mysql_async::Error::Other("timed out sending KILL".into())),
+    }
+}
+
+async fn kill_now(opts: &Opts, connection_id: u32, what: Kill) -> Result<(), mysql_async::Error> {
     let mut conn = connect(opts).await?;
     let verb = match what {
         Kill::Query => "QUERY",
@@ -198,6 +215,7 @@ mod tests {
         assert_eq!(describe(&opts), "app@db.example:3307/shop");
         assert!(!opts.prefer_socket());
         assert_eq!(opts.tcp_keepalive(), Some(TCP_KEEPALIVE));
+        assert_eq!(opts.stmt_cache_size(), 0);
         let err = parse_database_url("postgres://app:s3cret@db/x").unwrap_err();
         assert!(!err.to_string().contains("s3cret"), "{err}");
         assert!(err.to_string().contains("expected mysql://"), "{err}");

@@ -21,10 +21,13 @@ struct State {
     returns: u64,
 }
 
-/// Taken before a claim; says what the queue looked like when it began.
+/// Taken before a claim; says what the queue looked like when it began. Dropping it
+/// unfinished (an error, a panic) counts as items returning to the queue.
 #[derive(Debug)]
-pub struct Ticket {
+pub struct Ticket<'a> {
+    drain: &'a Drain,
     returns_at_start: u64,
+    finished: bool,
 }
 
 impl Drain {
@@ -37,32 +40,14 @@ impl Drain {
         }
     }
 
-    pub fn begin(&self) -> Ticket {
+    pub fn begin(&self) -> Ticket<'_> {
         let mut state = self.lock();
         state.busy += 1;
         Ticket {
+            drain: self,
             returns_at_start: state.returns,
+            finished: false,
         }
-    }
-
-    /// The claim found rows (or failed); `returned` says whether any went back.
-    pub fn finish(&self, _ticket: Ticket, returned: bool) {
-        let mut state = self.lock();
-        state.busy -= 1;
-        if returned {
-            state.returns += 1;
-        }
-    }
-
-    /// The claim found nothing. Returns true if the queue is now drained.
-    pub fn finish_empty(&self, ticket: Ticket) -> bool {
-        let mut state = self.lock();
-        state.busy -= 1;
-        let drained = self.enabled && state.busy == 0 && state.returns == ticket.returns_at_start;
-        if drained {
-            self.drained.cancel();
-        }
-        drained
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -70,6 +55,45 @@ impl Drain {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Ticket<'_> {
+    /// The claim found rows; `returned` says whether any went back to the queue.
+    pub fn finish(mut self, returned: bool) {
+        self.end(returned);
+    }
+
+    /// The claim found nothing. Returns true if the queue is now drained.
+    pub fn finish_empty(mut self) -> bool {
+        let drain = self.drain;
+        let returns_at_start = self.returns_at_start;
+        self.finished = true;
+        let mut state = drain.lock();
+        state.busy -= 1;
+        let drained = drain.enabled && state.busy == 0 && state.returns == returns_at_start;
+        if drained {
+            drain.drained.cancel();
+        }
+        drained
+    }
+
+    fn end(&mut self, returned: bool) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut state = self.drain.lock();
+        state.busy -= 1;
+        if returned {
+            state.returns += 1;
+        }
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        self.end(true);
     }
 }
 
@@ -83,24 +107,29 @@ mod tests {
         let drain = Drain::new(true, token.clone());
         let a = drain.begin();
         let b = drain.begin();
-        assert!(!drain.finish_empty(a), "b is still busy");
+        assert!(!a.finish_empty(), "b is still busy");
         let a = drain.begin();
-        drain.finish(b, true); // b's item came back
-        assert!(
-            !drain.finish_empty(a),
-            "an item returned after a's claim began"
-        );
+        b.finish(true); // b's item came back
+        assert!(!a.finish_empty(), "an item returned after a's claim began");
         let a = drain.begin();
-        assert!(drain.finish_empty(a));
+        assert!(a.finish_empty());
         assert!(token.is_cancelled());
+    }
+
+    #[test]
+    fn a_ticket_dropped_unfinished_is_not_busy_forever() {
+        let token = CancellationToken::new();
+        let drain = Drain::new(true, token.clone());
+        drop(drain.begin()); // a worker that panicked mid-batch
+        let a = drain.begin();
+        assert!(a.finish_empty());
     }
 
     #[test]
     fn never_drains_when_disabled() {
         let token = CancellationToken::new();
         let drain = Drain::new(false, token.clone());
-        let t = drain.begin();
-        assert!(!drain.finish_empty(t));
+        assert!(!drain.begin().finish_empty());
         assert!(!token.is_cancelled());
     }
 }

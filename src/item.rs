@@ -84,14 +84,17 @@ impl Item {
         value_text(self.key())
     }
 
-    /// The text a `{name}` placeholder becomes: a column's value, or the queue name.
+    /// The text a `{name}` placeholder becomes: the queue's name for `{queue}`, else
+    /// the column's value.
     pub fn placeholder_bytes(&self, name: &str, queue: &str) -> Vec<u8> {
+        if name == "queue" {
+            return queue.as_bytes().to_vec();
+        }
         match self.columns.find(name) {
             Some(index) => {
                 crate::row_json::value_bytes(&self.values[index], self.columns.types[index])
                     .into_owned()
             }
-            None if name == "queue" => queue.as_bytes().to_vec(),
             None => Vec::new(),
         }
     }

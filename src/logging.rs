@@ -28,10 +28,12 @@ pub fn init(format: LogFormat) {
         .with_target(false);
     match format {
         LogFormat::Text => builder.init(),
+        // Each line carries its spans: the worker's (queue, worker) and the item's (key).
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
             .with_current_span(false)
+            .with_span_list(true)
             .init(),
     }
     if let Some(error) = bad_filter {

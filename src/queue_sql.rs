@@ -169,7 +169,7 @@ impl Preparer<'_> {
         Ok(prepared)
     }
 
-    /// Maps each `:name` of `statement` to a column or a special parameter.
+    /// Maps each `:name` of `statement` to a special parameter or a column.
     fn resolve(
         &mut self,
         at: &[&str],
@@ -178,11 +178,10 @@ impl Preparer<'_> {
     ) -> Vec<ParamSource> {
         let mut sources = Vec::with_capacity(statement.params.len());
         for name in &statement.params {
-            let source = self
-                .columns
-                .find(name)
-                .map(ParamSource::Column)
-                .or_else(|| ParamSource::special(name, outcome));
+            // A special parameter wins over a column of the same name (the article's
+            // table has a `status` column): alias the column to use it.
+            let source = ParamSource::special(name, outcome)
+                .or_else(|| self.columns.find(name).map(ParamSource::Column));
             match source {
                 Some(source) => sources.push(source),
                 None => {

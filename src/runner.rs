@@ -6,16 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_async::Opts;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{error, info, warn, Instrument};
+use tracing::{error, info, warn};
 
 use crate::action::Action;
 use crate::backoff::{pause, Backoff};
 use crate::config::QueueConfig;
 use crate::database::{describe, parse_database_url};
-use crate::diagnostic::{Finding, Findings, Severity};
+use crate::diagnostic::{Findings, Severity};
 use crate::drain::Drain;
 use crate::session::{OpenError, Session};
 use crate::stats::{report_progress, Counts, QueueStats};
@@ -95,7 +94,7 @@ pub async fn run(
         });
         info!(queue = %runtime.config.name, workers = runtime.config.workers, batch = runtime.config.batch,
             database = %describe(&runtime.opts), "queue started");
-        let mut first = Some(session);
+        let mut first = session;
         for index in 0..runtime.config.workers {
             tracker.spawn(supervise_worker(runtime.clone(), index, first.take()));
         }
@@ -134,7 +133,7 @@ pub async fn run(
 }
 
 /// Pairs each queue with the connection options of its database.
-fn resolve_databases(
+pub fn resolve_databases(
     queues: Vec<QueueConfig>,
     default_url: Option<&str>,
 ) -> Result<Vec<(QueueConfig, Opts)>, Findings> {
@@ -164,75 +163,40 @@ fn resolve_databases(
     }
 }
 
-/// Opens one session per queue — which prepares, and so validates, all its SQL —
-/// retrying while a database is unreachable. `Ok(None)` if shutdown came first.
+/// Tries once to open a session per queue — which prepares, and so validates, all
+/// its SQL — so that a queue that is wrong for its database stops `run` before any
+/// row is touched. A queue whose database cannot be reached gets `None`: its workers
+/// keep trying, and the other queues start meanwhile. `Ok(None)` if shutdown came
+/// first.
 async fn open_first_sessions(
     queues: &[(QueueConfig, Opts)],
     shutdown: &CancellationToken,
-) -> Result<Option<Vec<Session>>, Findings> {
-    let mut tasks = JoinSet::new();
-    for (index, (config, opts)) in queues.iter().enumerate() {
-        let (config, opts, shutdown) = (config.clone(), opts.clone(), shutdown.clone());
-        let span = tracing::info_span!("start", queue = %config.name);
-        tasks.spawn(
-            async move { (index, open_with_retry(&config, &opts, &shutdown).await) }
-                .instrument(span),
-        );
-    }
-    let mut sessions: Vec<Option<Session>> = queues.iter().map(|_| None).collect();
+) -> Result<Option<Vec<Option<Session>>>, Findings> {
+    let attempts = futures::future::join_all(queues.iter().map(|(config, opts)| async move {
+        let opened = Session::open(config, opts).await;
+        if let Err(OpenError::Unreachable(error)) = &opened {
+            warn!(queue = %config.name, %error, database = %describe(opts),
+                "cannot connect to the database; the queue starts once it can");
+        }
+        opened
+    }));
+    let attempts = tokio::select! {
+        _ = shutdown.cancelled() => return Ok(None),
+        attempts = attempts => attempts,
+    };
+    let mut sessions = Vec::with_capacity(queues.len());
     let mut findings = Vec::new();
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok((index, Ok(Some(session)))) => sessions[index] = Some(session),
-            Ok((_, Ok(None))) => return Ok(None),
-            Ok((_, Err(mut invalid))) => {
-                findings.append(&mut invalid);
-                // Report the other queues that are already known to be wrong, but
-                // don't wait for the ones whose database is still unreachable.
-                while let Some(Ok((_, Err(mut more)))) = tasks.try_join_next() {
-                    findings.append(&mut more);
-                }
-                tasks.abort_all();
-                break;
-            }
-            Err(join_error) => {
-                return Err(Findings(vec![Finding::error(
-                    std::path::Path::new("tableq"),
-                    format!("start-up check crashed: {join_error}"),
-                )]))
-            }
+    for attempt in attempts {
+        match attempt {
+            Ok(session) => sessions.push(Some(session)),
+            Err(OpenError::Unreachable(_)) => sessions.push(None),
+            Err(OpenError::Invalid(mut invalid)) => findings.append(&mut invalid),
         }
     }
     if !findings.is_empty() {
         return Err(Findings(findings));
     }
-    Ok(Some(sessions.into_iter().flatten().collect()))
-}
-
-async fn open_with_retry(
-    config: &QueueConfig,
-    opts: &Opts,
-    shutdown: &CancellationToken,
-) -> Result<Option<Session>, Vec<Finding>> {
-    let mut backoff = Backoff::new(config.error_backoff);
-    loop {
-        let opened = tokio::select! {
-            _ = shutdown.cancelled() => return Ok(None),
-            opened = Session::open(config, opts) => opened,
-        };
-        match opened {
-            Ok(session) => return Ok(Some(session)),
-            Err(OpenError::Invalid(findings)) => return Err(findings),
-            Err(OpenError::Unreachable(error)) => {
-                let wait = backoff.next_wait();
-                warn!(%error, database = %describe(opts), retry_in = %humantime::format_duration(wait),
-                    "cannot reach the database; retrying");
-                if !pause(shutdown, wait).await {
-                    return Ok(None);
-                }
-            }
-        }
-    }
+    Ok(Some(sessions))
 }
 
 /// Runs a worker, and runs it again if it panics: its connection is dropped with the

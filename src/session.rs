@@ -12,6 +12,9 @@ use crate::database::{connect, describe_error, prepare_worker_session, SessionEr
 use crate::diagnostic::Finding;
 use crate::queue_sql::{prepare_queue, PrepareError, PreparedQueue};
 
+/// How long a ping may take before the connection counts as gone.
+const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub struct Session {
     pub conn: Conn,
     pub prepared: PreparedQueue,
@@ -64,7 +67,10 @@ impl Session {
         if self.last_used.elapsed() < self.longest_silence {
             return true;
         }
-        self.conn.ping().await.is_ok()
+        matches!(
+            tokio::time::timeout(PING_TIMEOUT, self.conn.ping()).await,
+            Ok(Ok(()))
+        )
     }
 
     pub fn touch(&mut self) {

@@ -8,8 +8,10 @@
 /// One lexical piece of a statement that matters to tableq.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Token<'a> {
-    /// A bare word (keyword or identifier), as written.
+    /// A bare word (keyword or identifier), as written; user and system variables
+    /// (`@x`, `@@session.x`) keep their `@`s.
     Word(&'a str),
+    Comma,
     /// `:name`; the name without the colon. `start..end` covers the colon too.
     Param {
         name: &'a str,
@@ -54,6 +56,19 @@ pub fn tokens(sql: &str) -> Vec<Token<'_>> {
                 out.push(Token::Question);
                 i += 1;
             }
+            b',' => {
+                out.push(Token::Comma);
+                i += 1;
+            }
+            b'@' => {
+                let mut start_of_name = i;
+                while bytes.get(start_of_name) == Some(&b'@') {
+                    start_of_name += 1;
+                }
+                let end = word_end(bytes, start_of_name);
+                out.push(Token::Word(&sql[i..end]));
+                i = end.max(i + 1);
+            }
             b'(' => {
                 out.push(Token::Open);
                 i += 1;
@@ -76,6 +91,26 @@ pub fn tokens(sql: &str) -> Vec<Token<'_>> {
         }
     }
     out
+}
+
+/// True if `sql` holds anything besides whitespace and comments.
+fn has_code(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'#' => i = skip_line(bytes, i),
+            b'-' if bytes.get(i + 1) == Some(&b'-')
+                && bytes.get(i + 2).is_none_or(|b| b.is_ascii_whitespace()) =>
+            {
+                i = skip_line(bytes, i)
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => i = skip_block_comment(bytes, i),
+            b if b.is_ascii_whitespace() => i += 1,
+            _ => return true,
+        }
+    }
+    false
 }
 
 fn is_word_start(b: u8) -> bool {
@@ -184,10 +219,16 @@ pub fn parse_statement(sql: &str) -> Result<ParsedStatement, StatementError> {
 }
 
 fn strip_trailing_semicolon(text: &str) -> &str {
-    // Only a `;` that the lexer sees as code counts (not one inside a comment).
+    // Only a `;` that the lexer sees as code counts (not one inside a comment), and
+    // only if nothing but space and comments follow it.
     match tokens(text).last() {
-        Some(Token::Semicolon(end)) if text[*end..].trim().is_empty() => {
-            text[..*end - 1].trim_end()
+        Some(Token::Semicolon(end)) => {
+            let rest = &text[*end..];
+            if !has_code(rest) {
+                text[..*end - 1].trim_end()
+            } else {
+                text
+            }
         }
         _ => text,
     }
@@ -207,6 +248,29 @@ pub fn top_level_words(sql: &str) -> Vec<String> {
         }
     }
     words
+}
+
+/// For a `SET` statement: true if every assignment is to a user variable (`@x`), so
+/// the statement cannot change the session tableq depends on.
+pub fn sets_only_user_variables(sql: &str) -> bool {
+    let toks = tokens(sql);
+    let mut depth = 0usize;
+    let mut expect_target = true;
+    for tok in toks.iter().skip(1) {
+        match tok {
+            Token::Open => depth += 1,
+            Token::Close => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => expect_target = true,
+            Token::Word(w) if expect_target => {
+                if !w.starts_with('@') || w.starts_with("@@") {
+                    return false;
+                }
+                expect_target = false;
+            }
+            _ => expect_target = false,
+        }
+    }
+    true
 }
 
 /// The first word of a statement, upper-cased (`SELECT`, `UPDATE`, …).
@@ -266,6 +330,29 @@ mod tests {
         );
         assert_eq!(parse_statement("   "), Err(StatementError::Empty));
         assert!(parse_statement("SELECT ';' -- ;\n").is_ok());
+        assert_eq!(
+            parse_statement("SELECT 1; -- done 2").unwrap().text,
+            "SELECT 1"
+        );
+        assert_eq!(
+            parse_statement("SELECT 1; 'x'"),
+            Err(StatementError::Several)
+        );
+    }
+
+    #[test]
+    fn tells_user_variables_from_session_settings() {
+        assert!(sets_only_user_variables("SET @a = 1, @b = (SELECT 1, 2)"));
+        assert!(!sets_only_user_variables(
+            "SET @a = 1, tx_isolation = 'REPEATABLE-READ'"
+        ));
+        assert!(!sets_only_user_variables(
+            "SET SESSION completion_type = 'RELEASE'"
+        ));
+        assert!(!sets_only_user_variables(
+            "SET @@session.transaction_isolation = 'SERIALIZABLE'"
+        ));
+        assert!(!sets_only_user_variables("SET NAMES latin1"));
     }
 
     #[test]

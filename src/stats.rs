@@ -34,11 +34,6 @@ impl QueueStats {
             .fetch_add(report.returned as u64, Ordering::Relaxed);
     }
 
-    /// Records items that went back because their transaction was lost.
-    pub fn record_returned(&self, items: usize) {
-        self.returned.fetch_add(items as u64, Ordering::Relaxed);
-    }
-
     pub fn counts(&self) -> Counts {
         Counts {
             done: self.done.load(Ordering::Relaxed),

@@ -5,14 +5,16 @@ use std::sync::Arc;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::Opts;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, info_span, warn, Instrument};
+
+use tracing::{debug, error, info, info_span, warn, Instrument};
 
 use crate::action::Action;
 use crate::backoff::{pause, Backoff};
 use crate::batch::claim_and_process;
 use crate::config::QueueConfig;
-use crate::database::{describe_error, is_expected_contention, kill, Kill};
+use crate::database::{describe, describe_error, is_expected_contention, kill, Kill};
 use crate::drain::Drain;
 use crate::session::{OpenError, Session};
 use crate::stats::QueueStats;
@@ -35,10 +37,13 @@ pub struct QueueRuntime {
 /// opened already (the one `run` validated the queue with), if any.
 pub async fn run_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
     let span = info_span!("worker", queue = %queue.config.name, worker = index);
-    work(&queue, session).instrument(span).await
+    work(&queue, index, session).instrument(span).await
 }
 
-async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
+/// How long a ping or a ROLLBACK may take before the connection is given up.
+const QUICK_STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) {
     let mut backoff = Backoff::new(queue.config.error_backoff);
     let mut reconnecting = false;
     while !queue.stop.is_cancelled() {
@@ -50,7 +55,7 @@ async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
             if session.take().is_some() {
                 debug!("the idle connection was closed; reconnecting");
             }
-            match open(queue, &mut backoff, &mut reconnecting).await {
+            match open(queue, index, &mut backoff, &mut reconnecting).await {
                 Opened::Ready(s) => session = Some(s),
                 Opened::Retry => continue,
                 Opened::Stopped => break,
@@ -69,7 +74,7 @@ async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
         };
         match result {
             None => {
-                queue.drain.finish(ticket, true);
+                ticket.finish(true);
                 warn!("the shutdown timeout passed; rolling back the items in flight");
                 if let Err(e) = kill(&queue.opts, connection_id, Kill::Connection).await {
                     warn!(error = %describe_error(&e), "could not kill the session; the server rolls it back when the connection drops");
@@ -80,7 +85,7 @@ async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
                 current.touch();
                 session = Some(current);
                 backoff.reset();
-                if queue.drain.finish_empty(ticket) {
+                if ticket.finish_empty() {
                     info!("the queue is drained");
                     break;
                 }
@@ -92,7 +97,7 @@ async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
                 current.touch();
                 session = Some(current);
                 queue.stats.record(&report);
-                queue.drain.finish(ticket, report.returned > 0);
+                ticket.finish(report.returned > 0);
                 if report.returned > 0 {
                     // Failed items came straight back; don't spin on them.
                     if !pause(&queue.stop, backoff.next_wait()).await {
@@ -103,10 +108,14 @@ async fn work(queue: &QueueRuntime, mut session: Option<Session>) {
                 }
             }
             Some(Err(e)) => {
-                queue.drain.finish(ticket, true);
+                ticket.finish(true);
                 if is_expected_contention(&e) {
                     debug!(error = %describe_error(&e), "the transaction was rolled back; its items are waiting again");
-                    if current.conn.query_drop("ROLLBACK").await.is_ok() {
+                    let rollback = tokio::time::timeout(
+                        QUICK_STATEMENT_TIMEOUT,
+                        current.conn.query_drop("ROLLBACK"),
+                    );
+                    if matches!(rollback.await, Ok(Ok(()))) {
                         session = Some(current);
                         continue;
                     }
@@ -131,29 +140,48 @@ enum Opened {
     Stopped,
 }
 
-/// Opens a session, or logs why not and waits out the backoff.
-async fn open(queue: &QueueRuntime, backoff: &mut Backoff, reconnecting: &mut bool) -> Opened {
+/// Opens a session, or logs why not and waits out the backoff. Only the queue's
+/// first worker logs at warning level: the others would say the same thing.
+async fn open(
+    queue: &QueueRuntime,
+    index: usize,
+    backoff: &mut Backoff,
+    reconnecting: &mut bool,
+) -> Opened {
     let opened = tokio::select! {
         _ = queue.stop.cancelled() => return Opened::Stopped,
         opened = Session::open(&queue.config, &queue.opts) => opened,
     };
-    let error = match opened {
+    let wait = backoff.next_wait();
+    let retry_in = humantime::format_duration(wait);
+    match opened {
         Ok(session) => {
             if *reconnecting {
                 info!("connected to the database again");
                 *reconnecting = false;
             }
+            backoff.reset();
             return Opened::Ready(session);
         }
-        Err(OpenError::Unreachable(e)) => e,
-        Err(OpenError::Invalid(findings)) => findings
-            .iter()
-            .map(|f| f.message.clone())
-            .collect::<Vec<_>>()
-            .join("; "),
-    };
-    let wait = backoff.next_wait();
-    warn!(%error, retry_in = %humantime::format_duration(wait), "cannot open a database session");
+        Err(OpenError::Unreachable(error)) if index == 0 => {
+            warn!(%error, database = %describe(&queue.opts), %retry_in, "cannot connect to the database; retrying")
+        }
+        Err(OpenError::Unreachable(error)) => {
+            debug!(%error, %retry_in, "cannot connect to the database; retrying")
+        }
+        Err(OpenError::Invalid(findings)) => {
+            let error = findings
+                .iter()
+                .map(|f| f.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ");
+            if index == 0 {
+                error!(%error, %retry_in, "the queue's SQL does not work on its database; retrying")
+            } else {
+                debug!(%error, %retry_in, "the queue's SQL does not work on its database; retrying")
+            }
+        }
+    }
     *reconnecting = true;
     if pause(&queue.stop, wait).await {
         Opened::Retry

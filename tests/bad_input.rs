@@ -231,13 +231,18 @@ async fn unreachable_database_at_start_keeps_retrying() {
     let mut daemon = Daemon::spawn(cmd);
     daemon
         .wait_for_log(
-            "cannot reach the database; retrying",
+            "cannot connect to the database; the queue starts once it can",
             Duration::from_secs(30),
         )
         .await;
     // Still retrying, with a growing backoff, a few attempts later.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while daemon.stderr().matches("cannot reach the database").count() < 3 {
+    while daemon
+        .stderr()
+        .matches("cannot connect to the database; retrying")
+        .count()
+        < 3
+    {
         assert!(std::time::Instant::now() < deadline, "{}", daemon.stderr());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

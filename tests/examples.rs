@@ -40,6 +40,51 @@ fn config_env(name: &str) -> Option<String> {
     }
 }
 
+/// The commented-out http and command [action] blocks of queues.example.toml load
+/// when swapped in for its SQL action.
+#[test]
+fn the_commented_example_actions_load() {
+    let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
+    let start = text.find("\n[action]").unwrap();
+    let end = start + 1 + text[start + 1..].find("\n[on_success]").unwrap();
+    for kind in ["http", "command"] {
+        let marker = format!("#{kind}> ");
+        let block: String = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(&marker))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let files = support::QueueFiles::new();
+        std::fs::write(
+            files.path().join("private-ca.pem"),
+            rcgen::generate_simple_self_signed(vec!["x".into()])
+                .unwrap()
+                .cert
+                .pem(),
+        )
+        .unwrap();
+        // The program and directory are the deployment's; stand in for them here.
+        let block = block
+            .replace("/usr/local/bin/send-email", "/bin/cat")
+            .replace("/var/lib/mailer", &files.path().display().to_string());
+        let file = files.write(
+            "email.toml",
+            &format!("{}\n{block}{}", &text[..start], &text[end..]),
+        );
+        let env = |name: &str| match name {
+            "HOOK_TOKEN" | "APP_DB_PASSWORD" => Some("secret".to_string()),
+            "HOOK_SECRET" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string()),
+            _ => None,
+        };
+        let queues = tableq::load_paths(&[file], &env).unwrap_or_else(|f| panic!("{kind}: {f}"));
+        let expected = match kind {
+            "http" => matches!(queues[0].action, tableq::config::ActionConfig::Http(_)),
+            _ => matches!(queues[0].action, tableq::config::ActionConfig::Command(_)),
+        };
+        assert!(expected, "{kind}");
+    }
+}
+
 /// Every queue file under config/ loads.
 #[test]
 fn every_config_example_loads() {

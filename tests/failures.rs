@@ -188,3 +188,47 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         "with one worker, the failing row at the front holds up the rest"
     );
 }
+
+/// With one item per batch, a failed `CALL` — whose inner statements are not undone
+/// by the statement's own failure — and a timed-out one leave no trace of their work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_items_failed_procedure_is_undone() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    db.exec(
+        "CREATE PROCEDURE work(IN j INT) BEGIN
+           INSERT INTO job_log (job_id) VALUES (j);
+           IF j = 2 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no mailbox'; END IF;
+           IF j = 4 THEN DO SLEEP(30); END IF;
+         END",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+[action]
+type = "sql"
+sql = "CALL work(:id)"
+timeout = "500ms"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
+"#,
+    );
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("jobs").unwrap().failed, 2);
+    let failed: Vec<(u32, String)> = db
+        .rows("SELECT id, error FROM job WHERE state = 'failed' ORDER BY id")
+        .await;
+    assert_eq!(failed[0], (2, "ERROR 1644 (45000): no mailbox".to_string()));
+    assert_eq!(failed[1], (4, "timed out after 500ms".to_string()));
+    let logged: Vec<(u32,)> = db.rows("SELECT job_id FROM job_log ORDER BY job_id").await;
+    assert_eq!(
+        logged,
+        [(1,), (3,), (5,), (6,)],
+        "a failed procedure's insert was kept"
+    );
+}

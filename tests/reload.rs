@@ -96,3 +96,48 @@ async fn sighup_reloads_without_dropping_work_in_flight() {
         daemon.stderr()
     );
 }
+
+/// A reload that would leave a queue without a database is refused; the daemon keeps
+/// running the queues it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_without_a_database_is_refused() {
+    let db = TestDb::new().await;
+    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4")
+        .await;
+    let files = QueueFiles::new();
+    files.write(
+        "jobs.toml",
+        &format!("database_url = \"{}\"\n{}", db.url, version("v1", 0)),
+    );
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(files.path());
+    let mut daemon = Daemon::spawn(cmd);
+    daemon
+        .wait_for_log("queue started", Duration::from_secs(30))
+        .await;
+
+    files.write("other.toml", &version("v9", 0));
+    daemon.signal(libc::SIGHUP);
+    daemon
+        .wait_for_log("reload refused", Duration::from_secs(30))
+        .await;
+    assert!(
+        daemon.stderr().contains("no database"),
+        "{}",
+        daemon.stderr()
+    );
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    eventually(
+        "job 1 is done by the running queue",
+        Duration::from_secs(30),
+        || async { state(&db, 1).await == "v1" },
+    )
+    .await;
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(
+        daemon.wait(Duration::from_secs(20)).await.code(),
+        Some(0),
+        "{}",
+        daemon.stderr()
+    );
+}

@@ -13,6 +13,7 @@ const ROWS: usize = 400;
 /// finishes every row, each exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_daemon_rides_out_a_database_restart() {
+    let logs = support::logs::capture();
     // Always a server of this test's own: it is going to be stopped.
     let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
     let db = TestDb::on(&server.base_url()).await;
@@ -87,7 +88,18 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
         ROWS as u64
     );
-    assert!(summary.counts("jobs").unwrap().done <= ROWS as u64);
+    assert!(summary.counts("jobs").unwrap().done > 0);
+    assert!(
+        !logs
+            .lines_with("connected to the database again")
+            .is_empty(),
+        "the workers never reconnected:\n{}",
+        logs.text()
+    );
+    assert!(
+        !logs.lines_with("its items are waiting again").is_empty()
+            || !logs.lines_with("cannot connect").is_empty()
+    );
     drop(db);
     drop(server);
 }

@@ -65,9 +65,10 @@ async fn sigkill_mid_item_loses_nothing() {
         running(&db, "DO SLEEP")
     })
     .await;
-    let in_flight: u64 = db
-        .count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
-        .await;
+    assert!(
+        !claimable(&db, "job", "id = 1").await,
+        "job 1 is locked by the worker"
+    );
     daemon.signal(libc::SIGKILL);
     let status = daemon.wait(Duration::from_secs(10)).await;
     assert_eq!(status.code(), None, "killed by a signal");
@@ -76,7 +77,7 @@ async fn sigkill_mid_item_loses_nothing() {
     eventually(
         "the killed item is waiting again",
         Duration::from_secs(30),
-        || claimable(&db, "job", "state = 'waiting'"),
+        || claimable(&db, "job", "id = 1 AND state = 'waiting'"),
     )
     .await;
     eventually(
@@ -86,7 +87,6 @@ async fn sigkill_mid_item_loses_nothing() {
     )
     .await;
     assert_consistent(&db).await;
-    assert!(in_flight > 0);
     assert!(
         db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
             .await
@@ -200,4 +200,48 @@ async fn a_second_sigterm_exits_at_once() {
     })
     .await;
     assert_consistent(&db).await;
+}
+
+/// SIGTERM in the middle of a batch: the item in flight finishes; the batch's items
+/// not yet started are left untouched, waiting for the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_batch_returns_the_items_not_started() {
+    let (db, files, _) = setup(2).await;
+    let file = files.write(
+        "batch.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+batch = 3
+[action]
+type = "sql"
+sql = ["INSERT INTO job_log (job_id) VALUES (:id)", "DO SLEEP(2)"]
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+"#,
+    );
+    let mut daemon = start(&file, &db, &[]);
+    eventually(
+        "the first item is in flight",
+        Duration::from_secs(30),
+        || running(&db, "DO SLEEP"),
+    )
+    .await;
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(
+        daemon.wait(Duration::from_secs(20)).await.code(),
+        Some(0),
+        "{}",
+        daemon.stderr()
+    );
+    let states: Vec<(u32, String)> = db.rows("SELECT id, state FROM job ORDER BY id").await;
+    assert_eq!(
+        states,
+        [
+            (1, "done".into()),
+            (2, "waiting".into()),
+            (3, "waiting".into())
+        ]
+    );
+    assert_consistent(&db).await;
+    assert!(claimable(&db, "job", "id = 2").await && claimable(&db, "job", "id = 3").await);
 }

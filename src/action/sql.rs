@@ -35,17 +35,27 @@ pub async fn run(
         let result = match tokio::time::timeout_at(deadline, &mut execution).await {
             Ok(result) => result,
             Err(_elapsed) => {
-                // Interrupt the statement server-side; the transaction stays open.
-                kill(opts, connection_id, Kill::Query).await?;
-                return match tokio::time::timeout(KILL_GRACE, execution).await {
-                    Ok(Ok(())) => Ok(timed_out(timeout)),
-                    Ok(Err(e)) if is_statement_error(&e) || is_interrupted(&e) => {
+                // Interrupt the statement server-side; the transaction stays open and
+                // the caller rolls back to the item's savepoint.
+                let killed = kill(opts, connection_id, Kill::Query).await;
+                let finished = match killed {
+                    Ok(()) => tokio::time::timeout(KILL_GRACE, execution).await.ok(),
+                    Err(_) => None,
+                };
+                return match finished {
+                    Some(Ok(())) => Ok(timed_out(timeout)),
+                    Some(Err(e)) if is_statement_error(&e) || is_interrupted(&e) => {
                         Ok(timed_out(timeout))
                     }
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(mysql_async::Error::Other(
-                        "the action's statement ignored KILL QUERY".into(),
-                    )),
+                    Some(Err(e)) => Err(e),
+                    None => {
+                        // The statement would not stop: end the session, so the server
+                        // rolls back and lets go of the locks now, not when it finishes.
+                        let _ = kill(opts, connection_id, Kill::Connection).await;
+                        Err(mysql_async::Error::Other(
+                            "the action's statement could not be interrupted".into(),
+                        ))
+                    }
                 };
             }
         };

@@ -14,7 +14,9 @@ use super::{
 };
 use crate::database::parse_database_url;
 use crate::diagnostic::Finding;
-use crate::sql_text::{first_word, parse_statement, top_level_words, ParsedStatement};
+use crate::sql_text::{
+    first_word, parse_statement, sets_only_user_variables, top_level_words, ParsedStatement,
+};
 
 /// Parameters every statement may use besides the select's columns.
 pub const SELECT_PARAMS: &[&str] = &["queue"];
@@ -126,9 +128,9 @@ pub fn validate(
         }
         RawAction::Http(http) => {
             let mut problems = Vec::new();
-            let action = http_action(http, dir, env, &mut problems);
+            let mut action = http_action(http, dir, env, &mut problems);
             report(&mut v, problems);
-            positive(
+            action.timeout = positive(
                 &mut v,
                 &["action", "timeout"],
                 Some(action.timeout),
@@ -138,9 +140,9 @@ pub fn validate(
         }
         RawAction::Command(command) => {
             let mut problems = Vec::new();
-            let action = command_action(command, dir, env, &mut problems);
+            let mut action = command_action(command, dir, env, &mut problems);
             report(&mut v, problems);
-            positive(
+            action.timeout = positive(
                 &mut v,
                 &["action", "timeout"],
                 Some(action.timeout),
@@ -205,6 +207,9 @@ fn in_range(v: &mut Validator, key: &str, value: Option<u32>, min: usize, max: u
     value
 }
 
+/// The longest duration a queue file may give: a day.
+const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
+
 fn positive(
     v: &mut Validator,
     path: &[&str],
@@ -212,8 +217,8 @@ fn positive(
     default: Duration,
 ) -> Duration {
     let value = value.unwrap_or(default);
+    let key = path.join(".");
     if value.is_zero() {
-        let key = path.join(".");
         v.error(
             path,
             format!(
@@ -221,6 +226,15 @@ fn positive(
                 humantime::format_duration(default)
             ),
         );
+    } else if value > MAX_DURATION {
+        v.error(
+            path,
+            format!(
+                "`{key}` = {} is too long: at most 24h",
+                humantime::format_duration(value)
+            ),
+        );
+        return default;
     }
     value
 }
@@ -267,6 +281,12 @@ fn select_statement(v: &mut Validator, text: &str) -> Option<ParsedStatement> {
             );
         }
     }
+    if has(&["INTO"]) {
+        v.error(
+            &["select"],
+            "`select` has INTO: it must return the rows to the worker, not store them",
+        );
+    }
     for set_op in ["UNION", "INTERSECT", "EXCEPT"] {
         if has(&[set_op]) {
             v.error(
@@ -311,6 +331,7 @@ const TRANSACTION_BREAKERS: &[&str] = &[
     "OPTIMIZE",
     "REPAIR",
     "INSTALL",
+    "RESET",
     "UNINSTALL",
 ];
 
@@ -333,16 +354,28 @@ fn statements(v: &mut Validator, path: &[&str], statements: &Statements) -> Vec<
         };
         let first = first_word(&statement.text).unwrap_or_default();
         let words = top_level_words(&statement.text);
-        let sets_transaction = first == "SET"
-            && words
-                .iter()
-                .any(|w| w == "AUTOCOMMIT" || w == "TRANSACTION");
-        if TRANSACTION_BREAKERS.contains(&first.as_str()) || sets_transaction {
+        let second = words.get(1).map(String::as_str).unwrap_or_default();
+        let commits = TRANSACTION_BREAKERS.contains(&first.as_str())
+            || matches!(
+                (first.as_str(), second),
+                ("CHECK", "TABLE") | ("LOAD", "INDEX") | ("CACHE", "INDEX")
+            );
+        if commits {
             v.error(
                 &at,
                 format!(
                     "`{key}`: `{first}` would end or commit the transaction that holds the item's lock; \
                      tableq begins and commits it around your statements"
+                ),
+            );
+            continue;
+        }
+        if (first == "SET" && !sets_only_user_variables(&statement.text)) || first == "USE" {
+            v.error(
+                &at,
+                format!(
+                    "`{key}`: `{first}` would change the session tableq relies on (isolation level, \
+                     autocommit, database); only user variables (`SET @x = …`) may be set"
                 ),
             );
             continue;

@@ -54,6 +54,7 @@ pub struct Daemon {
     child: Child,
     stderr: Arc<Mutex<String>>,
     stdout: Arc<Mutex<String>>,
+    readers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -64,7 +65,7 @@ impl Daemon {
         let stdout = Arc::new(Mutex::new(String::new()));
         let err_pipe = child.stderr.take().expect("stderr is piped");
         let sink = stderr.clone();
-        tokio::spawn(async move {
+        let err_reader = tokio::spawn(async move {
             let mut lines = BufReader::new(err_pipe).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 let mut all = sink.lock().unwrap();
@@ -74,7 +75,7 @@ impl Daemon {
         });
         let mut out_pipe = child.stdout.take().expect("stdout is piped");
         let sink = stdout.clone();
-        tokio::spawn(async move {
+        let out_reader = tokio::spawn(async move {
             let mut all = String::new();
             let _ = out_pipe.read_to_string(&mut all).await;
             sink.lock().unwrap().push_str(&all);
@@ -83,6 +84,7 @@ impl Daemon {
             child,
             stderr,
             stdout,
+            readers: vec![err_reader, out_reader],
         }
     }
 
@@ -117,8 +119,10 @@ impl Daemon {
         match tokio::time::timeout(timeout, self.child.wait()).await {
             Ok(status) => {
                 let status = status.expect("wait for tableq");
-                // Let the reader tasks drain the pipes.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // The pipes close with the process: read them to the end.
+                for reader in self.readers.drain(..) {
+                    let _ = reader.await;
+                }
                 status
             }
             Err(_) => panic!(

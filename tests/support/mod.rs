@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod logs;
 pub mod mariadb;
 pub mod web;
 

@@ -1,0 +1,183 @@
+//! Several queues in one daemon: each starts on its own, `--queue` picks some, and
+//! the log says what each did — in text or JSON.
+
+mod support;
+
+use std::time::Duration;
+
+use support::daemon::{run_to_end, tableq};
+use support::web::closed_port;
+use support::{eventually, load, QueueFiles, TestDb};
+use tokio_util::sync::CancellationToken;
+
+fn queue(table: &str, extra: &str) -> String {
+    format!(
+        "select = \"SELECT id FROM {table} WHERE state = 'waiting' ORDER BY id\"\npoll_interval = \"100ms\"\n{extra}\n[action]\ntype = \"sql\"\nsql = \"UPDATE {table} SET state = 'done' WHERE id = :id\"\n[on_failure]\nsql = \"UPDATE {table} SET state = 'failed' WHERE id = :id\"\n"
+    )
+}
+
+async fn two_tables(db: &TestDb) {
+    db.exec(
+        "CREATE TABLE a (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE b (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         INSERT INTO a (id) VALUES (1), (2), (3); INSERT INTO b (id) VALUES (1), (2)",
+    )
+    .await;
+}
+
+/// A queue whose database is down does not hold up the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_queue_does_not_hold_up_the_others() {
+    let db = TestDb::new().await;
+    two_tables(&db).await;
+    let files = QueueFiles::new();
+    files.write("a.toml", &queue("a", ""));
+    files.write(
+        "b.toml",
+        &queue(
+            "b",
+            &format!(
+                "database_url = \"mysql://root@{}/nowhere\"\nerror_backoff = \"100ms\"",
+                closed_port()
+            ),
+        ),
+    );
+    let shutdown = CancellationToken::new();
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        ..tableq::RunOptions::default()
+    };
+    let engine = tokio::spawn(tableq::run(
+        load(&[files.path()]),
+        options,
+        shutdown.clone(),
+    ));
+    eventually(
+        "queue a is worked down",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM a WHERE state = 'done'")
+                .await
+                == 3
+        },
+    )
+    .await;
+    shutdown.cancel();
+    let summary = engine.await.unwrap().unwrap();
+    assert_eq!(summary.counts("a").unwrap().done, 3);
+    assert_eq!(summary.counts("b").unwrap().done, 0);
+}
+
+/// `--queue NAME` runs only the named queues; an unknown name is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_flag_picks_queues() {
+    let db = TestDb::new().await;
+    two_tables(&db).await;
+    let files = QueueFiles::new();
+    files.write("a.toml", &queue("a", ""));
+    files.write("b.toml", &queue("b", ""));
+    let mut cmd = tableq(&["run", "--stop-when-empty", "--queue", "b"]);
+    cmd.arg(files.path()).env("TABLEQ_DATABASE_URL", &db.url);
+    let done = run_to_end(cmd, Duration::from_secs(60)).await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM b WHERE state = 'done'")
+            .await,
+        2
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM a WHERE state = 'waiting'")
+            .await,
+        3,
+        "queue a ran"
+    );
+
+    let mut cmd = tableq(&["run", "--queue", "c"]);
+    cmd.arg(files.path()).env("TABLEQ_DATABASE_URL", &db.url);
+    let done = run_to_end(cmd, Duration::from_secs(60)).await;
+    assert_eq!(done.code(), Some(2));
+    assert!(
+        done.stderr
+            .contains("--queue c: no queue has that name; the files define: a, b"),
+        "{}",
+        done.stderr
+    );
+}
+
+/// Every interval each queue logs what it did; a failed item is logged with its
+/// queue, key and error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_failures_are_logged() {
+    let logs = support::logs::capture();
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE logged (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting' CHECK (id <> 2 OR state <> 'done')) DEFAULT CHARSET=utf8mb4;
+         INSERT INTO logged (id) VALUES (1), (2), (3)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = files.write("logged.toml", &queue("logged", ""));
+    let shutdown = CancellationToken::new();
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        progress_every: Duration::from_millis(300),
+        ..tableq::RunOptions::default()
+    };
+    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    eventually(
+        "a progress line with the work done",
+        Duration::from_secs(30),
+        || {
+            let logs = logs.clone();
+            async move {
+                logs.lines_with("progress queue=logged")
+                    .iter()
+                    .any(|l| l.contains("done=2") && l.contains("failed=1"))
+            }
+        },
+    )
+    .await;
+    shutdown.cancel();
+    engine.await.unwrap().unwrap();
+    let failed = logs.lines_with("item failed");
+    let line = failed
+        .iter()
+        .find(|l| l.contains("queue=logged"))
+        .expect("a line for the failed item");
+    assert!(
+        line.contains("key=2") && line.contains("CONSTRAINT"),
+        "{line}"
+    );
+}
+
+/// With `--log-format json` every line is a JSON object; a failed item's line names
+/// its queue, worker and key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_carry_queue_worker_and_key() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE j (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting' CHECK (id <> 2 OR state <> 'done')) DEFAULT CHARSET=utf8mb4;
+         INSERT INTO j (id) VALUES (1), (2)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = files.write("j.toml", &queue("j", ""));
+    let mut cmd = tableq(&["run", "--stop-when-empty", "--log-format", "json"]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let done = run_to_end(cmd, Duration::from_secs(60)).await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    let lines: Vec<serde_json::Value> = done
+        .stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let failed = lines
+        .iter()
+        .find(|l| l["message"] == "item failed")
+        .expect("a failed-item line");
+    assert_eq!(failed["level"], "WARN");
+    assert_eq!(failed["spans"][0]["queue"], "j");
+    assert_eq!(failed["spans"][0]["worker"], 0);
+    assert_eq!(failed["spans"][1]["key"], "2");
+    assert!(failed["error"].as_str().unwrap().contains("CONSTRAINT"));
+}
