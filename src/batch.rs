@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Value};
-use tracing::{error, info_span, warn, Instrument};
+use tracing::{debug, error, info_span, warn, Instrument};
 
 use crate::action::{self, Action};
 use crate::config::ActionConfig;
@@ -31,6 +31,9 @@ pub struct BatchReport {
     /// Left as they were: waiting again (no `[on_failure]`, outcome SQL failed, or
     /// not started because the worker is stopping).
     pub returned: usize,
+    /// A batch run without savepoints had an item fail: the whole transaction was
+    /// rolled back, and the next claim should run with a savepoint per item.
+    pub rolled_back: bool,
 }
 
 enum Fate {
@@ -54,10 +57,16 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT tableq_item";
 
 /// Claims and processes one batch on `conn`. An `Err` means the transaction is lost
 /// (and with it every lock): the caller drops the connection; the rows are waiting.
+///
+/// SQL actions run optimistically: no savepoints, so an item costs one round trip
+/// per statement. If any item fails, the transaction is rolled back — nothing of the
+/// batch is kept — and the caller claims again with `careful` set: then every item
+/// gets a savepoint, so a failure can be undone alone and recorded by `[on_failure]`.
 pub async fn claim_and_process(
     conn: &mut Conn,
     prepared: &PreparedQueue,
     queue: &QueueRuntime,
+    careful: bool,
 ) -> Result<BatchReport, mysql_async::Error> {
     let name = queue.config.name.as_str();
     let claim_params = match prepared.claim.sources.len() {
@@ -78,10 +87,49 @@ pub async fn claim_and_process(
         })
         .collect();
     match &queue.config.action {
+        ActionConfig::Sql(sql) if !careful => {
+            for (index, item) in items.iter().enumerate() {
+                if queue.stop.is_cancelled() {
+                    report.returned += items.len() - index;
+                    break;
+                }
+                let succeeded = async {
+                    let outcome = action::sql::run(
+                        conn,
+                        &prepared.action,
+                        item,
+                        name,
+                        sql.timeout,
+                        &queue.opts,
+                    )
+                    .await?;
+                    if !outcome.succeeded() {
+                        return Ok(false);
+                    }
+                    match run_statements(conn, &prepared.on_success, item, name, &outcome).await {
+                        Ok(()) => Ok(true),
+                        Err(e) if is_statement_error(&e) => Ok(false),
+                        Err(e) => Err(e),
+                    }
+                }
+                .instrument(info_span!("item", key = %item.key_text()))
+                .await?;
+                if !succeeded {
+                    conn.query_drop("ROLLBACK").await?;
+                    debug!("an item failed; the batch is rolled back and claimed again with a savepoint per item");
+                    return Ok(BatchReport {
+                        claimed: report.claimed,
+                        rolled_back: true,
+                        ..BatchReport::default()
+                    });
+                }
+                report.done += 1;
+            }
+        }
         ActionConfig::Sql(sql) => {
-            // Every item gets a savepoint, even alone in its batch: a failed or timed-out
-            // action's work (a CALL's inner statements, a statement that finished as
-            // the deadline passed) must be undone before `[on_failure]` runs.
+            // Careful: every item gets a savepoint, even alone in its batch. A failed or
+            // timed-out action's work (a CALL's inner statements, a statement that
+            // finished as the deadline passed) is undone before `[on_failure]` runs.
             for (index, item) in items.iter().enumerate() {
                 if queue.stop.is_cancelled() {
                     // Stopping: items not yet started stay untouched and return at commit.

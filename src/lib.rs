@@ -23,6 +23,7 @@
 //! - [`runner`]: N workers per queue, start-up validation, graceful shutdown.
 //! - [`daemon`]: `run` under signals, with SIGHUP reloading the queue files.
 //! - [`drain`]: knowing when a queue is empty, for `--stop-when-empty`.
+//! - [`idle`]: one worker polls an empty queue; the others sleep until woken.
 //! - [`stats`]: per-queue counters and the progress line.
 //! - [`backoff`]: waits between retries.
 //! - [`count`]: `tableq count`.
@@ -41,6 +42,7 @@ pub mod daemon;
 pub mod database;
 pub mod diagnostic;
 pub mod drain;
+pub mod idle;
 pub mod item;
 pub mod logging;
 pub mod queue_sql;

@@ -16,6 +16,7 @@ use crate::config::QueueConfig;
 use crate::database::{describe, parse_database_url};
 use crate::diagnostic::{Findings, Severity};
 use crate::drain::Drain;
+use crate::idle::Idle;
 use crate::session::{OpenError, Session};
 use crate::stats::{report_progress, Counts, QueueStats};
 use crate::worker::{run_worker, QueueRuntime};
@@ -86,6 +87,7 @@ pub async fn run(
         let runtime = Arc::new(QueueRuntime {
             action,
             drain: Drain::new(options.stop_when_empty, stop.clone()),
+            idle: Idle::default(),
             stats: Arc::new(QueueStats::default()),
             config,
             opts,

@@ -11,6 +11,7 @@ use crate::batch::BatchReport;
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]
 pub struct QueueStats {
+    claims: AtomicU64,
     done: AtomicU64,
     failed: AtomicU64,
     returned: AtomicU64,
@@ -19,6 +20,8 @@ pub struct QueueStats {
 /// A snapshot of [`QueueStats`].
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
+    /// Claim queries sent (empty ones included).
+    pub claims: u64,
     pub done: u64,
     pub failed: u64,
     pub returned: u64,
@@ -26,6 +29,11 @@ pub struct Counts {
 
 impl QueueStats {
     /// Records a committed batch.
+    /// Records a claim query, whatever it found.
+    pub fn record_claim(&self) {
+        self.claims.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn record(&self, report: &BatchReport) {
         self.done.fetch_add(report.done as u64, Ordering::Relaxed);
         self.failed
@@ -36,6 +44,7 @@ impl QueueStats {
 
     pub fn counts(&self) -> Counts {
         Counts {
+            claims: self.claims.load(Ordering::Relaxed),
             done: self.done.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             returned: self.returned.load(Ordering::Relaxed),
@@ -63,6 +72,7 @@ pub async fn report_progress(
             done = now.done - last.done,
             failed = now.failed - last.failed,
             returned = now.returned - last.returned,
+            claims = now.claims - last.claims,
             per_seconds = every.as_secs(),
             "progress"
         );

@@ -16,6 +16,7 @@ use crate::batch::claim_and_process;
 use crate::config::QueueConfig;
 use crate::database::{describe, describe_error, is_expected_contention, kill, Kill};
 use crate::drain::Drain;
+use crate::idle::{Idle, Watch};
 use crate::session::{OpenError, Session};
 use crate::stats::QueueStats;
 
@@ -27,6 +28,8 @@ pub struct QueueRuntime {
     pub opts: Opts,
     pub stats: Arc<QueueStats>,
     pub drain: Drain,
+    /// Who polls while the queue is empty.
+    pub idle: Idle,
     /// Stop claiming: the daemon is shutting down, or the queue is drained.
     pub stop: CancellationToken,
     /// Roll back whatever is in flight, now: the shutdown timeout has passed.
@@ -46,6 +49,10 @@ const QUICK_STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) {
     let mut backoff = Backoff::new(queue.config.error_backoff);
     let mut reconnecting = false;
+    // Whether the next SQL batch runs with a savepoint per item (after a failure).
+    let mut careful = false;
+    // Held while this worker is the one that polls the empty queue.
+    let mut watch: Option<Watch> = None;
     while !queue.stop.is_cancelled() {
         let alive = match session.as_mut() {
             Some(s) => s.still_alive().await,
@@ -66,11 +73,12 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
         };
 
         let ticket = queue.drain.begin();
+        queue.stats.record_claim();
         let connection_id = current.conn.id();
         let result = tokio::select! {
             biased;
             _ = queue.abort.cancelled() => None,
-            result = claim_and_process(&mut current.conn, &current.prepared, queue) => Some(result),
+            result = claim_and_process(&mut current.conn, &current.prepared, queue, careful) => Some(result),
         };
         match result {
             None => {
@@ -85,19 +93,39 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
                 current.touch();
                 session = Some(current);
                 backoff.reset();
+                careful = false;
                 if ticket.finish_empty() {
                     info!("the queue is drained");
                     break;
                 }
+                if watch.is_none() {
+                    watch = queue.idle.watch_or_sleep(&queue.stop).await;
+                    if watch.is_none() {
+                        continue; // woken: there is work, or a stop
+                    }
+                }
                 if !pause(&queue.stop, queue.config.poll_interval).await {
                     break;
                 }
+            }
+            Some(Ok(report)) if report.rolled_back => {
+                // An item failed in a batch run without savepoints: nothing of it was
+                // kept. Claim again at once, this time with a savepoint per item.
+                current.touch();
+                session = Some(current);
+                ticket.finish(true);
+                careful = true;
             }
             Some(Ok(report)) => {
                 current.touch();
                 session = Some(current);
                 queue.stats.record(&report);
                 ticket.finish(report.returned > 0);
+                careful = false;
+                if report.claimed == queue.config.batch {
+                    // A full batch: more rows may be waiting. Bring in the sleepers.
+                    queue.idle.wake_all();
+                }
                 if report.returned > 0 {
                     // Failed items came straight back; don't spin on them.
                     if !pause(&queue.stop, backoff.next_wait()).await {
