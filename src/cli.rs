@@ -62,6 +62,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub stop_when_empty: bool,
 
+    /// Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9187).
+    #[arg(long, env = "TABLEQ_METRICS_ADDR", value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+
     /// How long items in flight may take to finish after SIGTERM/SIGINT; past it,
     /// they are rolled back and return to the queue.
     #[arg(long, default_value = "30s", value_name = "DURATION")]

@@ -78,6 +78,19 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
         shutdown_timeout: args.shutdown_timeout.into(),
         ..RunOptions::default()
     };
+    let monitor = options.monitor.clone();
+    let stopping = shutdown.clone();
+    tokio::spawn(async move {
+        stopping.cancelled().await;
+        monitor.set_stopping();
+    });
+    let metrics_stop = CancellationToken::new();
+    if let Some(addr) = args.metrics_addr {
+        crate::metrics::start(addr, options.monitor.clone(), metrics_stop.clone())
+            .await
+            .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
+    }
+    let _stop_metrics = metrics_stop.drop_guard();
     run_with_reload(source, queues, options, shutdown)
         .await
         .map_err(Failure::Config)

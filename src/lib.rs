@@ -26,6 +26,7 @@
 //! - [`idle`]: one worker polls an empty queue; the others sleep until woken.
 //! - [`stats`]: per-queue counters and the progress line.
 //! - [`backoff`]: waits between retries.
+//! - [`monitor`], [`metrics`]: what the process knows, served on `--metrics-addr`.
 //! - [`count`]: `tableq count`.
 //! - [`check`]: `tableq check`.
 //! - [`signals`], [`logging`]: the process around the daemon.
@@ -45,6 +46,8 @@ pub mod drain;
 pub mod idle;
 pub mod item;
 pub mod logging;
+pub mod metrics;
+pub mod monitor;
 pub mod queue_sql;
 pub mod row_json;
 pub mod runner;

@@ -17,8 +17,9 @@ use crate::database::{describe, parse_database_url};
 use crate::diagnostic::{Findings, Severity};
 use crate::drain::Drain;
 use crate::idle::Idle;
+use crate::monitor::Monitor;
 use crate::session::{OpenError, Session};
-use crate::stats::{report_progress, Counts, QueueStats};
+use crate::stats::{report_progress, Counts};
 use crate::worker::{run_worker, QueueRuntime};
 
 /// How `run` behaves, beyond the queue files.
@@ -32,6 +33,9 @@ pub struct RunOptions {
     pub shutdown_timeout: Duration,
     /// How often each queue logs its progress.
     pub progress_every: Duration,
+    /// Where the queues' counters and connections are kept, for the metrics
+    /// endpoint; shared across reloads so counters only grow.
+    pub monitor: Arc<Monitor>,
 }
 
 impl Default for RunOptions {
@@ -41,6 +45,7 @@ impl Default for RunOptions {
             stop_when_empty: false,
             shutdown_timeout: Duration::from_secs(30),
             progress_every: Duration::from_secs(60),
+            monitor: Arc::new(Monitor::default()),
         }
     }
 }
@@ -88,7 +93,7 @@ pub async fn run(
             action,
             drain: Drain::new(options.stop_when_empty, stop.clone()),
             idle: Idle::default(),
-            stats: Arc::new(QueueStats::default()),
+            stats: options.monitor.start_queue(&config.name, config.workers),
             config,
             opts,
             stop,
@@ -126,6 +131,7 @@ pub async fn run(
 
     let mut summary = RunSummary::default();
     for runtime in runtimes {
+        options.monitor.stop_queue(&runtime.config.name);
         let counts = runtime.stats.counts();
         info!(queue = %runtime.config.name, done = counts.done, failed = counts.failed,
             returned = counts.returned, "queue stopped");

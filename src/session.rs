@@ -17,6 +17,8 @@ const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct Session {
     pub conn: Conn,
+    /// Counts this session in its queue's connected workers, once a worker owns it.
+    pub counted: Option<crate::stats::Connected>,
     pub prepared: PreparedQueue,
     last_used: Instant,
     longest_silence: Duration,
@@ -55,6 +57,7 @@ impl Session {
         };
         Ok(Session {
             conn,
+            counted: None,
             prepared,
             last_used: Instant::now(),
             longest_silence,

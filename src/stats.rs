@@ -1,6 +1,6 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -11,10 +11,22 @@ use crate::batch::BatchReport;
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]
 pub struct QueueStats {
+    /// Workers holding a database session now.
+    connected: AtomicUsize,
     claims: AtomicU64,
     done: AtomicU64,
     failed: AtomicU64,
     returned: AtomicU64,
+}
+
+/// A worker's database session, counted in [`QueueStats::connected`] while it lives.
+#[derive(Debug)]
+pub struct Connected(std::sync::Arc<QueueStats>);
+
+impl Drop for Connected {
+    fn drop(&mut self) {
+        self.0.connected.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A snapshot of [`QueueStats`].
@@ -29,6 +41,16 @@ pub struct Counts {
 
 impl QueueStats {
     /// Records a committed batch.
+    /// Counts a worker as connected until the returned guard is dropped.
+    pub fn connection(self: &std::sync::Arc<Self>) -> Connected {
+        self.connected.fetch_add(1, Ordering::Relaxed);
+        Connected(self.clone())
+    }
+
+    pub fn connected(&self) -> usize {
+        self.connected.load(Ordering::Relaxed)
+    }
+
     /// Records a claim query, whatever it found.
     pub fn record_claim(&self) {
         self.claims.fetch_add(1, Ordering::Relaxed);

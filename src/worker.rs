@@ -71,6 +71,9 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
         let Some(mut current) = session.take() else {
             continue;
         };
+        if current.counted.is_none() {
+            current.counted = Some(queue.stats.connection());
+        }
 
         let ticket = queue.drain.begin();
         queue.stats.record_claim();

@@ -1,0 +1,143 @@
+//! `--metrics-addr`: an HTTP endpoint for the supervisor and the monitoring system.
+//!
+//! - `GET /metrics`: Prometheus text format — per queue, claims and items (done,
+//!   failed, returned) as counters, workers and connected workers as gauges.
+//! - `GET /healthz`: 200 while the process serves (liveness).
+//! - `GET /readyz`: 200 when every running queue has a database connection, else 503
+//!   with the reasons (readiness).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::monitor::Monitor;
+
+/// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
+pub async fn start(
+    addr: SocketAddr,
+    monitor: Arc<Monitor>,
+    shutdown: CancellationToken,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz");
+    let mut registry = Registry::with_prefix("tableq");
+    registry.register_collector(Box::new(QueueCollector(monitor.clone())));
+    let state = Arc::new(Endpoint { monitor, registry });
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(state);
+    Ok(tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await;
+    }))
+}
+
+struct Endpoint {
+    monitor: Arc<Monitor>,
+    registry: Registry,
+}
+
+async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &endpoint.registry) {
+        Ok(()) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        ),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "cannot encode the metrics\n".to_string(),
+        ),
+    }
+}
+
+async fn readyz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
+    match endpoint.monitor.readiness() {
+        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
+        Err(reasons) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{}\n", reasons.join("\n")),
+        ),
+    }
+}
+
+/// Reads the queues at every scrape: queues come and go with reloads.
+#[derive(Debug)]
+struct QueueCollector(Arc<Monitor>);
+
+impl Collector for QueueCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let queues = self.0.queues();
+        let claims = ConstCounter::new(0u64);
+        let mut family = encoder.encode_descriptor(
+            "claims",
+            "Claim queries sent",
+            None,
+            claims.metric_type(),
+        )?;
+        for q in &queues {
+            ConstCounter::new(q.counts.claims)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "items",
+            "Items committed: done (on_success), failed (on_failure), returned (left waiting)",
+            None,
+            claims.metric_type(),
+        )?;
+        for q in &queues {
+            for (outcome, value) in [
+                ("done", q.counts.done),
+                ("failed", q.counts.failed),
+                ("returned", q.counts.returned),
+            ] {
+                let labels = [("queue", q.name.as_str()), ("outcome", outcome)];
+                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let gauge = ConstGauge::new(0i64);
+        let mut family = encoder.encode_descriptor(
+            "workers",
+            "Worker loops the queue runs",
+            None,
+            gauge.metric_type(),
+        )?;
+        for q in queues.iter().filter(|q| q.running) {
+            ConstGauge::new(q.workers as i64)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "workers_connected",
+            "Workers holding a database connection",
+            None,
+            gauge.metric_type(),
+        )?;
+        for q in queues.iter().filter(|q| q.running) {
+            ConstGauge::new(q.connected as i64)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        Ok(())
+    }
+}

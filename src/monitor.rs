@@ -1,0 +1,127 @@
+//! What the process knows about its queues, across reloads: each queue's counters
+//! (kept when a reload restarts it, so they only ever grow), how many workers it has
+//! and how many are connected. The metrics endpoint reads it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::stats::{Counts, QueueStats};
+
+#[derive(Debug, Default)]
+pub struct Monitor {
+    queues: Mutex<BTreeMap<String, Watched>>,
+    stopping: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Watched {
+    stats: Arc<QueueStats>,
+    workers: usize,
+    running: bool,
+}
+
+/// One queue as the metrics endpoint shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueView {
+    pub name: String,
+    pub counts: Counts,
+    pub workers: usize,
+    pub connected: usize,
+    pub running: bool,
+}
+
+impl Monitor {
+    /// The counters of queue `name`, now running with `workers` workers: the ones it
+    /// had before a reload, or new ones.
+    pub fn start_queue(&self, name: &str, workers: usize) -> Arc<QueueStats> {
+        let mut queues = self.lock();
+        let watched = queues.entry(name.to_string()).or_insert_with(|| Watched {
+            stats: Arc::new(QueueStats::default()),
+            workers,
+            running: true,
+        });
+        watched.workers = workers;
+        watched.running = true;
+        watched.stats.clone()
+    }
+
+    /// Queue `name` stopped (shutdown, or a reload about to start it again).
+    pub fn stop_queue(&self, name: &str) {
+        if let Some(watched) = self.lock().get_mut(name) {
+            watched.running = false;
+        }
+    }
+
+    /// The daemon is shutting down: no longer ready.
+    pub fn set_stopping(&self) {
+        self.stopping.store(true, Ordering::Release);
+    }
+
+    pub fn queues(&self) -> Vec<QueueView> {
+        self.lock()
+            .iter()
+            .map(|(name, watched)| QueueView {
+                name: name.clone(),
+                counts: watched.stats.counts(),
+                workers: watched.workers,
+                connected: watched.stats.connected(),
+                running: watched.running,
+            })
+            .collect()
+    }
+
+    /// Ready when not stopping and every running queue has a connected worker; else
+    /// the reasons it is not.
+    pub fn readiness(&self) -> Result<(), Vec<String>> {
+        if self.stopping.load(Ordering::Acquire) {
+            return Err(vec!["shutting down".to_string()]);
+        }
+        let queues = self.queues();
+        if !queues.iter().any(|q| q.running) {
+            return Err(vec!["no queue is running yet".to_string()]);
+        }
+        let waiting: Vec<String> = queues
+            .iter()
+            .filter(|q| q.running && q.connected == 0)
+            .map(|q| format!("queue {} has no database connection", q.name))
+            .collect();
+        if waiting.is_empty() {
+            Ok(())
+        } else {
+            Err(waiting)
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Watched>> {
+        self.queues
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_survive_a_restart_and_readiness_needs_connections() {
+        let monitor = Monitor::default();
+        assert!(monitor.readiness().is_err(), "nothing runs yet");
+        let stats = monitor.start_queue("email", 4);
+        stats.record_claim();
+        assert_eq!(
+            monitor.readiness(),
+            Err(vec!["queue email has no database connection".to_string()])
+        );
+        let connected = stats.connection();
+        assert_eq!(monitor.readiness(), Ok(()));
+        drop(connected);
+        monitor.stop_queue("email");
+        let again = monitor.start_queue("email", 8);
+        assert_eq!(again.counts().claims, 1, "the same counters after a reload");
+        assert_eq!(monitor.queues()[0].workers, 8);
+        monitor.set_stopping();
+        assert!(monitor.readiness().is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! `--metrics-addr`: Prometheus counters per queue, liveness, and readiness that
+//! tells a queue without a database connection.
+
+mod support;
+
+use std::time::Duration;
+
+use support::daemon::{tableq, Daemon};
+use support::web::closed_port;
+use support::{eventually, QueueFiles, TestDb};
+
+fn queue(extra: &str) -> String {
+    format!(
+        "{extra}\nselect = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\npoll_interval = \"100ms\"\nerror_backoff = \"100ms\"\n[action]\ntype = \"sql\"\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n"
+    )
+}
+
+/// The address the daemon logged it listens on.
+async fn metrics_address(daemon: &Daemon) -> String {
+    daemon
+        .wait_for_log("metrics listening", Duration::from_secs(30))
+        .await;
+    let log = daemon.stderr();
+    let line = log
+        .lines()
+        .find(|l| l.contains("metrics listening"))
+        .unwrap();
+    let event: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
+    event["addr"].as_str().expect("the address").to_string()
+}
+
+async fn get(url: &str) -> (u16, String) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let response = reqwest::get(url)
+        .await
+        .expect("the metrics endpoint answers");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+/// /metrics counts each queue's items, /healthz answers, and /readyz is 503 while a
+/// queue has no database connection, naming it — 200 once every queue has one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_health_and_readiness() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         INSERT INTO job (id) VALUES (1), (2), (3)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    files.write("jobs.toml", &queue(""));
+    files.write(
+        "lost.toml",
+        &queue(&format!(
+            "database_url = \"mysql://root@{}/none\"",
+            closed_port()
+        )),
+    );
+    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", &db.url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let mut daemon = Daemon::spawn(cmd);
+    let base = format!("http://{}", metrics_address(&daemon).await);
+
+    eventually("the jobs are done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 3
+    })
+    .await;
+    let (status, text) = get(&format!("{base}/metrics")).await;
+    assert_eq!(status, 200);
+    assert!(
+        text.contains(r#"tableq_items_total{queue="jobs",outcome="done"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"tableq_workers_connected{queue="jobs"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"tableq_workers_connected{queue="lost"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"tableq_claims_total{queue="jobs"}"#),
+        "{text}"
+    );
+    assert_eq!(
+        get(&format!("{base}/healthz")).await,
+        (200, "ok\n".to_string())
+    );
+    assert_eq!(
+        get(&format!("{base}/readyz")).await,
+        (503, "queue lost has no database connection\n".to_string())
+    );
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(
+        daemon.wait(Duration::from_secs(20)).await.code(),
+        Some(0),
+        "{}",
+        daemon.stderr()
+    );
+
+    // Only the reachable queue: ready.
+    let files = QueueFiles::new();
+    files.write("jobs.toml", &queue(""));
+    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", &db.url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let mut daemon = Daemon::spawn(cmd);
+    let base = format!("http://{}", metrics_address(&daemon).await);
+    let mut ready = (0, String::new());
+    for _ in 0..100 {
+        ready = get(&format!("{base}/readyz")).await;
+        if ready.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(ready, (200, "ready\n".to_string()));
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(daemon.wait(Duration::from_secs(20)).await.code(), Some(0));
+}
+
+/// A metrics address that cannot be bound fails the start with exit status 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_metrics_port_fails_the_start() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let files = QueueFiles::new();
+    let file = files.write("jobs.toml", &queue(""));
+    let mut cmd = tableq(&["run", "--metrics-addr", &addr]);
+    cmd.arg(&file)
+        .env("TABLEQ_DATABASE_URL", "mysql://root@127.0.0.1:1/x");
+    let done = support::daemon::run_to_end(cmd, Duration::from_secs(30)).await;
+    assert_eq!(done.code(), Some(1), "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains(&format!("--metrics-addr {addr}: cannot listen")),
+        "{}",
+        done.stderr
+    );
+}
