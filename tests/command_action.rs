@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq};
-use support::{eventually, load, run_until_empty, QueueFiles, TestDb};
-use tokio_util::sync::CancellationToken;
+use support::{eventually, load, run_until_empty, Engine, QueueFiles, TestDb};
 
 const JOB_TABLE: &str =
     "CREATE TABLE job (id INT PRIMARY KEY, arg VARCHAR(100) NOT NULL DEFAULT '',
@@ -232,12 +231,7 @@ async fn losing_the_connection_cancels_the_command() {
         "jobs.toml",
         "select = \"SELECT id FROM job WHERE state = 'waiting'\"\nerror_backoff = \"100ms\"\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./once.sh\"]\n[on_success]\nsql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"INSERT INTO done_log VALUES (:id)\"]\n",
     );
-    let shutdown = CancellationToken::new();
-    let options = tableq::RunOptions {
-        database_url: Some(db.url.clone()),
-        ..tableq::RunOptions::default()
-    };
-    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    let engine = Engine::start(load(&[file]), &db.url);
     let pid_file = files.path().join("first.pid");
     eventually("the command runs", Duration::from_secs(30), || {
         let pid_file = pid_file.clone();
@@ -271,8 +265,7 @@ async fn losing_the_connection_cancels_the_command() {
         },
     )
     .await;
-    shutdown.cancel();
-    engine.await.unwrap().unwrap();
+    engine.stop().await;
     assert_eq!(
         db.count("SELECT COUNT(*) FROM done_log").await,
         1,

@@ -5,8 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{load, run_until_empty, QueueFiles, TestDb};
-use tokio_util::sync::CancellationToken;
+use support::{load, run_until_empty, Engine, QueueFiles, TestDb};
 
 const JOBS: &str =
     "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
@@ -83,12 +82,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
 sql = "UPDATE job SET state = 'failed' WHERE id = :id"
 "#,
     );
-    let shutdown = CancellationToken::new();
-    let options = tableq::RunOptions {
-        database_url: Some(db.url.clone()),
-        ..tableq::RunOptions::default()
-    };
-    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    let engine = Engine::start(load(&[file]), &db.url);
     support::eventually(
         "the other items are done",
         Duration::from_secs(30),
@@ -99,8 +93,7 @@ sql = "UPDATE job SET state = 'failed' WHERE id = :id"
         },
     )
     .await;
-    shutdown.cancel();
-    let summary = engine.await.unwrap().unwrap();
+    let summary = engine.stop().await;
     let counts = summary.counts("jobs").unwrap();
     assert_eq!(counts.done, 5);
     assert!(
@@ -143,12 +136,7 @@ sql = "INSERT INTO attempt_log (job_id) VALUES (:id)"
 sql = "UPDATE job SET state = 'done' WHERE id = :id"
 "#,
     );
-    let shutdown = CancellationToken::new();
-    let options = tableq::RunOptions {
-        database_url: Some(db.url.clone()),
-        ..tableq::RunOptions::default()
-    };
-    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    let engine = Engine::start(load(&[file]), &db.url);
     support::eventually(
         "the items before the bad one are done",
         Duration::from_secs(30),
@@ -161,8 +149,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     .await;
     let watched = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    shutdown.cancel();
-    let summary = engine.await.unwrap().unwrap();
+    let summary = engine.stop().await;
     let returned = summary.counts("jobs").unwrap().returned;
     let seconds = watched.elapsed().as_secs_f64() + 1.0;
     // Doubling from 200 ms, ~2 s allows only a handful of tries; a spin would be thousands.

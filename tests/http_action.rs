@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::web::{closed_port, silent_server, Reply, WebServer};
-use support::{eventually, load, run_until_empty, QueueFiles, TestDb};
-use tokio_util::sync::CancellationToken;
+use support::{eventually, load, run_until_empty, Engine, QueueFiles, TestDb};
 
 /// The outcome columns every test table records.
 const OUTCOME_COLUMNS: &str = "state VARCHAR(10) NOT NULL DEFAULT 'waiting', http_status INT NULL,
@@ -291,20 +290,14 @@ sql = "UPDATE hook SET retry_at = UNIX_TIMESTAMP() + 1, attempts = attempts + 1 
             server.url("/signed")
         ),
     );
-    let shutdown = CancellationToken::new();
-    let options = tableq::RunOptions {
-        database_url: Some(db.url.clone()),
-        ..tableq::RunOptions::default()
-    };
-    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    let engine = Engine::start(load(&[file]), &db.url);
     eventually("the retry succeeded", Duration::from_secs(30), || async {
         db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
             .await
             == 1
     })
     .await;
-    shutdown.cancel();
-    engine.await.unwrap().unwrap();
+    engine.stop().await;
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);

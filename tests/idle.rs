@@ -5,8 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::{eventually, load, QueueFiles, TestDb};
-use tokio_util::sync::CancellationToken;
+use support::{eventually, load, Engine, QueueFiles, TestDb};
 
 const WORKERS: u64 = 8;
 
@@ -37,37 +36,16 @@ async fn setup() -> (TestDb, QueueFiles, std::path::PathBuf) {
     (db, files, file)
 }
 
-fn start(
-    db: &TestDb,
-    file: &std::path::Path,
-) -> (
-    CancellationToken,
-    tokio::task::JoinHandle<Result<tableq::RunSummary, tableq::diagnostic::Findings>>,
-) {
-    let shutdown = CancellationToken::new();
-    let options = tableq::RunOptions {
-        database_url: Some(db.url.clone()),
-        ..tableq::RunOptions::default()
-    };
-    let engine = tokio::spawn(tableq::run(
-        load(&[file.to_path_buf()]),
-        options,
-        shutdown.clone(),
-    ));
-    (shutdown, engine)
-}
-
 /// Eight workers on an empty queue send about one claim per poll_interval, not
 /// eight: each claims once at start, then one polls while the others sleep.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_queue_is_polled_by_one_worker() {
     let (db, _files, file) = setup().await;
-    let (shutdown, engine) = start(&db, &file);
+    let engine = Engine::start(load(&[file]), &db.url);
     // The observation window: 2 s of polls at 200 ms.
     let started = std::time::Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    shutdown.cancel();
-    let counts = engine.await.unwrap().unwrap().counts("jobs").unwrap();
+    let counts = engine.stop().await.counts("jobs").unwrap();
     let polls = started.elapsed().as_millis() as u64 / 200;
     // Everyone polling would be WORKERS × polls (~80); one poller is ~polls (~10).
     assert!(
@@ -81,7 +59,7 @@ async fn an_empty_queue_is_polled_by_one_worker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_wakes_every_worker() {
     let (db, _files, file) = setup().await;
-    let (shutdown, engine) = start(&db, &file);
+    let engine = Engine::start(load(&[file]), &db.url);
     eventually("the workers have gone idle", Duration::from_secs(30), || async {
         db.count(&format!(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND COMMAND = 'Sleep'",
@@ -102,8 +80,7 @@ async fn a_burst_wakes_every_worker() {
         },
     )
     .await;
-    shutdown.cancel();
-    engine.await.unwrap().unwrap();
+    engine.stop().await;
     let connections = db
         .count("SELECT COUNT(DISTINCT connection) FROM job_log")
         .await;

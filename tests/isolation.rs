@@ -6,8 +6,7 @@ mod support;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use support::{eventually, load, running, QueueFiles, TestDb, EMAIL_TABLE};
-use tokio_util::sync::CancellationToken;
+use support::{eventually, load, running, Engine, QueueFiles, TestDb, EMAIL_SQL};
 
 const SELECT: &str = "SELECT id, recipient FROM email WHERE status = 'waiting' AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP()) ORDER BY id";
 
@@ -26,7 +25,7 @@ async fn application_insert(db: &TestDb) -> Result<(), mysql_async::Error> {
 /// A table where the claim's range scan locks the gap new waiting rows go into.
 async fn setup() -> TestDb {
     let db = TestDb::new().await;
-    db.exec(EMAIL_TABLE).await;
+    db.exec(EMAIL_SQL).await;
     db.fill("email", "recipient, subject, body, status", 2000, |i| {
         format!("'old{i}@example.com', 'Old', 'Body', 'sent'")
     })
@@ -60,12 +59,7 @@ sql = "UPDATE email SET status = 'sent' WHERE id = :id"
     );
     let queues = load(&[file]);
     let claim = tableq::queue_sql::claim_sql(&queues[0].select, 1);
-    let shutdown = CancellationToken::new();
-    let options = tableq::RunOptions {
-        database_url: Some(db.url.clone()),
-        ..tableq::RunOptions::default()
-    };
-    let engine = tokio::spawn(tableq::run(queues, options, shutdown.clone()));
+    let engine = Engine::start(queues, &db.url);
 
     eventually("a worker holds a row", Duration::from_secs(30), || {
         running(&db, "DO SLEEP")
@@ -83,8 +77,7 @@ sql = "UPDATE email SET status = 'sent' WHERE id = :id"
     application_insert(&db)
         .await
         .expect("the application's INSERT must not wait for the worker's locks");
-    shutdown.cancel();
-    engine.await.unwrap().unwrap();
+    engine.stop().await;
 
     // The control: the very same claim at REPEATABLE READ blocks the same INSERT.
     let mut worker = db.conn().await;

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq};
 use support::web::closed_port;
-use support::{eventually, load, QueueFiles, TestDb};
-use tokio_util::sync::CancellationToken;
+use support::{eventually, load, Engine, QueueFiles, TestDb};
 
 fn queue(table: &str, extra: &str) -> String {
     format!(
@@ -42,16 +41,7 @@ async fn an_unreachable_queue_does_not_hold_up_the_others() {
             ),
         ),
     );
-    let shutdown = CancellationToken::new();
-    let options = tableq::RunOptions {
-        database_url: Some(db.url.clone()),
-        ..tableq::RunOptions::default()
-    };
-    let engine = tokio::spawn(tableq::run(
-        load(&[files.path()]),
-        options,
-        shutdown.clone(),
-    ));
+    let engine = Engine::start(load(&[files.path()]), &db.url);
     eventually(
         "queue a is worked down",
         Duration::from_secs(30),
@@ -62,8 +52,7 @@ async fn an_unreachable_queue_does_not_hold_up_the_others() {
         },
     )
     .await;
-    shutdown.cancel();
-    let summary = engine.await.unwrap().unwrap();
+    let summary = engine.stop().await;
     assert_eq!(summary.counts("a").unwrap().done, 3);
     assert_eq!(summary.counts("b").unwrap().done, 0);
 }
@@ -117,13 +106,12 @@ async fn progress_and_failures_are_logged() {
     .await;
     let files = QueueFiles::new();
     let file = files.write("logged.toml", &queue("logged", ""));
-    let shutdown = CancellationToken::new();
     let options = tableq::RunOptions {
         database_url: Some(db.url.clone()),
         progress_every: Duration::from_millis(300),
         ..tableq::RunOptions::default()
     };
-    let engine = tokio::spawn(tableq::run(load(&[file]), options, shutdown.clone()));
+    let engine = Engine::start_with(load(&[file]), options);
     eventually(
         "a progress line with the work done",
         Duration::from_secs(30),
@@ -137,8 +125,7 @@ async fn progress_and_failures_are_logged() {
         },
     )
     .await;
-    shutdown.cancel();
-    engine.await.unwrap().unwrap();
+    engine.stop().await;
     let failed = logs.lines_with("item failed");
     let line = failed
         .iter()

@@ -4,8 +4,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::{eventually, load, MariaDb, QueueFiles, TestDb};
-use tokio_util::sync::CancellationToken;
+use support::{eventually, load, Engine, MariaDb, QueueFiles, TestDb};
 
 const ROWS: usize = 400;
 
@@ -43,11 +42,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         stop_when_empty: true,
         ..tableq::RunOptions::default()
     };
-    let engine = tokio::spawn(tableq::run(
-        load(&[file]),
-        options,
-        CancellationToken::new(),
-    ));
+    let engine = Engine::start_with(load(&[file]), options);
 
     eventually("some jobs are done", Duration::from_secs(60), || async {
         db.count("SELECT COUNT(*) FROM job_log").await >= 40
@@ -69,11 +64,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         "the restart came after the queue was done"
     );
 
-    let summary = tokio::time::timeout(Duration::from_secs(180), engine)
-        .await
-        .expect("the daemon finishes after the restart")
-        .unwrap()
-        .unwrap_or_else(|f| panic!("{f}"));
+    let summary = engine.finish().await;
     assert_eq!(
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
             .await,

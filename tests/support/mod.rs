@@ -198,22 +198,13 @@ pub async fn connect(url: &str) -> Conn {
     }
 }
 
-/// The article's email table, with `waiting` rows to send.
-pub const EMAIL_TABLE: &str = "CREATE TABLE email (
-    id        BIGINT NOT NULL AUTO_INCREMENT,
-    recipient VARCHAR(250) NOT NULL,
-    subject   VARCHAR(250) NOT NULL,
-    body      TEXT NOT NULL,
-    status    ENUM('waiting', 'sent', 'failed') NOT NULL DEFAULT 'waiting',
-    attempts  INT NOT NULL DEFAULT 0,
-    retry_at  BIGINT NULL,
-    PRIMARY KEY (id),
-    INDEX (status, retry_at)
-) DEFAULT CHARSET=utf8mb4";
+/// The article's email table (and the outbox of the examples), from the file the
+/// demo and the examples use.
+pub const EMAIL_SQL: &str = include_str!("../../config/email.sql");
 
 /// Creates the email table with `rows` waiting emails to `user<i>@example.com`.
 pub async fn email_table(db: &TestDb, rows: usize) {
-    db.exec(EMAIL_TABLE).await;
+    db.exec(EMAIL_SQL).await;
     db.fill("email", "recipient, subject, body", rows, |i| {
         format!("'user{i}@example.com', 'Hello {i}', 'Body {i}'")
     })
@@ -247,6 +238,46 @@ impl QueueFiles {
 /// Loads queue files through the library, panicking with the findings if they fail.
 pub fn load(paths: &[PathBuf]) -> Vec<tableq::QueueConfig> {
     tableq::load_paths(paths, &|name| std::env::var(name).ok()).unwrap_or_else(|f| panic!("{f}"))
+}
+
+/// A daemon run through the library, for a test to stop when it has seen enough.
+pub struct Engine {
+    shutdown: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<tableq::RunSummary, tableq::diagnostic::Findings>>,
+}
+
+impl Engine {
+    /// Runs `queues` against `url` with the default options.
+    pub fn start(queues: Vec<tableq::QueueConfig>, url: &str) -> Engine {
+        Engine::start_with(
+            queues,
+            tableq::RunOptions {
+                database_url: Some(url.to_string()),
+                ..tableq::RunOptions::default()
+            },
+        )
+    }
+
+    pub fn start_with(queues: Vec<tableq::QueueConfig>, options: tableq::RunOptions) -> Engine {
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(tableq::run(queues, options, shutdown.clone()));
+        Engine { shutdown, handle }
+    }
+
+    /// Stops it as SIGTERM would, and returns what it did.
+    pub async fn stop(self) -> tableq::RunSummary {
+        self.shutdown.cancel();
+        self.finish().await
+    }
+
+    /// Waits for it to end by itself (`stop_when_empty`).
+    pub async fn finish(self) -> tableq::RunSummary {
+        tokio::time::timeout(Duration::from_secs(300), self.handle)
+            .await
+            .expect("the engine stops within 5 minutes")
+            .expect("the engine did not panic")
+            .unwrap_or_else(|f| panic!("{f}"))
+    }
 }
 
 /// Runs queues through the library until they are drained.
