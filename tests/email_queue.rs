@@ -26,7 +26,7 @@ ORDER BY id DESC
 
 [action]
 type = "sql"
-sql = "INSERT INTO outbox (email_id, recipient, subject, body) VALUES (:id, :recipient, :subject, :body)"
+sql = "INSERT INTO mail_outbox (email_id, recipient, subject, body) VALUES (:id, :recipient, :subject, :body)"
 
 [on_success]
 sql = "UPDATE email SET status = 'sent' WHERE id = :id"
@@ -51,7 +51,7 @@ async fn story(batch: usize) -> (Vec<RowState>, Vec<u64>) {
     let db = TestDb::new().await;
     email_table(&db, ROWS).await;
     db.exec(
-        "CREATE TABLE outbox (seq BIGINT AUTO_INCREMENT PRIMARY KEY, email_id BIGINT NOT NULL,
+        "CREATE TABLE mail_outbox (seq BIGINT AUTO_INCREMENT PRIMARY KEY, email_id BIGINT NOT NULL,
          recipient VARCHAR(250) NOT NULL CHECK (recipient NOT LIKE '%@invalid.example'),
          subject VARCHAR(250) NOT NULL, body TEXT NOT NULL) DEFAULT CHARSET=utf8mb4",
     )
@@ -128,7 +128,9 @@ async fn story(batch: usize) -> (Vec<RowState>, Vec<u64>) {
     let rows = db
         .rows("SELECT id, CAST(status AS CHAR), attempts FROM email ORDER BY id")
         .await;
-    let outbox_order: Vec<(u64,)> = db.rows("SELECT email_id FROM outbox ORDER BY seq").await;
+    let outbox_order: Vec<(u64,)> = db
+        .rows("SELECT email_id FROM mail_outbox ORDER BY seq")
+        .await;
     (rows, outbox_order.into_iter().map(|(id,)| id).collect())
 }
 
