@@ -19,6 +19,8 @@ use crate::worker::QueueRuntime;
 /// How often a worker pings its connection while HTTP or command actions run: if the
 /// connection is gone, so are the locks, and the actions are cancelled.
 pub const PING_EVERY: Duration = Duration::from_secs(2);
+/// How long such a ping may take before the connection counts as lost.
+const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What one transaction did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,11 @@ pub async fn claim_and_process(
         n => Params::Positional(vec![Value::from(name); n]),
     };
     let rows: Vec<Row> = conn.exec(&prepared.claim.statement, claim_params).await?;
+    if rows.len() == queue.config.batch {
+        // A full batch: more rows may be waiting. Bring in the sleeping workers now,
+        // not when this batch is done.
+        queue.idle.wake_all();
+    }
     let mut report = BatchReport {
         claimed: rows.len(),
         ..BatchReport::default()
@@ -190,20 +197,22 @@ async fn run_outside(
             .run_outside(item, queue)
             .instrument(info_span!("item", key = %item.key_text()))
     }));
-    let keep_alive = async {
-        loop {
-            tokio::time::sleep(PING_EVERY).await;
-            if let Err(e) = conn.ping().await {
-                return e;
-            }
+    tokio::pin!(actions);
+    loop {
+        tokio::select! {
+            outcomes = &mut actions => return Ok(outcomes),
+            _ = tokio::time::sleep(PING_EVERY) => {}
         }
-    };
-    tokio::select! {
-        outcomes = actions => Ok(outcomes),
-        lost = keep_alive => {
-            warn!(error = %describe_error(&lost), "lost the database connection during the actions; cancelling them, the items are waiting again");
-            Err(lost)
-        }
+        // The ping is awaited to its end, never raced: a ping dropped between its
+        // request and its reply would leave every later reply one statement late.
+        // (The actions wait meanwhile; their own deadlines keep running.)
+        let lost = match tokio::time::timeout(PING_TIMEOUT, conn.ping()).await {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => e,
+            Err(_) => mysql_async::Error::Other("the database did not answer a ping".into()),
+        };
+        warn!(error = %describe_error(&lost), "lost the database connection during the actions; cancelling them, the items are waiting again");
+        return Err(lost);
     }
 }
 

@@ -13,7 +13,7 @@ use tracing::{error, info, warn};
 
 use crate::config::{load_paths, select_queues, QueueConfig};
 use crate::diagnostic::{Finding, Findings};
-use crate::runner::{resolve_databases, run, RunOptions};
+use crate::runner::{build_actions, resolve_databases, run, RunOptions};
 use crate::session::{OpenError, Session};
 
 /// Where the queues come from, so they can be read again.
@@ -101,6 +101,7 @@ async fn validated(
 ) -> Result<Vec<QueueConfig>, Findings> {
     let queues = source.load()?;
     let resolved = resolve_databases(queues.clone(), options.database_url.as_deref())?;
+    build_actions(&resolved)?;
     let mut findings = Vec::new();
     for (queue, opts) in &resolved {
         match Session::open(queue, opts).await {

@@ -6,6 +6,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use std::pin::Pin;
+
+use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -33,11 +36,10 @@ impl Idle {
         self.wake.notify_waiters();
     }
 
-    /// After an empty claim: becomes the watcher if nobody is (returning the role),
-    /// or sleeps until woken or stopped (returning `None`).
-    pub async fn watch_or_sleep(&self, stop: &CancellationToken) -> Option<Watch<'_>> {
-        let woken = self.wake.notified();
-        tokio::pin!(woken);
+    /// After an empty claim: the watcher's role if nobody has it, else a sleep that
+    /// ends when a full claim wakes the workers (or the watcher hands its role on).
+    pub fn turn(&self) -> Turn<'_> {
+        let mut woken = Box::pin(self.wake.notified());
         // Register before looking, so a wake-up between the two is not lost.
         woken.as_mut().enable();
         if self
@@ -45,13 +47,31 @@ impl Idle {
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            return Some(Watch(self));
+            Turn::Watch(Watch(self))
+        } else {
+            Turn::Sleep(Sleep(woken))
         }
+    }
+}
+
+/// What an idle worker does next: watch (poll every `poll_interval`), or sleep.
+#[derive(Debug)]
+pub enum Turn<'a> {
+    Watch(Watch<'a>),
+    Sleep(Sleep<'a>),
+}
+
+/// A sleep until woken, already registered for its wake-up.
+#[derive(Debug)]
+pub struct Sleep<'a>(Pin<Box<Notified<'a>>>);
+
+impl Sleep<'_> {
+    /// Sleeps until woken, or until `stop`.
+    pub async fn until_woken(self, stop: &CancellationToken) {
         tokio::select! {
-            _ = woken => {}
+            _ = self.0 => {}
             _ = stop.cancelled() => {}
         }
-        None
     }
 }
 
@@ -60,13 +80,20 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn sleep(turn: Turn<'_>) -> Sleep<'_> {
+        match turn {
+            Turn::Sleep(sleep) => sleep,
+            Turn::Watch(_) => panic!("expected to sleep"),
+        }
+    }
+
     #[tokio::test]
     async fn one_watches_the_others_sleep_until_woken() {
         let idle = Idle::default();
         let stop = CancellationToken::new();
-        let watch = idle.watch_or_sleep(&stop).await;
-        assert!(watch.is_some());
-        let sleeper = idle.watch_or_sleep(&stop);
+        let watch = idle.turn();
+        assert!(matches!(watch, Turn::Watch(_)));
+        let sleeper = sleep(idle.turn()).until_woken(&stop);
         tokio::pin!(sleeper);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), sleeper.as_mut())
@@ -75,15 +102,33 @@ mod tests {
             "it sleeps"
         );
         idle.wake_all();
-        assert!(sleeper.await.is_none(), "woken, and the role is taken");
+        sleeper.await;
+        assert!(
+            matches!(idle.turn(), Turn::Sleep(_)),
+            "the role is still taken"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wake_up_between_registering_and_sleeping_is_not_lost() {
+        let idle = Idle::default();
+        let _watch = idle.turn();
+        let sleeper = sleep(idle.turn());
+        idle.wake_all(); // before the sleeper awaits
+        tokio::time::timeout(
+            Duration::from_secs(1),
+            sleeper.until_woken(&CancellationToken::new()),
+        )
+        .await
+        .expect("the early wake-up counts");
     }
 
     #[tokio::test]
     async fn a_dropped_watch_hands_the_role_on() {
         let idle = Idle::default();
         let stop = CancellationToken::new();
-        let watch = idle.watch_or_sleep(&stop).await;
-        let sleeper = idle.watch_or_sleep(&stop);
+        let watch = idle.turn();
+        let sleeper = sleep(idle.turn()).until_woken(&stop);
         tokio::pin!(sleeper);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), sleeper.as_mut())
@@ -91,10 +136,10 @@ mod tests {
                 .is_err()
         );
         drop(watch);
-        assert!(sleeper.await.is_none(), "woken by the hand-over");
+        sleeper.await;
         assert!(
-            idle.watch_or_sleep(&stop).await.is_some(),
-            "and the role is free to take"
+            matches!(idle.turn(), Turn::Watch(_)),
+            "the role is free to take"
         );
     }
 }

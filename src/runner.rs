@@ -81,14 +81,13 @@ pub async fn run(
         return Ok(RunSummary::default());
     };
 
+    // Every action is built before any worker starts: a failure stops them all.
+    let actions = build_actions(&resolved)?;
     let abort = CancellationToken::new();
     let tracker = TaskTracker::new();
     let mut runtimes = Vec::new();
-    for ((config, opts), session) in resolved.into_iter().zip(opened) {
+    for (((config, opts), session), action) in resolved.into_iter().zip(opened).zip(actions) {
         let stop = shutdown.child_token();
-        let action = Action::new(&config.action).map_err(|message| {
-            Findings(vec![config.finding(Severity::Error, &["action"], message)])
-        })?;
         let runtime = Arc::new(QueueRuntime {
             action,
             drain: Drain::new(options.stop_when_empty, stop.clone()),
@@ -138,6 +137,23 @@ pub async fn run(
         summary.queues.push((runtime.config.name.clone(), counts));
     }
     Ok(summary)
+}
+
+/// Builds each queue's action (for HTTP: its client), or says which cannot be.
+pub fn build_actions(queues: &[(QueueConfig, Opts)]) -> Result<Vec<Action>, Findings> {
+    let mut findings = Vec::new();
+    let mut actions = Vec::new();
+    for (config, _) in queues {
+        match Action::new(&config.action) {
+            Ok(action) => actions.push(action),
+            Err(message) => findings.push(config.finding(Severity::Error, &["action"], message)),
+        }
+    }
+    if findings.is_empty() {
+        Ok(actions)
+    } else {
+        Err(Findings(findings))
+    }
 }
 
 /// Pairs each queue with the connection options of its database.

@@ -76,6 +76,11 @@ impl Session {
         )
     }
 
+    /// Closes the connection politely (COM_QUIT), without waiting long for it.
+    pub async fn close(self) {
+        let _ = tokio::time::timeout(PING_TIMEOUT, self.conn.disconnect()).await;
+    }
+
     pub fn touch(&mut self) {
         self.last_used = Instant::now();
     }

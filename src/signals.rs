@@ -30,6 +30,8 @@ pub fn install(shutdown: CancellationToken) -> std::io::Result<()> {
             signal = name,
             "second stop signal: exiting now; items in flight roll back"
         );
+        // Exiting runs no destructors: kill the commands' process groups by hand.
+        crate::action::command::kill_all();
         std::process::exit(FORCED_EXIT);
     });
     Ok(())

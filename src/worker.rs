@@ -16,7 +16,7 @@ use crate::batch::claim_and_process;
 use crate::config::QueueConfig;
 use crate::database::{describe, describe_error, is_expected_contention, kill, Kill};
 use crate::drain::Drain;
-use crate::idle::{Idle, Watch};
+use crate::idle::{Idle, Turn, Watch};
 use crate::session::{OpenError, Session};
 use crate::stats::QueueStats;
 
@@ -51,6 +51,8 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
     let mut reconnecting = false;
     // Whether the next SQL batch runs with a savepoint per item (after a failure).
     let mut careful = false;
+    // Deadlocks and lock wait timeouts in a row.
+    let mut contention = 0u32;
     // Held while this worker is the one that polls the empty queue.
     let mut watch: Option<Watch> = None;
     while !queue.stop.is_cancelled() {
@@ -102,9 +104,17 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
                     break;
                 }
                 if watch.is_none() {
-                    watch = queue.idle.watch_or_sleep(&queue.stop).await;
-                    if watch.is_none() {
-                        continue; // woken: there is work, or a stop
+                    match queue.idle.turn() {
+                        Turn::Watch(role) => watch = Some(role),
+                        Turn::Sleep(sleep) => {
+                            // A sleeping worker holds no connection: an idle queue
+                            // keeps one, the watcher's.
+                            if let Some(idle) = session.take() {
+                                idle.close().await;
+                            }
+                            sleep.until_woken(&queue.stop).await;
+                            continue;
+                        }
                     }
                 }
                 if !pause(&queue.stop, queue.config.poll_interval).await {
@@ -122,13 +132,10 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
             Some(Ok(report)) => {
                 current.touch();
                 session = Some(current);
+                contention = 0;
                 queue.stats.record(&report);
                 ticket.finish(report.returned > 0);
                 careful = false;
-                if report.claimed == queue.config.batch {
-                    // A full batch: more rows may be waiting. Bring in the sleepers.
-                    queue.idle.wake_all();
-                }
                 if report.returned > 0 {
                     // Failed items came straight back; don't spin on them.
                     if !pause(&queue.stop, backoff.next_wait()).await {
@@ -148,6 +155,17 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
                     );
                     if matches!(rollback.await, Ok(Ok(()))) {
                         session = Some(current);
+                        // Deadlocks come in pairs: step aside for a short, random
+                        // while, longer each time in a row, before claiming again.
+                        contention += 1;
+                        if !pause(
+                            &queue.stop,
+                            contention_pause(contention, queue.config.error_backoff),
+                        )
+                        .await
+                        {
+                            break;
+                        }
                         continue;
                     }
                 } else {
@@ -219,4 +237,16 @@ async fn open(
     } else {
         Opened::Stopped
     }
+}
+
+/// How long to wait after the `streak`-th deadlock in a row: a few milliseconds,
+/// doubling, never more than `ceiling`, with jitter so two deadlocked workers do not
+/// collide again in step.
+fn contention_pause(streak: u32, ceiling: Duration) -> Duration {
+    let base = Duration::from_millis(5u64 << streak.min(10));
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos()) as u64
+        % (base.as_nanos() as u64 + 1);
+    (base + Duration::from_nanos(jitter)).min(ceiling)
 }

@@ -272,3 +272,51 @@ async fn losing_the_connection_cancels_the_command() {
         "done exactly once"
     );
 }
+
+/// A burst reaches every worker within one claim, even when a batch takes seconds:
+/// the watcher wakes the others as soon as its claim comes back full, not after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_slow_commands_starts_on_every_worker_at_once() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    let files = QueueFiles::new();
+    script(
+        &files,
+        "slow.sh",
+        "date +%s%N > \"started_$TABLEQ_KEY\"\nsleep 2",
+    );
+    let file = files.write(
+        "jobs.toml",
+        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nworkers = 4\nbatch = 5\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./slow.sh\"]\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
+    );
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("all but the watcher sleep", Duration::from_secs(30), || async {
+        db.count(&format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()", db.name))
+            .await
+            == 1
+    })
+    .await;
+    db.fill("job", "id", 20, |i| i.to_string()).await;
+    eventually("the burst is done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 20
+    })
+    .await;
+    engine.stop().await;
+    let starts: Vec<u128> = (1..=20)
+        .map(|id| {
+            std::fs::read_to_string(files.path().join(format!("started_{id}")))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let spread =
+        Duration::from_nanos((starts.iter().max().unwrap() - starts.iter().min().unwrap()) as u64);
+    assert!(
+        spread < Duration::from_millis(1500),
+        "the last command started {spread:?} after the first"
+    );
+}

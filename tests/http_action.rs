@@ -338,7 +338,7 @@ async fn private_destinations_from_rows_are_refused() {
     let port = server.addr.port();
     db.exec(&format!(
         "INSERT INTO hook (id, url) VALUES (1, 'http://localhost:{port}/a'), (2, 'http://127.0.0.1:{port}/b'),
-         (3, 'http://[::1]:{port}/c')"
+         (3, 'http://[::1]:{port}/c'), (4, 'http://2130706433:{port}/d'), (5, 'http://0x7f.1:{port}/e')"
     ))
     .await;
     let files = QueueFiles::new();
@@ -375,7 +375,7 @@ async fn private_destinations_from_rows_are_refused() {
 
     db.exec("UPDATE hook SET state = 'waiting' WHERE id IN (1, 2)")
         .await;
-    db.exec("DELETE FROM hook WHERE id = 3").await;
+    db.exec("DELETE FROM hook WHERE id >= 3").await;
     run_until_empty(
         load(&[files.write("open.toml", &queue("allow_private_networks = true"))]),
         &db.url,
@@ -449,4 +449,71 @@ async fn redirects_are_followed_when_asked() {
         .map(|r| r.uri.path().to_string())
         .collect();
     assert_eq!(paths, ["/old", "/new"]);
+}
+
+/// Following redirects never leads to a private address the file did not name: a
+/// partner endpoint redirecting to 127.0.0.1 is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_to_private_addresses_are_refused() {
+    let inside = WebServer::start(|_| Reply::status(200).body("secret")).await;
+    let target = inside.url("/metadata");
+    let partner =
+        WebServer::start(move |_| Reply::status(302).header("location", target.clone())).await;
+    let db = TestDb::new().await;
+    hook_table(&db, "").await;
+    db.exec("INSERT INTO hook (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    // The file names the partner as localhost; the redirect goes to 127.0.0.1.
+    let file = files.write(
+        "partner.toml",
+        &format!(
+            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nurl = \"http://localhost:{}/in\"\nfollow_redirects = true\n{RECORD_SUCCESS}",
+            partner.addr.port()
+        ),
+    );
+    run_until_empty(load(&[file]), &db.url).await;
+    let (state, _, error, output, _) = outcome(&db, 1).await;
+    assert_eq!(state, "failed");
+    assert!(
+        error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("refused: 127.0.0.1 is a private address"),
+        "{error:?}"
+    );
+    assert_eq!(output, None, "the private response reached the table");
+    assert!(
+        inside.requests().is_empty(),
+        "the private address was called"
+    );
+}
+
+/// A signed GET sends no body and signs an empty one, as receivers verify it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_get_verifies() {
+    let server = WebServer::start(|_| Reply::status(200)).await;
+    let db = TestDb::new().await;
+    hook_table(&db, "").await;
+    db.exec("INSERT INTO hook (id) VALUES (1)").await;
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let files = QueueFiles::new();
+    let file = files.write(
+        "get.toml",
+        &format!(
+            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nmethod = \"get\"\nurl = \"{}\"\nsigning_secret = \"{secret}\"\n{RECORD_SUCCESS}",
+            server.url("/ping/{id}")
+        ),
+    );
+    run_until_empty(load(&[file]), &db.url).await;
+    let request = &server.requests()[0];
+    assert_eq!((request.method.as_str(), request.body.len()), ("GET", 0));
+    assert_eq!(request.header("content-type"), "");
+    let mut headers = axum::http::HeaderMap::new();
+    for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+        headers.insert(name, request.headers[name].clone());
+    }
+    standardwebhooks::Webhook::new(secret)
+        .unwrap()
+        .verify(b"", &headers)
+        .expect("the signature verifies");
 }

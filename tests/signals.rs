@@ -245,3 +245,46 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     assert_consistent(&db).await;
     assert!(claimable(&db, "job", "id = 2").await && claimable(&db, "job", "id = 3").await);
 }
+
+/// A second SIGTERM exits at once, and takes the commands in flight with it (their
+/// process groups are killed), so no stray command outlives tableq.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_kills_the_commands_in_flight() {
+    let (db, files, _) = setup(0).await;
+    let script = files.write("hang.sh", "#!/bin/sh\necho $$ > running.pid\nsleep 300\n");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let file = files.write(
+        "commands.toml",
+        "select = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\n[action]\ntype = \"command\"\ncommand = [\"./hang.sh\"]\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
+    );
+    let mut daemon = start(&file, &db, &[]);
+    let pid_file = files.path().join("running.pid");
+    eventually("the command runs", Duration::from_secs(30), || {
+        let pid_file = pid_file.clone();
+        async move { std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty()) }
+    })
+    .await;
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    daemon.signal(libc::SIGTERM);
+    daemon
+        .wait_for_log("stop requested", Duration::from_secs(10))
+        .await;
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(daemon.wait(Duration::from_secs(10)).await.code(), Some(1));
+    eventually(
+        "the command is gone",
+        Duration::from_secs(10),
+        || async move {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+                stat.rsplit(") ")
+                    .next()
+                    .is_some_and(|rest| rest.starts_with('Z'))
+            })
+        },
+    )
+    .await;
+}

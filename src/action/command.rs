@@ -2,10 +2,12 @@
 //! inside whole argv elements, the row as JSON on stdin — in a process group of its
 //! own, so a timeout (or a cancelled item) kills grandchildren too.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
@@ -25,12 +27,45 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// exited (taking anything it left behind with it), or when the item is cancelled.
 struct ProcessGroup(i32);
 
+/// The process groups of the commands running now, so that an exit that skips
+/// destructors (a second stop signal) can still kill them.
+static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+impl ProcessGroup {
+    fn new(pgid: i32) -> ProcessGroup {
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(pgid);
+        ProcessGroup(pgid)
+    }
+}
+
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
         unsafe { libc::killpg(self.0, libc::SIGKILL) };
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.0);
     }
 }
+
+/// Kills every command's process group: for an exit that runs no destructors.
+pub fn kill_all() {
+    for pgid in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        // SAFETY: as above.
+        unsafe { libc::killpg(*pgid, libc::SIGKILL) };
+    }
+}
+
+/// Variables tableq reads that the commands it runs have no business seeing.
+const PRIVATE_ENV: &[&str] = &[
+    "TABLEQ_DATABASE_URL",
+    "DATABASE_URL",
+    "TABLEQ_TEST_DATABASE_URL",
+];
 
 /// Runs the command for `item`.
 pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
@@ -52,7 +87,11 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         Ok(json) => json,
         Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
     };
-    let mut child = match Command::new(program)
+    let mut command = Command::new(program);
+    for name in PRIVATE_ENV {
+        command.env_remove(name);
+    }
+    let mut child = match command
         .args(args)
         .current_dir(&config.workdir)
         .env("TABLEQ_QUEUE", queue)
@@ -67,7 +106,7 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         Ok(child) => child,
         Err(e) => return Outcome::failure(format!("cannot run {program_text}: {e}")),
     };
-    let group = child.id().map(|pid| ProcessGroup(pid as i32));
+    let group = child.id().map(|pid| ProcessGroup::new(pid as i32));
 
     let mut stdin_pipe = child.stdin.take();
     let writer = tokio::spawn(async move {
@@ -94,7 +133,9 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         Ok(Ok(status)) => Some(status),
         Ok(Err(e)) => return Outcome::failure(format!("cannot wait for {program_text}: {e}")),
         Err(_) => {
-            let _ = child.wait().await;
+            // The group is killed; the child itself too, even if it left the group.
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
             None
         }
     };

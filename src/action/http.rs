@@ -39,15 +39,28 @@ impl HttpDelivery {
         // reqwest is built without a default crypto provider: ring, as for MySQL.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let guarded = config.host_from_row && !config.allow_private_networks;
+        // The host written in the file is trusted; every other host this client may
+        // reach (one from the row, or a redirect's) must be public, unless allowed.
+        let trusted = if config.host_from_row {
+            None
+        } else {
+            literal_host(config)
+        };
+        let check_redirects = config.follow_redirects && !config.allow_private_networks;
         let redirects = if !config.follow_redirects {
             redirect::Policy::none()
-        } else if guarded {
-            redirect::Policy::custom(|attempt| {
+        } else if check_redirects {
+            let trusted = trusted.clone();
+            redirect::Policy::custom(move |attempt| {
                 if attempt.previous().len() >= 10 {
                     return attempt.error("more than 10 redirects");
                 }
-                match attempt.url().host_str().map(check_literal) {
-                    Some(Err(refused)) => attempt.error(refused),
+                let host = attempt.url().host_str().map(str::to_string);
+                match host {
+                    Some(host) if Some(&host) != trusted.as_ref() => match check_literal(&host) {
+                        Err(refused) => attempt.error(refused),
+                        Ok(()) => attempt.follow(),
+                    },
                     _ => attempt.follow(),
                 }
             })
@@ -57,9 +70,11 @@ impl HttpDelivery {
         let mut builder = Client::builder()
             .user_agent(concat!("tableq/", env!("CARGO_PKG_VERSION")))
             .redirect(redirects)
-            .https_only(config.https_only);
-        if guarded {
-            builder = builder.dns_resolver(Arc::new(PublicOnly));
+            .https_only(config.https_only)
+            // A proxy would resolve names itself, past the private-address check.
+            .no_proxy();
+        if guarded || check_redirects {
+            builder = builder.dns_resolver(Arc::new(PublicOnly { trusted }));
         }
         if let Some(pem) = &config.ca_pem {
             let certificates = reqwest::Certificate::from_pem_bundle(pem)
@@ -91,8 +106,22 @@ impl HttpDelivery {
             Ok(body) => body,
             Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
         };
+        // GET and HEAD carry no body; their signature covers an empty one.
+        let body = if self.method == Method::GET || self.method == Method::HEAD {
+            Vec::new()
+        } else {
+            body
+        };
         let mut request = self.client.request(self.method.clone(), url.clone());
-        request = request.header(CONTENT_TYPE, "application/json");
+        if !body.is_empty()
+            && !self
+                .config
+                .headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        {
+            request = request.header(CONTENT_TYPE, "application/json");
+        }
         for (name, template) in &self.config.headers {
             let value = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
             match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(&value)) {
@@ -119,7 +148,7 @@ impl HttpDelivery {
                     signature(&self.config.signing_keys, &id, timestamp, &body),
                 );
         }
-        if self.method != Method::GET && self.method != Method::HEAD {
+        if !body.is_empty() {
             request = request.body(body);
         }
         let timeout = self.config.timeout;
@@ -136,6 +165,7 @@ impl HttpDelivery {
     /// Renders the URL: placeholders percent-encoded, except one that begins the URL,
     /// which supplies the URL (or its start) as it is.
     fn url(&self, item: &Item, queue: &str) -> Result<Url, String> {
+        let dot_segment = std::cell::RefCell::new(None);
         let rendered =
             self.config
                 .url
@@ -143,21 +173,30 @@ impl HttpDelivery {
                     if index == 0 {
                         value
                     } else {
+                        if value == b"." || value == b".." {
+                            *dot_segment.borrow_mut() =
+                                Some(String::from_utf8_lossy(&value).into_owned());
+                        }
                         percent_encode(&value, PLACEHOLDER).to_string().into_bytes()
                     }
                 });
+        if let Some(dots) = dot_segment.into_inner() {
+            return Err(format!(
+                "refused: a placeholder in the URL is {dots:?}, which would move up the path"
+            ));
+        }
+        // Messages name the scheme and host at most: the rest may hold secrets.
         let text = String::from_utf8(rendered)
             .map_err(|_| "the URL from the row is not valid UTF-8".to_string())?;
-        let url = Url::parse(&text).map_err(|e| format!("invalid URL {text:?}: {e}"))?;
+        let url = Url::parse(&text).map_err(|e| format!("the URL is not valid: {e}"))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
-                "refused: {text:?} is not an http:// or https:// URL"
+                "refused: the URL is {}://…, not http:// or https://",
+                url.scheme()
             ));
         }
         if self.config.https_only && url.scheme() != "https" {
-            return Err(format!(
-                "refused: {text:?} is not https:// (https_only = true)"
-            ));
+            return Err("refused: the URL is http://…, and https_only = true".to_string());
         }
         if self.guarded {
             if let Some(host) = url.host_str() {
@@ -205,6 +244,20 @@ impl HttpDelivery {
     }
 }
 
+/// The host of a URL written in full in the file (no placeholders before its host).
+fn literal_host(config: &HttpAction) -> Option<String> {
+    use crate::template::Part;
+    let Some(Part::Literal(prefix)) = config.url.parts.first() else {
+        return None;
+    };
+    let end = prefix.find("://")? + 3;
+    let authority_end = prefix[end..]
+        .find(['/', '?', '#'])
+        .map_or(prefix.len(), |i| end + i);
+    let parsed = Url::parse(&format!("{}/", &prefix[..authority_end])).ok()?;
+    parsed.host_str().map(str::to_string)
+}
+
 /// Sends the request and reads at most [`OUTPUT_LIMIT`] bytes of the response body.
 async fn exchange(request: reqwest::RequestBuilder) -> Result<(Response, Vec<u8>), reqwest::Error> {
     let mut response = request.send().await?;
@@ -243,7 +296,13 @@ fn describe(error: &reqwest::Error, url: &Url) -> String {
         url.port_or_known_default().unwrap_or_default()
     );
     let mut source = error.source();
-    let mut innermost = error.to_string();
+    // Never the error's own text: it holds the whole URL, which may carry a token.
+    let mut innermost = if error.is_timeout() {
+        "timed out"
+    } else {
+        "no further detail"
+    }
+    .to_string();
     while let Some(cause) = source {
         if let Some(private) = cause.downcast_ref::<PrivateDestination>() {
             return private.to_string();

@@ -22,6 +22,8 @@ pub fn is_public(ip: IpAddr) -> bool {
 fn is_public_v4(ip: Ipv4Addr) -> bool {
     let [a, b, ..] = ip.octets();
     let shared = a == 100 && (64..128).contains(&b); // 100.64.0.0/10, carrier-grade NAT
+    let benchmarking = a == 198 && (b == 18 || b == 19); // 198.18.0.0/15
+    let reserved = a >= 240; // 240.0.0.0/4
     !(ip.is_loopback()
         || ip.is_private()
         || ip.is_link_local()
@@ -29,14 +31,44 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
         || ip.is_broadcast()
         || ip.is_multicast()
         || shared
+        || benchmarking
+        || reserved
         || a == 0)
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
+    let segments = ip.segments();
+    let first = segments[0];
     let unique_local = first & 0xfe00 == 0xfc00; // fc00::/7
     let link_local = first & 0xffc0 == 0xfe80; // fe80::/10
-    !(ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || unique_local || link_local)
+    let site_local = first & 0xffc0 == 0xfec0; // fec0::/10
+                                               // Addresses that carry an IPv4 address: judge that one.
+    let embedded = if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        Some(Ipv4Addr::new(
+            (segments[6] >> 8) as u8,
+            segments[6] as u8,
+            (segments[7] >> 8) as u8,
+            segments[7] as u8,
+        )) // NAT64
+    } else if first == 0x2002 {
+        Some(Ipv4Addr::new(
+            (segments[1] >> 8) as u8,
+            segments[1] as u8,
+            (segments[2] >> 8) as u8,
+            segments[2] as u8,
+        )) // 6to4
+    } else {
+        None
+    };
+    if let Some(v4) = embedded {
+        return is_public_v4(v4);
+    }
+    !(ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || unique_local
+        || link_local
+        || site_local)
 }
 
 /// Why a destination was refused; it ends up in the item's `:error`.
@@ -60,14 +92,21 @@ pub fn check_literal(host: &str) -> Result<(), PrivateDestination> {
 }
 
 /// A resolver that drops private addresses, and fails when nothing public remains.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct PublicOnly;
+/// The `trusted` host — the one written in the queue file — resolves as it is.
+#[derive(Debug, Default, Clone)]
+pub struct PublicOnly {
+    pub trusted: Option<String>,
+}
 
 impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_string();
+        let trusted = self.trusted.as_deref() == Some(host.as_str());
         Box::pin(async move {
             let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if trusted {
+                return Ok(Box::new(all.into_iter()) as Addrs);
+            }
             let public: Vec<SocketAddr> =
                 all.iter().copied().filter(|a| is_public(a.ip())).collect();
             if public.is_empty() && !all.is_empty() {
@@ -105,10 +144,25 @@ mod tests {
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for public in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+        for public in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "64:ff9b::101:101",
+        ] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
         assert!(check_literal("[::1]").is_err());
         assert!(check_literal("example.com").is_ok());
+        // The URL parser turns numeric IPv4 forms into dotted ones before the check.
+        for sneaky in [
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://017700000001/",
+            "http://127.1/",
+        ] {
+            let url = reqwest::Url::parse(sneaky).unwrap();
+            assert!(check_literal(url.host_str().unwrap()).is_err(), "{sneaky}");
+        }
     }
 }
