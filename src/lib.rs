@@ -11,6 +11,9 @@
 //! - [`config`]: queue files — loading, `${ENV}` interpolation, validation.
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 //! - [`sql_text`]: just enough SQL lexing to find `:params` and clauses safely.
+//! - [`sql_shape`]: what a statement's text alone tells: literal columns, tables,
+//!   the index a claim wants, whether outcome SQL touches the row by its key.
+//! - [`names`]: how statements name the select's columns, and the words when not.
 //! - [`database`]: connection options, the worker session, error kinds, KILL.
 //! - [`queue_sql`]: a queue's claim and statements, prepared and validated.
 //! - [`session`]: one worker connection with its queue's SQL prepared.
@@ -43,11 +46,13 @@ pub mod diagnostic;
 pub mod drain;
 pub mod item;
 pub mod logging;
+pub mod names;
 pub mod queue_sql;
 pub mod row_json;
 pub mod runner;
 pub mod session;
 pub mod signals;
+pub mod sql_shape;
 pub mod sql_text;
 pub mod stats;
 pub mod template;

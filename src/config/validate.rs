@@ -164,7 +164,7 @@ pub fn validate(
     if !v.findings.is_empty() {
         return Err(v.findings);
     }
-    Ok(QueueConfig {
+    let queue = QueueConfig {
         name,
         file: file.to_path_buf(),
         workers,
@@ -178,7 +178,14 @@ pub fn validate(
         on_success,
         on_failure,
         source,
-    })
+    };
+    // With a literal column list, a name that is not a column is known now: the
+    // same finding preparing the queue on its database would give.
+    let unknown = crate::names::unknown_names(&queue);
+    if !unknown.is_empty() {
+        return Err(unknown);
+    }
+    Ok(queue)
 }
 
 fn report(v: &mut Validator, problems: Vec<super::action::ActionProblem>) {
