@@ -29,7 +29,8 @@
 //! - [`stats`]: per-queue counters and the progress line.
 //! - [`backoff`]: waits between retries.
 //! - [`count`]: `tableq count`.
-//! - [`check`]: `tableq check`.
+//! - [`check`]: `tableq check` — the files, the server, the two-session SKIP LOCKED
+//!   self-test, the claim's index and the leave-the-query proof, all rolled back.
 //! - [`signals`], [`logging`]: the process around the daemon.
 
 pub mod action;
