@@ -465,9 +465,10 @@ async fn a_claim_not_driven_by_an_index() {
     assert!(rest.starts_with("rows to lock at most 1"), "{rest}");
     assert!(
         rest.ends_with(
-            "A claim that reads far more rows than it locks slows every worker and can lock the \
-             whole backlog; add INDEX (state, id) to job — the WHERE's equality columns, then \
-             the ORDER BY columns"
+            "A claim that reads past rows it does not return gets slower as the table grows, and \
+             one that sorts keeps every row it sorted locked, so one worker holds the whole \
+             backlog; add INDEX (state, id) to job — the WHERE's equality columns, then the \
+             ORDER BY columns"
         ),
         "{rest}"
     );

@@ -55,8 +55,9 @@ pub async fn claim_cost(
         Severity::Warning,
         &["select"],
         format!(
-            "the claim is not driven by an index on table {name}: {why}. A claim that reads far \
-             more rows than it locks slows every worker and can lock the whole backlog; {advice}"
+            "the claim is not driven by an index on table {name}: {why}. A claim that reads \
+             past rows it does not return gets slower as the table grows, and one that sorts \
+             keeps every row it sorted locked, so one worker holds the whole backlog; {advice}"
         ),
     )))
 }
