@@ -74,7 +74,7 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
     // a queue, but they are worth a line at start.
     for queue in &queues {
         for finding in crate::check::offline::warnings(queue, key_name(queue).as_deref()) {
-            tracing::warn!(%finding, "check warns");
+            tracing::warn!(%finding, "queue file warning");
         }
     }
     let shutdown = CancellationToken::new();

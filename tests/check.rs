@@ -314,7 +314,13 @@ async fn url_that_does_not_parse_offline() {
 async fn every_file_is_reported_at_once() {
     let db = job_db().await;
     let files = QueueFiles::new();
-    let a = files.write("a.toml", &format!("workers = 0\nbatch = 5000\n{GOOD}"));
+    let a = files.write(
+        "a.toml",
+        &format!(
+            "workers = 0\nbatch = 5000\n{}",
+            GOOD.replace("DO :id", "DO :job_id")
+        ),
+    );
     let b = files.write(
         "b.toml",
         &format!("database_url = \"${{TABLEQ_TEST_UNSET}}\"\n{GOOD}"),
@@ -328,11 +334,15 @@ async fn every_file_is_reported_at_once() {
             format!("{a}:1: queue a: error: `workers` = 0 is out of range: use 1 to 1000"),
             format!("{a}:2: queue a: error: `batch` = 5000 is out of range: use 1 to 1000"),
             format!(
+                "{a}:6: queue a: error: `action.sql` uses `:job_id`, which is not a column the \
+                 select returns (id, attempts) nor one of :queue"
+            ),
+            format!(
                 "{b}:1: queue b: error: `database_url`: environment variable `TABLEQ_TEST_UNSET` \
                  is not set (write `$$` for a literal `$`)"
             ),
         ],
-        ": 3 errors, 0 warnings",
+        ": 4 errors, 0 warnings",
         1,
     );
     assert!(

@@ -107,8 +107,10 @@ pub async fn check_queue(
             return findings;
         }
     };
-    let key = session.prepared.columns.names[session.prepared.key_index].clone();
-    findings.extend(offline::outcome_not_by_key(queue, &key));
+    let prepared = &session.prepared;
+    if let Some(key) = prepared.columns.names.get(prepared.key_index) {
+        findings.extend(offline::outcome_not_by_key(queue, key));
+    }
     match deeper(queue, &opts, &mut session).await {
         Ok(more) => findings.extend(more),
         Err(e) if is_statement_error(&e) => findings.push(queue.finding(

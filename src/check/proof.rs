@@ -24,7 +24,9 @@ pub async fn leaves_the_query(
     queue: &QueueConfig,
     prepared: &PreparedQueue,
 ) -> Result<Option<Vec<Finding>>, mysql_async::Error> {
-    let key = &prepared.columns.names[prepared.key_index];
+    let Some(key) = prepared.columns.names.get(prepared.key_index) else {
+        return Ok(Some(Vec::new()));
+    };
     let recheck_sql = format!(
         "SELECT 1 FROM ({}) AS tableq_check WHERE tableq_check.{} <=> ?",
         queue.select.positional,
@@ -295,7 +297,8 @@ impl Proof<'_> {
     }
 
     fn row(&self) -> String {
-        let key = &self.item.columns.names[self.item.key_index];
+        let names = &self.item.columns.names;
+        let key = names.get(self.item.key_index).map_or("key", String::as_str);
         format!("row {key} = {}", self.item.key_text())
     }
 }

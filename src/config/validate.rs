@@ -161,9 +161,10 @@ pub fn validate(
         .as_ref()
         .map(|o| statements(&mut v, &["on_failure", "sql"], &o.sql));
 
-    if !v.findings.is_empty() {
-        return Err(v.findings);
-    }
+    let mut findings = std::mem::take(&mut v.findings);
+    let Some(select) = select else {
+        return Err(findings);
+    };
     let queue = QueueConfig {
         name,
         file: file.to_path_buf(),
@@ -172,7 +173,7 @@ pub fn validate(
         poll_interval,
         error_backoff,
         database_url,
-        select: select.expect("a select without findings parsed"),
+        select,
         key: raw.key,
         action,
         on_success,
@@ -181,9 +182,9 @@ pub fn validate(
     };
     // With a literal column list, a name that is not a column is known now: the
     // same finding preparing the queue on its database would give.
-    let unknown = crate::names::unknown_names(&queue);
-    if !unknown.is_empty() {
-        return Err(unknown);
+    findings.extend(crate::names::unknown_names(&queue));
+    if !findings.is_empty() {
+        return Err(findings);
     }
     Ok(queue)
 }
