@@ -30,6 +30,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
 sql = "UPDATE job SET attempts = attempts + 1, retry_at = UNIX_TIMESTAMP() + 60 WHERE id = :id"
 "#;
 
+/// A database of its own with the job table, three rows waiting.
 async fn job_db() -> TestDb {
     let db = TestDb::new().await;
     db.exec(JOBS).await;
