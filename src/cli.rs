@@ -78,6 +78,15 @@ pub struct CheckArgs {
     #[arg(long)]
     pub offline: bool,
 
+    /// Fail (exit 1) on warnings too, not only on errors.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Accept a Galera cluster or multi-primary group replication (every tableq
+    /// must then use the same node: row locks are not shared between primaries).
+    #[arg(long)]
+    pub allow_multi_primary: bool,
+
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,

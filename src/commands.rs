@@ -12,6 +12,7 @@ use crate::config::{load_paths, select_queues, QueueConfig};
 use crate::count::count_waiting;
 use crate::daemon::{run_with_reload, QueueSource};
 use crate::diagnostic::Findings;
+use crate::names::key_name;
 use crate::runner::{resolve_databases, RunOptions};
 use crate::session::OpenError;
 
@@ -69,6 +70,13 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
         names: args.queues.clone(),
     };
     let queues = load(&args.paths, &args.queues)?;
+    // The loader refused the errors `check` finds offline; its warnings do not stop
+    // a queue, but they are worth a line at start.
+    for queue in &queues {
+        for finding in crate::check::offline::warnings(queue, key_name(queue).as_deref()) {
+            tracing::warn!(%finding, "queue file warning");
+        }
+    }
     let shutdown = CancellationToken::new();
     crate::signals::install(shutdown.clone())
         .map_err(|e| Failure::Runtime(format!("cannot listen for signals: {e}")))?;
@@ -100,13 +108,14 @@ async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<
     let options = CheckOptions {
         offline: args.offline,
         database_url,
+        allow_multi_primary: args.allow_multi_primary,
     };
     let report = check(&args.paths, &env_lookup, &options).await;
     for finding in &report.findings {
         println!("{finding}");
     }
     println!("{}", report.summary());
-    if report.has_errors() {
+    if report.fails(args.strict) {
         return Err(Failure::CheckFailed);
     }
     Ok(())

@@ -51,18 +51,7 @@ impl Columns {
     /// The index of the column called `name`: the exact name, else the only one
     /// that matches ignoring case (MySQL compares column names that way).
     pub fn find(&self, name: &str) -> Option<usize> {
-        if let Some(exact) = self.names.iter().position(|c| c == name) {
-            return Some(exact);
-        }
-        let mut folded = self
-            .names
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.eq_ignore_ascii_case(name));
-        match (folded.next(), folded.next()) {
-            (Some((index, _)), None) => Some(index),
-            _ => None,
-        }
+        crate::names::find_column(&self.names, name)
     }
 }
 

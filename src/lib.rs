@@ -11,6 +11,9 @@
 //! - [`config`]: queue files — loading, `${ENV}` interpolation, validation.
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 //! - [`sql_text`]: just enough SQL lexing to find `:params` and clauses safely.
+//! - [`sql_shape`]: what a statement's text alone tells: literal columns, tables,
+//!   the index a claim wants, whether outcome SQL touches the row by its key.
+//! - [`names`]: how statements name the select's columns, and the words when not.
 //! - [`database`]: connection options, the worker session, error kinds, KILL.
 //! - [`queue_sql`]: a queue's claim and statements, prepared and validated.
 //! - [`session`]: one worker connection with its queue's SQL prepared.
@@ -28,7 +31,8 @@
 //! - [`backoff`]: waits between retries.
 //! - [`monitor`], [`metrics`]: what the process knows, served on `--metrics-addr`.
 //! - [`count`]: `tableq count`.
-//! - [`check`]: `tableq check`.
+//! - [`check`]: `tableq check` — the files, the server, the two-session SKIP LOCKED
+//!   self-test, the claim's index and the leave-the-query proof, all rolled back.
 //! - [`signals`], [`logging`]: the process around the daemon.
 
 pub mod action;
@@ -48,11 +52,13 @@ pub mod item;
 pub mod logging;
 pub mod metrics;
 pub mod monitor;
+pub mod names;
 pub mod queue_sql;
 pub mod row_json;
 pub mod runner;
 pub mod session;
 pub mod signals;
+pub mod sql_shape;
 pub mod sql_text;
 pub mod stats;
 pub mod template;

@@ -11,7 +11,8 @@ use mysql_async::{Conn, Statement};
 use crate::config::{ActionConfig, QueueConfig};
 use crate::database::{describe_error, is_statement_error};
 use crate::diagnostic::{Finding, Severity};
-use crate::item::{Columns, ParamSource, OUTCOME_PARAMS};
+use crate::item::{Columns, ParamSource};
+use crate::names::{unknown_key, unknown_param, unknown_placeholder};
 use crate::sql_text::ParsedStatement;
 
 /// The statement a worker claims with: the select, then tableq's own clause.
@@ -190,12 +191,7 @@ impl Preparer<'_> {
                         .take_while(|s| s.parse::<usize>().is_err())
                         .copied()
                         .collect();
-                    let specials = if outcome { OUTCOME_PARAMS } else { ":queue" };
-                    let message = format!(
-                        "`{}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
-                        key.join("."),
-                        self.columns.names.join(", ")
-                    );
+                    let message = unknown_param(&key.join("."), name, &self.columns.names, outcome);
                     self.error(at, message);
                 }
             }
@@ -215,10 +211,7 @@ impl Preparer<'_> {
             .collect();
         for (key, name) in problems {
             let path: Vec<&str> = key.split('.').collect();
-            let message = format!(
-                "`{key}` uses `{{{name}}}`, which is not a column the select returns ({}) nor `{{queue}}`",
-                self.columns.names.join(", ")
-            );
+            let message = unknown_placeholder(&key, &name, &self.columns.names);
             self.error(&path, message);
         }
     }
@@ -244,10 +237,7 @@ impl Preparer<'_> {
         match self.columns.find(key) {
             Some(index) => index,
             None => {
-                let message = format!(
-                    "`key` = {key:?} is not a column the select returns ({})",
-                    self.columns.names.join(", ")
-                );
+                let message = unknown_key(key, &self.columns.names);
                 self.error(&["key"], message);
                 0
             }

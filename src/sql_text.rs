@@ -113,11 +113,11 @@ fn has_code(sql: &str) -> bool {
     false
 }
 
-fn is_word_start(b: u8) -> bool {
+pub(crate) fn is_word_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_' || b >= 0x80
 }
 
-fn word_end(bytes: &[u8], mut i: usize) -> usize {
+pub(crate) fn word_end(bytes: &[u8], mut i: usize) -> usize {
     while i < bytes.len()
         && (bytes[i].is_ascii_alphanumeric()
             || bytes[i] == b'_'
@@ -131,7 +131,7 @@ fn word_end(bytes: &[u8], mut i: usize) -> usize {
 
 /// Skips a '…', "…" or `…` run; a doubled quote or (outside backticks) a backslash
 /// escapes. Returns the offset just past the closing quote, or the end of input.
-fn skip_quoted(bytes: &[u8], start: usize) -> usize {
+pub(crate) fn skip_quoted(bytes: &[u8], start: usize) -> usize {
     let quote = bytes[start];
     let mut i = start + 1;
     while i < bytes.len() {
@@ -150,14 +150,14 @@ fn skip_quoted(bytes: &[u8], start: usize) -> usize {
     bytes.len()
 }
 
-fn skip_line(bytes: &[u8], start: usize) -> usize {
+pub(crate) fn skip_line(bytes: &[u8], start: usize) -> usize {
     bytes[start..]
         .iter()
         .position(|&b| b == b'\n')
         .map_or(bytes.len(), |p| start + p + 1)
 }
 
-fn skip_block_comment(bytes: &[u8], start: usize) -> usize {
+pub(crate) fn skip_block_comment(bytes: &[u8], start: usize) -> usize {
     bytes[start + 2..]
         .windows(2)
         .position(|w| w == b"*/")

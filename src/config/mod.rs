@@ -82,13 +82,34 @@ pub fn load_paths(
     paths: &[PathBuf],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<QueueConfig>, Findings> {
-    let mut findings = Vec::new();
-    let mut queues: Vec<QueueConfig> = Vec::new();
-    for file in queue_files(paths, &mut findings) {
+    let loaded = load_all(paths, env);
+    if loaded.findings.iter().any(Finding::is_error) {
+        Err(Findings(loaded.findings))
+    } else {
+        Ok(loaded.queues)
+    }
+}
+
+/// What [`load_all`] found: the queues that loaded, and the problems of the rest.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub queues: Vec<QueueConfig>,
+    pub findings: Vec<Finding>,
+    /// How many queue files there were, loaded or not.
+    pub files: usize,
+}
+
+/// Loads every queue file named by `paths`, keeping the queues that load next to
+/// the problems of those that do not (so `check` can go on with the good ones).
+pub fn load_all(paths: &[PathBuf], env: &dyn Fn(&str) -> Option<String>) -> Loaded {
+    let mut loaded = Loaded::default();
+    let files = queue_files(paths, &mut loaded.findings);
+    loaded.files = files.len();
+    for file in files {
         match load_file(&file, env) {
             Ok(queue) => {
-                if let Some(first) = queues.iter().find(|q| q.name == queue.name) {
-                    findings.push(queue.finding(
+                if let Some(first) = loaded.queues.iter().find(|q| q.name == queue.name) {
+                    let finding = queue.finding(
                         Severity::Error,
                         &["name"],
                         format!(
@@ -96,19 +117,16 @@ pub fn load_paths(
                             queue.name,
                             first.file.display()
                         ),
-                    ));
+                    );
+                    loaded.findings.push(finding);
                 } else {
-                    queues.push(queue);
+                    loaded.queues.push(queue);
                 }
             }
-            Err(mut problems) => findings.append(&mut problems),
+            Err(mut problems) => loaded.findings.append(&mut problems),
         }
     }
-    if findings.iter().any(Finding::is_error) {
-        Err(Findings(findings))
-    } else {
-        Ok(queues)
-    }
+    loaded
 }
 
 /// Loads one queue file.

@@ -161,10 +161,11 @@ pub fn validate(
         .as_ref()
         .map(|o| statements(&mut v, &["on_failure", "sql"], &o.sql));
 
-    if !v.findings.is_empty() {
-        return Err(v.findings);
-    }
-    Ok(QueueConfig {
+    let mut findings = std::mem::take(&mut v.findings);
+    let Some(select) = select else {
+        return Err(findings);
+    };
+    let queue = QueueConfig {
         name,
         file: file.to_path_buf(),
         workers,
@@ -172,13 +173,20 @@ pub fn validate(
         poll_interval,
         error_backoff,
         database_url,
-        select: select.expect("a select without findings parsed"),
+        select,
         key: raw.key,
         action,
         on_success,
         on_failure,
         source,
-    })
+    };
+    // With a literal column list, a name that is not a column is known now: the
+    // same finding preparing the queue on its database would give.
+    findings.extend(crate::names::unknown_names(&queue));
+    if !findings.is_empty() {
+        return Err(findings);
+    }
+    Ok(queue)
 }
 
 fn report(v: &mut Validator, problems: Vec<super::action::ActionProblem>) {

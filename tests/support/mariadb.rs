@@ -16,11 +16,19 @@ pub struct MariaDb {
     dir: PathBuf,
     port: u16,
     child: Mutex<Option<Child>>,
+    /// Server options beyond the harness's own (`--log-bin`, …).
+    extra_args: Vec<String>,
 }
 
 impl MariaDb {
     /// Installs a fresh datadir and starts a server on a free port.
     pub fn start() -> MariaDb {
+        MariaDb::start_with(&[])
+    }
+
+    /// Like [`MariaDb::start`], with extra server options, e.g.
+    /// `["--log-bin", "--binlog-format=STATEMENT"]`.
+    pub fn start_with(extra_args: &[&str]) -> MariaDb {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mariadb");
         std::fs::create_dir_all(&root).expect("create the test server root");
         remove_leftovers(&root);
@@ -52,6 +60,7 @@ impl MariaDb {
             dir,
             port: free_port(),
             child: Mutex::new(None),
+            extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
         };
         server.start_again();
         server
@@ -90,6 +99,7 @@ impl MariaDb {
             .arg("--innodb-log-file-size=48M")
             .arg("--innodb-flush-log-at-trx-commit=2")
             .arg("--max-connections=1000")
+            .args(&self.extra_args)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if is_root() {

@@ -1,0 +1,183 @@
+//! Is the claim driven by an index? Two witnesses: `EXPLAIN FORMAT=JSON` of the
+//! claim, and what one real claim reads — the session's `Handler_read_%` counters
+//! around it, in a transaction rolled back at once. The optimizer's estimates can be
+//! off by orders of magnitude for `ORDER BY … LIMIT`; the counters are not.
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Row};
+
+use super::claim_params;
+use super::explain::{verdict, Plan};
+use super::tables::table_rows;
+use crate::config::QueueConfig;
+use crate::database::is_statement_error;
+use crate::diagnostic::{Finding, Severity};
+use crate::queue_sql::{claim_sql, PreparedQueue};
+use crate::sql_shape::{claim_index_columns, from_tables, TableRef};
+
+/// A warning when one claim of `batch` rows reads far more than it locks.
+pub async fn claim_cost(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    prepared: &PreparedQueue,
+) -> Result<Option<Finding>, mysql_async::Error> {
+    let params = claim_params(prepared.claim.sources.len(), &queue.name);
+    let explain = format!(
+        "EXPLAIN FORMAT=JSON {}",
+        claim_sql(&queue.select, queue.batch)
+    );
+    let plan = match conn
+        .exec_first::<String, _, _>(explain, params.clone())
+        .await
+    {
+        Ok(json) => json.and_then(|json| Plan::from_json(&json)),
+        Err(e) if is_statement_error(&e) => None,
+        Err(e) => return Err(e),
+    }
+    .unwrap_or_default();
+    let reads = measure_claim(conn, prepared, params).await?;
+    let table = main_table(&queue.select.text, &plan);
+    let rows = match &table {
+        Some(table) => table_rows(conn, table).await?,
+        None => None,
+    };
+    let Some(why) = verdict(&plan, reads, rows, queue.batch) else {
+        return Ok(None);
+    };
+    let name = table
+        .as_ref()
+        .map(|t| t.name.clone())
+        .or_else(|| plan.driving().map(|t| t.name.clone()))
+        .unwrap_or_else(|| "the queue's table".to_string());
+    let used = plan.driving().and_then(|t| t.key.clone());
+    let advice = advice(conn, queue, table.as_ref(), used.as_deref()).await?;
+    Ok(Some(queue.finding(
+        Severity::Warning,
+        &["select"],
+        format!(
+            "the claim is not driven by an index on table {name}: {why}. A claim that reads \
+             past rows it does not return gets slower as the table grows, and one that sorts \
+             keeps every row it sorted locked, so one worker holds the whole backlog; {advice}"
+        ),
+    )))
+}
+
+/// Rows one claim reads: the `Handler_read_%` counters before and after it (less
+/// what reading the counters costs), rolled back at once.
+async fn measure_claim(
+    conn: &mut Conn,
+    prepared: &PreparedQueue,
+    params: mysql_async::Params,
+) -> Result<Option<u64>, mysql_async::Error> {
+    let first = handler_reads(conn).await?;
+    let second = handler_reads(conn).await?;
+    let overhead = second.saturating_sub(first);
+    let before = handler_reads(conn).await?;
+    let claimed: Result<Vec<Row>, _> = conn.exec(&prepared.claim.statement, params).await;
+    let after = handler_reads(conn).await;
+    conn.query_drop("ROLLBACK").await?;
+    match claimed {
+        Ok(_) => Ok(Some(after?.saturating_sub(before).saturating_sub(overhead))),
+        Err(e) if is_statement_error(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The sum of the session's `Handler_read_%` counters.
+async fn handler_reads(conn: &mut Conn) -> Result<u64, mysql_async::Error> {
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW SESSION STATUS LIKE 'Handler_read%'")
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|(_, value)| value.parse::<u64>().ok())
+        .sum())
+}
+
+/// The table the claim reads: the select's only table, or the one the plan drives
+/// with when the select names several.
+fn main_table(select: &str, plan: &Plan) -> Option<TableRef> {
+    let tables = from_tables(select);
+    if let [only] = &tables[..] {
+        return Some(only.clone());
+    }
+    let driving = plan.driving()?;
+    tables
+        .into_iter()
+        .find(|t| t.name.eq_ignore_ascii_case(&driving.name))
+}
+
+/// Which index to add — or, when it exists and the optimizer walks another, how to
+/// name it in the select.
+async fn advice(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    table: Option<&TableRef>,
+    used: Option<&str>,
+) -> Result<String, mysql_async::Error> {
+    let (Some(columns), Some(table)) = (claim_index_columns(&queue.select.text), table) else {
+        return Ok(
+            "add an index on the WHERE's equality columns followed by the ORDER BY \
+                   columns, so the claim reads only the rows it locks"
+                .to_string(),
+        );
+    };
+    let list = columns.join(", ");
+    match index_with_columns(conn, table, &columns).await? {
+        Some(existing) if used.is_some_and(|u| u.eq_ignore_ascii_case(&existing)) => Ok(format!(
+            "the index {existing} on ({list}) is in use, but most rows it finds fail the rest of \
+             the WHERE: make the condition that rules them out an equality, or index it too"
+        )),
+        Some(existing) => Ok(format!(
+            "the index {existing} on ({list}) exists but the optimizer {}: name it in the \
+             select, `FROM {} FORCE INDEX ({existing})`",
+            match used {
+                Some(used) => format!("walks {used} instead"),
+                None => "does not use it".to_string(),
+            },
+            table.name
+        )),
+        None => Ok(format!(
+            "add INDEX ({list}) to {} — the WHERE's equality columns, then the ORDER BY columns",
+            table.name
+        )),
+    }
+}
+
+/// An index of `table` that starts with `columns`, in order.
+async fn index_with_columns(
+    conn: &mut Conn,
+    table: &TableRef,
+    columns: &[String],
+) -> Result<Option<String>, mysql_async::Error> {
+    let rows: Vec<(String, String)> = match conn
+        .exec(
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? \
+             ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            (table.schema.clone(), table.name.clone()),
+        )
+        .await
+    {
+        Ok(rows) => rows,
+        Err(e) if is_statement_error(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut indexes: Vec<(String, Vec<String>)> = Vec::new();
+    for (index, column) in rows {
+        match indexes.last_mut() {
+            Some((name, cols)) if *name == index => cols.push(column),
+            _ => indexes.push((index, vec![column])),
+        }
+    }
+    Ok(indexes
+        .into_iter()
+        .find(|(_, cols)| {
+            cols.len() >= columns.len()
+                && columns
+                    .iter()
+                    .zip(cols)
+                    .all(|(want, have)| want.eq_ignore_ascii_case(have))
+        })
+        .map(|(name, _)| name))
+}

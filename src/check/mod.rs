@@ -1,0 +1,125 @@
+//! `tableq check`: everything that can be known about queue files before they run.
+//!
+//! Offline: what the loader rejects (every file's problems, all at once) and what
+//! the file alone warns about ([`offline`]). With the database ([`online`]): the
+//! server ([`server`]), each statement prepared exactly as `run` does at start, the
+//! tables' engine ([`tables`]), the two-session SKIP LOCKED self-test
+//! ([`self_test`]), whether the claim is driven by an index ([`index`], with
+//! [`explain`]), and the leave-the-query proof ([`proof`]) — all in transactions
+//! that are rolled back.
+
+pub mod explain;
+pub mod index;
+pub mod offline;
+pub mod online;
+pub mod proof;
+pub mod self_test;
+pub mod server;
+pub mod tables;
+
+use std::path::PathBuf;
+
+use mysql_async::{Params, Value};
+
+use crate::config::load_all;
+use crate::diagnostic::Finding;
+use crate::names::key_name;
+
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// Skip everything that needs the database.
+    pub offline: bool,
+    /// For queues without their own `database_url`.
+    pub database_url: Option<String>,
+    /// Galera and multi-primary group replication are not errors.
+    pub allow_multi_primary: bool,
+}
+
+/// What `check` found.
+#[derive(Debug, Clone, Default)]
+pub struct CheckReport {
+    pub queues: usize,
+    pub findings: Vec<Finding>,
+    /// The servers the queues were checked on (`MariaDB 10.11.19`); empty offline.
+    pub servers: Vec<String>,
+    pub offline: bool,
+}
+
+impl CheckReport {
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(Finding::is_error)
+    }
+
+    /// Whether `check` fails: on any error, or with `strict` on any warning too.
+    pub fn fails(&self, strict: bool) -> bool {
+        self.has_errors() || (strict && !self.findings.is_empty())
+    }
+
+    /// `checked 3 queues on MariaDB 10.11.19: 1 error, 2 warnings`.
+    pub fn summary(&self) -> String {
+        let errors = self.findings.iter().filter(|f| f.is_error()).count();
+        let warnings = self.findings.len() - errors;
+        let place = if self.offline {
+            " offline".to_string()
+        } else if self.servers.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", self.servers.join(", "))
+        };
+        format!(
+            "checked {} queue{}{place}: {} error{}, {} warning{}",
+            self.queues,
+            plural(self.queues),
+            errors,
+            plural(errors),
+            warnings,
+            plural(warnings)
+        )
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Checks the queue files under `paths`. A file that does not load is reported and
+/// the others are still checked.
+pub async fn check(
+    paths: &[PathBuf],
+    env: &dyn Fn(&str) -> Option<String>,
+    options: &CheckOptions,
+) -> CheckReport {
+    let loaded = load_all(paths, env);
+    let mut report = CheckReport {
+        queues: loaded.files,
+        findings: loaded.findings,
+        servers: Vec::new(),
+        offline: options.offline,
+    };
+    let mut servers = online::Servers::default();
+    for queue in &loaded.queues {
+        if options.offline {
+            let key = key_name(queue);
+            report
+                .findings
+                .extend(offline::warnings(queue, key.as_deref()));
+            continue;
+        }
+        let findings = online::check_queue(queue, options, &mut servers).await;
+        report.findings.extend(findings);
+    }
+    report.servers = servers.described();
+    report
+}
+
+/// The claim's parameters: the select may use only `:queue`.
+pub(crate) fn claim_params(count: usize, queue: &str) -> Params {
+    match count {
+        0 => Params::Empty,
+        n => Params::Positional(vec![Value::from(queue); n]),
+    }
+}

@@ -1,0 +1,134 @@
+//! How a queue's statements and placeholders name the select's columns, and the
+//! words for a name that is not there. The same words come from the loader (when the
+//! select's column list is literal, before any database is asked) and from preparing
+//! the queue on its database, so a user sees one message for one mistake.
+
+use crate::config::{ActionConfig, QueueConfig};
+use crate::diagnostic::{Finding, Severity};
+use crate::item::{ParamSource, OUTCOME_PARAMS};
+use crate::sql_shape::literal_columns;
+use crate::sql_text::ParsedStatement;
+
+/// The index of the column called `name`: the exact name, else the only one that
+/// matches ignoring case (MySQL compares column names that way).
+pub fn find_column(columns: &[String], name: &str) -> Option<usize> {
+    if let Some(exact) = columns.iter().position(|c| c == name) {
+        return Some(exact);
+    }
+    let mut folded = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.eq_ignore_ascii_case(name));
+    match (folded.next(), folded.next()) {
+        (Some((index, _)), None) => Some(index),
+        _ => None,
+    }
+}
+
+/// `` `on_success.sql` uses `:x`, which is not a column the select returns (id) … ``
+pub fn unknown_param(key: &str, name: &str, columns: &[String], outcome: bool) -> String {
+    let specials = if outcome { OUTCOME_PARAMS } else { ":queue" };
+    format!(
+        "`{key}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
+        columns.join(", ")
+    )
+}
+
+/// `` `action.url` uses `{x}`, which is not a column the select returns (id) … ``
+pub fn unknown_placeholder(key: &str, name: &str, columns: &[String]) -> String {
+    format!(
+        "`{key}` uses `{{{name}}}`, which is not a column the select returns ({}) nor `{{queue}}`",
+        columns.join(", ")
+    )
+}
+
+/// `` `key` = "x" is not a column the select returns (id, …) ``
+pub fn unknown_key(key: &str, columns: &[String]) -> String {
+    format!(
+        "`key` = {key:?} is not a column the select returns ({})",
+        columns.join(", ")
+    )
+}
+
+/// The key path of statement `index` of `count` under `path`: `on_success.sql`, or
+/// `on_success.sql.1` inside an array (for its line).
+fn statement_path(path: &[&str], index: usize, count: usize) -> Vec<String> {
+    let mut at: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+    if count > 1 {
+        at.push(index.to_string());
+    }
+    at
+}
+
+/// When the select's column list is literal: every `:param`, `{placeholder}` and
+/// the `key` that cannot name one of its columns, as errors. Nothing when the list
+/// is not literal (`*`, expressions without aliases): the database says then.
+pub fn unknown_names(queue: &QueueConfig) -> Vec<Finding> {
+    let Some(columns) = literal_columns(&queue.select.text) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(Vec<String>, String)> = Vec::new();
+    let mut statements = |path: &[&str], list: &[ParsedStatement], outcome: bool| {
+        for (index, statement) in list.iter().enumerate() {
+            for name in &statement.params {
+                let known = ParamSource::special(name, outcome).is_some()
+                    || find_column(&columns, name).is_some();
+                if !known {
+                    let message = unknown_param(&path.join("."), name, &columns, outcome);
+                    found.push((statement_path(path, index, list.len()), message));
+                }
+            }
+        }
+    };
+    if let ActionConfig::Sql(sql) = &queue.action {
+        statements(&["action", "sql"], &sql.statements, false);
+    }
+    statements(&["on_success", "sql"], &queue.on_success, true);
+    if let Some(on_failure) = &queue.on_failure {
+        statements(&["on_failure", "sql"], on_failure, true);
+    }
+    for (key, name) in queue.action.placeholders() {
+        if name != "queue" && find_column(&columns, name).is_none() {
+            let message = unknown_placeholder(&key, name, &columns);
+            found.push((key.split('.').map(str::to_string).collect(), message));
+        }
+    }
+    if let Some(key) = &queue.key {
+        if find_column(&columns, key).is_none() {
+            found.push((vec!["key".to_string()], unknown_key(key, &columns)));
+        }
+    }
+    found
+        .into_iter()
+        .map(|(path, message)| {
+            let path: Vec<&str> = path.iter().map(String::as_str).collect();
+            queue.finding(Severity::Error, &path, message)
+        })
+        .collect()
+}
+
+/// The key column's name, as far as the text tells: `key`, else the first column of
+/// a literal list.
+pub fn key_name(queue: &QueueConfig) -> Option<String> {
+    queue.key.clone().or_else(|| {
+        literal_columns(&queue.select.text).and_then(|columns| columns.into_iter().next())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_columns_exactly_then_ignoring_case_when_unambiguous() {
+        let columns: Vec<String> = ["id", "Name", "NAME2", "a", "A"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(find_column(&columns, "name"), Some(1));
+        assert_eq!(find_column(&columns, "A"), Some(4));
+        assert_eq!(find_column(&columns, "nope"), None);
+        let folded: Vec<String> = vec!["Ab".into(), "aB".into()];
+        assert_eq!(find_column(&folded, "ab"), None);
+    }
+}
