@@ -1,0 +1,158 @@
+//! The server under test and the benchmark's database on it: a private MariaDB (or
+//! the server of `TABLEQ_BENCH_DATABASE_URL`), the database `tableq_bench` created
+//! afresh and dropped at the end, and the connections the benchmark uses.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder};
+
+use crate::daemon;
+use crate::mariadb::MariaDb;
+use crate::measure::{self, Probe};
+
+const DATABASE: &str = "tableq_bench";
+
+/// Everything a measurement needs: the database, the binary, a place for files.
+pub struct Bench {
+    /// The benchmark's database, as tableq gets it.
+    pub url: String,
+    /// The same, for the raw clients: TCP like tableq (mysql_async would otherwise
+    /// switch to the Unix socket on localhost).
+    pub opts: Opts,
+    pub bin: PathBuf,
+    pub dir: tempfile::TempDir,
+    pub admin: Conn,
+    pub probe: Probe,
+    /// tableq runs so far, to give each one its own files.
+    pub runs: usize,
+    /// The private server, if the benchmark started one; it stops when dropped.
+    private: Option<MariaDb>,
+}
+
+impl Bench {
+    /// Starts a private server unless `TABLEQ_BENCH_DATABASE_URL` names one, creates
+    /// the benchmark's database there afresh, and connects to it.
+    pub async fn open() -> anyhow::Result<Bench> {
+        let external = std::env::var("TABLEQ_BENCH_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty());
+        let (base, private) = match external {
+            Some(url) => (without_database(&url), None),
+            None => {
+                eprintln!("==> starting a private MariaDB");
+                let server = MariaDb::start();
+                (server.base_url(), Some(server))
+            }
+        };
+        let port = Opts::from_url(&base).context("the server URL")?.tcp_port();
+        let server_pid = measure::find_server_pid(port);
+        let url = create_database(&base).await?;
+        let admin = connect(&url).await?;
+        let probe = Probe::new(connect(&url).await?, server_pid).await?;
+        let bin = daemon::binary()?;
+        Ok(Bench {
+            opts: tcp_opts(&url)?,
+            url,
+            bin,
+            dir: tempfile::tempdir()?,
+            admin,
+            probe,
+            runs: 0,
+            private,
+        })
+    }
+
+    /// The server's `VERSION()`.
+    pub async fn version(&mut self) -> anyhow::Result<String> {
+        Ok(self
+            .admin
+            .query_first("SELECT VERSION()")
+            .await?
+            .unwrap_or_default())
+    }
+
+    /// Where the server comes from, for the report: how a private one is set up.
+    pub fn origin(&self) -> &'static str {
+        if self.private.is_some() {
+            "private: innodb_flush_log_at_trx_commit=2, buffer pool 128M"
+        } else {
+            "TABLEQ_BENCH_DATABASE_URL"
+        }
+    }
+
+    pub async fn drop_database(&mut self) -> anyhow::Result<()> {
+        self.admin
+            .query_drop(format!("DROP DATABASE IF EXISTS {DATABASE}"))
+            .await?;
+        Ok(())
+    }
+}
+
+/// Creates the benchmark's database on the server of `base`, dropping any left
+/// over; returns its URL.
+async fn create_database(base: &str) -> anyhow::Result<String> {
+    let mut admin = connect(base).await?;
+    admin
+        .query_drop(format!(
+            "DROP DATABASE IF EXISTS {DATABASE}; CREATE DATABASE {DATABASE} DEFAULT CHARSET utf8mb4"
+        ))
+        .await?;
+    admin.disconnect().await?;
+    Ok(with_database(base, DATABASE))
+}
+
+/// A connection as the raw clients use one: READ COMMITTED, set once per session.
+pub async fn read_committed(opts: Opts) -> anyhow::Result<Conn> {
+    let mut conn = Conn::new(opts).await?;
+    conn.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .await?;
+    Ok(conn)
+}
+
+async fn connect(url: &str) -> anyhow::Result<Conn> {
+    Conn::new(tcp_opts(url)?)
+        .await
+        .with_context(|| format!("cannot connect to {}", without_password(url)))
+}
+
+/// The options of `url`, over TCP even to localhost.
+fn tcp_opts(url: &str) -> anyhow::Result<Opts> {
+    Ok(OptsBuilder::from_opts(Opts::from_url(url)?)
+        .prefer_socket(false)
+        .into())
+}
+
+fn without_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// `mysql://u:p@h:1/db?x=1` → `mysql://u:p@h:1?x=1`.
+fn without_database(url: &str) -> String {
+    let (url, query) = url.split_once('?').unwrap_or((url, ""));
+    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+    let host_end = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    let base = &url[..host_end];
+    if query.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{query}")
+    }
+}
+
+fn with_database(base: &str, name: &str) -> String {
+    match base.split_once('?') {
+        Some((url, query)) => format!("{url}/{name}?{query}"),
+        None => format!("{base}/{name}"),
+    }
+}
