@@ -540,7 +540,8 @@ sql = "UPDATE email SET status = IF(attempts + 1 >= 5, 'failed', 'waiting'), ret
     type Row = (i64, String, String, String, String, i32, Option<i64>);
     let all = "SELECT id, recipient, subject, body, CAST(status AS CHAR), attempts, retry_at FROM email ORDER BY id";
     let rows_before: Vec<Row> = db.rows(all).await;
-    let sums_before: Vec<(String, Option<u64>)> = db.rows("CHECKSUM TABLE email, proof_outbox").await;
+    let sums_before: Vec<(String, Option<u64>)> =
+        db.rows("CHECKSUM TABLE email, proof_outbox").await;
     let done = check(&[], &[&path], Some(&db.url)).await;
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
     assert_eq!(db.rows::<Row>(all).await, rows_before);
