@@ -11,5 +11,6 @@ CREATE TABLE webhook_delivery (
     last_status   INT NULL,
     last_error    VARCHAR(1000) NULL,
     PRIMARY KEY (id),
-    INDEX (status, next_attempt)
+    INDEX (status, next_attempt),
+    INDEX status_id (status, id)
 ) DEFAULT CHARSET=utf8mb4;

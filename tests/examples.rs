@@ -16,7 +16,7 @@ fn load_with(paths: &[PathBuf], env: &dyn Fn(&str) -> Option<String>) -> Vec<tab
 }
 
 fn example_env(name: &str) -> Option<String> {
-    (name == "APP_DB_PASSWORD").then(|| "secret".to_string())
+    (name == "APP_DATABASE_URL").then(|| "mysql://app:secret@127.0.0.1:3306/shop".to_string())
 }
 
 /// queues.example.toml, with every key, loads; the values are the ones it documents.
@@ -72,7 +72,8 @@ fn the_commented_example_actions_load() {
             &format!("{}\n{block}{}", &text[..start], &text[end..]),
         );
         let env = |name: &str| match name {
-            "HOOK_TOKEN" | "APP_DB_PASSWORD" => Some("secret".to_string()),
+            "HOOK_TOKEN" => Some("secret".to_string()),
+            "APP_DATABASE_URL" => Some("mysql://app:secret@127.0.0.1:3306/shop".to_string()),
             "HOOK_SECRET" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string()),
             _ => None,
         };
