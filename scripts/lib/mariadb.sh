@@ -33,7 +33,7 @@ start_private_mariadb() {
   mariadbd --no-defaults --datadir="$dir/data" --port="$port" --bind-address=127.0.0.1 \
     --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
     --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-log-file-size=64M \
-    --max-connections=1000 "${user_flag[@]}" "${PRIVATE_MARIADB_ARGS[@]}" &
+    --max-connections=1000 "${user_flag[@]}" "${PRIVATE_MARIADB_ARGS[@]}" 2>/dev/null &
   PRIVATE_MARIADB_PID=$!
   PRIVATE_MARIADB_URL="mysql://root@127.0.0.1:$port"
   local i
