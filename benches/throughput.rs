@@ -111,7 +111,7 @@ fn main() -> ExitCode {
 /// prints the report; the private server, if any, stops when `bench` is dropped.
 async fn run(options: Options) -> anyhow::Result<()> {
     let began = Instant::now();
-    let mut bench = Bench::open().await?;
+    let mut bench = Bench::open(options.durable).await?;
     let version = bench.version().await?;
     let mut out = report::header(&version, bench.origin(), &bench.bin);
     if options.runs("throughput") {

@@ -19,6 +19,16 @@ pub enum Claim {
 impl Claim {
     pub const ALL: [Claim; 3] = [Claim::Article, Claim::StatusId, Claim::Forced];
 
+    /// The claim called `name` on the command line: article, status_id, forced.
+    pub fn named(name: &str) -> Option<Claim> {
+        match name {
+            "article" => Some(Claim::Article),
+            "status_id" => Some(Claim::StatusId),
+            "forced" => Some(Claim::Forced),
+            _ => None,
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Claim::Article => "(status, retry_at)",

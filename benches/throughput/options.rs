@@ -1,10 +1,12 @@
 //! The benchmark's command line: its flags, their defaults (smaller with `--quick`),
 //! and the usage text.
 
+use crate::claim::Claim;
 use std::time::Duration;
 
 const USAGE: &str = "usage: scripts/bench.sh [--quick] [--rows N] [--reps N] [--workers 1,4,16] \
-[--idle-secs S] [--backlog N] [--claims N] [--only throughput,idle,backlog]
+[--idle-secs S] [--backlog N] [--claims N] [--only throughput,idle,backlog] \
+[--indexes article,status_id,forced] [--durable]
   --quick      smoke test: 2,000 rows, 1 repetition, 10 s idle window, 100,000-row backlog
   --rows       rows per throughput run (default 5000)
   --reps       repetitions of every throughput configuration (default 3)
@@ -13,10 +15,14 @@ const USAGE: &str = "usage: scripts/bench.sh [--quick] [--rows N] [--reps N] [--
   --backlog    waiting rows of the large backlog (default 1000000)
   --claims     timed claims per backlog configuration (default 300)
   --only       which parts to run (default all)
+  --durable    a private server that flushes every commit (MariaDB's default)
+               instead of once a second
+  --indexes    which claim indexes the throughput part runs (default all; the
+               article's alone is quadratic in --rows)
 env: TABLEQ_BENCH_DATABASE_URL (use this server, not a private one), TABLEQ_BIN";
 
 /// The flags that take a value (`--flag value` or `--flag=value`).
-const FLAGS: [&str; 7] = [
+const FLAGS: [&str; 8] = [
     "--rows",
     "--reps",
     "--idle-secs",
@@ -24,6 +30,7 @@ const FLAGS: [&str; 7] = [
     "--claims",
     "--workers",
     "--only",
+    "--indexes",
 ];
 
 /// The parts of the benchmark, in the order they run.
@@ -37,6 +44,10 @@ pub struct Options {
     pub backlog: u64,
     pub claims: usize,
     parts: Vec<String>,
+    /// The claim indexes of the throughput part.
+    pub claim_indexes: Vec<Claim>,
+    /// A private server that flushes every commit.
+    pub durable: bool,
 }
 
 impl Options {
@@ -44,7 +55,10 @@ impl Options {
     /// the error, what to print: the usage for `--help`, or what is wrong.
     pub fn parse(args: &[String]) -> Result<Options, String> {
         let mut options = Options::defaults(args.iter().any(|a| a == "--quick"));
-        let mut args = args.iter().filter(|a| *a != "--bench" && *a != "--quick");
+        options.durable = args.iter().any(|a| a == "--durable");
+        let mut args = args
+            .iter()
+            .filter(|a| *a != "--bench" && *a != "--quick" && *a != "--durable");
         while let Some(arg) = args.next() {
             let (flag, inline) = match arg.split_once('=') {
                 Some((flag, value)) => (flag, Some(value.to_string())),
@@ -78,6 +92,8 @@ impl Options {
             backlog: if quick { 100_000 } else { 1_000_000 },
             claims: if quick { 100 } else { 300 },
             parts: PARTS.map(str::to_string).to_vec(),
+            claim_indexes: Claim::ALL.to_vec(),
+            durable: false,
         }
     }
 
@@ -105,6 +121,15 @@ impl Options {
                 if let Some(part) = self.parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
                     return Err(format!("--only: no part named {part}\n{USAGE}"));
                 }
+            }
+            "--indexes" => {
+                self.claim_indexes = value
+                    .split(',')
+                    .map(|name| {
+                        Claim::named(name)
+                            .ok_or_else(|| format!("--indexes: no index named {name}\n{USAGE}"))
+                    })
+                    .collect::<Result<_, _>>()?
             }
             _ => unreachable!("checked against FLAGS"),
         }

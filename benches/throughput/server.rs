@@ -29,12 +29,14 @@ pub struct Bench {
     pub runs: usize,
     /// The private server, if the benchmark started one; it stops when dropped.
     private: Option<MariaDb>,
+    /// Whether the private server flushes every commit.
+    durable: bool,
 }
 
 impl Bench {
     /// Starts a private server unless `TABLEQ_BENCH_DATABASE_URL` names one, creates
     /// the benchmark's database there afresh, and connects to it.
-    pub async fn open() -> anyhow::Result<Bench> {
+    pub async fn open(durable: bool) -> anyhow::Result<Bench> {
         let external = std::env::var("TABLEQ_BENCH_DATABASE_URL")
             .ok()
             .filter(|u| !u.is_empty());
@@ -42,7 +44,13 @@ impl Bench {
             Some(url) => (without_database(&url), None),
             None => {
                 eprintln!("==> starting a private MariaDB");
-                let server = MariaDb::start();
+                // The harness's server trades durability for speed (commit flushed
+                // once a second); `--durable` restores the server's default.
+                let server = if durable {
+                    MariaDb::start_with(&["--innodb-flush-log-at-trx-commit=1"])
+                } else {
+                    MariaDb::start()
+                };
                 (server.base_url(), Some(server))
             }
         };
@@ -61,6 +69,7 @@ impl Bench {
             probe,
             runs: 0,
             private,
+            durable,
         })
     }
 
@@ -75,7 +84,9 @@ impl Bench {
 
     /// Where the server comes from, for the report: how a private one is set up.
     pub fn origin(&self) -> &'static str {
-        if self.private.is_some() {
+        if self.private.is_some() && self.durable {
+            "private: innodb_flush_log_at_trx_commit=1 (durable: every commit flushed), buffer pool 128M"
+        } else if self.private.is_some() {
             "private: innodb_flush_log_at_trx_commit=2, buffer pool 128M"
         } else {
             "TABLEQ_BENCH_DATABASE_URL"

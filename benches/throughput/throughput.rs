@@ -37,7 +37,7 @@ pub async fn measure(bench: &mut Bench, options: &Options) -> anyhow::Result<Thr
     );
     let mut groups = Vec::new();
     let mut fixed_cost = Vec::new();
-    for claim in Claim::ALL {
+    for &claim in &options.claim_indexes {
         let plans = plans(bench, claim, n).await?;
         for &k in &options.workers {
             let samples = alternate(bench, claim, k, n, options.reps).await?;
