@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Params, Row, Value};
+use mysql_async::{Conn, Row};
 use tracing::{debug, error, info_span, warn, Instrument};
 
 use crate::action::{self, Action};
@@ -71,11 +71,9 @@ pub async fn claim_and_process(
     careful: bool,
 ) -> Result<BatchReport, mysql_async::Error> {
     let name = queue.config.name.as_str();
-    let claim_params = match prepared.claim.sources.len() {
-        0 => Params::Empty,
-        n => Params::Positional(vec![Value::from(name); n]),
-    };
-    let rows: Vec<Row> = conn.exec(&prepared.claim.statement, claim_params).await?;
+    let rows: Vec<Row> = conn
+        .exec(&prepared.claim.statement, prepared.claim_params(name))
+        .await?;
     if rows.len() == queue.config.batch {
         // A full batch: more rows may be waiting. Bring in the sleeping workers now,
         // not when this batch is done.

@@ -47,10 +47,7 @@ pub async fn count_waiting(
             PrepareError::Invalid(findings) => OpenError::Invalid(findings),
             PrepareError::Database(e) => unreachable(e),
         })?;
-    let params = match prepared.claim.sources.len() {
-        0 => mysql_async::Params::Empty,
-        n => mysql_async::Params::Positional(vec![queue.name.as_str().into(); n]),
-    };
+    let params = prepared.claim_params(&queue.name);
     let rows: Vec<Row> = conn
         .exec(&prepared.claim.statement, params)
         .await

@@ -21,7 +21,8 @@
 //! - [`row_json`]: a row as JSON (bodies, stdin) and as placeholder text.
 //! - [`template`]: `{column}` placeholders and `${ENV}` in URLs, headers, argv.
 //! - [`action`]: what to do with one item: `sql`, `http`, `command`.
-//! - [`batch`]: one transaction — claim, process each item in a savepoint, commit.
+//! - [`batch`]: one transaction — claim, process the items (optimistically, or each
+//!   in a savepoint after a failure), commit.
 //! - [`worker`]: one worker loop, with reconnect and backoff.
 //! - [`runner`]: N workers per queue, start-up validation, graceful shutdown.
 //! - [`daemon`]: `run` under signals, with SIGHUP reloading the queue files.

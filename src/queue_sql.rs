@@ -44,6 +44,16 @@ pub struct PreparedQueue {
     pub on_failure: Option<Vec<BoundStatement>>,
 }
 
+impl PreparedQueue {
+    /// The claim's parameters: it can only use `:queue`.
+    pub fn claim_params(&self, queue: &str) -> mysql_async::Params {
+        match self.claim.sources.len() {
+            0 => mysql_async::Params::Empty,
+            n => mysql_async::Params::Positional(vec![mysql_async::Value::from(queue); n]),
+        }
+    }
+}
+
 /// Why a queue's SQL could not be prepared.
 #[derive(Debug)]
 pub enum PrepareError {
