@@ -37,8 +37,9 @@
 //!   and [`engine::Sample`], what one drain measured.
 //! - `raw`: the hand-written worker, the article's per-item transaction.
 //! - `daemon`: the real tableq binary: its queue file, its command line, one drain.
-//! - `throughput`, `idle`, `backlog`: the three parts; each measures and returns its
-//!   results.
+//! - `throughput`, `idle`, `backlog`: the three parts of issue 5; each measures and
+//!   returns its results. `http`: webhook deliveries to a local endpoint (issue 3),
+//!   measured and reported by itself.
 //! - `report`: the printed report: header, the three parts' tables, footer.
 //! - `measure`: the server's counters, a process's CPU and memory, medians, tables.
 
@@ -56,6 +57,8 @@ mod daemon;
 mod email;
 #[path = "throughput/engine.rs"]
 mod engine;
+#[path = "throughput/http.rs"]
+mod http;
 #[path = "throughput/idle.rs"]
 mod idle;
 #[path = "throughput/measure.rs"]
@@ -125,6 +128,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
         out.push_str(&report::backlog(
             &backlog::measure(&mut bench, &options).await?,
         ));
+    }
+    if options.runs("http") {
+        out.push_str(&http::report(&http::measure(&mut bench, &options).await?));
     }
     bench.drop_database().await?;
     out.push_str(&report::footer(began.elapsed()));

@@ -10,10 +10,11 @@ use mysql_async::{Conn, Row};
 use tracing::{debug, error, info_span, warn, Instrument};
 
 use crate::action::{self, Action};
-use crate::config::ActionConfig;
+use crate::config::{ActionConfig, QueueConfig};
 use crate::database::{describe_error, is_statement_error};
 use crate::item::{bind, Item, Outcome};
 use crate::queue_sql::{BoundStatement, PreparedQueue};
+use crate::sql_text::{first_word, ParsedStatement};
 use crate::worker::QueueRuntime;
 
 /// How often a worker pings its connection while HTTP or command actions run: if the
@@ -153,7 +154,7 @@ pub async fn claim_and_process(
                         &queue.opts,
                     )
                     .await?;
-                    settle(conn, prepared, name, item, &outcome, true).await
+                    settle(conn, prepared, name, item, &outcome, Undo::Savepoint, true).await
                 }
                 .instrument(span)
                 .await?;
@@ -162,14 +163,22 @@ pub async fn claim_and_process(
         }
         ActionConfig::Http(_) | ActionConfig::Command(_) => {
             let outcomes = run_outside(conn, &queue.action, &items, name).await?;
-            let savepoints = items.len() > 1;
+            // The actions wrote nothing to the database; only outcome SQL may need
+            // undoing, and one statement that fails undoes itself.
+            let undo = if items.len() == 1 {
+                Undo::Rollback
+            } else if outcomes_are_single_statements(&queue.config) {
+                Undo::Statement
+            } else {
+                Undo::Savepoint
+            };
             for (item, outcome) in items.iter().zip(&outcomes) {
                 let span = info_span!("item", key = %item.key_text());
                 let fate = async {
-                    if savepoints {
+                    if undo == Undo::Savepoint {
                         conn.query_drop(SAVEPOINT).await?;
                     }
-                    settle(conn, prepared, name, item, outcome, savepoints).await
+                    settle(conn, prepared, name, item, outcome, undo, false).await
                 }
                 .instrument(span)
                 .await?;
@@ -214,20 +223,46 @@ async fn run_outside(
     }
 }
 
-/// Applies `[on_success]` or `[on_failure]` for an action's outcome.
+/// How an item whose outcome SQL failed is returned to the state it was claimed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Undo {
+    /// Back to the savepoint taken before it.
+    Savepoint,
+    /// The whole transaction: the item is alone in it.
+    Rollback,
+    /// Nothing: its outcome SQL is one statement, and InnoDB rolls back a statement
+    /// that fails.
+    Statement,
+}
+
+/// True when `[on_success]` and `[on_failure]` are one statement each, and not a
+/// `CALL` (whose inner statements survive its failure).
+fn outcomes_are_single_statements(config: &QueueConfig) -> bool {
+    let single = |statements: &[ParsedStatement]| {
+        statements.len() <= 1
+            && statements
+                .iter()
+                .all(|s| first_word(&s.text).as_deref() != Some("CALL"))
+    };
+    single(&config.on_success) && config.on_failure.as_deref().is_none_or(single)
+}
+
+/// Applies `[on_success]` or `[on_failure]` for an action's outcome. `action_wrote`:
+/// the action ran SQL in the item's savepoint, to be undone before `[on_failure]`.
 async fn settle(
     conn: &mut Conn,
     prepared: &PreparedQueue,
     queue: &str,
     item: &Item,
     outcome: &Outcome,
-    savepoints: bool,
+    undo_by: Undo,
+    action_wrote: bool,
 ) -> Result<Fate, mysql_async::Error> {
     if outcome.succeeded() {
         return match run_statements(conn, &prepared.on_success, item, queue, outcome).await {
             Ok(()) => Ok(Fate::Done),
             Err(e) if is_statement_error(&e) => {
-                undo(conn, savepoints).await?;
+                undo(conn, undo_by).await?;
                 error!(error = %describe_error(&e), "[on_success] SQL failed; the item is rolled back and waiting again");
                 Ok(Fate::Returned)
             }
@@ -235,7 +270,7 @@ async fn settle(
         };
     }
     let reason = outcome.error.as_deref().unwrap_or_default();
-    if savepoints {
+    if action_wrote {
         // Undo whatever the action's statements did before it failed.
         conn.query_drop(ROLLBACK_TO_SAVEPOINT).await?;
     }
@@ -249,7 +284,7 @@ async fn settle(
             Ok(Fate::Failed)
         }
         Err(e) if is_statement_error(&e) => {
-            undo(conn, savepoints).await?;
+            undo(conn, undo_by).await?;
             error!(error = %reason, on_failure_error = %describe_error(&e), "item failed and [on_failure] SQL failed too; the item is rolled back and waiting again");
             Ok(Fate::Returned)
         }
@@ -271,13 +306,11 @@ async fn run_statements(
     Ok(())
 }
 
-/// Returns the item to the state it was claimed in: back to its savepoint, or, for a
-/// lone item without one, the whole transaction.
-async fn undo(conn: &mut Conn, savepoints: bool) -> Result<(), mysql_async::Error> {
-    conn.query_drop(if savepoints {
-        ROLLBACK_TO_SAVEPOINT
-    } else {
-        "ROLLBACK"
-    })
-    .await
+/// Returns an item to the state it was claimed in, after its outcome SQL failed.
+async fn undo(conn: &mut Conn, undo: Undo) -> Result<(), mysql_async::Error> {
+    match undo {
+        Undo::Savepoint => conn.query_drop(ROLLBACK_TO_SAVEPOINT).await,
+        Undo::Rollback => conn.query_drop("ROLLBACK").await,
+        Undo::Statement => Ok(()),
+    }
 }

@@ -320,3 +320,46 @@ async fn a_burst_of_slow_commands_starts_on_every_worker_at_once() {
         "the last command started {spread:?} after the first"
     );
 }
+
+/// In a batch of commands, an item whose `[on_success]` fails stays waiting while
+/// the others commit — with one-statement outcome SQL, which undoes itself, and with
+/// several statements, which need a savepoint each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_outcome_leaves_only_its_item_waiting() {
+    for on_success in [
+        r#""UPDATE job SET state = 'done' WHERE id = :id""#,
+        r#"["UPDATE job SET exit_code = 0 WHERE id = :id", "UPDATE job SET state = 'done' WHERE id = :id"]"#,
+    ] {
+        let db = TestDb::new().await;
+        db.exec(JOB_TABLE).await;
+        db.exec("ALTER TABLE job ADD CONSTRAINT not_two CHECK (id <> 2 OR state <> 'done'); INSERT INTO job (id) VALUES (1), (2), (3)")
+            .await;
+        let files = QueueFiles::new();
+        script(&files, "ok.sh", "exit 0");
+        let file = files.write(
+            "jobs.toml",
+            &format!("select = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\nbatch = 3\nerror_backoff = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./ok.sh\"]\n[on_success]\nsql = {on_success}\n"),
+        );
+        let engine = Engine::start(load(&[file]), &db.url);
+        eventually("jobs 1 and 3 are done", Duration::from_secs(30), || async {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+                .await
+                == 2
+        })
+        .await;
+        let counts = engine.stop().await.counts("jobs").unwrap();
+        assert!(counts.returned >= 1, "{counts:?}");
+        let states: Vec<(u32, String, Option<i32>)> = db
+            .rows("SELECT id, state, exit_code FROM job ORDER BY id")
+            .await;
+        assert_eq!(
+            states[1],
+            (2, "waiting".to_string(), None),
+            "job 2 was changed: {on_success}"
+        );
+        assert_eq!(
+            (states[0].1.as_str(), states[2].1.as_str()),
+            ("done", "done")
+        );
+    }
+}

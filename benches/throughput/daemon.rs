@@ -32,9 +32,14 @@ pub async fn drain(
     batch: usize,
     n: u64,
 ) -> anyhow::Result<Sample> {
+    drain_with(bench, &queue_file("email", claim, workers, batch), n).await
+}
+
+/// tableq drains the `email` table of its `n` rows with the queue file `queue`.
+pub async fn drain_with(bench: &mut Bench, queue: &str, n: u64) -> anyhow::Result<Sample> {
     bench.runs += 1;
     let file = bench.dir.path().join(format!("email-{}.toml", bench.runs));
-    std::fs::write(&file, queue_file("email", claim, workers, batch))?;
+    std::fs::write(&file, queue)?;
     let log = bench.dir.path().join(format!("tableq-{}.log", bench.runs));
     let before = bench.probe.snapshot().await?;
     let process = start(bench, &[&"run", &"--stop-when-empty", &file], &log)?;
