@@ -21,6 +21,22 @@ sql = "UPDATE hook SET state = 'done', http_status = :status, output = :output W
 sql = "UPDATE hook SET state = 'failed', http_status = :status, error = :error, output = :output, retry_after = :retry_after, attempts = attempts + 1 WHERE id = :id"
 "#;
 
+/// A queue over `hook` whose HTTP action has the settings `action` (TOML lines).
+fn hook_queue(action: &str) -> String {
+    let head =
+        "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"";
+    format!("{head}\n{action}\n{RECORD_SUCCESS}")
+}
+
+/// The Standard Webhooks headers of a request, as a verifier takes them.
+fn signature_headers(request: &support::web::Recorded) -> axum::http::HeaderMap {
+    let mut headers = axum::http::HeaderMap::new();
+    for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+        headers.insert(name, request.headers[name].clone());
+    }
+    headers
+}
+
 async fn hook_table(db: &TestDb, extra_columns: &str) {
     db.exec(&format!(
         "CREATE TABLE hook (id INT PRIMARY KEY, {extra_columns}{OUTCOME_COLUMNS}) DEFAULT CHARSET=utf8mb4"
@@ -302,10 +318,7 @@ sql = "UPDATE hook SET retry_at = UNIX_TIMESTAMP() + 1, attempts = attempts + 1 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     for request in &requests {
-        let mut headers = axum::http::HeaderMap::new();
-        for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
-            headers.insert(name, request.headers[name].clone());
-        }
+        let headers = signature_headers(request);
         for secret in [old, new] {
             standardwebhooks::Webhook::new(secret)
                 .unwrap()
@@ -436,10 +449,10 @@ async fn redirects_are_followed_when_asked() {
     let files = QueueFiles::new();
     let file = files.write(
         "moved.toml",
-        &format!(
-            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nurl = \"{}\"\nfollow_redirects = true\n{RECORD_SUCCESS}",
+        &hook_queue(&format!(
+            "url = \"{}\"\nfollow_redirects = true",
             server.url("/old")
-        ),
+        )),
     );
     run_until_empty(load(&[file]), &db.url).await;
     assert_eq!(outcome(&db, 1).await.3.as_deref(), Some(&b"moved here"[..]));
@@ -466,10 +479,10 @@ async fn redirects_to_private_addresses_are_refused() {
     // The file names the partner as localhost; the redirect goes to 127.0.0.1.
     let file = files.write(
         "partner.toml",
-        &format!(
-            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nurl = \"http://localhost:{}/in\"\nfollow_redirects = true\n{RECORD_SUCCESS}",
+        &hook_queue(&format!(
+            "url = \"http://localhost:{}/in\"\nfollow_redirects = true",
             partner.addr.port()
-        ),
+        )),
     );
     run_until_empty(load(&[file]), &db.url).await;
     let (state, _, error, output, _) = outcome(&db, 1).await;
@@ -499,19 +512,16 @@ async fn a_signed_get_verifies() {
     let files = QueueFiles::new();
     let file = files.write(
         "get.toml",
-        &format!(
-            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nmethod = \"get\"\nurl = \"{}\"\nsigning_secret = \"{secret}\"\n{RECORD_SUCCESS}",
+        &hook_queue(&format!(
+            "method = \"get\"\nurl = \"{}\"\nsigning_secret = \"{secret}\"",
             server.url("/ping/{id}")
-        ),
+        )),
     );
     run_until_empty(load(&[file]), &db.url).await;
     let request = &server.requests()[0];
     assert_eq!((request.method.as_str(), request.body.len()), ("GET", 0));
     assert_eq!(request.header("content-type"), "");
-    let mut headers = axum::http::HeaderMap::new();
-    for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
-        headers.insert(name, request.headers[name].clone());
-    }
+    let headers = signature_headers(request);
     standardwebhooks::Webhook::new(secret)
         .unwrap()
         .verify(b"", &headers)

@@ -126,30 +126,16 @@ pub fn validate(
                 timeout,
             })
         }
-        RawAction::Http(http) => {
-            let mut problems = Vec::new();
-            let mut action = http_action(http, dir, env, &mut problems);
-            report(&mut v, problems);
-            action.timeout = positive(
-                &mut v,
-                &["action", "timeout"],
-                Some(action.timeout),
-                action.timeout,
-            );
-            ActionConfig::Http(action)
-        }
-        RawAction::Command(command) => {
-            let mut problems = Vec::new();
-            let mut action = command_action(command, dir, env, &mut problems);
-            report(&mut v, problems);
-            action.timeout = positive(
-                &mut v,
-                &["action", "timeout"],
-                Some(action.timeout),
-                action.timeout,
-            );
-            ActionConfig::Command(action)
-        }
+        RawAction::Http(http) => ActionConfig::Http(outside_action(
+            &mut v,
+            |problems| http_action(http, dir, env, problems),
+            |action| &mut action.timeout,
+        )),
+        RawAction::Command(command) => ActionConfig::Command(outside_action(
+            &mut v,
+            |problems| command_action(command, dir, env, problems),
+            |action| &mut action.timeout,
+        )),
     };
     let on_success = raw
         .on_success
@@ -187,6 +173,20 @@ pub fn validate(
         return Err(findings);
     }
     Ok(queue)
+}
+
+/// Builds an HTTP or command action, reporting its problems and checking its timeout.
+fn outside_action<A>(
+    v: &mut Validator,
+    build: impl FnOnce(&mut Vec<super::action::ActionProblem>) -> A,
+    timeout: impl FnOnce(&mut A) -> &mut Duration,
+) -> A {
+    let mut problems = Vec::new();
+    let mut action = build(&mut problems);
+    report(v, problems);
+    let limit = timeout(&mut action);
+    *limit = positive(v, &["action", "timeout"], Some(*limit), *limit);
+    action
 }
 
 fn report(v: &mut Validator, problems: Vec<super::action::ActionProblem>) {
