@@ -696,3 +696,72 @@ async fn the_shipped_examples_pass() {
     let done = run_to_end(cmd, Duration::from_secs(120)).await;
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
 }
+
+/// Rows that index condition pushdown rules out inside the engine count as read: a
+/// claim that passes 20,000 of them on its index is a warning.
+#[tokio::test]
+async fn rows_ruled_out_by_index_condition_pushdown() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL, ok INT NOT NULL,
+           attempts INT NOT NULL DEFAULT 0, INDEX state_id_ok (state, id, ok)) ENGINE=InnoDB",
+    )
+    .await;
+    db.fill("job", "id, state, ok", 20_010, |i| {
+        format!("{i}, 'waiting', {}", i32::from(i > 20_000))
+    })
+    .await;
+    db.exec("ANALYZE TABLE job").await;
+    let (_files, path, shown) = jobs_file(
+        r#"select = "SELECT id, attempts FROM job WHERE state = 'waiting' AND ok = 1 ORDER BY id"
+[action]
+type = "sql"
+sql = "DO :id"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed' WHERE id = :id"
+"#,
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (reads, rest) = index_warning(&done, &shown);
+    assert!(reads >= 20_000, "{}", done.stdout);
+    assert!(
+        rest.ends_with(
+            "add INDEX (state, ok, id) to job — the WHERE's equality columns, then the ORDER BY \
+             columns"
+        ),
+        "{rest}"
+    );
+}
+
+/// With a join, the index advice names the main table (through its alias) and only
+/// its own columns.
+#[tokio::test]
+async fn index_advice_for_a_join() {
+    let db = big_job_table(3000, 100, "").await;
+    db.exec(
+        "CREATE TABLE job_detail (job_id INT PRIMARY KEY, ok INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO job_detail SELECT id, 1 FROM job",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(
+        &GOOD
+            .replace(
+                "SELECT id, attempts FROM job WHERE state = 'waiting' AND (retry_at",
+                "SELECT j.id, j.attempts FROM job AS j JOIN job_detail d ON d.job_id = j.id WHERE j.state = 'waiting' AND d.ok = 1 AND (j.retry_at",
+            )
+            .replace("retry_at <= UNIX", "j.retry_at <= UNIX")
+            .replace("ORDER BY id", "ORDER BY j.id"),
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (reads, rest) = index_warning(&done, &shown);
+    assert!(reads > 2900, "{}", done.stdout);
+    assert!(
+        rest.ends_with(
+            "add INDEX (state, id) to job — the WHERE's equality columns, then the ORDER BY \
+             columns"
+        ),
+        "{rest}"
+    );
+}

@@ -106,22 +106,3 @@ async fn engine(conn: &mut Conn, table: &TableRef) -> Result<Option<String>, mys
         Err(e) => Err(e),
     }
 }
-
-/// Roughly how many rows `table` holds (the server's estimate).
-pub async fn table_rows(
-    conn: &mut Conn,
-    table: &TableRef,
-) -> Result<Option<u64>, mysql_async::Error> {
-    let found: Result<Option<Option<u64>>, _> = conn
-        .exec_first(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?",
-            (table.schema.clone(), table.name.clone()),
-        )
-        .await;
-    match found {
-        Ok(rows) => Ok(rows.flatten()),
-        Err(e) if is_statement_error(&e) => Ok(None),
-        Err(e) => Err(e),
-    }
-}

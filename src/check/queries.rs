@@ -1,0 +1,85 @@
+//! Every statement `check` runs of its own, named by intent: the session's handler
+//! counters, and what information_schema says of a table. A question the server
+//! refuses (an unknown table, a missing privilege) is answered `None`; only a lost
+//! connection is an error.
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+
+use crate::database::is_statement_error;
+use crate::sql_shape::TableRef;
+
+/// `Ok(None)` for a question the server refuses; a lost connection stays an error.
+fn refused_is_none<T>(
+    answer: Result<T, mysql_async::Error>,
+) -> Result<Option<T>, mysql_async::Error> {
+    match answer {
+        Ok(answer) => Ok(Some(answer)),
+        Err(e) if is_statement_error(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Rows the session's handlers have examined so far: the `Handler_read_%` counters,
+/// plus the rows index condition pushdown looked at inside the engine and ruled out
+/// (`Handler_icp_attempts` − `Handler_icp_match`, on MariaDB; MySQL has no such
+/// counter, so there the figure is a lower bound).
+pub async fn rows_examined(conn: &mut Conn) -> Result<u64, mysql_async::Error> {
+    let rows: Vec<(String, String)> = conn
+        .query(
+            "SHOW SESSION STATUS WHERE Variable_name LIKE 'Handler_read%' \
+             OR Variable_name IN ('Handler_icp_attempts', 'Handler_icp_match')",
+        )
+        .await?;
+    let (mut read, mut icp_attempts, mut icp_match) = (0u64, 0u64, 0u64);
+    for (name, value) in rows {
+        let value = value.parse::<u64>().unwrap_or(0);
+        match name.to_ascii_lowercase().as_str() {
+            "handler_icp_attempts" => icp_attempts = value,
+            "handler_icp_match" => icp_match = value,
+            _ => read += value,
+        }
+    }
+    Ok(read + icp_attempts.saturating_sub(icp_match))
+}
+
+/// Roughly how many rows `table` holds (the server's estimate).
+pub async fn table_rows(
+    conn: &mut Conn,
+    table: &TableRef,
+) -> Result<Option<u64>, mysql_async::Error> {
+    let found: Option<Option<Option<u64>>> = refused_is_none(
+        conn.exec_first(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?",
+            (table.schema.clone(), table.name.clone()),
+        )
+        .await,
+    )?;
+    Ok(found.flatten().flatten())
+}
+
+/// Each index of `table` with its columns in order.
+pub async fn indexes(
+    conn: &mut Conn,
+    table: &TableRef,
+) -> Result<Vec<(String, Vec<String>)>, mysql_async::Error> {
+    let rows: Vec<(String, String)> = refused_is_none(
+        conn.exec(
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? \
+             ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            (table.schema.clone(), table.name.clone()),
+        )
+        .await,
+    )?
+    .unwrap_or_default();
+    let mut indexes: Vec<(String, Vec<String>)> = Vec::new();
+    for (index, column) in rows {
+        match indexes.last_mut() {
+            Some((name, columns)) if *name == index => columns.push(column),
+            _ => indexes.push((index, vec![column])),
+        }
+    }
+    Ok(indexes)
+}
