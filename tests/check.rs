@@ -765,3 +765,22 @@ async fn index_advice_for_a_join() {
         "{rest}"
     );
 }
+
+/// Outcome SQL on another table (a counter) needs no `:key`: no warning.
+#[tokio::test]
+async fn outcome_sql_on_another_table() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE stats (name VARCHAR(10) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO stats VALUES ('done', 0)",
+    )
+    .await;
+    let (_files, path, _) = jobs_file(&GOOD.replace(
+        "sql = \"UPDATE job SET state = 'done' WHERE id = :id\"",
+        "sql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"UPDATE stats SET n = n + 1 WHERE name = 'done'\"]",
+    ));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
+    let offline = check(&["--offline"], &[&path], None).await;
+    assert_report(&offline, &[], "offline: 0 errors, 0 warnings", 0);
+}

@@ -13,6 +13,7 @@ use crate::config::{ActionConfig, QueueConfig};
 use crate::database::{describe_error, is_statement_error};
 use crate::diagnostic::{Finding, Severity};
 use crate::item::{bind, Item, Outcome};
+use crate::names::statement_path;
 use crate::queue_sql::{claim_sql, BoundStatement, PreparedQueue};
 
 const SAVEPOINT: &str = "SAVEPOINT tableq_check";
@@ -200,11 +201,8 @@ impl Proof<'_> {
             match conn.exec_drop(&bound.statement, params).await {
                 Ok(()) => {}
                 Err(e) if is_statement_error(&e) => {
-                    let index_text = index.to_string();
-                    let mut at = path.to_vec();
-                    if statements.len() > 1 {
-                        at.push(&index_text);
-                    }
+                    let at = statement_path(path, index, statements.len());
+                    let at: Vec<&str> = at.iter().map(String::as_str).collect();
                     return Ok(Path::Stopped(self.statement_failed(&at, &e)));
                 }
                 Err(e) => return Err(e),

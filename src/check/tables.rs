@@ -10,6 +10,7 @@ use mysql_async::Conn;
 use crate::config::{ActionConfig, QueueConfig};
 use crate::database::is_statement_error;
 use crate::diagnostic::{Finding, Severity};
+use crate::names::statement_path;
 use crate::queue_sql::PreparedQueue;
 use crate::sql_shape::{from_tables, statement_target, TableRef};
 use crate::sql_text::ParsedStatement;
@@ -71,12 +72,8 @@ fn tables_of(queue: &QueueConfig, prepared: &PreparedQueue) -> Vec<(Vec<String>,
     }
     let mut targets = |path: &[&str], statements: &[ParsedStatement]| {
         for (index, statement) in statements.iter().enumerate() {
-            let mut at: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-            if statements.len() > 1 {
-                at.push(index.to_string());
-            }
             if let Some(table) = statement_target(&statement.text) {
-                tables.push((at, table));
+                tables.push((statement_path(path, index, statements.len()), table));
             }
         }
     };
