@@ -415,7 +415,7 @@ async fn a_claim_that_locks_nothing() {
         &done,
         &[format!(
             "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: session \
-             B claimed the row session A held (key 1), so every worker would get the same row: \
+             B claimed the row session A held (id = 1), so every worker would get the same row: \
              the claim locks nothing (a select from a derived table or a view that is not \
              merged?) or the server ignores SKIP LOCKED"
         )],
@@ -732,6 +732,35 @@ sql = "UPDATE job SET state = 'failed' WHERE id = :id"
              columns"
         ),
         "{rest}"
+    );
+}
+
+/// A join whose FOR UPDATE also locks a shared row of another table makes workers
+/// take turns: the self-test's second session gets nothing, and a warning says so.
+#[tokio::test]
+async fn a_join_that_locks_a_shared_row() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE cfg (id INT PRIMARY KEY, enabled INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO cfg VALUES (1, 1)",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace(
+        "SELECT id, attempts FROM job WHERE state = 'waiting' AND",
+        "SELECT job.id, job.attempts FROM job JOIN cfg ON cfg.id = 1 WHERE cfg.enabled = 1 AND job.state = 'waiting' AND",
+    ).replace("ORDER BY id", "ORDER BY job.id"));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:1: queue jobs: warning: workers would take turns: in the two-session \
+             SKIP LOCKED self-test, session B claimed nothing while session A held one row, \
+             although 3 rows are waiting — the claim also locks the rows it joins from cfg, \
+             so one worker's claim blocks the others; test cfg in an `EXISTS (SELECT …)` \
+             subquery instead of joining it"
+        )],
+        ": 0 errors, 1 warning",
+        0,
     );
 }
 

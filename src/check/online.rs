@@ -172,22 +172,11 @@ async fn deeper(
         return Ok(findings);
     }
     let skip_locked = self_test::skip_locked(queue, opts, prepared).await?;
-    if let SelfTest::Failed(why) = &skip_locked {
-        findings.push(queue.finding(
-            Severity::Error,
-            &["select"],
-            format!("the two-session SKIP LOCKED self-test failed: {why}"),
-        ));
-    }
+    findings.extend(skip_locked.finding(queue));
     findings.extend(index::claim_cost(conn, queue, prepared).await?);
     let proof = proof::leaves_the_query(conn, queue, prepared).await?;
     match (skip_locked, proof) {
-        (SelfTest::NoRow, None) | (SelfTest::Passed, None) => findings.push(queue.finding(
-            Severity::Warning,
-            &["select"],
-            "not proven: queue is empty — with no row waiting, neither the leave-the-query proof \
-             nor the two-session SKIP LOCKED self-test could run; check again when a row is waiting",
-        )),
+        (SelfTest::Failed(_), None) => {}
         (SelfTest::NoRow, Some(proved)) => {
             findings.push(queue.finding(
                 Severity::Warning,
@@ -197,7 +186,12 @@ async fn deeper(
             findings.extend(proved);
         }
         (_, Some(proved)) => findings.extend(proved),
-        (SelfTest::Failed(_), None) => {}
+        (_, None) => findings.push(queue.finding(
+            Severity::Warning,
+            &["select"],
+            "not proven: queue is empty — with no row waiting, neither the leave-the-query proof \
+             nor the two-session SKIP LOCKED self-test could run; check again when a row is waiting",
+        )),
     }
     conn.query_drop("ROLLBACK").await?;
     Ok(findings)

@@ -1,13 +1,24 @@
-//! Every statement `check` runs of its own, named by intent: the session's handler
-//! counters, and what information_schema says of a table. A question the server
-//! refuses (an unknown table, a missing privilege) is answered `None`; only a lost
-//! connection is an error.
+//! Every statement `check` runs of its own, named by intent: the session's lock wait
+//! and handler counters, what information_schema says of a table, and counts of
+//! waiting rows read without locking. A question the server refuses (an unknown
+//! table, a missing privilege) is answered `None`; only a lost connection is an error.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::Conn;
+use mysql_async::{Conn, Params, Statement, Value};
 
 use crate::database::is_statement_error;
 use crate::sql_shape::TableRef;
+use crate::sql_text::ParsedStatement;
+
+/// How long check's statements wait for a row lock a running transaction holds
+/// before giving up (the server's default is 50 s).
+pub const LOCK_WAIT_SECONDS: u32 = 5;
+
+/// Makes the session give up on a row lock after `seconds`.
+pub async fn limit_lock_waits(conn: &mut Conn, seconds: u32) -> Result<(), mysql_async::Error> {
+    conn.query_drop(format!("SET SESSION innodb_lock_wait_timeout = {seconds}"))
+        .await
+}
 
 /// `Ok(None)` for a question the server refuses; a lost connection stays an error.
 fn refused_is_none<T>(
@@ -82,4 +93,66 @@ pub async fn indexes(
         }
     }
     Ok(indexes)
+}
+
+/// Counts the rows the select returns right now that have given values in some of
+/// its columns — without locking, so rows that running workers hold count too.
+pub struct WaitingRows {
+    statement: Statement,
+    select_params: Vec<Value>,
+}
+
+impl WaitingRows {
+    /// Prepares `SELECT COUNT(*) FROM (<select>) WHERE <column> <=> ? AND …` for
+    /// `columns` (none: every waiting row). `select_params` are the select's own.
+    pub async fn prepare(
+        conn: &mut Conn,
+        select: &ParsedStatement,
+        select_params: &Params,
+        columns: &[&str],
+    ) -> Result<WaitingRows, mysql_async::Error> {
+        let conditions: Vec<String> = columns
+            .iter()
+            .map(|c| format!("tableq_check.{} <=> ?", quote_identifier(c)))
+            .collect();
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT COUNT(*) FROM ({}) AS tableq_check{filter}",
+            select.positional
+        );
+        Ok(WaitingRows {
+            statement: conn.prep(sql).await?,
+            select_params: match select_params {
+                Params::Positional(values) => values.clone(),
+                _ => Vec::new(),
+            },
+        })
+    }
+
+    /// How many waiting rows have `values` in the prepared columns.
+    pub async fn count(
+        &self,
+        conn: &mut Conn,
+        values: &[Value],
+    ) -> Result<u64, mysql_async::Error> {
+        let mut params = self.select_params.clone();
+        params.extend_from_slice(values);
+        let params = if params.is_empty() {
+            Params::Empty
+        } else {
+            Params::Positional(params)
+        };
+        Ok(conn
+            .exec_first::<u64, _, _>(&self.statement, params)
+            .await?
+            .unwrap_or(0))
+    }
+}
+
+fn quote_identifier(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
 }

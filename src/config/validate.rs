@@ -300,7 +300,11 @@ fn select_statement(v: &mut Validator, text: &str) -> Option<ParsedStatement> {
         if has(&[set_op]) {
             v.error(
                 &["select"],
-                format!("`select` uses {set_op}: rows of a {set_op} cannot be locked; select from one table (joins are fine)"),
+                format!(
+                    "`select` uses {set_op}: rows of a {set_op} cannot be locked; select from the \
+                     queue's table (a join locks the rows it joins too: test other tables in an \
+                     `EXISTS (SELECT …)` subquery)"
+                ),
             );
         }
     }
