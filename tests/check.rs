@@ -413,13 +413,20 @@ async fn a_claim_that_locks_nothing() {
     let done = check(&[], &[&path], Some(&db.url)).await;
     assert_report(
         &done,
-        &[format!(
-            "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: session \
-             B claimed the row session A held (id = 1), so every worker would get the same row: \
-             the claim locks nothing (a select from a derived table or a view that is not \
-             merged?) or the server ignores SKIP LOCKED"
-        )],
-        ": 1 error, 0 warnings",
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
+                 session B claimed the row session A held (id = 1), so every worker would get \
+                 the same row: the claim locks nothing (a select from a derived table or a view \
+                 that is not merged?) or the server ignores SKIP LOCKED"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: check runs the leave-the-query \
+                 proof only on a claim that locks its row; one that locks nothing may read a \
+                 table whose changes survive ROLLBACK"
+            ),
+        ],
+        ": 1 error, 1 warning",
         1,
     );
 }
@@ -697,6 +704,83 @@ async fn the_shipped_examples_pass() {
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
 }
 
+/// Every row of the job table, to compare before and after check.
+type JobRow = (i32, String, i32, Option<i64>);
+
+/// A view over a MyISAM table is an error naming the table behind the view, and check
+/// runs none of the queue's SQL through it: the table is unchanged.
+#[tokio::test]
+async fn a_view_over_a_table_that_is_not_innodb() {
+    let db = job_db().await;
+    db.exec(
+        "ALTER TABLE job ENGINE = MyISAM; RENAME TABLE job TO job_data;
+         CREATE VIEW job AS SELECT * FROM job_data",
+    )
+    .await;
+    let all = "SELECT id, state, attempts, retry_at FROM job_data ORDER BY id";
+    let before: Vec<JobRow> = db.rows(all).await;
+    let (_files, path, shown) = jobs_file(GOOD);
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: table job_data (behind view job) uses the MyISAM \
+                 engine: tableq needs InnoDB, for the row locks SKIP LOCKED skips and a \
+                 transaction that rolls back (ALTER TABLE job_data ENGINE = InnoDB)"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: check runs the SKIP LOCKED \
+                 self-test and the leave-the-query proof only when every table is InnoDB, \
+                 where its changes roll back"
+            ),
+        ],
+        ": 1 error, 1 warning",
+        1,
+    );
+    assert_eq!(db.rows::<JobRow>(all).await, before);
+}
+
+/// When the self-test finds that the claim locks nothing, check does not run the
+/// queue's SQL: a procedure writing to a MyISAM table is never called.
+#[tokio::test]
+async fn no_proof_after_the_self_test_failed() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE sent_log (job_id INT NOT NULL) ENGINE=MyISAM;
+         CREATE PROCEDURE log_it(p INT) INSERT INTO sent_log VALUES (p)",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(
+        &GOOD
+            .replace(
+                "FROM job WHERE",
+                "FROM (SELECT id, attempts, state, retry_at FROM job GROUP BY id) AS j WHERE",
+            )
+            .replace("DO :id", "CALL log_it(:id)"),
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
+                 session B claimed the row session A held (id = 1), so every worker would get \
+                 the same row: the claim locks nothing (a select from a derived table or a view \
+                 that is not merged?) or the server ignores SKIP LOCKED"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: check runs the leave-the-query \
+                 proof only on a claim that locks its row; one that locks nothing may read a \
+                 table whose changes survive ROLLBACK"
+            ),
+        ],
+        ": 1 error, 1 warning",
+        1,
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM sent_log").await, 0);
+}
+
 /// Rows that index condition pushdown rules out inside the engine count as read: a
 /// claim that passes 20,000 of them on its index is a warning.
 #[tokio::test]
@@ -812,4 +896,35 @@ async fn outcome_sql_on_another_table() {
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
     let offline = check(&["--offline"], &[&path], None).await;
     assert_report(&offline, &[], "offline: 0 errors, 0 warnings", 0);
+}
+
+/// A view whose tables check cannot list surely (here, one built on a WITH) is a
+/// warning, and the proof does not run through it.
+#[tokio::test]
+async fn a_view_check_cannot_see_through() {
+    let db = job_db().await;
+    db.exec(
+        "RENAME TABLE job TO job_data;
+         CREATE VIEW job AS WITH j AS (SELECT * FROM job_data) SELECT * FROM j",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace("UPDATE job ", "UPDATE job_data "));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
+                 session B claimed the row session A held (id = 1), so every worker would get \
+                 the same row: the claim locks nothing (a select from a derived table or a view \
+                 that is not merged?) or the server ignores SKIP LOCKED"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: job is a view; check cannot tell \
+                 which engine it writes to, so it runs none of the queue's SQL"
+            ),
+        ],
+        ": 1 error, 1 warning",
+        1,
+    );
 }

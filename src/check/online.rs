@@ -9,6 +9,7 @@ use mysql_async::Opts;
 
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
+use super::tables::Engines;
 use super::{index, offline, proof, self_test, tables, CheckOptions};
 use crate::config::QueueConfig;
 use crate::database::{connect, describe_error, is_statement_error, parse_database_url};
@@ -160,9 +161,10 @@ async fn deeper(
 ) -> Result<Vec<Finding>, mysql_async::Error> {
     let conn = &mut session.conn;
     let prepared = &session.prepared;
-    let mut findings = tables::not_innodb(conn, queue, prepared).await?;
-    if !findings.is_empty() {
+    let engines = tables::engines(conn, queue, prepared).await?;
+    if !engines.not_innodb.is_empty() {
         // Changes to such a table survive ROLLBACK: never run the queue's SQL on it.
+        let mut findings = engines.not_innodb;
         findings.push(queue.finding(
             Severity::Warning,
             &["select"],
@@ -171,22 +173,25 @@ async fn deeper(
         ));
         return Ok(findings);
     }
-    let skip_locked = self_test::skip_locked(queue, opts, prepared).await?;
-    findings.extend(skip_locked.finding(queue));
+    let self_test = self_test::skip_locked(queue, opts, prepared).await?;
+    let mut findings: Vec<Finding> = self_test.finding(queue).into_iter().collect();
     findings.extend(index::claim_cost(conn, queue, prepared).await?);
-    let proof = proof::leaves_the_query(conn, queue, prepared).await?;
-    match (skip_locked, proof) {
-        (SelfTest::Failed(_), None) => {}
-        (SelfTest::NoRow, Some(proved)) => {
-            findings.push(queue.finding(
-                Severity::Warning,
-                &["select"],
-                "the two-session SKIP LOCKED self-test could not run: no row was waiting",
-            ));
+    if let Some(not_proven) = proof_not_run(queue, &engines, &self_test) {
+        findings.push(not_proven);
+        return Ok(findings);
+    }
+    match proof::leaves_the_query(conn, queue, prepared).await? {
+        Some(proved) => {
+            if self_test == SelfTest::NoRow {
+                findings.push(queue.finding(
+                    Severity::Warning,
+                    &["select"],
+                    "the two-session SKIP LOCKED self-test could not run: no row was waiting",
+                ));
+            }
             findings.extend(proved);
         }
-        (_, Some(proved)) => findings.extend(proved),
-        (_, None) => findings.push(queue.finding(
+        None => findings.push(queue.finding(
             Severity::Warning,
             &["select"],
             "not proven: queue is empty — with no row waiting, neither the leave-the-query proof \
@@ -195,4 +200,28 @@ async fn deeper(
     }
     conn.query_drop("ROLLBACK").await?;
     Ok(findings)
+}
+
+/// Why the leave-the-query proof must not run, if it must not: its changes might
+/// not roll back.
+fn proof_not_run(queue: &QueueConfig, engines: &Engines, self_test: &SelfTest) -> Option<Finding> {
+    if let Some((path, view)) = engines.unsure_views.first() {
+        let at: Vec<&str> = path.iter().map(String::as_str).collect();
+        return Some(queue.finding(
+            Severity::Warning,
+            &at,
+            format!(
+                "not proven: {view} is a view; check cannot tell which engine it writes to, so \
+                 it runs none of the queue's SQL"
+            ),
+        ));
+    }
+    matches!(self_test, SelfTest::Failed(_)).then(|| {
+        queue.finding(
+            Severity::Warning,
+            &["select"],
+            "not proven: check runs the leave-the-query proof only on a claim that locks its \
+             row; one that locks nothing may read a table whose changes survive ROLLBACK",
+        )
+    })
 }

@@ -1,5 +1,5 @@
 //! Every statement `check` runs of its own, named by intent: the session's lock wait
-//! and handler counters, what information_schema says of a table, and counts of
+//! and handler counters, what information_schema says of a table or a view, and counts of
 //! waiting rows read without locking. A question the server refuses (an unknown
 //! table, a missing privilege) is answered `None`; only a lost connection is an error.
 
@@ -52,6 +52,80 @@ pub async fn rows_examined(conn: &mut Conn) -> Result<u64, mysql_async::Error> {
         }
     }
     Ok(read + icp_attempts.saturating_sub(icp_match))
+}
+
+/// What information_schema calls a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableKind {
+    /// A base table and its engine.
+    Base(String),
+    View,
+    /// A sequence, a system view, …: nothing check judges.
+    Other,
+}
+
+/// What `table` is; `None` when there is no such table (a CTE's name, an alias).
+pub async fn table_kind(
+    conn: &mut Conn,
+    table: &TableRef,
+) -> Result<Option<TableKind>, mysql_async::Error> {
+    let found: Option<Option<(String, Option<String>)>> = refused_is_none(
+        conn.exec_first(
+            "SELECT TABLE_TYPE, ENGINE FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?",
+            (table.schema.clone(), table.name.clone()),
+        )
+        .await,
+    )?;
+    Ok(found.flatten().map(|(kind, engine)| match kind.as_str() {
+        "BASE TABLE" => TableKind::Base(engine.unwrap_or_default()),
+        "VIEW" => TableKind::View,
+        _ => TableKind::Other,
+    }))
+}
+
+/// The tables and views `view` reads, from information_schema.VIEW_TABLE_USAGE
+/// (MySQL ≥ 8.0.13); `None` where the server has no such table, or lists nothing.
+pub async fn tables_a_view_uses(
+    conn: &mut Conn,
+    view: &TableRef,
+) -> Result<Option<Vec<TableRef>>, mysql_async::Error> {
+    let rows: Option<Vec<(String, String)>> = refused_is_none(
+        conn.exec(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEW_TABLE_USAGE \
+             WHERE VIEW_SCHEMA = COALESCE(?, DATABASE()) AND VIEW_NAME = ?",
+            (view.schema.clone(), view.name.clone()),
+        )
+        .await,
+    )?;
+    Ok(rows.filter(|rows| !rows.is_empty()).map(|rows| {
+        rows.into_iter()
+            .map(|(schema, name)| TableRef {
+                schema: Some(schema),
+                name,
+            })
+            .collect()
+    }))
+}
+
+/// A view's schema and its definition as the server keeps it (names qualified with
+/// their schema); `None` when it cannot be read (no SHOW VIEW privilege).
+pub async fn view_definition(
+    conn: &mut Conn,
+    view: &TableRef,
+) -> Result<Option<(String, String)>, mysql_async::Error> {
+    let found: Option<Option<(String, Option<String>)>> = refused_is_none(
+        conn.exec_first(
+            "SELECT TABLE_SCHEMA, VIEW_DEFINITION FROM information_schema.VIEWS \
+             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?",
+            (view.schema.clone(), view.name.clone()),
+        )
+        .await,
+    )?;
+    Ok(found
+        .flatten()
+        .and_then(|(schema, definition)| Some((schema, definition?)))
+        .filter(|(_, definition)| !definition.trim().is_empty()))
 }
 
 /// Roughly how many rows `table` holds (the server's estimate).

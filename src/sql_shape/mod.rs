@@ -11,7 +11,9 @@ use lex::{
     clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, qualified_column_ref, split_top,
     Lex,
 };
-pub use tables::{from_tables, from_tables_aliased, statement_target, FromTable, TableRef};
+pub use tables::{
+    from_tables, from_tables_aliased, statement_target, tables_read, FromTable, TableRef,
+};
 
 const AFTER_WHERE: &[&str] = &["GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK"];
 

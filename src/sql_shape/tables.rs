@@ -1,6 +1,6 @@
 //! The tables a statement names: a select's FROM (with the aliases it reads them
-//! by), and the table an `UPDATE`/`DELETE`/`INSERT` writes to — each answering less
-//! rather than guessing.
+//! by), the table an `UPDATE`/`DELETE`/`INSERT` writes to, and every table a view's
+//! definition reads — each answering less rather than guessing.
 
 use super::lex::{clause, find_top, ident, is_any_kw, is_kw, lex, Lex};
 use super::AFTER_WHERE;
@@ -178,6 +178,121 @@ pub fn statement_target(sql: &str) -> Option<TableRef> {
     table_name(rest).map(|(table, _)| table)
 }
 
+/// Every table a select (a view's definition) reads: after FROM, JOIN or a comma of
+/// a table list, at any depth — subqueries and parenthesized joins included.
+/// `None` when it cannot be sure it has them all: a `WITH`, a table function
+/// (`JSON_TABLE(…)`), `LATERAL`, or no table at all.
+pub fn tables_read(select: &str) -> Option<Vec<TableRef>> {
+    let lexes = lex(select);
+    let mut scan = Scan {
+        frames: vec![Frame {
+            query: true,
+            in_from: false,
+        }],
+        expect_table: false,
+        tables: Vec::new(),
+    };
+    let mut i = 0;
+    while i < lexes.len() {
+        i = scan.step(&lexes, i)?;
+    }
+    (!scan.tables.is_empty()).then_some(scan.tables)
+}
+
+/// What a parenthesis opened, for [`tables_read`].
+#[derive(Clone, Copy)]
+struct Frame {
+    /// A query (the statement, or a subquery): its FROM names tables. Not so inside
+    /// an expression (`EXTRACT(YEAR FROM d)`).
+    query: bool,
+    /// Between FROM and the end of the table list.
+    in_from: bool,
+}
+
+/// Where [`tables_read`] is in a statement.
+struct Scan {
+    frames: Vec<Frame>,
+    /// The next name is a table's.
+    expect_table: bool,
+    tables: Vec<TableRef>,
+}
+
+/// Words that end a table list.
+const LIST_ENDS: &[&str] = &[
+    "WHERE",
+    "GROUP",
+    "HAVING",
+    "WINDOW",
+    "ORDER",
+    "LIMIT",
+    "FOR",
+    "LOCK",
+    "INTO",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "SELECT",
+];
+
+impl Scan {
+    /// Reads the lex at `i`: where to go on from, or `None` to give up.
+    fn step(&mut self, lexes: &[Lex], i: usize) -> Option<usize> {
+        let lex = &lexes[i];
+        let frame = *self.frames.last()?;
+        match lex {
+            _ if is_any_kw(lex, &["WITH", "LATERAL"]) => return None,
+            Lex::Punct("(") => self.open(lexes.get(i + 1)),
+            Lex::Punct(")") => {
+                self.frames.pop();
+                self.frames.last()?;
+                self.expect_table = false;
+            }
+            _ if !frame.query => {}
+            _ if is_kw(lex, "FROM") => self.table_list(true),
+            _ if is_any_kw(lex, LIST_ENDS) => self.table_list(false),
+            _ if !frame.in_from => {}
+            _ if is_any_kw(lex, &["JOIN", "STRAIGHT_JOIN"]) => self.expect_table = true,
+            Lex::Punct(",") => self.expect_table = true,
+            _ if is_any_kw(lex, &["ON", "USING"]) => self.expect_table = false,
+            _ if self.expect_table => return self.table(lexes, i),
+            _ => {}
+        }
+        Some(i + 1)
+    }
+
+    /// A parenthesis opens a subquery, a join nested in a table list (`FROM (a JOIN
+    /// b ON …)`), or an expression.
+    fn open(&mut self, next: Option<&Lex>) {
+        let subquery = next.is_some_and(|l| is_any_kw(l, &["SELECT", "VALUES"]));
+        let nested_join = self.expect_table && !subquery;
+        self.frames.push(Frame {
+            query: subquery || nested_join,
+            in_from: nested_join,
+        });
+        self.expect_table = nested_join;
+    }
+
+    fn table_list(&mut self, starts: bool) {
+        if let Some(frame) = self.frames.last_mut() {
+            frame.in_from = starts;
+        }
+        self.expect_table = starts;
+    }
+
+    /// The table named at `i`; `None` for what is not a plain table name.
+    fn table(&mut self, lexes: &[Lex], i: usize) -> Option<usize> {
+        let (table, len) = table_name(&lexes[i..])?;
+        if lexes.get(i + len) == Some(&Lex::Punct("(")) {
+            return None; // a table function
+        }
+        if !table.name.eq_ignore_ascii_case("DUAL") {
+            self.tables.push(table);
+        }
+        self.expect_table = false;
+        Some(i + len)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +341,34 @@ mod tests {
         assert_eq!(called, ["j", "cfg", "d", "o"]);
         assert_eq!(aliased[2].table, t(Some("shop"), "detail"));
         assert!(aliased[0].is_called("J") && !aliased[0].is_called("job"));
+    }
+
+    #[test]
+    fn reads_every_table_of_a_view_definition_or_says_it_cannot() {
+        // MariaDB's own rendering of a view with a join and a subquery.
+        assert_eq!(
+            tables_read(
+                "select `x`.`t`.`id` AS `id`, extract(year from `x`.`t`.`d`) AS `y` from \
+                 (`x`.`t` join `x`.`u` on(`x`.`t`.`id` = `x`.`u`.`id`)) where `x`.`t`.`s` = 'w' \
+                 and exists(select 1 from `x`.`w`, `x`.`z` where 1)"
+            ),
+            Some(vec![
+                t(Some("x"), "t"),
+                t(Some("x"), "u"),
+                t(Some("x"), "w"),
+                t(Some("x"), "z")
+            ])
+        );
+        assert_eq!(
+            tables_read("select a from t1 union select b from (select b from t2) d"),
+            Some(vec![t(None, "t1"), t(None, "t2")])
+        );
+        assert_eq!(tables_read("select 1 AS `one`"), None);
+        assert_eq!(tables_read("select 1 from dual"), None);
+        assert_eq!(tables_read("with q as (select 1) select * from q"), None);
+        assert_eq!(
+            tables_read("select * from json_table('[]', '$[*]' columns (a int path '$')) j"),
+            None
+        );
     }
 }
