@@ -704,8 +704,21 @@ async fn the_shipped_examples_pass() {
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
 }
 
+/// A connection that holds `sql`'s row locks in an open transaction until dropped
+/// or rolled back: a running worker, for check to meet.
+async fn hold_locks(db: &TestDb, sql: &str) -> mysql_async::Conn {
+    use mysql_async::prelude::Queryable;
+    let mut conn = db.conn().await;
+    conn.query_drop("BEGIN").await.unwrap();
+    conn.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    conn
+}
+
 /// Every row of the job table, to compare before and after check.
 type JobRow = (i32, String, i32, Option<i64>);
+const ALL_JOBS: &str = "SELECT id, state, attempts, retry_at FROM job ORDER BY id";
 
 /// A view over a MyISAM table is an error naming the table behind the view, and check
 /// runs none of the queue's SQL through it: the table is unchanged.
@@ -779,6 +792,120 @@ async fn no_proof_after_the_self_test_failed() {
         1,
     );
     assert_eq!(db.count("SELECT COUNT(*) FROM sent_log").await, 0);
+}
+
+/// A procedure that COMMITs is an error, and its work is not committed: the proof
+/// runs inside an XA transaction, where a COMMIT fails instead.
+#[tokio::test]
+async fn a_procedure_that_commits() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE sent (job_id INT NOT NULL) ENGINE=InnoDB;
+         CREATE PROCEDURE send_it(p INT) BEGIN INSERT INTO sent VALUES (p); COMMIT; END",
+    )
+    .await;
+    let before: Vec<JobRow> = db.rows(ALL_JOBS).await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace("DO :id", "CALL send_it(:id)"));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:4: queue jobs: error: `action.sql` commits: tableq runs it inside the \
+             item's transaction and commits that itself, once the outcome SQL has run (check's \
+             transaction refused the commit: ERROR 1399); remove the COMMIT, or the statement \
+             that commits implicitly, from what it calls"
+        )],
+        ": 1 error, 0 warnings",
+        1,
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM sent").await, 0);
+    assert_eq!(db.rows::<JobRow>(ALL_JOBS).await, before);
+}
+
+/// A `key` shared by several waiting rows, or NULL, is a warning and not a false
+/// error: the self-test compares whole rows, and the proof does not run on it.
+#[tokio::test]
+async fn a_key_that_is_not_unique_or_null() {
+    let db = job_db().await;
+    let files = QueueFiles::new();
+    let shared = files.write("shared.toml", &format!("key = \"attempts\"\n{GOOD}"));
+    let null = files.write(
+        "null.toml",
+        &format!(
+            "key = \"retry_at\"\n{}",
+            GOOD.replace(
+                "SELECT id, attempts FROM",
+                "SELECT id, attempts, retry_at FROM"
+            )
+        ),
+    );
+    let done = check(&[], &[&files.path()], Some(&db.url)).await;
+    let advice = "set `key` to a column that identifies one row (unique, and never NULL)";
+    // Outcome SQL by `id` is not by the key: true, given the key.
+    let not_by = |file: &Path, line: usize, path: &str, key: &str| {
+        format!(
+            "{}:{line}: queue {}: warning: `{path}` does not touch the item's row by its key (no \
+             `:{key}` in its WHERE): a range of rows here locks rows other workers hold, and \
+             deadlocks against them; write `WHERE {key} = :{key}`",
+            file.display(),
+            file.file_stem().unwrap().to_string_lossy()
+        )
+    };
+    assert_report(
+        &done,
+        &[
+            not_by(&null, 7, "on_success.sql", "retry_at"),
+            not_by(&null, 9, "on_failure.sql", "retry_at"),
+            format!(
+                "{}:1: queue null: warning: not proven: `key` retry_at is NULL on a waiting \
+                 row; {advice}",
+                null.display()
+            ),
+            not_by(&shared, 7, "on_success.sql", "attempts"),
+            not_by(&shared, 9, "on_failure.sql", "attempts"),
+            format!(
+                "{}:1: queue shared: warning: not proven: `key` attempts is not unique among \
+                 waiting rows (3 rows have attempts = 0); {advice}",
+                shared.display()
+            ),
+        ],
+        ": 0 errors, 6 warnings",
+        0,
+    );
+}
+
+/// A lock held by a running transaction is a warning on the statement that waited
+/// for it, after a short wait — not a lost connection.
+#[tokio::test]
+async fn a_lock_held_by_a_running_transaction() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE stats (name VARCHAR(10) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO stats VALUES ('done', 0)",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace(
+        "sql = \"UPDATE job SET state = 'done' WHERE id = :id\"",
+        "sql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"UPDATE stats SET n = n + 1 WHERE name = 'done'\"]",
+    ));
+    let mut worker = hold_locks(&db, "SELECT * FROM stats FOR UPDATE").await;
+    let started = std::time::Instant::now();
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    let waited = started.elapsed();
+    mysql_async::prelude::Queryable::query_drop(&mut worker, "ROLLBACK")
+        .await
+        .unwrap();
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:6: queue jobs: warning: not proven: a running transaction held a lock the \
+             proof needed (`on_success.sql` waited for it: ERROR 1205 (HY000): Lock wait \
+             timeout exceeded; try restarting transaction); check again"
+        )],
+        ": 0 errors, 1 warning",
+        0,
+    );
+    assert!(waited < Duration::from_secs(30), "check waited {waited:?}");
 }
 
 /// Rows that index condition pushdown rules out inside the engine count as read: a
@@ -879,6 +1006,55 @@ async fn index_advice_for_a_join() {
     );
 }
 
+/// The proof's sample parameters are as big as real ones: a long `:error` and, for
+/// an HTTP or command action, 64 KiB of `:output` — too big for a short column.
+#[tokio::test]
+async fn sample_parameters_as_big_as_real_ones() {
+    let db = job_db().await;
+    db.exec("ALTER TABLE job ADD last_error VARCHAR(20) NULL, ADD output TEXT NULL")
+        .await;
+    let files = QueueFiles::new();
+    let error = files.write(
+        "error.toml",
+        &GOOD.replace(
+            "retry_at = UNIX_TIMESTAMP() + 60 WHERE",
+            "retry_at = UNIX_TIMESTAMP() + 60, last_error = :error WHERE",
+        ),
+    );
+    let output = files.write(
+        "output.toml",
+        &GOOD
+            .replace(
+                "type = \"sql\"\nsql = \"DO :id\"",
+                "type = \"command\"\ncommand = [\"/bin/true\"]",
+            )
+            .replace(
+                "SET state = 'done' WHERE",
+                "SET state = 'done', output = :output WHERE",
+            ),
+    );
+    let done = check(&[], &[&files.path()], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{}:8: queue error: error: `on_failure.sql` fails on row id = 1: ERROR 1406 \
+                 (22001): Data too long for column 'last_error' at row 1; the item would be \
+                 rolled back and come straight back",
+                error.display()
+            ),
+            format!(
+                "{}:6: queue output: error: `on_success.sql` fails on row id = 1: ERROR 1406 \
+                 (22001): Data too long for column 'output' at row 1; the item would be rolled \
+                 back and come straight back",
+                output.display()
+            ),
+        ],
+        ": 2 errors, 0 warnings",
+        1,
+    );
+}
+
 /// Outcome SQL on another table (a counter) needs no `:key`: no warning.
 #[tokio::test]
 async fn outcome_sql_on_another_table() {
@@ -896,6 +1072,38 @@ async fn outcome_sql_on_another_table() {
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
     let offline = check(&["--offline"], &[&path], None).await;
     assert_report(&offline, &[], "offline: 0 errors, 0 warnings", 0);
+}
+
+/// A select whose columns do not tell rows apart gets a warning that the self-test
+/// cannot tell session B's row from session A's — not a false SKIP LOCKED failure.
+#[tokio::test]
+async fn rows_the_select_cannot_tell_apart() {
+    let db = job_db().await;
+    let by_values = "WHERE state = :state AND attempts = :attempts ORDER BY id LIMIT 1";
+    let (_files, path, shown) = jobs_file(
+        &GOOD
+            .replace("SELECT id, attempts FROM", "SELECT state, attempts FROM")
+            .replace("DO :id", "DO :state")
+            .replace("WHERE id = :id", by_values),
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: warning: the two-session SKIP LOCKED self-test cannot \
+                 tell session B's row from session A's: 3 waiting rows have the same value in \
+                 every column the select returns; return the table's primary key too"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: `key` state is not unique among \
+                 waiting rows (3 rows have state = waiting); set `key` to a column that \
+                 identifies one row (unique, and never NULL)"
+            ),
+        ],
+        ": 0 errors, 2 warnings",
+        0,
+    );
 }
 
 /// A view whose tables check cannot list surely (here, one built on a WITH) is a

@@ -7,12 +7,15 @@ use std::collections::BTreeMap;
 use mysql_async::prelude::Queryable;
 use mysql_async::Opts;
 
+use super::queries;
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
 use super::tables::Engines;
 use super::{index, offline, proof, self_test, tables, CheckOptions};
 use crate::config::QueueConfig;
-use crate::database::{connect, describe_error, is_statement_error, parse_database_url};
+use crate::database::{
+    connect, describe_error, is_expected_contention, is_statement_error, parse_database_url,
+};
 use crate::diagnostic::{Finding, Severity};
 use crate::names::key_name;
 use crate::session::{OpenError, Session};
@@ -60,51 +63,25 @@ pub async fn check_queue(
     servers: &mut Servers,
 ) -> Vec<Finding> {
     let mut findings: Vec<Finding> = offline::missing_on_failure(queue).into_iter().collect();
-    let Some(url) = queue
-        .database_url
-        .as_deref()
-        .or(options.database_url.as_deref())
-    else {
-        findings.push(queue.finding(
-            Severity::Error,
-            &[],
-            "no database: set `database_url`, pass --database-url or TABLEQ_DATABASE_URL, or use --offline",
-        ));
-        return findings;
-    };
-    let opts = match parse_database_url(url) {
-        Ok(opts) => opts,
-        Err(e) => {
-            findings.push(queue.finding(Severity::Error, &["database_url"], e.to_string()));
+    let (url, opts) = match database(queue, options) {
+        Ok(database) => database,
+        Err(finding) => {
+            findings.push(finding);
             return findings;
         }
-    };
-    let unreachable = |error: String| {
-        queue.finding(
-            Severity::Error,
-            &["database_url"],
-            format!("cannot reach the database: {error}"),
-        )
     };
     let facts = match servers.facts(url, &opts).await {
         Ok(facts) => facts,
         Err(error) => {
-            findings.push(unreachable(error));
+            findings.push(unreachable(queue, &error));
             return findings;
         }
     };
     findings.extend(server_findings(queue, &facts, options.allow_multi_primary));
     let mut session = match Session::open(queue, &opts).await {
         Ok(session) => session,
-        Err(OpenError::Invalid(invalid)) => {
-            findings.extend(invalid);
-            if let Some(key) = key_name(queue) {
-                findings.extend(offline::outcome_not_by_key(queue, &key));
-            }
-            return findings;
-        }
-        Err(OpenError::Unreachable(error)) => {
-            findings.push(unreachable(error));
+        Err(e) => {
+            findings.extend(not_opened(queue, e));
             return findings;
         }
     };
@@ -114,25 +91,87 @@ pub async fn check_queue(
     }
     match deeper(queue, &opts, &mut session).await {
         Ok(more) => findings.extend(more),
-        Err(e) if is_statement_error(&e) => findings.push(queue.finding(
+        Err(e) => findings.push(stopped(queue, &e)),
+    }
+    // Ends whatever check left open, XA transactions included: the server rolls
+    // back a session's transaction when the session ends.
+    let _ = session.conn.disconnect().await;
+    findings
+}
+
+/// The queue's database URL and its options, or why there are none.
+fn database<'a>(
+    queue: &'a QueueConfig,
+    options: &'a CheckOptions,
+) -> Result<(&'a str, Opts), Finding> {
+    let Some(url) = queue
+        .database_url
+        .as_deref()
+        .or(options.database_url.as_deref())
+    else {
+        return Err(queue.finding(
+            Severity::Error,
+            &[],
+            "no database: set `database_url`, pass --database-url or TABLEQ_DATABASE_URL, or use --offline",
+        ));
+    };
+    match parse_database_url(url) {
+        Ok(opts) => Ok((url, opts)),
+        Err(e) => Err(queue.finding(Severity::Error, &["database_url"], e.to_string())),
+    }
+}
+
+fn unreachable(queue: &QueueConfig, error: &str) -> Finding {
+    queue.finding(
+        Severity::Error,
+        &["database_url"],
+        format!("cannot reach the database: {error}"),
+    )
+}
+
+/// Why a worker's session could not be opened, as `run` would say at start.
+fn not_opened(queue: &QueueConfig, e: OpenError) -> Vec<Finding> {
+    match e {
+        OpenError::Invalid(mut invalid) => {
+            if let Some(key) = key_name(queue) {
+                invalid.extend(offline::outcome_not_by_key(queue, &key));
+            }
+            invalid
+        }
+        OpenError::Unreachable(error) => vec![unreachable(queue, &error)],
+    }
+}
+
+/// Why the deeper checks stopped part way.
+fn stopped(queue: &QueueConfig, e: &mysql_async::Error) -> Finding {
+    if is_expected_contention(e) {
+        return queue.finding(
+            Severity::Warning,
+            &["select"],
+            format!(
+                "not proven: a running transaction held a lock the proof needed ({}); check again",
+                describe_error(e)
+            ),
+        );
+    }
+    if is_statement_error(e) {
+        return queue.finding(
             Severity::Error,
             &["select"],
             format!(
-                "check stopped: the server refused one of its statements (a claim, a savepoint): {}",
-                describe_error(&e)
+                "check stopped: the server refused one of its statements (a claim, XA START): {}",
+                describe_error(e)
             ),
-        )),
-        Err(e) => findings.push(queue.finding(
-            Severity::Error,
-            &["database_url"],
-            format!(
-                "lost the database connection while checking: {}",
-                describe_error(&e)
-            ),
-        )),
+        );
     }
-    let _ = session.conn.disconnect().await;
-    findings
+    queue.finding(
+        Severity::Error,
+        &["database_url"],
+        format!(
+            "lost the database connection while checking: {}",
+            describe_error(e)
+        ),
+    )
 }
 
 /// The server's own problems, for a queue on it.
@@ -161,6 +200,7 @@ async fn deeper(
 ) -> Result<Vec<Finding>, mysql_async::Error> {
     let conn = &mut session.conn;
     let prepared = &session.prepared;
+    queries::limit_lock_waits(conn, queries::LOCK_WAIT_SECONDS).await?;
     let engines = tables::engines(conn, queue, prepared).await?;
     if !engines.not_innodb.is_empty() {
         // Changes to such a table survive ROLLBACK: never run the queue's SQL on it.

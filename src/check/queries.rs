@@ -1,10 +1,13 @@
 //! Every statement `check` runs of its own, named by intent: the session's lock wait
-//! and handler counters, what information_schema says of a table or a view, and counts of
-//! waiting rows read without locking. A question the server refuses (an unknown
-//! table, a missing privilege) is answered `None`; only a lost connection is an error.
+//! and handler counters, what information_schema says of a table or a view, counts
+//! of waiting rows read without locking, and the XA transaction the proof runs in.
+//! A question the server refuses (an unknown table, a missing privilege) is
+//! answered `None`; only a lost connection is an error.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Params, Statement, Value};
+use mysql_async::{Conn, Params, Row, Statement, Value};
 
 use crate::database::is_statement_error;
 use crate::sql_shape::TableRef;
@@ -169,6 +172,21 @@ pub async fn indexes(
     Ok(indexes)
 }
 
+/// After a rollback: did the server warn that some changes could not be undone
+/// (ER_WARNING_NOT_COMPLETE_ROLLBACK: a table that is not transactional)?
+pub async fn rollback_was_incomplete(conn: &mut Conn) -> Result<bool, mysql_async::Error> {
+    const NOT_COMPLETE_ROLLBACK: u16 = 1196;
+    if conn.get_warnings() == 0 {
+        return Ok(false);
+    }
+    let warnings: Vec<Row> = conn.query("SHOW WARNINGS").await?;
+    Ok(warnings.iter().any(|w| {
+        w.get_opt::<u16, _>("Code")
+            .and_then(Result::ok)
+            .is_some_and(|code| code == NOT_COMPLETE_ROLLBACK)
+    }))
+}
+
 /// Counts the rows the select returns right now that have given values in some of
 /// its columns — without locking, so rows that running workers hold count too.
 pub struct WaitingRows {
@@ -229,4 +247,60 @@ impl WaitingRows {
 
 fn quote_identifier(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
+}
+
+/// XAER_RMFAIL: inside an XA transaction, the server refuses a COMMIT (or a
+/// statement that would commit implicitly) instead of running it.
+pub const XA_REFUSED: u16 = 1399;
+/// XAER_NOTA: no XA transaction has that id (it ended already).
+const XA_UNKNOWN: u16 = 1397;
+
+/// The XA transaction one path of the proof runs in. Inside it the server refuses
+/// to COMMIT — even in a procedure the queue's SQL calls — so nothing can be
+/// committed; savepoints and every other statement work as usual. Should check
+/// lose its connection or stop before [`Xa::roll_back`], the server rolls the
+/// transaction back when the session ends: it is never prepared, so never kept.
+pub struct Xa {
+    xid: String,
+}
+
+/// How an XA transaction ended.
+#[derive(Debug)]
+pub enum XaEnded {
+    RolledBack,
+    /// It was gone before check rolled it back: a statement ended it.
+    Gone(mysql_async::Error),
+}
+
+impl Xa {
+    /// Ends whatever transaction the session had open (autocommit is off, so any
+    /// statement opens one) and starts an XA transaction with a new id.
+    pub async fn start(conn: &mut Conn) -> Result<Xa, mysql_async::Error> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let xid = format!(
+            "tableq-check-{}-{}-{}",
+            std::process::id(),
+            conn.id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        conn.query_drop("ROLLBACK").await?;
+        conn.query_drop(format!("XA START '{xid}'")).await?;
+        Ok(Xa { xid })
+    }
+
+    /// `XA END` then `XA ROLLBACK`. XA END fails on a transaction the server marked
+    /// rollback-only (after a deadlock); XA ROLLBACK ends it all the same.
+    pub async fn roll_back(self, conn: &mut Conn) -> Result<XaEnded, mysql_async::Error> {
+        match conn.query_drop(format!("XA END '{}'", self.xid)).await {
+            Ok(()) | Err(mysql_async::Error::Server(_)) => {}
+            Err(e) => return Err(e),
+        }
+        match conn.query_drop(format!("XA ROLLBACK '{}'", self.xid)).await {
+            Ok(()) => Ok(XaEnded::RolledBack),
+            Err(mysql_async::Error::Server(e)) if e.code == XA_UNKNOWN => {
+                Ok(XaEnded::Gone(mysql_async::Error::Server(e)))
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
