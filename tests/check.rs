@@ -186,7 +186,7 @@ async fn an_empty_queue_is_not_proven() {
     assert_report(
         &done,
         &[format!(
-            "{shown}:1: queue jobs: warning: not proven: queue is empty — with no row waiting, \
+            "{shown}:1: queue jobs: warning: not proven: queue is empty — with no row to claim, \
              neither the leave-the-query proof nor the two-session SKIP LOCKED self-test could \
              run; check again when a row is waiting"
         )],
@@ -1072,6 +1072,30 @@ async fn outcome_sql_on_another_table() {
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
     let offline = check(&["--offline"], &[&path], None).await;
     assert_report(&offline, &[], "offline: 0 errors, 0 warnings", 0);
+}
+
+/// When running workers hold every waiting row, check says no unlocked row is waiting
+/// rather than that the queue is empty.
+#[tokio::test]
+async fn every_waiting_row_locked_by_workers() {
+    let db = job_db().await;
+    let mut worker = hold_locks(&db, "SELECT * FROM job FOR UPDATE").await;
+    let (_files, path, shown) = jobs_file(GOOD);
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    mysql_async::prelude::Queryable::query_drop(&mut worker, "ROLLBACK")
+        .await
+        .unwrap();
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:1: queue jobs: warning: not proven: no unlocked row is waiting (3 waiting \
+             rows are locked by running transactions) — with no row to claim, neither the \
+             leave-the-query proof nor the two-session SKIP LOCKED self-test could run; check \
+             again when a row is waiting"
+        )],
+        ": 0 errors, 1 warning",
+        0,
+    );
 }
 
 /// A select whose columns do not tell rows apart gets a warning that the self-test

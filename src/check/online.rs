@@ -5,19 +5,20 @@
 use std::collections::BTreeMap;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::Opts;
+use mysql_async::{Conn, Opts};
 
-use super::queries;
+use super::queries::{self, WaitingRows};
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
 use super::tables::Engines;
-use super::{index, offline, proof, self_test, tables, CheckOptions};
+use super::{claim_params, index, offline, proof, self_test, tables, CheckOptions};
 use crate::config::QueueConfig;
 use crate::database::{
     connect, describe_error, is_expected_contention, is_statement_error, parse_database_url,
 };
 use crate::diagnostic::{Finding, Severity};
 use crate::names::key_name;
+use crate::queue_sql::PreparedQueue;
 use crate::session::{OpenError, Session};
 
 /// What each server said about itself, read once per database URL.
@@ -226,17 +227,13 @@ async fn deeper(
                 findings.push(queue.finding(
                     Severity::Warning,
                     &["select"],
-                    "the two-session SKIP LOCKED self-test could not run: no row was waiting",
+                    "the two-session SKIP LOCKED self-test could not run: no unlocked row was \
+                     waiting",
                 ));
             }
             findings.extend(proved);
         }
-        None => findings.push(queue.finding(
-            Severity::Warning,
-            &["select"],
-            "not proven: queue is empty — with no row waiting, neither the leave-the-query proof \
-             nor the two-session SKIP LOCKED self-test could run; check again when a row is waiting",
-        )),
+        None => findings.push(nothing_to_claim(conn, queue, prepared).await?),
     }
     conn.query_drop("ROLLBACK").await?;
     Ok(findings)
@@ -264,4 +261,35 @@ fn proof_not_run(queue: &QueueConfig, engines: &Engines, self_test: &SelfTest) -
              row; one that locks nothing may read a table whose changes survive ROLLBACK",
         )
     })
+}
+
+/// The warning when no row could be claimed: an empty queue, or every waiting row
+/// held by running workers.
+async fn nothing_to_claim(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    prepared: &PreparedQueue,
+) -> Result<Finding, mysql_async::Error> {
+    let params = claim_params(prepared.claim.sources.len(), &queue.name);
+    let waiting = match WaitingRows::prepare(conn, &queue.select, &params, &[]).await {
+        Ok(rows) => Some(rows.count(conn, &[]).await?),
+        Err(e) if is_statement_error(&e) => None,
+        Err(e) => return Err(e),
+    };
+    let what = match waiting {
+        Some(0) => "queue is empty".to_string(),
+        Some(locked) => format!(
+            "no unlocked row is waiting ({locked} waiting row{} locked by running transactions)",
+            if locked == 1 { " is" } else { "s are" }
+        ),
+        None => "no unlocked row is waiting".to_string(),
+    };
+    Ok(queue.finding(
+        Severity::Warning,
+        &["select"],
+        format!(
+            "not proven: {what} — with no row to claim, neither the leave-the-query proof nor \
+             the two-session SKIP LOCKED self-test could run; check again when a row is waiting"
+        ),
+    ))
 }
