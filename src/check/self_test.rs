@@ -35,8 +35,12 @@ pub enum SelfTest {
     NoRow,
     /// Why the server does not honour SKIP LOCKED.
     Failed(String),
-    /// Session B claimed nothing although this many rows are waiting.
-    TakesTurns(u64),
+    /// Session B claimed nothing although `waiting` rows are waiting; `joined`
+    /// names the select's tables other than the key's.
+    TakesTurns {
+        waiting: u64,
+        joined: Vec<String>,
+    },
     /// B's row had the same values as A's, as this many waiting rows do.
     CannotTell(u64),
 }
@@ -112,7 +116,10 @@ impl Test<'_> {
     ) -> Result<SelfTest, mysql_async::Error> {
         let Some(got) = rows.into_iter().next() else {
             return Ok(match self.waiting(b, &[], &[]).await? {
-                Some(waiting) if waiting >= 2 => SelfTest::TakesTurns(waiting),
+                Some(waiting) if waiting >= 2 => SelfTest::TakesTurns {
+                    waiting,
+                    joined: self.joined_tables(),
+                },
                 _ => SelfTest::Passed,
             });
         };
@@ -154,6 +161,22 @@ impl Test<'_> {
         }
     }
 
+    /// The select's tables other than the one its key column comes from (the
+    /// first, when the server does not say).
+    fn joined_tables(&self) -> Vec<String> {
+        let columns = self.prepared.claim.statement.columns();
+        let main = columns
+            .get(self.prepared.key_index)
+            .map(|c| c.org_table_str().into_owned())
+            .filter(|name| !name.is_empty());
+        let tables = from_tables(&self.queue.select.text);
+        let joined = tables.iter().enumerate().filter(|(i, t)| match &main {
+            Some(main) => !t.name.eq_ignore_ascii_case(main),
+            None => *i > 0,
+        });
+        joined.map(|(_, t)| t.name.clone()).collect()
+    }
+
     /// `id = 1`: the row by its key.
     fn row(&self, values: &[Value]) -> String {
         let index = self.prepared.key_index;
@@ -177,7 +200,9 @@ impl SelfTest {
                 Severity::Error,
                 format!("the two-session SKIP LOCKED self-test failed: {why}"),
             ),
-            SelfTest::TakesTurns(waiting) => (Severity::Warning, takes_turns(queue, *waiting)),
+            SelfTest::TakesTurns { waiting, joined } => {
+                (Severity::Warning, takes_turns(*waiting, joined))
+            }
             SelfTest::CannotTell(twins) => (
                 Severity::Warning,
                 format!(
@@ -192,9 +217,7 @@ impl SelfTest {
 }
 
 /// B got nothing although rows wait: say what the claim locks besides its rows.
-fn takes_turns(queue: &QueueConfig, waiting: u64) -> String {
-    let tables = from_tables(&queue.select.text);
-    let joined: Vec<&str> = tables.iter().skip(1).map(|t| t.name.as_str()).collect();
+fn takes_turns(waiting: u64, joined: &[String]) -> String {
     let (cause, advice) = if joined.is_empty() {
         (
             "the claim locks more rows than it returns (one that sorts keeps every row it \
