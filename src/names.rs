@@ -52,7 +52,7 @@ pub fn unknown_key(key: &str, columns: &[String]) -> String {
 
 /// The key path of statement `index` of `count` under `path`: `on_success.sql`, or
 /// `on_success.sql.1` inside an array (for its line).
-fn statement_path(path: &[&str], index: usize, count: usize) -> Vec<String> {
+pub(crate) fn statement_path(path: &[&str], index: usize, count: usize) -> Vec<String> {
     let mut at: Vec<String> = path.iter().map(|s| s.to_string()).collect();
     if count > 1 {
         at.push(index.to_string());

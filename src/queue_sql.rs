@@ -12,7 +12,7 @@ use crate::config::{ActionConfig, QueueConfig};
 use crate::database::{describe_error, is_statement_error};
 use crate::diagnostic::{Finding, Severity};
 use crate::item::{Columns, ParamSource};
-use crate::names::{unknown_key, unknown_param, unknown_placeholder};
+use crate::names::{statement_path, unknown_key, unknown_param, unknown_placeholder};
 use crate::sql_text::ParsedStatement;
 
 /// The statement a worker claims with: the select, then tableq's own clause.
@@ -158,11 +158,8 @@ impl Preparer<'_> {
     ) -> Result<Vec<BoundStatement>, PrepareError> {
         let mut prepared = Vec::with_capacity(statements.len());
         for (index, parsed) in statements.iter().enumerate() {
-            let index_text = index.to_string();
-            let mut at = path.to_vec();
-            if statements.len() > 1 {
-                at.push(&index_text);
-            }
+            let at = statement_path(path, index, statements.len());
+            let at: Vec<&str> = at.iter().map(String::as_str).collect();
             let sources = self.resolve(&at, parsed, outcome);
             match self.conn.prep(parsed.positional.as_str()).await {
                 Ok(statement) => prepared.push(BoundStatement { statement, sources }),

@@ -186,7 +186,7 @@ async fn an_empty_queue_is_not_proven() {
     assert_report(
         &done,
         &[format!(
-            "{shown}:1: queue jobs: warning: not proven: queue is empty — with no row waiting, \
+            "{shown}:1: queue jobs: warning: not proven: queue is empty — with no row to claim, \
              neither the leave-the-query proof nor the two-session SKIP LOCKED self-test could \
              run; check again when a row is waiting"
         )],
@@ -413,13 +413,20 @@ async fn a_claim_that_locks_nothing() {
     let done = check(&[], &[&path], Some(&db.url)).await;
     assert_report(
         &done,
-        &[format!(
-            "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: session \
-             B claimed the row session A held (key 1), so every worker would get the same row: \
-             the claim locks nothing (a select from a derived table or a view that is not \
-             merged?) or the server ignores SKIP LOCKED"
-        )],
-        ": 1 error, 0 warnings",
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
+                 session B claimed the row session A held (id = 1), so every worker would get \
+                 the same row: the claim locks nothing (a select from a derived table or a view \
+                 that is not merged?) or the server ignores SKIP LOCKED"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: check runs the leave-the-query \
+                 proof only on a claim that locks its row; one that locks nothing may read a \
+                 table whose changes survive ROLLBACK"
+            ),
+        ],
+        ": 1 error, 1 warning",
         1,
     );
 }
@@ -695,4 +702,462 @@ async fn the_shipped_examples_pass() {
         .env("APP_DATABASE_URL", &db.url);
     let done = run_to_end(cmd, Duration::from_secs(120)).await;
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
+}
+
+/// A connection that holds `sql`'s row locks in an open transaction until dropped
+/// or rolled back: a running worker, for check to meet.
+async fn hold_locks(db: &TestDb, sql: &str) -> mysql_async::Conn {
+    use mysql_async::prelude::Queryable;
+    let mut conn = db.conn().await;
+    conn.query_drop("BEGIN").await.unwrap();
+    conn.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    conn
+}
+
+/// Every row of the job table, to compare before and after check.
+type JobRow = (i32, String, i32, Option<i64>);
+const ALL_JOBS: &str = "SELECT id, state, attempts, retry_at FROM job ORDER BY id";
+
+/// A view over a MyISAM table is an error naming the table behind the view, and check
+/// runs none of the queue's SQL through it: the table is unchanged.
+#[tokio::test]
+async fn a_view_over_a_table_that_is_not_innodb() {
+    let db = job_db().await;
+    db.exec(
+        "ALTER TABLE job ENGINE = MyISAM; RENAME TABLE job TO job_data;
+         CREATE VIEW job AS SELECT * FROM job_data",
+    )
+    .await;
+    let all = "SELECT id, state, attempts, retry_at FROM job_data ORDER BY id";
+    let before: Vec<JobRow> = db.rows(all).await;
+    let (_files, path, shown) = jobs_file(GOOD);
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: table job_data (behind view job) uses the MyISAM \
+                 engine: tableq needs InnoDB, for the row locks SKIP LOCKED skips and a \
+                 transaction that rolls back (ALTER TABLE job_data ENGINE = InnoDB)"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: check runs the SKIP LOCKED \
+                 self-test and the leave-the-query proof only when every table is InnoDB, \
+                 where its changes roll back"
+            ),
+        ],
+        ": 1 error, 1 warning",
+        1,
+    );
+    assert_eq!(db.rows::<JobRow>(all).await, before);
+}
+
+/// When the self-test finds that the claim locks nothing, check does not run the
+/// queue's SQL: a procedure writing to a MyISAM table is never called.
+#[tokio::test]
+async fn no_proof_after_the_self_test_failed() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE sent_log (job_id INT NOT NULL) ENGINE=MyISAM;
+         CREATE PROCEDURE log_it(p INT) INSERT INTO sent_log VALUES (p)",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(
+        &GOOD
+            .replace(
+                "FROM job WHERE",
+                "FROM (SELECT id, attempts, state, retry_at FROM job GROUP BY id) AS j WHERE",
+            )
+            .replace("DO :id", "CALL log_it(:id)"),
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
+                 session B claimed the row session A held (id = 1), so every worker would get \
+                 the same row: the claim locks nothing (a select from a derived table or a view \
+                 that is not merged?) or the server ignores SKIP LOCKED"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: check runs the leave-the-query \
+                 proof only on a claim that locks its row; one that locks nothing may read a \
+                 table whose changes survive ROLLBACK"
+            ),
+        ],
+        ": 1 error, 1 warning",
+        1,
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM sent_log").await, 0);
+}
+
+/// A procedure that COMMITs is an error, and its work is not committed: the proof
+/// runs inside an XA transaction, where a COMMIT fails instead.
+#[tokio::test]
+async fn a_procedure_that_commits() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE sent (job_id INT NOT NULL) ENGINE=InnoDB;
+         CREATE PROCEDURE send_it(p INT) BEGIN INSERT INTO sent VALUES (p); COMMIT; END",
+    )
+    .await;
+    let before: Vec<JobRow> = db.rows(ALL_JOBS).await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace("DO :id", "CALL send_it(:id)"));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:4: queue jobs: error: `action.sql` commits: tableq runs it inside the \
+             item's transaction and commits that itself, once the outcome SQL has run (check's \
+             transaction refused the commit: ERROR 1399); remove the COMMIT, or the statement \
+             that commits implicitly, from what it calls"
+        )],
+        ": 1 error, 0 warnings",
+        1,
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM sent").await, 0);
+    assert_eq!(db.rows::<JobRow>(ALL_JOBS).await, before);
+}
+
+/// A `key` shared by several waiting rows, or NULL, is a warning and not a false
+/// error: the self-test compares whole rows, and the proof does not run on it.
+#[tokio::test]
+async fn a_key_that_is_not_unique_or_null() {
+    let db = job_db().await;
+    let files = QueueFiles::new();
+    let shared = files.write("shared.toml", &format!("key = \"attempts\"\n{GOOD}"));
+    let null = files.write(
+        "null.toml",
+        &format!(
+            "key = \"retry_at\"\n{}",
+            GOOD.replace(
+                "SELECT id, attempts FROM",
+                "SELECT id, attempts, retry_at FROM"
+            )
+        ),
+    );
+    let done = check(&[], &[&files.path()], Some(&db.url)).await;
+    let advice = "set `key` to a column that identifies one row (unique, and never NULL)";
+    // Outcome SQL by `id` is not by the key: true, given the key.
+    let not_by = |file: &Path, line: usize, path: &str, key: &str| {
+        format!(
+            "{}:{line}: queue {}: warning: `{path}` does not touch the item's row by its key (no \
+             `:{key}` in its WHERE): a range of rows here locks rows other workers hold, and \
+             deadlocks against them; write `WHERE {key} = :{key}`",
+            file.display(),
+            file.file_stem().unwrap().to_string_lossy()
+        )
+    };
+    assert_report(
+        &done,
+        &[
+            not_by(&null, 7, "on_success.sql", "retry_at"),
+            not_by(&null, 9, "on_failure.sql", "retry_at"),
+            format!(
+                "{}:1: queue null: warning: not proven: `key` retry_at is NULL on a waiting \
+                 row; {advice}",
+                null.display()
+            ),
+            not_by(&shared, 7, "on_success.sql", "attempts"),
+            not_by(&shared, 9, "on_failure.sql", "attempts"),
+            format!(
+                "{}:1: queue shared: warning: not proven: `key` attempts is not unique among \
+                 waiting rows (3 rows have attempts = 0); {advice}",
+                shared.display()
+            ),
+        ],
+        ": 0 errors, 6 warnings",
+        0,
+    );
+}
+
+/// A lock held by a running transaction is a warning on the statement that waited
+/// for it, after a short wait — not a lost connection.
+#[tokio::test]
+async fn a_lock_held_by_a_running_transaction() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE stats (name VARCHAR(10) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO stats VALUES ('done', 0)",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace(
+        "sql = \"UPDATE job SET state = 'done' WHERE id = :id\"",
+        "sql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"UPDATE stats SET n = n + 1 WHERE name = 'done'\"]",
+    ));
+    let mut worker = hold_locks(&db, "SELECT * FROM stats FOR UPDATE").await;
+    let started = std::time::Instant::now();
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    let waited = started.elapsed();
+    mysql_async::prelude::Queryable::query_drop(&mut worker, "ROLLBACK")
+        .await
+        .unwrap();
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:6: queue jobs: warning: not proven: a running transaction held a lock the \
+             proof needed (`on_success.sql` waited for it: ERROR 1205 (HY000): Lock wait \
+             timeout exceeded; try restarting transaction); check again"
+        )],
+        ": 0 errors, 1 warning",
+        0,
+    );
+    assert!(waited < Duration::from_secs(30), "check waited {waited:?}");
+}
+
+/// Rows that index condition pushdown rules out inside the engine count as read: a
+/// claim that passes 20,000 of them on its index is a warning.
+#[tokio::test]
+async fn rows_ruled_out_by_index_condition_pushdown() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL, ok INT NOT NULL,
+           attempts INT NOT NULL DEFAULT 0, INDEX state_id_ok (state, id, ok)) ENGINE=InnoDB",
+    )
+    .await;
+    db.fill("job", "id, state, ok", 20_010, |i| {
+        format!("{i}, 'waiting', {}", i32::from(i > 20_000))
+    })
+    .await;
+    db.exec("ANALYZE TABLE job").await;
+    let (_files, path, shown) = jobs_file(
+        r#"select = "SELECT id, attempts FROM job WHERE state = 'waiting' AND ok = 1 ORDER BY id"
+[action]
+type = "sql"
+sql = "DO :id"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed' WHERE id = :id"
+"#,
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (reads, rest) = index_warning(&done, &shown);
+    assert!(reads >= 20_000, "{}", done.stdout);
+    assert!(
+        rest.ends_with(
+            "add INDEX (state, ok, id) to job — the WHERE's equality columns, then the ORDER BY \
+             columns"
+        ),
+        "{rest}"
+    );
+}
+
+/// A join whose FOR UPDATE also locks a shared row of another table makes workers
+/// take turns: the self-test's second session gets nothing, and a warning names the
+/// joined table (not the key's, though it comes second in the FROM).
+#[tokio::test]
+async fn a_join_that_locks_a_shared_row() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE cfg (id INT PRIMARY KEY, enabled INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO cfg VALUES (1, 1)",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace(
+        "SELECT id, attempts FROM job WHERE state = 'waiting' AND",
+        "SELECT job.id, job.attempts FROM cfg JOIN job ON cfg.id = 1 WHERE cfg.enabled = 1 AND job.state = 'waiting' AND",
+    ).replace("ORDER BY id", "ORDER BY job.id"));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:1: queue jobs: warning: workers would take turns: in the two-session \
+             SKIP LOCKED self-test, session B claimed nothing while session A held one row, \
+             although 3 rows are waiting — the claim also locks the rows it joins from cfg, \
+             so one worker's claim blocks the others; test cfg in an `EXISTS (SELECT …)` \
+             subquery instead of joining it"
+        )],
+        ": 0 errors, 1 warning",
+        0,
+    );
+}
+
+/// With a join, the index advice names the main table (through its alias) and only
+/// its own columns.
+#[tokio::test]
+async fn index_advice_for_a_join() {
+    let db = big_job_table(3000, 100, "").await;
+    db.exec(
+        "CREATE TABLE job_detail (job_id INT PRIMARY KEY, ok INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO job_detail SELECT id, 1 FROM job",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(
+        &GOOD
+            .replace(
+                "SELECT id, attempts FROM job WHERE state = 'waiting' AND (retry_at",
+                "SELECT j.id, j.attempts FROM job AS j JOIN job_detail d ON d.job_id = j.id WHERE j.state = 'waiting' AND d.ok = 1 AND (j.retry_at",
+            )
+            .replace("retry_at <= UNIX", "j.retry_at <= UNIX")
+            .replace("ORDER BY id", "ORDER BY j.id"),
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (reads, rest) = index_warning(&done, &shown);
+    assert!(reads > 2900, "{}", done.stdout);
+    assert!(
+        rest.ends_with(
+            "add INDEX (state, id) to job — the WHERE's equality columns, then the ORDER BY \
+             columns"
+        ),
+        "{rest}"
+    );
+}
+
+/// The proof's sample parameters are as big as real ones: a long `:error` and, for
+/// an HTTP or command action, 64 KiB of `:output` — too big for a short column.
+#[tokio::test]
+async fn sample_parameters_as_big_as_real_ones() {
+    let db = job_db().await;
+    db.exec("ALTER TABLE job ADD last_error VARCHAR(20) NULL, ADD output TEXT NULL")
+        .await;
+    let files = QueueFiles::new();
+    let error = files.write(
+        "error.toml",
+        &GOOD.replace(
+            "retry_at = UNIX_TIMESTAMP() + 60 WHERE",
+            "retry_at = UNIX_TIMESTAMP() + 60, last_error = :error WHERE",
+        ),
+    );
+    let output = files.write(
+        "output.toml",
+        &GOOD
+            .replace(
+                "type = \"sql\"\nsql = \"DO :id\"",
+                "type = \"command\"\ncommand = [\"/bin/true\"]",
+            )
+            .replace(
+                "SET state = 'done' WHERE",
+                "SET state = 'done', output = :output WHERE",
+            ),
+    );
+    let done = check(&[], &[&files.path()], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{}:8: queue error: error: `on_failure.sql` fails on row id = 1: ERROR 1406 \
+                 (22001): Data too long for column 'last_error' at row 1; the item would be \
+                 rolled back and come straight back",
+                error.display()
+            ),
+            format!(
+                "{}:6: queue output: error: `on_success.sql` fails on row id = 1: ERROR 1406 \
+                 (22001): Data too long for column 'output' at row 1; the item would be rolled \
+                 back and come straight back",
+                output.display()
+            ),
+        ],
+        ": 2 errors, 0 warnings",
+        1,
+    );
+}
+
+/// Outcome SQL on another table (a counter) needs no `:key`: no warning.
+#[tokio::test]
+async fn outcome_sql_on_another_table() {
+    let db = job_db().await;
+    db.exec(
+        "CREATE TABLE stats (name VARCHAR(10) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO stats VALUES ('done', 0)",
+    )
+    .await;
+    let (_files, path, _) = jobs_file(&GOOD.replace(
+        "sql = \"UPDATE job SET state = 'done' WHERE id = :id\"",
+        "sql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"UPDATE stats SET n = n + 1 WHERE name = 'done'\"]",
+    ));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
+    let offline = check(&["--offline"], &[&path], None).await;
+    assert_report(&offline, &[], "offline: 0 errors, 0 warnings", 0);
+}
+
+/// When running workers hold every waiting row, check says no unlocked row is waiting
+/// rather than that the queue is empty.
+#[tokio::test]
+async fn every_waiting_row_locked_by_workers() {
+    let db = job_db().await;
+    let mut worker = hold_locks(&db, "SELECT * FROM job FOR UPDATE").await;
+    let (_files, path, shown) = jobs_file(GOOD);
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    mysql_async::prelude::Queryable::query_drop(&mut worker, "ROLLBACK")
+        .await
+        .unwrap();
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:1: queue jobs: warning: not proven: no unlocked row is waiting (3 waiting \
+             rows are locked by running transactions) — with no row to claim, neither the \
+             leave-the-query proof nor the two-session SKIP LOCKED self-test could run; check \
+             again when a row is waiting"
+        )],
+        ": 0 errors, 1 warning",
+        0,
+    );
+}
+
+/// A select whose columns do not tell rows apart gets a warning that the self-test
+/// cannot tell session B's row from session A's — not a false SKIP LOCKED failure.
+#[tokio::test]
+async fn rows_the_select_cannot_tell_apart() {
+    let db = job_db().await;
+    let by_values = "WHERE state = :state AND attempts = :attempts ORDER BY id LIMIT 1";
+    let (_files, path, shown) = jobs_file(
+        &GOOD
+            .replace("SELECT id, attempts FROM", "SELECT state, attempts FROM")
+            .replace("DO :id", "DO :state")
+            .replace("WHERE id = :id", by_values),
+    );
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: warning: the two-session SKIP LOCKED self-test cannot \
+                 tell session B's row from session A's: 3 waiting rows have the same value in \
+                 every column the select returns; return the table's primary key too"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: `key` state is not unique among \
+                 waiting rows (3 rows have state = waiting); set `key` to a column that \
+                 identifies one row (unique, and never NULL)"
+            ),
+        ],
+        ": 0 errors, 2 warnings",
+        0,
+    );
+}
+
+/// A view whose tables check cannot list surely (here, one built on a WITH) is a
+/// warning, and the proof does not run through it.
+#[tokio::test]
+async fn a_view_check_cannot_see_through() {
+    let db = job_db().await;
+    db.exec(
+        "RENAME TABLE job TO job_data;
+         CREATE VIEW job AS WITH j AS (SELECT * FROM job_data) SELECT * FROM j",
+    )
+    .await;
+    let (_files, path, shown) = jobs_file(&GOOD.replace("UPDATE job ", "UPDATE job_data "));
+    let done = check(&[], &[&path], Some(&db.url)).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
+                 session B claimed the row session A held (id = 1), so every worker would get \
+                 the same row: the claim locks nothing (a select from a derived table or a view \
+                 that is not merged?) or the server ignores SKIP LOCKED"
+            ),
+            format!(
+                "{shown}:1: queue jobs: warning: not proven: job is a view; check cannot tell \
+                 which engine it writes to, so it runs none of the queue's SQL"
+            ),
+        ],
+        ": 1 error, 1 warning",
+        1,
+    );
 }

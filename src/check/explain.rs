@@ -1,6 +1,8 @@
-//! Reading `EXPLAIN FORMAT=JSON` of a claim (MySQL's and MariaDB's shapes both),
-//! and the verdict on whether the claim is driven by an index: pure functions over
-//! the plan and the rows one real claim read, so the rules have unit tests.
+//! Reading `EXPLAIN FORMAT=JSON` of a claim (MySQL's and MariaDB's `query_block`
+//! shapes both), and the verdict on whether the claim is driven by an index: pure
+//! functions over the plan and the rows one real claim read, so the rules have unit
+//! tests. A plan of another shape (MySQL ≥ 8.3 with `explain_json_format_version =
+//! 2`) is not read at all: the verdict then rests on what the claim read.
 
 use serde_json::Value;
 
@@ -15,6 +17,13 @@ pub struct PlanTable {
     pub key: Option<String>,
 }
 
+impl PlanTable {
+    /// Access type `index`: the whole index read in order.
+    fn walks_an_index(&self) -> bool {
+        self.access.eq_ignore_ascii_case("index")
+    }
+}
+
 /// What the plan says, as far as the claim's cost goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -25,8 +34,10 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan, or `None` when `json` is not a plan of the `query_block` shape.
     pub fn from_json(json: &str) -> Option<Plan> {
         let value: Value = serde_json::from_str(json).ok()?;
+        value.get("query_block")?;
         let mut plan = Plan::default();
         walk(&value, &mut plan);
         Some(plan)
@@ -36,7 +47,7 @@ impl Plan {
     pub fn walked(&self) -> Option<&PlanTable> {
         self.tables
             .iter()
-            .find(|t| t.access.eq_ignore_ascii_case("ALL") || t.access == "index")
+            .find(|t| t.access.eq_ignore_ascii_case("ALL") || t.walks_an_index())
     }
 
     /// The table the claim reads first: the one an index would help.
@@ -98,8 +109,8 @@ pub fn verdict(
     let big = reads_too_many || table_rows.is_some_and(|r| r > limit);
     let mut why = Vec::new();
     if let Some(walked) = plan.walked() {
-        why.push(match (&walked.key, walked.access.as_str()) {
-            (Some(key), "index") => format!("walks all of index {key}"),
+        why.push(match &walked.key {
+            Some(key) if walked.walks_an_index() => format!("walks all of index {key}"),
             _ => "scans the whole table".to_string(),
         });
     }
@@ -156,6 +167,30 @@ mod tests {
         let good = Plan::from_json(MYSQL_REF).unwrap();
         assert!(!good.filesort && good.walked().is_none());
         assert_eq!(Plan::from_json("not json"), None);
+    }
+
+    #[test]
+    fn reads_access_types_in_any_case_and_no_other_shape() {
+        let upper = MARIADB_PRIMARY_WALK.replace("\"index\"", "\"INDEX\"");
+        let walk = Plan::from_json(&upper).unwrap();
+        assert_eq!(walk.walked().unwrap().key.as_deref(), Some("PRIMARY"));
+        assert!(verdict(&walk, Some(3), Some(50_000), 1)
+            .unwrap()
+            .contains("walks all of index PRIMARY"));
+        // MySQL ≥ 8.3, explain_json_format_version = 2: not this shape, so no plan;
+        // the verdict rests on the rows the claim read.
+        const MYSQL_V2: &str = r#"{"query": "/* select#1 */ select …", "inputs": [
+            {"operation": "Index scan on job using PRIMARY", "access_type": "index",
+             "index_access_type": "index_scan", "table_name": "job", "index_name": "PRIMARY"}],
+            "operation": "Limit: 1 row(s)", "access_type": "limit"}"#;
+        let unknown = Plan::from_json(MYSQL_V2);
+        assert_eq!(unknown, None);
+        let plan = unknown.unwrap_or_default();
+        assert_eq!(verdict(&plan, Some(2), Some(50_000), 1), None);
+        assert_eq!(
+            verdict(&plan, Some(5000), Some(50_000), 1).as_deref(),
+            Some("one claim read 5000 rows to lock at most 1")
+        );
     }
 
     #[test]

@@ -1,19 +1,21 @@
 //! Is the claim driven by an index? Two witnesses: `EXPLAIN FORMAT=JSON` of the
-//! claim, and what one real claim reads — the session's `Handler_read_%` counters
-//! around it, in a transaction rolled back at once. The optimizer's estimates can be
-//! off by orders of magnitude for `ORDER BY … LIMIT`; the counters are not.
+//! claim, and what one real claim reads — the session's handler counters around it
+//! ([`queries::rows_examined`]), in a transaction rolled back at once. The
+//! optimizer's estimates can be off by orders of magnitude for `ORDER BY … LIMIT`;
+//! the counters are not, though they are a lower bound where the server does not
+//! count the rows index condition pushdown rules out (MySQL).
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
 
 use super::claim_params;
 use super::explain::{verdict, Plan};
-use super::tables::table_rows;
+use super::queries;
 use crate::config::QueueConfig;
 use crate::database::is_statement_error;
 use crate::diagnostic::{Finding, Severity};
 use crate::queue_sql::{claim_sql, PreparedQueue};
-use crate::sql_shape::{claim_index_columns, from_tables, TableRef};
+use crate::sql_shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
 
 /// A warning when one claim of `batch` rows reads far more than it locks.
 pub async fn claim_cost(
@@ -38,7 +40,7 @@ pub async fn claim_cost(
     let reads = measure_claim(conn, prepared, params).await?;
     let table = main_table(&queue.select.text, &plan);
     let rows = match &table {
-        Some(table) => table_rows(conn, table).await?,
+        Some(main) => queries::table_rows(conn, &main.table).await?,
         None => None,
     };
     let Some(why) = verdict(&plan, reads, rows, queue.batch) else {
@@ -46,7 +48,7 @@ pub async fn claim_cost(
     };
     let name = table
         .as_ref()
-        .map(|t| t.name.clone())
+        .map(|t| t.table.name.clone())
         .or_else(|| plan.driving().map(|t| t.name.clone()))
         .unwrap_or_else(|| "the queue's table".to_string());
     let used = plan.driving().and_then(|t| t.key.clone());
@@ -62,19 +64,19 @@ pub async fn claim_cost(
     )))
 }
 
-/// Rows one claim reads: the `Handler_read_%` counters before and after it (less
-/// what reading the counters costs), rolled back at once.
+/// Rows one claim reads: the handler counters before and after it (less what
+/// reading the counters costs), rolled back at once.
 async fn measure_claim(
     conn: &mut Conn,
     prepared: &PreparedQueue,
     params: mysql_async::Params,
 ) -> Result<Option<u64>, mysql_async::Error> {
-    let first = handler_reads(conn).await?;
-    let second = handler_reads(conn).await?;
+    let first = queries::rows_examined(conn).await?;
+    let second = queries::rows_examined(conn).await?;
     let overhead = second.saturating_sub(first);
-    let before = handler_reads(conn).await?;
+    let before = queries::rows_examined(conn).await?;
     let claimed: Result<Vec<Row>, _> = conn.exec(&prepared.claim.statement, params).await;
-    let after = handler_reads(conn).await;
+    let after = queries::rows_examined(conn).await;
     conn.query_drop("ROLLBACK").await?;
     match claimed {
         Ok(_) => Ok(Some(after?.saturating_sub(before).saturating_sub(overhead))),
@@ -83,28 +85,19 @@ async fn measure_claim(
     }
 }
 
-/// The sum of the session's `Handler_read_%` counters.
-async fn handler_reads(conn: &mut Conn) -> Result<u64, mysql_async::Error> {
-    let rows: Vec<(String, String)> = conn
-        .query("SHOW SESSION STATUS LIKE 'Handler_read%'")
-        .await?;
-    Ok(rows
-        .iter()
-        .filter_map(|(_, value)| value.parse::<u64>().ok())
-        .sum())
-}
-
 /// The table the claim reads: the select's only table, or the one the plan drives
-/// with when the select names several.
-fn main_table(select: &str, plan: &Plan) -> Option<TableRef> {
-    let tables = from_tables(select);
+/// with (EXPLAIN names it by its alias) when the select names several.
+fn main_table(select: &str, plan: &Plan) -> Option<FromTable> {
+    let tables = from_tables_aliased(select);
     if let [only] = &tables[..] {
         return Some(only.clone());
     }
     let driving = plan.driving()?;
-    tables
-        .into_iter()
-        .find(|t| t.name.eq_ignore_ascii_case(&driving.name))
+    let mut called = tables.into_iter().filter(|t| t.is_called(&driving.name));
+    match (called.next(), called.next()) {
+        (Some(main), None) => Some(main),
+        _ => None,
+    }
 }
 
 /// Which index to add — or, when it exists and the optimizer walks another, how to
@@ -112,16 +105,18 @@ fn main_table(select: &str, plan: &Plan) -> Option<TableRef> {
 async fn advice(
     conn: &mut Conn,
     queue: &QueueConfig,
-    table: Option<&TableRef>,
+    main: Option<&FromTable>,
     used: Option<&str>,
 ) -> Result<String, mysql_async::Error> {
-    let (Some(columns), Some(table)) = (claim_index_columns(&queue.select.text), table) else {
+    let columns = main.and_then(|main| claim_index_columns(&queue.select.text, main));
+    let (Some(columns), Some(main)) = (columns, main) else {
         return Ok(
             "add an index on the WHERE's equality columns followed by the ORDER BY \
                    columns, so the claim reads only the rows it locks"
                 .to_string(),
         );
     };
+    let table = &main.table;
     let list = columns.join(", ");
     match index_with_columns(conn, table, &columns).await? {
         Some(existing) if used.is_some_and(|u| u.eq_ignore_ascii_case(&existing)) => Ok(format!(
@@ -150,27 +145,8 @@ async fn index_with_columns(
     table: &TableRef,
     columns: &[String],
 ) -> Result<Option<String>, mysql_async::Error> {
-    let rows: Vec<(String, String)> = match conn
-        .exec(
-            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS \
-             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? \
-             ORDER BY INDEX_NAME, SEQ_IN_INDEX",
-            (table.schema.clone(), table.name.clone()),
-        )
-        .await
-    {
-        Ok(rows) => rows,
-        Err(e) if is_statement_error(&e) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut indexes: Vec<(String, Vec<String>)> = Vec::new();
-    for (index, column) in rows {
-        match indexes.last_mut() {
-            Some((name, cols)) if *name == index => cols.push(column),
-            _ => indexes.push((index, vec![column])),
-        }
-    }
-    Ok(indexes
+    Ok(queries::indexes(conn, table)
+        .await?
         .into_iter()
         .find(|(_, cols)| {
             cols.len() >= columns.len()

@@ -5,14 +5,17 @@
 //! server ([`server`]), each statement prepared exactly as `run` does at start, the
 //! tables' engine ([`tables`]), the two-session SKIP LOCKED self-test
 //! ([`self_test`]), whether the claim is driven by an index ([`index`], with
-//! [`explain`]), and the leave-the-query proof ([`proof`]) — all in transactions
-//! that are rolled back.
+//! [`explain`]), and the leave-the-query proof ([`proof`], with [`samples`]) — all
+//! in transactions that are rolled back. Every statement check runs of its own is
+//! in [`queries`].
 
 pub mod explain;
 pub mod index;
 pub mod offline;
 pub mod online;
 pub mod proof;
+pub mod queries;
+pub mod samples;
 pub mod self_test;
 pub mod server;
 pub mod tables;

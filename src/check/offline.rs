@@ -4,7 +4,8 @@
 
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
-use crate::sql_shape::restricts_to_key;
+use crate::names::statement_path;
+use crate::sql_shape::{from_tables, restricts_to_key, statement_target, TableRef};
 use crate::sql_text::ParsedStatement;
 
 /// The warnings the file alone gives, with `key` the key column's name if known.
@@ -29,19 +30,21 @@ pub fn missing_on_failure(queue: &QueueConfig) -> Option<Finding> {
     })
 }
 
-/// An `UPDATE` or `DELETE` in outcome SQL whose WHERE does not use `:key`.
+/// An `UPDATE` or `DELETE` in outcome SQL on one of the select's tables whose
+/// WHERE does not use `:key`. (A statement on another table — a counter, a log —
+/// touches no queued row.)
 pub fn outcome_not_by_key(queue: &QueueConfig, key: &str) -> Vec<Finding> {
+    let queued = from_tables(&queue.select.text);
     let mut findings = Vec::new();
     let mut check = |path: &[&str], statements: &[ParsedStatement]| {
         for (index, statement) in statements.iter().enumerate() {
-            if restricts_to_key(&statement.text, key) != Some(false) {
+            if restricts_to_key(&statement.text, key) != Some(false)
+                || on_another_table(&statement.text, &queued)
+            {
                 continue;
             }
-            let index_text = index.to_string();
-            let mut at = path.to_vec();
-            if statements.len() > 1 {
-                at.push(&index_text);
-            }
+            let at = statement_path(path, index, statements.len());
+            let at: Vec<&str> = at.iter().map(String::as_str).collect();
             findings.push(queue.finding(
                 Severity::Warning,
                 &at,
@@ -59,4 +62,13 @@ pub fn outcome_not_by_key(queue: &QueueConfig, key: &str) -> Vec<Finding> {
         check(&["on_failure", "sql"], on_failure);
     }
     findings
+}
+
+/// Whether `sql` surely writes to none of `queued` (the select's tables): when
+/// either side cannot be read, it may be one of them.
+fn on_another_table(sql: &str, queued: &[TableRef]) -> bool {
+    match statement_target(sql) {
+        Some(target) if !queued.is_empty() => !queued.iter().any(|t| t.same_as(&target)),
+        _ => false,
+    }
 }

@@ -5,15 +5,20 @@
 use std::collections::BTreeMap;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::Opts;
+use mysql_async::{Conn, Opts};
 
+use super::queries::{self, WaitingRows};
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
-use super::{index, offline, proof, self_test, tables, CheckOptions};
+use super::tables::Engines;
+use super::{claim_params, index, offline, proof, self_test, tables, CheckOptions};
 use crate::config::QueueConfig;
-use crate::database::{connect, describe_error, is_statement_error, parse_database_url};
+use crate::database::{
+    connect, describe_error, is_expected_contention, is_statement_error, parse_database_url,
+};
 use crate::diagnostic::{Finding, Severity};
 use crate::names::key_name;
+use crate::queue_sql::PreparedQueue;
 use crate::session::{OpenError, Session};
 
 /// What each server said about itself, read once per database URL.
@@ -59,51 +64,25 @@ pub async fn check_queue(
     servers: &mut Servers,
 ) -> Vec<Finding> {
     let mut findings: Vec<Finding> = offline::missing_on_failure(queue).into_iter().collect();
-    let Some(url) = queue
-        .database_url
-        .as_deref()
-        .or(options.database_url.as_deref())
-    else {
-        findings.push(queue.finding(
-            Severity::Error,
-            &[],
-            "no database: set `database_url`, pass --database-url or TABLEQ_DATABASE_URL, or use --offline",
-        ));
-        return findings;
-    };
-    let opts = match parse_database_url(url) {
-        Ok(opts) => opts,
-        Err(e) => {
-            findings.push(queue.finding(Severity::Error, &["database_url"], e.to_string()));
+    let (url, opts) = match database(queue, options) {
+        Ok(database) => database,
+        Err(finding) => {
+            findings.push(finding);
             return findings;
         }
-    };
-    let unreachable = |error: String| {
-        queue.finding(
-            Severity::Error,
-            &["database_url"],
-            format!("cannot reach the database: {error}"),
-        )
     };
     let facts = match servers.facts(url, &opts).await {
         Ok(facts) => facts,
         Err(error) => {
-            findings.push(unreachable(error));
+            findings.push(unreachable(queue, &error));
             return findings;
         }
     };
     findings.extend(server_findings(queue, &facts, options.allow_multi_primary));
     let mut session = match Session::open(queue, &opts).await {
         Ok(session) => session,
-        Err(OpenError::Invalid(invalid)) => {
-            findings.extend(invalid);
-            if let Some(key) = key_name(queue) {
-                findings.extend(offline::outcome_not_by_key(queue, &key));
-            }
-            return findings;
-        }
-        Err(OpenError::Unreachable(error)) => {
-            findings.push(unreachable(error));
+        Err(e) => {
+            findings.extend(not_opened(queue, e));
             return findings;
         }
     };
@@ -113,25 +92,87 @@ pub async fn check_queue(
     }
     match deeper(queue, &opts, &mut session).await {
         Ok(more) => findings.extend(more),
-        Err(e) if is_statement_error(&e) => findings.push(queue.finding(
+        Err(e) => findings.push(stopped(queue, &e)),
+    }
+    // Ends whatever check left open, XA transactions included: the server rolls
+    // back a session's transaction when the session ends.
+    let _ = session.conn.disconnect().await;
+    findings
+}
+
+/// The queue's database URL and its options, or why there are none.
+fn database<'a>(
+    queue: &'a QueueConfig,
+    options: &'a CheckOptions,
+) -> Result<(&'a str, Opts), Finding> {
+    let Some(url) = queue
+        .database_url
+        .as_deref()
+        .or(options.database_url.as_deref())
+    else {
+        return Err(queue.finding(
+            Severity::Error,
+            &[],
+            "no database: set `database_url`, pass --database-url or TABLEQ_DATABASE_URL, or use --offline",
+        ));
+    };
+    match parse_database_url(url) {
+        Ok(opts) => Ok((url, opts)),
+        Err(e) => Err(queue.finding(Severity::Error, &["database_url"], e.to_string())),
+    }
+}
+
+fn unreachable(queue: &QueueConfig, error: &str) -> Finding {
+    queue.finding(
+        Severity::Error,
+        &["database_url"],
+        format!("cannot reach the database: {error}"),
+    )
+}
+
+/// Why a worker's session could not be opened, as `run` would say at start.
+fn not_opened(queue: &QueueConfig, e: OpenError) -> Vec<Finding> {
+    match e {
+        OpenError::Invalid(mut invalid) => {
+            if let Some(key) = key_name(queue) {
+                invalid.extend(offline::outcome_not_by_key(queue, &key));
+            }
+            invalid
+        }
+        OpenError::Unreachable(error) => vec![unreachable(queue, &error)],
+    }
+}
+
+/// Why the deeper checks stopped part way.
+fn stopped(queue: &QueueConfig, e: &mysql_async::Error) -> Finding {
+    if is_expected_contention(e) {
+        return queue.finding(
+            Severity::Warning,
+            &["select"],
+            format!(
+                "not proven: a running transaction held a lock the proof needed ({}); check again",
+                describe_error(e)
+            ),
+        );
+    }
+    if is_statement_error(e) {
+        return queue.finding(
             Severity::Error,
             &["select"],
             format!(
-                "check stopped: the server refused one of its statements (a claim, a savepoint): {}",
-                describe_error(&e)
+                "check stopped: the server refused one of its statements (a claim, XA START): {}",
+                describe_error(e)
             ),
-        )),
-        Err(e) => findings.push(queue.finding(
-            Severity::Error,
-            &["database_url"],
-            format!(
-                "lost the database connection while checking: {}",
-                describe_error(&e)
-            ),
-        )),
+        );
     }
-    let _ = session.conn.disconnect().await;
-    findings
+    queue.finding(
+        Severity::Error,
+        &["database_url"],
+        format!(
+            "lost the database connection while checking: {}",
+            describe_error(e)
+        ),
+    )
 }
 
 /// The server's own problems, for a queue on it.
@@ -160,9 +201,11 @@ async fn deeper(
 ) -> Result<Vec<Finding>, mysql_async::Error> {
     let conn = &mut session.conn;
     let prepared = &session.prepared;
-    let mut findings = tables::not_innodb(conn, queue, prepared).await?;
-    if !findings.is_empty() {
+    queries::limit_lock_waits(conn, queries::LOCK_WAIT_SECONDS).await?;
+    let engines = tables::engines(conn, queue, prepared).await?;
+    if !engines.not_innodb.is_empty() {
         // Changes to such a table survive ROLLBACK: never run the queue's SQL on it.
+        let mut findings = engines.not_innodb;
         findings.push(queue.finding(
             Severity::Warning,
             &["select"],
@@ -171,34 +214,82 @@ async fn deeper(
         ));
         return Ok(findings);
     }
-    let skip_locked = self_test::skip_locked(queue, opts, prepared).await?;
-    if let SelfTest::Failed(why) = &skip_locked {
-        findings.push(queue.finding(
-            Severity::Error,
-            &["select"],
-            format!("the two-session SKIP LOCKED self-test failed: {why}"),
-        ));
-    }
+    let self_test = self_test::skip_locked(queue, opts, prepared).await?;
+    let mut findings: Vec<Finding> = self_test.finding(queue).into_iter().collect();
     findings.extend(index::claim_cost(conn, queue, prepared).await?);
-    let proof = proof::leaves_the_query(conn, queue, prepared).await?;
-    match (skip_locked, proof) {
-        (SelfTest::NoRow, None) | (SelfTest::Passed, None) => findings.push(queue.finding(
-            Severity::Warning,
-            &["select"],
-            "not proven: queue is empty — with no row waiting, neither the leave-the-query proof \
-             nor the two-session SKIP LOCKED self-test could run; check again when a row is waiting",
-        )),
-        (SelfTest::NoRow, Some(proved)) => {
-            findings.push(queue.finding(
-                Severity::Warning,
-                &["select"],
-                "the two-session SKIP LOCKED self-test could not run: no row was waiting",
-            ));
+    if let Some(not_proven) = proof_not_run(queue, &engines, &self_test) {
+        findings.push(not_proven);
+        return Ok(findings);
+    }
+    match proof::leaves_the_query(conn, queue, prepared).await? {
+        Some(proved) => {
+            if self_test == SelfTest::NoRow {
+                findings.push(queue.finding(
+                    Severity::Warning,
+                    &["select"],
+                    "the two-session SKIP LOCKED self-test could not run: no unlocked row was \
+                     waiting",
+                ));
+            }
             findings.extend(proved);
         }
-        (_, Some(proved)) => findings.extend(proved),
-        (SelfTest::Failed(_), None) => {}
+        None => findings.push(nothing_to_claim(conn, queue, prepared).await?),
     }
     conn.query_drop("ROLLBACK").await?;
     Ok(findings)
+}
+
+/// Why the leave-the-query proof must not run, if it must not: its changes might
+/// not roll back.
+fn proof_not_run(queue: &QueueConfig, engines: &Engines, self_test: &SelfTest) -> Option<Finding> {
+    if let Some((path, view)) = engines.unsure_views.first() {
+        let at: Vec<&str> = path.iter().map(String::as_str).collect();
+        return Some(queue.finding(
+            Severity::Warning,
+            &at,
+            format!(
+                "not proven: {view} is a view; check cannot tell which engine it writes to, so \
+                 it runs none of the queue's SQL"
+            ),
+        ));
+    }
+    matches!(self_test, SelfTest::Failed(_)).then(|| {
+        queue.finding(
+            Severity::Warning,
+            &["select"],
+            "not proven: check runs the leave-the-query proof only on a claim that locks its \
+             row; one that locks nothing may read a table whose changes survive ROLLBACK",
+        )
+    })
+}
+
+/// The warning when no row could be claimed: an empty queue, or every waiting row
+/// held by running workers.
+async fn nothing_to_claim(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    prepared: &PreparedQueue,
+) -> Result<Finding, mysql_async::Error> {
+    let params = claim_params(prepared.claim.sources.len(), &queue.name);
+    let waiting = match WaitingRows::prepare(conn, &queue.select, &params, &[]).await {
+        Ok(rows) => Some(rows.count(conn, &[]).await?),
+        Err(e) if is_statement_error(&e) => None,
+        Err(e) => return Err(e),
+    };
+    let what = match waiting {
+        Some(0) => "queue is empty".to_string(),
+        Some(locked) => format!(
+            "no unlocked row is waiting ({locked} waiting row{} locked by running transactions)",
+            if locked == 1 { " is" } else { "s are" }
+        ),
+        None => "no unlocked row is waiting".to_string(),
+    };
+    Ok(queue.finding(
+        Severity::Warning,
+        &["select"],
+        format!(
+            "not proven: {what} — with no row to claim, neither the leave-the-query proof nor \
+             the two-session SKIP LOCKED self-test could run; check again when a row is waiting"
+        ),
+    ))
 }

@@ -2,53 +2,138 @@
 //! be InnoDB — the only engine with row locks for SKIP LOCKED and a transaction that
 //! rolls back. Tables come from the claim's column metadata and, conservatively,
 //! from the statements' text; a name that is not a table (a CTE, an alias) is simply
-//! not found and left alone.
+//! not found and left alone. A view is followed to the tables behind it; one that
+//! check cannot see through is reported, so that nothing is run through it.
 
-use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
+use super::queries::{self, TableKind};
 use crate::config::{ActionConfig, QueueConfig};
-use crate::database::is_statement_error;
 use crate::diagnostic::{Finding, Severity};
+use crate::names::statement_path;
 use crate::queue_sql::PreparedQueue;
-use crate::sql_shape::{from_tables, statement_target, TableRef};
+use crate::sql_shape::{from_tables, statement_target, tables_read, TableRef};
 use crate::sql_text::ParsedStatement;
 
-/// An error for each table of the queue that is not InnoDB.
-pub async fn not_innodb(
+/// How many views deep check follows a view before it gives up on it.
+const MAX_VIEWS: usize = 32;
+
+/// What the engines of a queue's tables allow.
+#[derive(Debug, Default)]
+pub struct Engines {
+    /// An error for each table that is not InnoDB.
+    pub not_innodb: Vec<Finding>,
+    /// The views whose tables check cannot tell, with the key path naming each.
+    pub unsure_views: Vec<(Vec<String>, String)>,
+}
+
+/// The engine of every table the queue names, and of the tables behind its views.
+pub async fn engines(
     conn: &mut Conn,
     queue: &QueueConfig,
     prepared: &PreparedQueue,
-) -> Result<Vec<Finding>, mysql_async::Error> {
-    let mut findings = Vec::new();
+) -> Result<Engines, mysql_async::Error> {
+    let mut engines = Engines::default();
     let mut seen: Vec<TableRef> = Vec::new();
     for (path, table) in tables_of(queue, prepared) {
-        let same = |t: &TableRef| {
-            t.name.eq_ignore_ascii_case(&table.name)
-                && (t.schema.is_none() || table.schema.is_none() || t.schema == table.schema)
-        };
-        if seen.iter().any(same) {
+        if seen.iter().any(|t| t.same_as(&table)) {
             continue;
         }
         seen.push(table.clone());
-        let Some(engine) = engine(conn, &table).await? else {
-            continue;
-        };
-        if !engine.eq_ignore_ascii_case("InnoDB") {
-            let at: Vec<&str> = path.iter().map(String::as_str).collect();
-            findings.push(queue.finding(
-                Severity::Error,
-                &at,
-                format!(
-                    "table {} uses the {engine} engine: tableq needs InnoDB, for the row locks \
-                     SKIP LOCKED skips and a transaction that rolls back \
-                     (ALTER TABLE {} ENGINE = InnoDB)",
-                    table.name, table.name
-                ),
-            ));
+        let at: Vec<&str> = path.iter().map(String::as_str).collect();
+        match queries::table_kind(conn, &table).await? {
+            Some(TableKind::Base(engine)) if !is_innodb(&engine) => engines
+                .not_innodb
+                .push(not_innodb(queue, &at, &table, None, &engine)),
+            Some(TableKind::View) => match behind_view(conn, &table).await? {
+                Some(bases) => {
+                    for (base, engine) in bases.iter().filter(|(_, e)| !is_innodb(e)) {
+                        let finding = not_innodb(queue, &at, base, Some(&table), engine);
+                        engines.not_innodb.push(finding);
+                    }
+                }
+                None => engines.unsure_views.push((path, table.name.clone())),
+            },
+            _ => {}
         }
     }
-    Ok(findings)
+    Ok(engines)
+}
+
+fn is_innodb(engine: &str) -> bool {
+    engine.eq_ignore_ascii_case("InnoDB")
+}
+
+fn not_innodb(
+    queue: &QueueConfig,
+    at: &[&str],
+    table: &TableRef,
+    view: Option<&TableRef>,
+    engine: &str,
+) -> Finding {
+    let behind = view.map_or(String::new(), |v| format!(" (behind view {})", v.name));
+    queue.finding(
+        Severity::Error,
+        at,
+        format!(
+            "table {}{behind} uses the {engine} engine: tableq needs InnoDB, for the row locks \
+             SKIP LOCKED skips and a transaction that rolls back (ALTER TABLE {} ENGINE = InnoDB)",
+            table.name, table.name
+        ),
+    )
+}
+
+/// The base tables behind `view` and their engines, through the views it reads;
+/// `None` when check cannot tell them all.
+async fn behind_view(
+    conn: &mut Conn,
+    view: &TableRef,
+) -> Result<Option<Vec<(TableRef, String)>>, mysql_async::Error> {
+    let mut pending = vec![view.clone()];
+    let mut bases = Vec::new();
+    let mut followed = 0;
+    while let Some(view) = pending.pop() {
+        followed += 1;
+        if followed > MAX_VIEWS {
+            return Ok(None);
+        }
+        let Some(used) = tables_in_view(conn, &view).await? else {
+            return Ok(None);
+        };
+        for table in used {
+            match queries::table_kind(conn, &table).await? {
+                Some(TableKind::Base(engine)) => bases.push((table, engine)),
+                Some(TableKind::View) => pending.push(table),
+                Some(TableKind::Other) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+    Ok(Some(bases))
+}
+
+/// The tables and views a view reads: as the server lists them where it does
+/// (MySQL), else as its definition names them.
+async fn tables_in_view(
+    conn: &mut Conn,
+    view: &TableRef,
+) -> Result<Option<Vec<TableRef>>, mysql_async::Error> {
+    if let Some(used) = queries::tables_a_view_uses(conn, view).await? {
+        return Ok(Some(used));
+    }
+    let Some((schema, definition)) = queries::view_definition(conn, view).await? else {
+        return Ok(None);
+    };
+    Ok(tables_read(&definition).map(|tables| {
+        tables
+            .into_iter()
+            .map(|t| TableRef {
+                // An unqualified name in a definition is of the view's own schema.
+                schema: t.schema.or_else(|| Some(schema.clone())),
+                name: t.name,
+            })
+            .collect()
+    }))
 }
 
 /// Each table with the key path of the statement that names it.
@@ -71,12 +156,8 @@ fn tables_of(queue: &QueueConfig, prepared: &PreparedQueue) -> Vec<(Vec<String>,
     }
     let mut targets = |path: &[&str], statements: &[ParsedStatement]| {
         for (index, statement) in statements.iter().enumerate() {
-            let mut at: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-            if statements.len() > 1 {
-                at.push(index.to_string());
-            }
             if let Some(table) = statement_target(&statement.text) {
-                tables.push((at, table));
+                tables.push((statement_path(path, index, statements.len()), table));
             }
         }
     };
@@ -88,40 +169,4 @@ fn tables_of(queue: &QueueConfig, prepared: &PreparedQueue) -> Vec<(Vec<String>,
         targets(&["on_failure", "sql"], on_failure);
     }
     tables
-}
-
-/// The engine of a base table; `None` for a view or a name that is not a table.
-async fn engine(conn: &mut Conn, table: &TableRef) -> Result<Option<String>, mysql_async::Error> {
-    let found: Result<Option<Option<String>>, _> = conn
-        .exec_first(
-            "SELECT ENGINE FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? \
-             AND TABLE_TYPE = 'BASE TABLE'",
-            (table.schema.clone(), table.name.clone()),
-        )
-        .await;
-    match found {
-        Ok(engine) => Ok(engine.flatten()),
-        Err(e) if is_statement_error(&e) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Roughly how many rows `table` holds (the server's estimate).
-pub async fn table_rows(
-    conn: &mut Conn,
-    table: &TableRef,
-) -> Result<Option<u64>, mysql_async::Error> {
-    let found: Result<Option<Option<u64>>, _> = conn
-        .exec_first(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?",
-            (table.schema.clone(), table.name.clone()),
-        )
-        .await;
-    match found {
-        Ok(rows) => Ok(rows.flatten()),
-        Err(e) if is_statement_error(&e) => Ok(None),
-        Err(e) => Err(e),
-    }
 }

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::database::parse_database_url;
 use crate::diagnostic::Finding;
+use crate::names::statement_path;
 use crate::sql_text::{
     first_word, parse_statement, sets_only_user_variables, top_level_words, ParsedStatement,
 };
@@ -299,7 +300,11 @@ fn select_statement(v: &mut Validator, text: &str) -> Option<ParsedStatement> {
         if has(&[set_op]) {
             v.error(
                 &["select"],
-                format!("`select` uses {set_op}: rows of a {set_op} cannot be locked; select from one table (joins are fine)"),
+                format!(
+                    "`select` uses {set_op}: rows of a {set_op} cannot be locked; select from the \
+                     queue's table (a join locks the rows it joins too: test other tables in an \
+                     `EXISTS (SELECT …)` subquery)"
+                ),
             );
         }
     }
@@ -348,11 +353,8 @@ fn statements(v: &mut Validator, path: &[&str], statements: &Statements) -> Vec<
     let key = path.join(".");
     let mut parsed = Vec::new();
     for (index, text) in statements.0.iter().enumerate() {
-        let index_text = index.to_string();
-        let mut at: Vec<&str> = path.to_vec();
-        if statements.0.len() > 1 {
-            at.push(&index_text);
-        }
+        let at = statement_path(path, index, statements.0.len());
+        let at: Vec<&str> = at.iter().map(String::as_str).collect();
         let statement = match parse_statement(text) {
             Ok(statement) => statement,
             Err(e) => {

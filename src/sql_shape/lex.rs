@@ -111,10 +111,19 @@ pub(super) fn ident(lex: &Lex) -> Option<String> {
 
 /// `col`, `t.col` or `db.t.col`: the column's name.
 pub(super) fn column_ref(lexes: &[Lex]) -> Option<String> {
+    qualified_column_ref(lexes).map(|(_, name)| name)
+}
+
+/// `col`, `t.col` or `db.t.col`: the table (or alias) it is qualified with, if any,
+/// and the column's name.
+pub(super) fn qualified_column_ref(lexes: &[Lex]) -> Option<(Option<String>, String)> {
     match lexes {
-        [col] => ident(col),
-        [t, Lex::Punct("."), col] => ident(t).and(ident(col)),
-        [d, Lex::Punct("."), t, Lex::Punct("."), col] => ident(d).and(ident(t)).and(ident(col)),
+        [col] => Some((None, ident(col)?)),
+        [t, Lex::Punct("."), col] => Some((Some(ident(t)?), ident(col)?)),
+        [d, Lex::Punct("."), t, Lex::Punct("."), col] => {
+            ident(d)?;
+            Some((Some(ident(t)?), ident(col)?))
+        }
         _ => None,
     }
 }

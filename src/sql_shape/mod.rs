@@ -5,8 +5,15 @@
 //! gets no answer asks the database instead, or says less.
 
 mod lex;
+mod tables;
 
-use lex::{clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, split_top, Lex};
+use lex::{
+    clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, qualified_column_ref, split_top,
+    Lex,
+};
+pub use tables::{
+    from_tables, from_tables_aliased, statement_target, tables_read, FromTable, TableRef,
+};
 
 const AFTER_WHERE: &[&str] = &["GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK"];
 
@@ -32,90 +39,23 @@ pub fn literal_columns(select: &str) -> Option<Vec<String>> {
         .collect()
 }
 
-/// A table named in a statement: `db.name` or `name`.
+/// A column as a statement writes it: `j.id` is column `id` of the table the
+/// select calls `j`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableRef {
-    pub schema: Option<String>,
+pub struct ColumnRef {
+    /// The table name or alias it is qualified with, if any.
+    pub table: Option<String>,
     pub name: String,
 }
 
-fn table_ref(lexes: &[Lex]) -> Option<TableRef> {
-    match lexes {
-        [d, Lex::Punct("."), t, ..] => Some(TableRef {
-            schema: Some(ident(d)?),
-            name: ident(t)?,
-        }),
-        [t, ..] => Some(TableRef {
-            schema: None,
-            name: ident(t)?,
-        }),
-        [] => None,
-    }
-}
-
-/// The tables a select's top-level FROM clause names (after FROM, commas and JOINs;
-/// derived tables are skipped).
-pub fn from_tables(select: &str) -> Vec<TableRef> {
-    let lexes = lex(select);
-    let mut ends = vec!["WHERE"];
-    ends.extend_from_slice(AFTER_WHERE);
-    let Some(from) = clause(&lexes, &["FROM"], &ends) else {
-        return Vec::new();
-    };
-    let mut tables = Vec::new();
-    let mut depth = 0usize;
-    let mut expect_table = true;
-    for (i, lex) in from.iter().enumerate() {
-        match lex {
-            Lex::Punct("(") => {
-                // A derived table (or a parenthesized join): not a table name.
-                depth += 1;
-                expect_table = false;
-            }
-            Lex::Punct(")") => depth = depth.saturating_sub(1),
-            _ if depth > 0 => {}
-            Lex::Punct(",") => expect_table = true,
-            _ if is_kw(lex, "JOIN") || is_kw(lex, "STRAIGHT_JOIN") => expect_table = true,
-            _ if expect_table => {
-                tables.extend(table_ref(&from[i..]));
-                expect_table = false;
-            }
-            _ => {}
-        }
-    }
-    tables
-}
-
-/// The table an `UPDATE`, `DELETE`, `INSERT` or `REPLACE` writes to (the first, for
-/// a multi-table statement).
-pub fn statement_target(sql: &str) -> Option<TableRef> {
-    const MODIFIERS: &[&str] = &[
-        "LOW_PRIORITY",
-        "HIGH_PRIORITY",
-        "DELAYED",
-        "QUICK",
-        "IGNORE",
-        "INTO",
-    ];
-    let lexes = lex(sql);
-    let first = lexes.first()?;
-    let mut rest = &lexes[1..];
-    if is_kw(first, "DELETE") {
-        let from = find_top(rest, 0, &["FROM"])?;
-        rest = &rest[from + 1..];
-    } else if !is_any_kw(first, &["UPDATE", "INSERT", "REPLACE"]) {
-        return None;
-    }
-    while rest.first().is_some_and(|l| is_any_kw(l, MODIFIERS)) {
-        rest = &rest[1..];
-    }
-    table_ref(rest)
+fn column(lexes: &[Lex]) -> Option<ColumnRef> {
+    qualified_column_ref(lexes).map(|(table, name)| ColumnRef { table, name })
 }
 
 /// The columns a select's WHERE holds equal to a constant (`status = 'waiting'`,
 /// `col IS NULL`, `queue = :queue`), each in a top-level `AND`. `None` when the
 /// WHERE cannot be read that way (a top-level `OR`).
-pub fn where_equality_columns(select: &str) -> Option<Vec<String>> {
+pub fn where_equality_columns(select: &str) -> Option<Vec<ColumnRef>> {
     let lexes = lex(select);
     let Some(condition) = clause(&lexes, &["WHERE"], AFTER_WHERE) else {
         return Some(Vec::new());
@@ -127,19 +67,21 @@ pub fn where_equality_columns(select: &str) -> Option<Vec<String>> {
         return None;
     }
     let constant = |side: &[Lex]| matches!(side, [Lex::Literal] | [Lex::Param(_)]);
-    let mut columns: Vec<String> = Vec::new();
+    let mut columns: Vec<ColumnRef> = Vec::new();
     for term in split_top(condition, |l| is_kw(l, "AND") || *l == Lex::Punct("&&")) {
         let found = match term.iter().position(|l| *l == Lex::Punct("=")) {
-            Some(eq) if constant(&term[eq + 1..]) => column_ref(&term[..eq]),
-            Some(eq) if constant(&term[..eq]) => column_ref(&term[eq + 1..]),
+            Some(eq) if constant(&term[eq + 1..]) => column(&term[..eq]),
+            Some(eq) if constant(&term[..eq]) => column(&term[eq + 1..]),
             Some(_) => None,
             None => match term {
-                [col @ .., is, null] if is_kw(is, "IS") && is_kw(null, "NULL") => column_ref(col),
+                [col @ .., is, null] if is_kw(is, "IS") && is_kw(null, "NULL") => column(col),
                 _ => None,
             },
         };
-        if let Some(column) = found {
-            push_new(&mut columns, column);
+        if let Some(found) = found {
+            if !columns.contains(&found) {
+                columns.push(found);
+            }
         }
     }
     Some(columns)
@@ -147,7 +89,7 @@ pub fn where_equality_columns(select: &str) -> Option<Vec<String>> {
 
 /// The columns of a select's top-level ORDER BY, when each item is a plain column
 /// (with `ASC`/`DESC`); `Some(vec![])` without an ORDER BY, `None` otherwise.
-pub fn order_by_columns(select: &str) -> Option<Vec<String>> {
+pub fn order_by_columns(select: &str) -> Option<Vec<ColumnRef>> {
     let lexes = lex(select);
     let Some(order) = clause(&lexes, &["ORDER", "BY"], &["LIMIT", "FOR", "LOCK"]) else {
         return Some(Vec::new());
@@ -155,18 +97,43 @@ pub fn order_by_columns(select: &str) -> Option<Vec<String>> {
     split_top(order, |l| *l == Lex::Punct(","))
         .into_iter()
         .map(|item| match item {
-            [col @ .., dir] if is_any_kw(dir, &["ASC", "DESC"]) => column_ref(col),
-            _ => column_ref(item),
+            [col @ .., dir] if is_any_kw(dir, &["ASC", "DESC"]) => column(col),
+            _ => column(item),
         })
         .collect()
 }
 
-/// The columns an index for the claim should have: the WHERE's equality columns,
-/// then the ORDER BY columns. `None` when the select cannot be read that surely.
-pub fn claim_index_columns(select: &str) -> Option<Vec<String>> {
-    let mut columns = where_equality_columns(select)?;
-    for column in order_by_columns(select)? {
-        push_new(&mut columns, column);
+/// The columns an index on `main`, one of the select's tables, should have for the
+/// claim: the WHERE's equality columns, then the ORDER BY columns. With several
+/// tables, only columns qualified with `main`'s name or alias are known to be its
+/// own: an equality on another table's column is left out, and the answer is `None`
+/// when a column could be any table's (unqualified) or the order is another
+/// table's. `None` too when the select cannot be read that surely.
+pub fn claim_index_columns(select: &str, main: &FromTable) -> Option<Vec<String>> {
+    let tables = from_tables_aliased(select);
+    let named = |q: &str| tables.iter().filter(|t| t.is_called(q)).count();
+    if named(main.called()) != 1 {
+        return None;
+    }
+    // Some(true): main's column; Some(false): another table's; None: cannot tell.
+    let owned = |c: &ColumnRef| match &c.table {
+        None if tables.len() == 1 => Some(true),
+        None => None,
+        Some(q) if main.is_called(q) => Some(true),
+        Some(q) if named(q) > 0 => Some(false),
+        Some(_) => None,
+    };
+    let mut columns = Vec::new();
+    for found in where_equality_columns(select)? {
+        if owned(&found)? {
+            push_new(&mut columns, found.name);
+        }
+    }
+    for found in order_by_columns(select)? {
+        if !owned(&found)? {
+            return None;
+        }
+        push_new(&mut columns, found.name);
     }
     (!columns.is_empty()).then_some(columns)
 }
@@ -235,52 +202,56 @@ mod tests {
         );
     }
 
-    #[test]
-    fn finds_the_tables_of_a_select_and_of_outcome_sql() {
-        let t = |schema: Option<&str>, name: &str| TableRef {
-            schema: schema.map(str::to_string),
-            name: name.to_string(),
-        };
-        assert_eq!(from_tables(EMAIL), vec![t(None, "email")]);
-        assert_eq!(
-            from_tables("SELECT a.id FROM shop.a FORCE INDEX (x) JOIN `b` ON a.id = b.id, (SELECT 1) d WHERE 1"),
-            vec![t(Some("shop"), "a"), t(None, "b")]
-        );
-        assert_eq!(
-            statement_target("UPDATE LOW_PRIORITY email SET a = 1 WHERE id = :id"),
-            Some(t(None, "email"))
-        );
-        assert_eq!(
-            statement_target("DELETE FROM shop.email WHERE id = :id"),
-            Some(t(Some("shop"), "email"))
-        );
-        assert_eq!(
-            statement_target("INSERT IGNORE INTO outbox (a) VALUES (:a)"),
-            Some(t(None, "outbox"))
-        );
-        assert_eq!(statement_target("DO 1"), None);
+    fn only(select: &str) -> FromTable {
+        from_tables_aliased(select).remove(0)
     }
 
     #[test]
     fn suggests_equality_columns_then_order_by_columns() {
-        assert_eq!(where_equality_columns(EMAIL), names(&["status"]));
-        assert_eq!(order_by_columns(EMAIL), names(&["id"]));
-        assert_eq!(claim_index_columns(EMAIL), names(&["status", "id"]));
+        let plain = |name: &str| ColumnRef {
+            table: None,
+            name: name.to_string(),
+        };
+        assert_eq!(where_equality_columns(EMAIL), Some(vec![plain("status")]));
+        assert_eq!(order_by_columns(EMAIL), Some(vec![plain("id")]));
         assert_eq!(
-            claim_index_columns(
-                "SELECT id FROM job WHERE queue = :queue AND 'x' = t.kind AND done_at IS NULL ORDER BY priority DESC, id"
-            ),
+            claim_index_columns(EMAIL, &only(EMAIL)),
+            names(&["status", "id"])
+        );
+        let job = "SELECT id FROM job t WHERE queue = :queue AND 'x' = t.kind AND done_at IS NULL ORDER BY priority DESC, id";
+        assert_eq!(
+            claim_index_columns(job, &only(job)),
             names(&["queue", "kind", "done_at", "priority", "id"])
         );
+        for unreadable in [
+            "SELECT id FROM t WHERE a = 1 OR b = 2 ORDER BY id",
+            "SELECT id FROM t WHERE a = 1 ORDER BY a + b",
+            "SELECT id FROM t WHERE a > 1",
+        ] {
+            assert_eq!(claim_index_columns(unreadable, &only(unreadable)), None);
+        }
+    }
+
+    #[test]
+    fn with_a_join_suggests_only_the_main_tables_own_columns() {
+        let join = "SELECT j.id FROM job AS j JOIN detail d ON d.job_id = j.id \
+                    WHERE j.state = 'waiting' AND d.ok = 1 ORDER BY j.id";
+        let tables = from_tables_aliased(join);
         assert_eq!(
-            claim_index_columns("SELECT id FROM t WHERE a = 1 OR b = 2 ORDER BY id"),
-            None
+            claim_index_columns(join, &tables[0]),
+            names(&["state", "id"])
         );
+        // Ordered by another table's column: no index on `detail` serves the claim.
+        assert_eq!(claim_index_columns(join, &tables[1]), None);
+        // An unqualified column could be either table's.
+        let unsure =
+            "SELECT job.id FROM job JOIN cfg ON cfg.id = 1 WHERE state = 'w' ORDER BY job.id";
+        assert_eq!(claim_index_columns(unsure, &only(unsure)), None);
+        let qualified = unsure.replace("WHERE state", "WHERE cfg.enabled = 1 AND job.state");
         assert_eq!(
-            claim_index_columns("SELECT id FROM t WHERE a = 1 ORDER BY a + b"),
-            None
+            claim_index_columns(&qualified, &only(&qualified)),
+            names(&["state", "id"])
         );
-        assert_eq!(claim_index_columns("SELECT id FROM t WHERE a > 1"), None);
     }
 
     #[test]

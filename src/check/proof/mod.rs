@@ -1,0 +1,312 @@
+//! The leave-the-query proof: processing must change a row so that the select no
+//! longer returns it. On a worker's session (READ COMMITTED, autocommit off), each
+//! path in an XA transaction of its own that is always rolled back ([`Xa`]): claim
+//! one waiting row; on success run the SQL action and `[on_success]` with sample
+//! parameters, on failure `[on_failure]`; then count the waiting rows with that
+//! row's key, without locking. A row may stay for a retry only if it does not match
+//! *now*. Inside XA the server refuses a COMMIT, even in a procedure, so nothing the
+//! queue's SQL does is committed. HTTP and command actions never run here.
+
+mod words;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Params, Row, Value};
+
+use super::queries::{self, WaitingRows, Xa, XaEnded};
+use super::{claim_params, samples};
+use crate::config::{ActionConfig, QueueConfig};
+use crate::database::{describe_error, is_statement_error};
+use crate::diagnostic::{Finding, Severity};
+use crate::item::{bind, Item, Outcome};
+use crate::names::statement_path;
+use crate::queue_sql::{claim_sql, BoundStatement, PreparedQueue};
+
+/// The proof's findings, or `None` when no unlocked row was waiting to prove it with.
+pub async fn leaves_the_query(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    prepared: &PreparedQueue,
+) -> Result<Option<Vec<Finding>>, mysql_async::Error> {
+    let Some(key) = prepared.columns.names.get(prepared.key_index) else {
+        return Ok(Some(Vec::new()));
+    };
+    let select_params = claim_params(prepared.claim.sources.len(), &queue.name);
+    let with_key = match WaitingRows::prepare(conn, &queue.select, &select_params, &[key]).await {
+        Ok(statement) => statement,
+        Err(e) if is_statement_error(&e) => {
+            return Ok(Some(vec![queue.finding(
+                Severity::Warning,
+                &["select"],
+                format!(
+                    "not proven: cannot re-read the select for one row by its key to see whether \
+                     it left the queue: {}",
+                    describe_error(&e)
+                ),
+            )]))
+        }
+        Err(e) => return Err(e),
+    };
+    let proof = Proof {
+        queue,
+        prepared,
+        with_key,
+        select_params,
+    };
+    proof.run(conn).await
+}
+
+struct Proof<'a> {
+    queue: &'a QueueConfig,
+    prepared: &'a PreparedQueue,
+    /// Counts the waiting rows with a given key.
+    with_key: WaitingRows,
+    select_params: Params,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Path {
+    Success,
+    Failure,
+}
+
+/// What one XA transaction of the proof found.
+enum Tried {
+    /// No unlocked row was waiting.
+    NoRow,
+    /// The path was followed; what it found.
+    Followed(Vec<Finding>),
+    /// The proof cannot go on (a key that names no one row, XA refused).
+    Stop(Vec<Finding>),
+}
+
+/// Where one path left the row.
+enum Ending {
+    /// The row no longer matches the select.
+    Leaves,
+    /// The row still matches.
+    Stays,
+    /// A finding says why the path could not be followed to the end.
+    Stopped(Finding),
+}
+
+impl Proof<'_> {
+    async fn run(&self, conn: &mut Conn) -> Result<Option<Vec<Finding>>, mysql_async::Error> {
+        let mut findings = match self.in_xa(conn, Path::Success).await? {
+            Tried::NoRow => return Ok(None),
+            Tried::Stop(findings) => return Ok(Some(findings)),
+            Tried::Followed(findings) => findings,
+        };
+        if self.prepared.on_failure.is_some() {
+            match self.in_xa(conn, Path::Failure).await? {
+                Tried::NoRow => findings.push(self.queue.finding(
+                    Severity::Warning,
+                    &["on_failure"],
+                    "not proven on failure: no unlocked row was waiting any more to claim again",
+                )),
+                Tried::Followed(more) | Tried::Stop(more) => findings.extend(more),
+            }
+        }
+        Ok(Some(findings))
+    }
+
+    /// Claims a row in an XA transaction of its own, follows `path` with it, and
+    /// rolls it all back — whatever happened.
+    async fn in_xa(&self, conn: &mut Conn, path: Path) -> Result<Tried, mysql_async::Error> {
+        let xa = match Xa::start(conn).await {
+            Ok(xa) => xa,
+            Err(e) if is_statement_error(&e) => {
+                return Ok(Tried::Stop(vec![self.queue.finding(
+                    Severity::Warning,
+                    &["select"],
+                    format!(
+                        "not proven: the server refused XA START, which check needs so that \
+                         nothing the queue's SQL does can commit: {}",
+                        describe_error(&e)
+                    ),
+                )]))
+            }
+            Err(e) => return Err(e),
+        };
+        let tried = self.claim_and_follow(conn, path).await;
+        let ended = xa.roll_back(conn).await;
+        let mut tried = tried?;
+        let problem = match ended? {
+            XaEnded::RolledBack => self.rolled_back_partly(conn).await?,
+            XaEnded::Gone(e) => Some(self.ended_early(path, &e)),
+        };
+        if let (Some(problem), Tried::Followed(found) | Tried::Stop(found)) = (problem, &mut tried)
+        {
+            found.push(problem);
+        }
+        Ok(tried)
+    }
+
+    async fn claim_and_follow(
+        &self,
+        conn: &mut Conn,
+        path: Path,
+    ) -> Result<Tried, mysql_async::Error> {
+        let claim = claim_sql(&self.queue.select, 1);
+        let claimed: Vec<Row> = conn.exec(claim, self.select_params.clone()).await?;
+        let Some(row) = claimed.into_iter().next() else {
+            return Ok(Tried::NoRow);
+        };
+        let item = Item {
+            columns: self.prepared.columns.clone(),
+            // mysql_async's `Row::unwrap`: the row's values. It panics only for a
+            // value taken out of the row beforehand, which nothing here does.
+            values: row.unwrap(),
+            key_index: self.prepared.key_index,
+        };
+        if let Some(problem) = self.key_problem(conn, &item).await? {
+            return Ok(Tried::Stop(vec![problem]));
+        }
+        let found = match path {
+            Path::Success => self.success(conn, &item).await?,
+            Path::Failure => self.failure(conn, &item).await?,
+        };
+        Ok(Tried::Followed(found.into_iter().collect()))
+    }
+
+    /// A key that is NULL, or that several waiting rows share, names no one row:
+    /// re-reading the select by it proves nothing.
+    async fn key_problem(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<Option<Finding>, mysql_async::Error> {
+        let name = self.key_name(item);
+        let why = if *item.key() == Value::NULL {
+            format!("`key` {name} is NULL on a waiting row")
+        } else {
+            let rows = self.with_key.count(conn, &[item.key().clone()]).await?;
+            if rows <= 1 {
+                return Ok(None);
+            }
+            format!(
+                "`key` {name} is not unique among waiting rows ({rows} rows have {name} = {})",
+                item.key_text()
+            )
+        };
+        let at: &[&str] = if self.queue.key.is_some() {
+            &["key"]
+        } else {
+            &["select"]
+        };
+        Ok(Some(self.queue.finding(
+            Severity::Warning,
+            at,
+            format!(
+                "not proven: {why}; set `key` to a column that identifies one row (unique, and \
+                 never NULL)"
+            ),
+        )))
+    }
+
+    /// The SQL action and `[on_success]`, then: is the row gone?
+    async fn success(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<Option<Finding>, mysql_async::Error> {
+        let sql_action = matches!(self.queue.action, ActionConfig::Sql(_));
+        let mut ending = Ending::Leaves;
+        if sql_action {
+            let action = &self.prepared.action;
+            ending = self
+                .statements(conn, item, &["action", "sql"], action, &Outcome::success())
+                .await?;
+        }
+        if matches!(ending, Ending::Leaves) {
+            let outcome = samples::success(&self.queue.action);
+            let on_success = &self.prepared.on_success;
+            ending = self
+                .statements(conn, item, &["on_success", "sql"], on_success, &outcome)
+                .await?;
+        }
+        if matches!(ending, Ending::Leaves) {
+            ending = self.still_waiting(conn, item).await?;
+        }
+        Ok(match ending {
+            Ending::Leaves => None,
+            Ending::Stays => Some(self.stays_after_success(item, sql_action)),
+            Ending::Stopped(finding) => Some(finding),
+        })
+    }
+
+    /// `[on_failure]`, then: does the row match the select *now*?
+    async fn failure(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<Option<Finding>, mysql_async::Error> {
+        let Some(on_failure) = &self.prepared.on_failure else {
+            return Ok(None);
+        };
+        let outcome = samples::failure(&self.queue.action);
+        let mut ending = self
+            .statements(conn, item, &["on_failure", "sql"], on_failure, &outcome)
+            .await?;
+        if matches!(ending, Ending::Leaves) {
+            ending = self.still_waiting(conn, item).await?;
+        }
+        Ok(match ending {
+            Ending::Leaves => None,
+            Ending::Stays => Some(self.stays_after_failure(item)),
+            Ending::Stopped(finding) => Some(finding),
+        })
+    }
+
+    /// Runs `statements` for the item; a statement's own error stops the path.
+    async fn statements(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+        path: &[&str],
+        statements: &[BoundStatement],
+        outcome: &Outcome,
+    ) -> Result<Ending, mysql_async::Error> {
+        for (index, bound) in statements.iter().enumerate() {
+            let params = bind(&bound.sources, item, &self.queue.name, outcome);
+            if let Err(e) = conn.exec_drop(&bound.statement, params).await {
+                let at = statement_path(path, index, statements.len());
+                let at: Vec<&str> = at.iter().map(String::as_str).collect();
+                return match self.stopped_by(&at, item, &e) {
+                    Some(finding) => Ok(Ending::Stopped(finding)),
+                    None => Err(e),
+                };
+            }
+        }
+        Ok(Ending::Leaves)
+    }
+
+    /// Counts the waiting rows with the claimed row's key, without locking.
+    async fn still_waiting(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<Ending, mysql_async::Error> {
+        let rows = self.with_key.count(conn, &[item.key().clone()]).await?;
+        Ok(if rows > 0 {
+            Ending::Stays
+        } else {
+            Ending::Leaves
+        })
+    }
+
+    /// After the rollback: did the server warn that a change could not be undone?
+    async fn rolled_back_partly(
+        &self,
+        conn: &mut Conn,
+    ) -> Result<Option<Finding>, mysql_async::Error> {
+        if !queries::rollback_was_incomplete(conn).await? {
+            return Ok(None);
+        }
+        Ok(Some(self.queue.finding(
+            Severity::Error,
+            &["action"],
+            "the queue's SQL changed a table that is not transactional (not InnoDB), and check \
+             could not roll that change back: tableq needs every table it writes to be InnoDB",
+        )))
+    }
+}
