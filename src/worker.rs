@@ -128,11 +128,15 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
                 session = Some(current);
                 ticket.finish(true);
                 careful = true;
+                watch = None;
             }
             Some(Ok(report)) => {
                 current.touch();
                 session = Some(current);
                 contention = 0;
+                // Busy now: hand the watch on, so that someone keeps polling while
+                // this batch takes its time (dropping it wakes a sleeper).
+                watch = None;
                 queue.stats.record(&report);
                 ticket.finish(report.returned > 0);
                 careful = false;

@@ -363,3 +363,56 @@ async fn a_failing_outcome_leaves_only_its_item_waiting() {
         );
     }
 }
+
+/// While one worker is busy with a slow item, another keeps watching the queue: a
+/// row that arrives meanwhile is done before the slow one finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_watcher_hands_the_watch_on() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    let files = QueueFiles::new();
+    script(
+        &files,
+        "work.sh",
+        "if [ \"$TABLEQ_KEY\" = 1 ]; then sleep 5; fi",
+    );
+    let file = files.write(
+        "jobs.toml",
+        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nworkers = 2\nbatch = 5\npoll_interval = \"200ms\"\n[action]\ntype = \"command\"\ncommand = [\"./work.sh\"]\ntimeout = \"30s\"\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
+    );
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("one worker watches, one sleeps", Duration::from_secs(30), || async {
+        db.count(&format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()", db.name))
+            .await
+            == 1
+    })
+    .await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await; // slow, and not a full batch
+    eventually("job 1 is in flight", Duration::from_secs(30), || async {
+        db.count(&format!(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = '{}'",
+            db.name
+        ))
+        .await
+            == 1
+    })
+    .await;
+    db.exec("INSERT INTO job (id) VALUES (2)").await;
+    eventually(
+        "job 2 is done while job 1 still runs",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE id = 2 AND state = 'done'")
+                .await
+                == 1
+        },
+    )
+    .await;
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE id = 1 AND state = 'done'")
+            .await,
+        0,
+        "job 2 waited for job 1"
+    );
+    engine.stop().await;
+}
