@@ -61,6 +61,9 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT tableq_item";
 /// Claims and processes one batch on `conn`. An `Err` means the transaction is lost
 /// (and with it every lock): the caller drops the connection; the rows are waiting.
 ///
+/// `claimed` hears how many rows the claim locked, as soon as it knows: the worker
+/// then hands on its watch, and wakes the others when the claim came back full.
+///
 /// SQL actions run optimistically: no savepoints, so an item costs one round trip
 /// per statement. If any item fails, the transaction is rolled back — nothing of the
 /// batch is kept — and the caller claims again with `careful` set: then every item
@@ -70,16 +73,13 @@ pub async fn claim_and_process(
     prepared: &PreparedQueue,
     queue: &QueueRuntime,
     careful: bool,
+    claimed: impl FnOnce(usize),
 ) -> Result<BatchReport, mysql_async::Error> {
     let name = queue.config.name.as_str();
     let rows: Vec<Row> = conn
         .exec(&prepared.claim.statement, prepared.claim_params(name))
         .await?;
-    if rows.len() == queue.config.batch {
-        // A full batch: more rows may be waiting. Bring in the sleeping workers now,
-        // not when this batch is done.
-        queue.idle.wake_all();
-    }
+    claimed(rows.len());
     let mut report = BatchReport {
         claimed: rows.len(),
         ..BatchReport::default()

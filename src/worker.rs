@@ -83,7 +83,17 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
         let result = tokio::select! {
             biased;
             _ = queue.abort.cancelled() => None,
-            result = claim_and_process(&mut current.conn, &current.prepared, queue, careful) => Some(result),
+            result = claim_and_process(&mut current.conn, &current.prepared, queue, careful, |found| {
+                if found > 0 {
+                    // Busy now: hand the watch on (dropping it wakes a sleeper), so
+                    // that someone keeps polling while this batch takes its time.
+                    watch = None;
+                }
+                if found == queue.config.batch {
+                    // A full claim: more rows may be waiting. Wake everyone now.
+                    queue.idle.wake_all();
+                }
+            }) => Some(result),
         };
         match result {
             None => {
@@ -128,15 +138,11 @@ async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) 
                 session = Some(current);
                 ticket.finish(true);
                 careful = true;
-                watch = None;
             }
             Some(Ok(report)) => {
                 current.touch();
                 session = Some(current);
                 contention = 0;
-                // Busy now: hand the watch on, so that someone keeps polling while
-                // this batch takes its time (dropping it wakes a sleeper).
-                watch = None;
                 queue.stats.record(&report);
                 ticket.finish(report.returned > 0);
                 careful = false;

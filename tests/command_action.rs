@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq};
-use support::{eventually, load, run_until_empty, Engine, QueueFiles, TestDb};
+use support::{claimable, eventually, load, run_until_empty, Engine, QueueFiles, TestDb};
 
 const JOB_TABLE: &str =
     "CREATE TABLE job (id INT PRIMARY KEY, arg VARCHAR(100) NOT NULL DEFAULT '',
@@ -240,13 +240,20 @@ async fn losing_the_connection_cancels_the_command() {
     .await;
     let first = read_pid(&pid_file).unwrap();
     // Kill the session that holds the row's lock, as a failover or a DBA would.
-    let holder: u64 = db
-        .scalar(&format!(
-            "SELECT t.trx_mysql_thread_id FROM information_schema.INNODB_TRX t
-             JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = '{}'",
-            db.name
-        ))
-        .await;
+    // INNODB_TRX is a cache the server refreshes at most every 0.1 s: ask until it
+    // shows the worker's transaction.
+    let holder_query = format!(
+        "SELECT t.trx_mysql_thread_id FROM information_schema.INNODB_TRX t
+         JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = '{}'",
+        db.name
+    );
+    eventually(
+        "the worker's transaction is listed",
+        Duration::from_secs(30),
+        || async { !db.rows::<(u64,)>(&holder_query).await.is_empty() },
+    )
+    .await;
+    let holder: u64 = db.scalar(&holder_query).await;
     db.exec(&format!("KILL CONNECTION {holder}")).await;
 
     eventually(
@@ -388,14 +395,14 @@ async fn a_busy_watcher_hands_the_watch_on() {
     })
     .await;
     db.exec("INSERT INTO job (id) VALUES (1)").await; // slow, and not a full batch
-    eventually("job 1 is in flight", Duration::from_secs(30), || async {
-        db.count(&format!(
-            "SELECT COUNT(*) FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = '{}'",
-            db.name
-        ))
-        .await
-            == 1
-    })
+    eventually(
+        "job 1 is in flight (locked)",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE id = 1").await == 1
+                && !claimable(&db, "job", "id = 1").await
+        },
+    )
     .await;
     db.exec("INSERT INTO job (id) VALUES (2)").await;
     eventually(
