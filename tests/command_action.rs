@@ -423,3 +423,47 @@ async fn a_busy_watcher_hands_the_watch_on() {
     );
     engine.stop().await;
 }
+
+/// Over a connection with network latency, actions that end while the worker's
+/// keep-alive ping is still in flight leave the connection in step: every item is
+/// done once, with all of its outcome SQL, and nothing stays locked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn actions_ending_during_a_ping_keep_the_connection_in_step() {
+    let logs = support::logs::capture();
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.fill("job", "id", 6, |i| i.to_string()).await;
+    let files = QueueFiles::new();
+    // Just longer than the worker's 2 s ping interval: the actions end while the
+    // ping's reply is on its way back through the slow link.
+    script(&files, "slow.sh", "sleep 2.03");
+    let file = files.write(
+        "in_step.toml",
+        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nbatch = 3\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./slow.sh\"]\n[on_success]\nsql = [\"UPDATE job SET exit_code = :status WHERE id = :id\", \"UPDATE job SET state = 'done' WHERE id = :id\"]\n",
+    );
+    let server: std::net::SocketAddr = {
+        let opts = mysql_async::Opts::from_url(&db.url).unwrap();
+        format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port())
+            .parse()
+            .unwrap()
+    };
+    let proxy = support::proxy::delaying_proxy(server, Duration::from_millis(25)).await;
+    let slow_url = db.url.replacen(&server.to_string(), &proxy.to_string(), 1);
+    let summary = run_until_empty(load(&[file]), &slow_url).await;
+    assert_eq!(summary.counts("in_step").unwrap().done, 6);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done' AND exit_code = 0")
+            .await,
+        6
+    );
+    let troubles: Vec<String> = logs
+        .text()
+        .lines()
+        .filter(|l| l.contains("queue=in_step") && (l.contains("WARN") || l.contains("ERROR")))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        troubles.is_empty(),
+        "the connection went out of step: {troubles:#?}"
+    );
+}

@@ -8,6 +8,7 @@
 pub mod daemon;
 pub mod logs;
 pub mod mariadb;
+pub mod proxy;
 pub mod web;
 
 use std::future::Future;
