@@ -64,6 +64,20 @@ fn assert_report(done: &Finished, findings: &[String], counts: &str, code: i32) 
     assert_eq!(done.code(), Some(code), "stdout:\n{}", done.stdout);
 }
 
+/// A `stats` counter table, and a good queue whose `[on_success]` also counts the
+/// item there: outcome SQL on a table other than the select's.
+async fn counting_jobs(db: &TestDb) -> (QueueFiles, PathBuf, String) {
+    db.exec(
+        "CREATE TABLE stats (name VARCHAR(10) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
+         INSERT INTO stats VALUES ('done', 0)",
+    )
+    .await;
+    jobs_file(&GOOD.replace(
+        "sql = \"UPDATE job SET state = 'done' WHERE id = :id\"",
+        "sql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"UPDATE stats SET n = n + 1 WHERE name = 'done'\"]",
+    ))
+}
+
 /// Writes `jobs.toml` with `contents`; returns the files and the path as printed.
 fn jobs_file(contents: &str) -> (QueueFiles, PathBuf, String) {
     let files = QueueFiles::new();
@@ -879,15 +893,7 @@ async fn a_key_that_is_not_unique_or_null() {
 #[tokio::test]
 async fn a_lock_held_by_a_running_transaction() {
     let db = job_db().await;
-    db.exec(
-        "CREATE TABLE stats (name VARCHAR(10) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
-         INSERT INTO stats VALUES ('done', 0)",
-    )
-    .await;
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
-        "sql = \"UPDATE job SET state = 'done' WHERE id = :id\"",
-        "sql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"UPDATE stats SET n = n + 1 WHERE name = 'done'\"]",
-    ));
+    let (_files, path, shown) = counting_jobs(&db).await;
     let mut worker = hold_locks(&db, "SELECT * FROM stats FOR UPDATE").await;
     let started = std::time::Instant::now();
     let done = check(&[], &[&path], Some(&db.url)).await;
@@ -1060,15 +1066,7 @@ async fn sample_parameters_as_big_as_real_ones() {
 #[tokio::test]
 async fn outcome_sql_on_another_table() {
     let db = job_db().await;
-    db.exec(
-        "CREATE TABLE stats (name VARCHAR(10) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
-         INSERT INTO stats VALUES ('done', 0)",
-    )
-    .await;
-    let (_files, path, _) = jobs_file(&GOOD.replace(
-        "sql = \"UPDATE job SET state = 'done' WHERE id = :id\"",
-        "sql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"UPDATE stats SET n = n + 1 WHERE name = 'done'\"]",
-    ));
+    let (_files, path, _) = counting_jobs(&db).await;
     let done = check(&[], &[&path], Some(&db.url)).await;
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
     let offline = check(&["--offline"], &[&path], None).await;

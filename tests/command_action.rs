@@ -297,11 +297,11 @@ async fn a_burst_of_slow_commands_starts_on_every_worker_at_once() {
         "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nworkers = 4\nbatch = 5\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./slow.sh\"]\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
     );
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("all but the watcher sleep", Duration::from_secs(30), || async {
-        db.count(&format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()", db.name))
-            .await
-            == 1
-    })
+    eventually(
+        "all but the watcher sleep",
+        Duration::from_secs(30),
+        || async { support::connections(&db).await == 1 },
+    )
     .await;
     db.fill("job", "id", 20, |i| i.to_string()).await;
     eventually("the burst is done", Duration::from_secs(60), || async {
@@ -388,11 +388,11 @@ async fn a_busy_watcher_hands_the_watch_on() {
         "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nworkers = 2\nbatch = 5\npoll_interval = \"200ms\"\n[action]\ntype = \"command\"\ncommand = [\"./work.sh\"]\ntimeout = \"30s\"\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
     );
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("one worker watches, one sleeps", Duration::from_secs(30), || async {
-        db.count(&format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()", db.name))
-            .await
-            == 1
-    })
+    eventually(
+        "one worker watches, one sleeps",
+        Duration::from_secs(30),
+        || async { support::connections(&db).await == 1 },
+    )
     .await;
     db.exec("INSERT INTO job (id) VALUES (1)").await; // slow, and not a full batch
     eventually(

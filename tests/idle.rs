@@ -61,9 +61,11 @@ async fn an_empty_queue_is_polled_by_one_worker() {
 async fn a_burst_wakes_every_worker() {
     let (db, _files, file) = setup().await;
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("all but the watcher sleep, without a connection", Duration::from_secs(30), || async {
-        db.count(&format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()", db.name)).await == 1
-    })
+    eventually(
+        "all but the watcher sleep, without a connection",
+        Duration::from_secs(30),
+        || async { support::connections(&db).await == 1 },
+    )
     .await;
     db.fill("job", "id", 160, |i| i.to_string()).await;
     eventually(

@@ -323,6 +323,16 @@ pub async fn running(db: &TestDb, prefix: &str) -> bool {
         > 0
 }
 
+/// How many other sessions are connected to `db` (workers, for a test watching a
+/// daemon: an idle queue keeps one, its watcher's).
+pub async fn connections(db: &TestDb) -> u64 {
+    db.count(&format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()",
+        db.name
+    ))
+    .await
+}
+
 /// True if a claim right now could lock `condition`'s row (it is waiting and unlocked).
 pub async fn claimable(db: &TestDb, table: &str, condition: &str) -> bool {
     let mut conn = db.conn().await;
