@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::logging::LogFormat;
+use crate::telemetry::logging::LogFormat;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -8,13 +8,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::check::{check, CheckOptions};
 use crate::cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
+use crate::config::names::key_name;
 use crate::config::{load_paths, select_queues, QueueConfig};
 use crate::count::count_waiting;
-use crate::daemon::{run_with_reload, QueueSource};
+use crate::db::session::OpenError;
 use crate::diagnostic::Findings;
-use crate::names::key_name;
-use crate::runner::{resolve_databases, RunOptions};
-use crate::session::OpenError;
+use crate::engine::reload::{run_with_reload, QueueSource};
+use crate::engine::supervisor::{resolve_databases, RunOptions};
 
 /// Why a command failed, and so how the process exits.
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +94,7 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
     });
     let metrics_stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
-        crate::metrics::start(addr, options.monitor.clone(), metrics_stop.clone())
+        crate::telemetry::metrics::start(addr, options.monitor.clone(), metrics_stop.clone())
             .await
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }

@@ -8,9 +8,9 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, Row};
 
 use crate::config::QueueConfig;
-use crate::database::{connect, describe_error, prepare_worker_session, SessionError};
-use crate::queue_sql::{prepare_queue, PrepareError};
-use crate::session::OpenError;
+use crate::db::connect::{connect, describe_error, prepare_worker_session, SessionError};
+use crate::db::prepared::{prepare_queue, PrepareError};
+use crate::db::session::OpenError;
 
 /// Waiting rows, up to the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

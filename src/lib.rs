@@ -37,33 +37,17 @@
 //! - [`signals`], [`logging`]: the process around the daemon.
 
 pub mod action;
-pub mod backoff;
-pub mod batch;
 pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod count;
-pub mod daemon;
-pub mod database;
+pub mod db;
 pub mod diagnostic;
-pub mod drain;
-pub mod idle;
-pub mod item;
-pub mod logging;
-pub mod metrics;
-pub mod monitor;
-pub mod names;
-pub mod queue_sql;
-pub mod row_json;
-pub mod runner;
-pub mod session;
+pub mod engine;
 pub mod signals;
-pub mod sql_shape;
-pub mod sql_text;
-pub mod stats;
-pub mod template;
-pub mod worker;
+pub mod sql;
+pub mod telemetry;
 
 pub use config::{load_paths, QueueConfig};
-pub use runner::{run, RunOptions, RunSummary};
+pub use engine::supervisor::{run, RunOptions, RunSummary};

@@ -9,7 +9,7 @@ use tableq::commands::{execute, Failure};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tableq::logging::init(cli.log_format);
+    tableq::telemetry::logging::init(cli.log_format);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -8,12 +8,10 @@
 pub mod capture;
 pub mod command;
 pub mod http;
-pub mod signing;
 pub mod sql;
-pub mod ssrf;
 
 use crate::config::{ActionConfig, CommandAction};
-use crate::item::{Item, Outcome};
+use crate::db::item::{Item, Outcome};
 
 /// A queue's action, ready to run: for HTTP, with its client built once.
 #[derive(Debug, Clone)]

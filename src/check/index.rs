@@ -12,10 +12,10 @@ use super::claim_params;
 use super::explain::{verdict, Plan};
 use super::queries;
 use crate::config::QueueConfig;
-use crate::database::is_statement_error;
+use crate::db::connect::is_statement_error;
+use crate::db::prepared::{claim_sql, PreparedQueue};
 use crate::diagnostic::{Finding, Severity};
-use crate::queue_sql::{claim_sql, PreparedQueue};
-use crate::sql_shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
+use crate::sql::shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
 
 /// A warning when one claim of `batch` rows reads far more than it locks.
 pub async fn claim_cost(

@@ -25,8 +25,8 @@ use std::path::PathBuf;
 use mysql_async::{Params, Value};
 
 use crate::config::load_all;
+use crate::config::names::key_name;
 use crate::diagnostic::Finding;
-use crate::names::key_name;
 
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {

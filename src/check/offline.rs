@@ -1,12 +1,12 @@
 //! What `check` warns about from the queue file alone. (The errors the file alone
-//! reveals are the loader's — `run` refuses them too; see [`crate::names`].) These
+//! reveals are the loader's — `run` refuses them too; see [`crate::config::names`].) These
 //! are warnings: `run` logs them and runs.
 
+use crate::config::names::statement_path;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
-use crate::names::statement_path;
-use crate::sql_shape::{from_tables, restricts_to_key, statement_target, TableRef};
-use crate::sql_text::ParsedStatement;
+use crate::sql::shape::{from_tables, restricts_to_key, statement_target, TableRef};
+use crate::sql::statement::ParsedStatement;
 
 /// The warnings the file alone gives, with `key` the key column's name if known.
 pub fn warnings(queue: &QueueConfig, key: Option<&str>) -> Vec<Finding> {

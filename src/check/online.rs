@@ -12,14 +12,14 @@ use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
 use super::tables::Engines;
 use super::{claim_params, index, offline, proof, self_test, tables, CheckOptions};
+use crate::config::names::key_name;
 use crate::config::QueueConfig;
-use crate::database::{
+use crate::db::connect::{
     connect, describe_error, is_expected_contention, is_statement_error, parse_database_url,
 };
+use crate::db::prepared::PreparedQueue;
+use crate::db::session::{OpenError, Session};
 use crate::diagnostic::{Finding, Severity};
-use crate::names::key_name;
-use crate::queue_sql::PreparedQueue;
-use crate::session::{OpenError, Session};
 
 /// What each server said about itself, read once per database URL.
 #[derive(Default)]

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Statement, Value};
 
-use crate::database::is_statement_error;
-use crate::sql_shape::TableRef;
-use crate::sql_text::ParsedStatement;
+use crate::db::connect::is_statement_error;
+use crate::sql::shape::TableRef;
+use crate::sql::statement::ParsedStatement;
 
 /// How long check's statements wait for a row lock a running transaction holds
 /// before giving up (the server's default is 50 s).

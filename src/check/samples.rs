@@ -4,7 +4,7 @@
 
 use crate::action::capture::OUTPUT_LIMIT;
 use crate::config::ActionConfig;
-use crate::item::Outcome;
+use crate::db::item::Outcome;
 
 /// A real failure's `:error` can run to a few hundred characters; this one, ≈ 300.
 pub const SAMPLE_ERROR: &str = "HTTP 503 Service Unavailable from \

@@ -14,11 +14,11 @@ use mysql_async::{Conn, Opts, Params, Row, Value};
 use super::claim_params;
 use super::queries::{self, WaitingRows};
 use crate::config::QueueConfig;
-use crate::database::{connect, is_statement_error, prepare_worker_session, SessionError};
+use crate::db::connect::{connect, is_statement_error, prepare_worker_session, SessionError};
+use crate::db::item::value_text;
+use crate::db::prepared::{claim_sql, PreparedQueue};
 use crate::diagnostic::{Finding, Severity};
-use crate::item::value_text;
-use crate::queue_sql::{claim_sql, PreparedQueue};
-use crate::sql_shape::from_tables;
+use crate::sql::shape::from_tables;
 
 /// How long session B may take at least before it counts as waiting for A's lock.
 const PATIENCE: Duration = Duration::from_secs(10);

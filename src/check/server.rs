@@ -61,7 +61,7 @@ pub async fn read_facts(conn: &mut Conn) -> Result<ServerFacts, mysql_async::Err
         version,
         comment,
         log_bin: log_bin.as_ref().and_then(truthy).unwrap_or(false),
-        binlog_format: binlog_format.map(|v| crate::item::value_text(&v)),
+        binlog_format: binlog_format.map(|v| crate::db::item::value_text(&v)),
         wsrep_on: wsrep_on.as_ref().and_then(truthy),
         group_replication_single_primary: if group_running {
             single_primary.as_ref().and_then(truthy)

@@ -8,12 +8,12 @@
 use mysql_async::Conn;
 
 use super::queries::{self, TableKind};
+use crate::config::names::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
+use crate::db::prepared::PreparedQueue;
 use crate::diagnostic::{Finding, Severity};
-use crate::names::statement_path;
-use crate::queue_sql::PreparedQueue;
-use crate::sql_shape::{from_tables, statement_target, tables_read, TableRef};
-use crate::sql_text::ParsedStatement;
+use crate::sql::shape::{from_tables, statement_target, tables_read, TableRef};
+use crate::sql::statement::ParsedStatement;
 
 /// How many views deep check follows a view before it gives up on it.
 const MAX_VIEWS: usize = 32;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use base64::Engine;
 
 use super::raw::{RawCommandAction, RawHttpAction};
-use crate::sql_text::ParsedStatement;
-use crate::template::{Part, Template};
+use crate::config::template::{Part, Template};
+use crate::sql::statement::ParsedStatement;
 
 /// `[action] timeout` for `type = "sql"` when the file does not set it.
 pub const DEFAULT_SQL_TIMEOUT: Duration = Duration::from_secs(60);

@@ -5,7 +5,9 @@
 mod action;
 mod interpolate;
 mod locate;
+pub mod names;
 mod raw;
+pub mod template;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::diagnostic::{Finding, Findings, Severity};
-use crate::sql_text::ParsedStatement;
+use crate::sql::statement::ParsedStatement;
 
 pub use action::{
     find_program, host_from_row, ActionConfig, CommandAction, HttpAction, SigningKey, SqlAction,

@@ -12,10 +12,10 @@ use super::{
     interpolate, line_of, ActionConfig, QueueConfig, SqlAction, DEFAULT_ERROR_BACKOFF,
     DEFAULT_POLL_INTERVAL, DEFAULT_SQL_TIMEOUT, MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
 };
-use crate::database::parse_database_url;
+use crate::config::names::statement_path;
+use crate::db::connect::parse_database_url;
 use crate::diagnostic::Finding;
-use crate::names::statement_path;
-use crate::sql_text::{
+use crate::sql::statement::{
     first_word, parse_statement, sets_only_user_variables, top_level_words, ParsedStatement,
 };
 
@@ -169,7 +169,7 @@ pub fn validate(
     };
     // With a literal column list, a name that is not a column is known now: the
     // same finding preparing the queue on its database would give.
-    findings.extend(crate::names::unknown_names(&queue));
+    findings.extend(crate::config::names::unknown_names(&queue));
     if !findings.is_empty() {
         return Err(findings);
     }

@@ -14,12 +14,12 @@ use mysql_async::{Conn, Params, Row, Value};
 
 use super::queries::{self, WaitingRows, Xa, XaEnded};
 use super::{claim_params, samples};
+use crate::config::names::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
-use crate::database::{describe_error, is_statement_error};
+use crate::db::connect::{describe_error, is_statement_error};
+use crate::db::item::{bind, Item, Outcome};
+use crate::db::prepared::{claim_sql, BoundStatement, PreparedQueue};
 use crate::diagnostic::{Finding, Severity};
-use crate::item::{bind, Item, Outcome};
-use crate::names::statement_path;
-use crate::queue_sql::{claim_sql, BoundStatement, PreparedQueue};
 
 /// The proof's findings, or `None` when no unlocked row was waiting to prove it with.
 pub async fn leaves_the_query(

@@ -2,9 +2,9 @@
 
 use super::{Path, Proof};
 use crate::check::queries;
-use crate::database::{describe_error, is_expected_contention, is_statement_error};
+use crate::db::connect::{describe_error, is_expected_contention, is_statement_error};
+use crate::db::item::Item;
 use crate::diagnostic::{Finding, Severity};
-use crate::item::Item;
 
 impl Proof<'_> {
     pub(super) fn key_name<'i>(&self, item: &'i Item) -> &'i str {

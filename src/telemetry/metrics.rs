@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::monitor::Monitor;
+use crate::telemetry::monitor::Monitor;
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
 pub async fn start(

@@ -7,9 +7,9 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts};
 use tokio::time::Instant;
 
-use crate::database::{describe_error, is_statement_error, kill, Kill};
-use crate::item::{bind, Item, Outcome};
-use crate::queue_sql::BoundStatement;
+use crate::db::connect::{describe_error, is_statement_error, kill, Kill};
+use crate::db::item::{bind, Item, Outcome};
+use crate::db::prepared::BoundStatement;
 
 /// How long a statement may take to return after KILL QUERY before the connection
 /// is given up.
@@ -76,5 +76,5 @@ fn timed_out(timeout: Duration) -> Outcome {
 }
 
 fn is_interrupted(e: &mysql_async::Error) -> bool {
-    matches!(e, mysql_async::Error::Server(s) if s.code == crate::database::ER_QUERY_INTERRUPTED)
+    matches!(e, mysql_async::Error::Server(s) if s.code == crate::db::connect::ER_QUERY_INTERRUPTED)
 }

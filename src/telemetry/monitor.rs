@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::stats::{Counts, QueueStats};
+use crate::telemetry::stats::{Counts, QueueStats};
 
 #[derive(Debug, Default)]
 pub struct Monitor {

@@ -11,14 +11,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, info_span, warn, Instrument};
 
 use crate::action::Action;
-use crate::backoff::{pause, Backoff};
-use crate::batch::claim_and_process;
 use crate::config::QueueConfig;
-use crate::database::{describe, describe_error, is_expected_contention, kill, Kill};
-use crate::drain::Drain;
-use crate::idle::{Idle, Turn, Watch};
-use crate::session::{OpenError, Session};
-use crate::stats::QueueStats;
+use crate::db::connect::{describe, describe_error, is_expected_contention, kill, Kill};
+use crate::db::session::{OpenError, Session};
+use crate::engine::backoff::{pause, Backoff};
+use crate::engine::batch::claim_and_process;
+use crate::engine::idle::{Idle, Turn, Watch};
+use crate::engine::stop_when_empty::Drain;
+use crate::telemetry::stats::QueueStats;
 
 /// What a queue's workers share.
 pub struct QueueRuntime {

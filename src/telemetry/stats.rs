@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::batch::BatchReport;
+use crate::engine::batch::BatchReport;
 
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]

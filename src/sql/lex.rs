@@ -2,7 +2,7 @@
 //! `:params` and punctuation, with comments skipped, and helpers to find top-level
 //! clauses and split them.
 
-use crate::sql_text::{is_word_start, skip_block_comment, skip_line, skip_quoted, word_end};
+use crate::sql::statement::{is_word_start, skip_block_comment, skip_line, skip_quoted, word_end};
 
 /// One lexical piece, as much as the readers need.
 #[derive(Debug, Clone, PartialEq, Eq)]

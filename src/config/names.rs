@@ -4,10 +4,10 @@
 //! the queue on its database, so a user sees one message for one mistake.
 
 use crate::config::{ActionConfig, QueueConfig};
+use crate::db::item::{ParamSource, OUTCOME_PARAMS};
 use crate::diagnostic::{Finding, Severity};
-use crate::item::{ParamSource, OUTCOME_PARAMS};
-use crate::sql_shape::literal_columns;
-use crate::sql_text::ParsedStatement;
+use crate::sql::shape::literal_columns;
+use crate::sql::statement::ParsedStatement;
 
 /// The index of the column called `name`: the exact name, else the only one that
 /// matches ignoring case (MySQL compares column names that way).

@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::{load_paths, select_queues, QueueConfig};
+use crate::db::session::{OpenError, Session};
 use crate::diagnostic::{Finding, Findings};
-use crate::runner::{build_actions, resolve_databases, run, RunOptions};
-use crate::session::{OpenError, Session};
+use crate::engine::supervisor::{build_actions, resolve_databases, run, RunOptions};
 
 /// Where the queues come from, so they can be read again.
 #[derive(Debug, Clone)]

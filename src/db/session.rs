@@ -8,9 +8,9 @@ use mysql_async::{Conn, Opts};
 use tokio::time::Instant;
 
 use crate::config::QueueConfig;
-use crate::database::{connect, describe_error, prepare_worker_session, SessionError};
+use crate::db::connect::{connect, describe_error, prepare_worker_session, SessionError};
+use crate::db::prepared::{prepare_queue, PrepareError, PreparedQueue};
 use crate::diagnostic::Finding;
-use crate::queue_sql::{prepare_queue, PrepareError, PreparedQueue};
 
 /// How long a ping may take before the connection counts as gone.
 const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -18,7 +18,7 @@ const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 pub struct Session {
     pub conn: Conn,
     /// Counts this session in its queue's connected workers, once a worker owns it.
-    pub counted: Option<crate::stats::Connected>,
+    pub counted: Option<crate::telemetry::stats::Connected>,
     pub prepared: PreparedQueue,
     last_used: Instant,
     longest_silence: Duration,

@@ -51,7 +51,7 @@ impl Columns {
     /// The index of the column called `name`: the exact name, else the only one
     /// that matches ignoring case (MySQL compares column names that way).
     pub fn find(&self, name: &str) -> Option<usize> {
-        crate::names::find_column(&self.names, name)
+        crate::config::names::find_column(&self.names, name)
     }
 }
 
@@ -81,7 +81,7 @@ impl Item {
         }
         match self.columns.find(name) {
             Some(index) => {
-                crate::row_json::value_bytes(&self.values[index], self.columns.types[index])
+                crate::db::row_json::value_bytes(&self.values[index], self.columns.types[index])
                     .into_owned()
             }
             None => Vec::new(),

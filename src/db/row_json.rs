@@ -22,7 +22,7 @@ use mysql_async::consts::ColumnType;
 use mysql_async::Value;
 use serde_json::{Map, Number, Value as Json};
 
-use crate::item::Item;
+use crate::db::item::Item;
 
 /// The item as a JSON object, keyed by column name, in the select's column order.
 pub fn item_json(item: &Item) -> Json {

@@ -4,8 +4,8 @@
 //! key. Every reader answers `None` (or nothing) rather than guess: a caller that
 //! gets no answer asks the database instead, or says less.
 
-mod lex;
-mod tables;
+use super::lex;
+use super::tables;
 
 use lex::{
     clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, qualified_column_ref, split_top,
@@ -15,7 +15,8 @@ pub use tables::{
     from_tables, from_tables_aliased, statement_target, tables_read, FromTable, TableRef,
 };
 
-const AFTER_WHERE: &[&str] = &["GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK"];
+pub(super) const AFTER_WHERE: &[&str] =
+    &["GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK"];
 
 /// The names of a select's columns, when every item of its list is a plain column
 /// (`id`, `e.id`, `` `id` ``) or has an alias (`expr AS name`); `None` otherwise

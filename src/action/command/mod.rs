@@ -15,8 +15,8 @@ use tokio::process::Command;
 
 use super::capture::{last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use crate::config::CommandAction;
-use crate::item::{Item, Outcome};
-use crate::row_json::item_json;
+use crate::db::item::{Item, Outcome};
+use crate::db::row_json::item_json;
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;

@@ -2,6 +2,9 @@
 //! senders do — the row as a JSON body, a signature when there is a secret, any 2xx
 //! is success, and every failure explained in one line.
 
+mod signing;
+mod ssrf;
+
 use std::error::Error as _;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -11,11 +14,11 @@ use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFT
 use reqwest::{redirect, Client, Method, Response, Url};
 
 use super::capture::OUTPUT_LIMIT;
-use super::signing::signature;
-use super::ssrf::{check_literal, PrivateDestination, PublicOnly};
 use crate::config::HttpAction;
-use crate::item::{Item, Outcome};
-use crate::row_json::item_json;
+use crate::db::item::{Item, Outcome};
+use crate::db::row_json::item_json;
+use signing::signature;
+use ssrf::{check_literal, PrivateDestination, PublicOnly};
 
 /// Placeholder values keep only RFC 3986's unreserved characters unencoded.
 const PLACEHOLDER: &AsciiSet = &NON_ALPHANUMERIC
@@ -246,7 +249,7 @@ impl HttpDelivery {
 
 /// The host of a URL written in full in the file (no placeholders before its host).
 fn literal_host(config: &HttpAction) -> Option<String> {
-    use crate::template::Part;
+    use crate::config::template::Part;
     let Some(Part::Literal(prefix)) = config.url.parts.first() else {
         return None;
     };

@@ -11,16 +11,16 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::action::Action;
-use crate::backoff::{pause, Backoff};
 use crate::config::QueueConfig;
-use crate::database::{describe, parse_database_url};
+use crate::db::connect::{describe, parse_database_url};
+use crate::db::session::{OpenError, Session};
 use crate::diagnostic::{Findings, Severity};
-use crate::drain::Drain;
-use crate::idle::Idle;
-use crate::monitor::Monitor;
-use crate::session::{OpenError, Session};
-use crate::stats::{report_progress, Counts};
-use crate::worker::{run_worker, QueueRuntime};
+use crate::engine::backoff::{pause, Backoff};
+use crate::engine::idle::Idle;
+use crate::engine::stop_when_empty::Drain;
+use crate::engine::worker::{run_worker, QueueRuntime};
+use crate::telemetry::monitor::Monitor;
+use crate::telemetry::stats::{report_progress, Counts};
 
 /// How `run` behaves, beyond the queue files.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@ use tracing::{debug, error, info_span, warn, Instrument};
 
 use crate::action::{self, Action};
 use crate::config::{ActionConfig, QueueConfig};
-use crate::database::{describe_error, is_statement_error};
-use crate::item::{bind, Item, Outcome};
-use crate::queue_sql::{BoundStatement, PreparedQueue};
-use crate::sql_text::{first_word, ParsedStatement};
-use crate::worker::QueueRuntime;
+use crate::db::connect::{describe_error, is_statement_error};
+use crate::db::item::{bind, Item, Outcome};
+use crate::db::prepared::{BoundStatement, PreparedQueue};
+use crate::engine::worker::QueueRuntime;
+use crate::sql::statement::{first_word, ParsedStatement};
 
 /// How often a worker pings its connection while HTTP or command actions run: if the
 /// connection is gone, so are the locks, and the actions are cancelled.

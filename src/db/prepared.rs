@@ -8,12 +8,12 @@ use std::sync::Arc;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Statement};
 
+use crate::config::names::{statement_path, unknown_key, unknown_param, unknown_placeholder};
 use crate::config::{ActionConfig, QueueConfig};
-use crate::database::{describe_error, is_statement_error};
+use crate::db::connect::{describe_error, is_statement_error};
+use crate::db::item::{Columns, ParamSource};
 use crate::diagnostic::{Finding, Severity};
-use crate::item::{Columns, ParamSource};
-use crate::names::{statement_path, unknown_key, unknown_param, unknown_placeholder};
-use crate::sql_text::ParsedStatement;
+use crate::sql::statement::ParsedStatement;
 
 /// The statement a worker claims with: the select, then tableq's own clause.
 pub fn claim_sql(select: &ParsedStatement, limit: usize) -> String {

@@ -3,7 +3,7 @@
 //! definition reads — each answering less rather than guessing.
 
 use super::lex::{clause, find_top, ident, is_any_kw, is_kw, lex, Lex};
-use super::AFTER_WHERE;
+use super::shape::AFTER_WHERE;
 
 /// A table named in a statement: `db.name` or `name`.
 #[derive(Debug, Clone, PartialEq, Eq)]

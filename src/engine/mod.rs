@@ -1,0 +1,10 @@
+//! The engine: the supervisor that runs N workers per queue, the worker loop, one
+//! batch's transaction, and what they share.
+
+pub mod backoff;
+pub mod batch;
+pub mod idle;
+pub mod reload;
+pub mod stop_when_empty;
+pub mod supervisor;
+pub mod worker;
