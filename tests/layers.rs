@@ -1,0 +1,204 @@
+//! The architecture, checked: imports point one way through the layers, the driver
+//! stays behind its seam, and functions stay short enough to read on one screen.
+//!
+//! ```text
+//! commands (main, cli, commands, signals)
+//!   → engine | check | count
+//!   → telemetry → action → db → config → sql → diagnostic
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The layers, top first. A module may import its own layer's modules only when it
+/// is the same top-level module, and any module of a lower layer.
+const LAYERS: &[&[&str]] = &[
+    &["main", "lib", "cli", "commands", "signals"],
+    &["engine", "check", "count"],
+    &["telemetry"],
+    &["action"],
+    &["db"],
+    &["config"],
+    &["sql"],
+    &["diagnostic"],
+];
+
+/// Where the database driver may be named.
+const DRIVER_ALLOWED: &[&str] = &["db", "check"];
+
+/// The longest function the source may hold, in lines.
+const LONGEST_FUNCTION: usize = 80;
+
+fn source_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src/") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            source_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+fn all_sources() -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let relative = path.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).expect("read a source file");
+            (relative, text)
+        })
+        .collect()
+}
+
+/// The top-level module a file belongs to: `engine/worker.rs` → `engine`.
+fn top_module(relative: &str) -> &str {
+    let first = relative.split('/').next().unwrap_or(relative);
+    first.strip_suffix(".rs").unwrap_or(first)
+}
+
+fn rank(module: &str) -> usize {
+    LAYERS
+        .iter()
+        .position(|layer| layer.contains(&module))
+        .unwrap_or_else(|| panic!("module `{module}` is in no layer: add it to LAYERS"))
+}
+
+/// Every `crate::NAME` the text names, outside comments.
+fn crate_references(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        for (at, _) in code.match_indices("crate::") {
+            let rest = &code[at + "crate::".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                found.push((index + 1, name));
+            }
+        }
+    }
+    found
+}
+
+/// Imports point down the layers only; no module reaches up or sideways.
+#[test]
+fn imports_point_one_way_through_the_layers() {
+    let mut wrong = Vec::new();
+    for (file, text) in all_sources() {
+        let module = top_module(&file);
+        if module == "lib" {
+            continue;
+        }
+        for (line, target) in crate_references(&text) {
+            if target == module {
+                continue;
+            }
+            if rank(&target) <= rank(module) {
+                wrong.push(format!("src/{file}:{line}: `{module}` imports `crate::{target}`"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the layers:\n{}", wrong.join("\n"));
+}
+
+/// Only `db/` and `check/` name the database driver.
+#[test]
+fn the_driver_stays_behind_the_db_seam() {
+    let leaks: Vec<String> = all_sources()
+        .into_iter()
+        .filter(|(file, text)| {
+            !DRIVER_ALLOWED.contains(&top_module(file)) && text.contains("mysql_async")
+        })
+        .map(|(file, _)| format!("src/{file}"))
+        .collect();
+    assert!(leaks.is_empty(), "mysql_async named outside db/ and check/: {leaks:?}");
+}
+
+/// No function in `src/` is longer than [`LONGEST_FUNCTION`] lines.
+#[test]
+fn functions_fit_on_a_screen() {
+    let mut long = Vec::new();
+    for (file, text) in all_sources() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (start, length, name) in functions(&lines) {
+            if length > LONGEST_FUNCTION {
+                long.push(format!("src/{file}:{start}: fn {name} is {length} lines"));
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over {LONGEST_FUNCTION} lines:\n{}", long.join("\n"));
+}
+
+/// Each `fn` with a body: its first line (1-based), its length in lines, its name.
+fn functions(lines: &[&str]) -> Vec<(usize, usize, String)> {
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let Some(name) = fn_name(line) else { continue };
+        let mut depth = 0i64;
+        let mut opened = false;
+        for (offset, body_line) in lines[start..].iter().enumerate() {
+            let code = without_literals(body_line);
+            if !opened && code.trim_end().ends_with(';') {
+                break;
+            }
+            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            opened |= code.contains('{');
+            if opened && depth <= 0 {
+                found.push((start + 1, offset + 1, name));
+                break;
+            }
+        }
+    }
+    found
+}
+
+fn fn_name(line: &str) -> Option<String> {
+    let code = line.trim_start();
+    let code = code.split("//").next()?;
+    let at = code.find("fn ")?;
+    let before = &code[..at];
+    let qualifiers = ["pub", "pub(crate)", "pub(super)", "async", "const", "unsafe", "extern"];
+    if !before.split_whitespace().all(|w| qualifiers.contains(&w)) {
+        return None;
+    }
+    let name: String = code[at + 3..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// A line with its string and character literals and its comment taken out, so
+/// their braces do not count.
+fn without_literals(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if in_string => {
+                chars.next();
+            }
+            '"' => in_string = !in_string,
+            '\'' if !in_string => {
+                // A char literal ('{', '\n'); a lifetime has no closing quote soon.
+                let rest: String = chars.clone().take(3).collect();
+                if let Some(end) = rest.find('\'') {
+                    for _ in 0..=end {
+                        chars.next();
+                    }
+                }
+            }
+            '/' if !in_string && chars.peek() == Some(&'/') => break,
+            _ if !in_string => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
