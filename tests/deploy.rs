@@ -21,7 +21,7 @@ fn seconds(duration: &str) -> u64 {
 /// systemd stops tableq with SIGTERM, and waits past its shutdown timeout.
 #[test]
 fn systemd_unit_stops_with_sigterm_after_the_shutdown_timeout() {
-    let unit = read("deploy/tableq.service");
+    let unit = read("systemd/tableq.service");
     assert_eq!(value(&unit, "KillSignal="), "SIGTERM");
     assert_eq!(value(&unit, "ExecReload="), "/bin/kill -HUP $MAINPID");
     let exec = value(&unit, "ExecStart=");
@@ -45,5 +45,5 @@ fn systemd_unit_stops_with_sigterm_after_the_shutdown_timeout() {
 /// The container stops tableq with SIGTERM too.
 #[test]
 fn dockerfile_stops_with_sigterm() {
-    assert_eq!(value(&read("deploy/Dockerfile"), "STOPSIGNAL"), "SIGTERM");
+    assert_eq!(value(&read("Dockerfile"), "STOPSIGNAL"), "SIGTERM");
 }

@@ -1,4 +1,4 @@
-# A container for tableq: docker build -f deploy/Dockerfile -t tableq .
+# A container for tableq: docker build -t tableq .   (from the repository root)
 # Mount queue files at /etc/tableq/queues.d and set TABLEQ_DATABASE_URL.
 FROM rust:1-bookworm AS build
 WORKDIR /src
