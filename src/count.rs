@@ -4,13 +4,8 @@
 
 use std::fmt;
 
-use mysql_async::prelude::Queryable;
-use mysql_async::{Opts, Row};
-
 use crate::config::QueueConfig;
-use crate::db::connect::{connect, describe_error, prepare_worker_session, SessionError};
-use crate::db::prepared::{prepare_queue, PrepareError};
-use crate::db::session::OpenError;
+use crate::db::{Database, OpenError, Session};
 
 /// Waiting rows, up to the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,33 +24,18 @@ impl fmt::Display for Waiting {
 /// Counts the rows of `queue` waiting now, stopping at `cap`.
 pub async fn count_waiting(
     queue: &QueueConfig,
-    opts: &Opts,
+    database: &Database,
     cap: usize,
 ) -> Result<Waiting, OpenError> {
-    let unreachable = |e: mysql_async::Error| OpenError::Unreachable(describe_error(&e));
-    let mut conn = connect(opts).await.map_err(unreachable)?;
-    prepare_worker_session(&mut conn, queue.poll_interval)
-        .await
-        .map_err(|e| match e {
-            SessionError::Database(e) => unreachable(e),
-            other => OpenError::Unreachable(other.to_string()),
-        })?;
     // One more than the cap tells "exactly cap" from "more than cap".
-    let prepared = prepare_queue(&mut conn, queue, cap + 1)
-        .await
-        .map_err(|e| match e {
-            PrepareError::Invalid(findings) => OpenError::Invalid(findings),
-            PrepareError::Database(e) => unreachable(e),
-        })?;
-    let params = prepared.claim_params(&queue.name);
-    let rows: Vec<Row> = conn
-        .exec(&prepared.claim.statement, params)
-        .await
-        .map_err(unreachable)?;
-    conn.query_drop("COMMIT").await.map_err(unreachable)?;
-    let _ = conn.disconnect().await;
+    let mut session = Session::open_with_limit(queue, database, cap + 1).await?;
+    let claimed = session.claim(&queue.name).await;
+    let committed = session.commit().await;
+    session.close().await;
+    let found = claimed.map_err(OpenError::Unreachable)?.len();
+    committed.map_err(OpenError::Unreachable)?;
     Ok(Waiting {
-        count: rows.len().min(cap),
-        capped: rows.len() > cap,
+        count: found.min(cap),
+        capped: found > cap,
     })
 }

@@ -81,6 +81,12 @@ impl fmt::Display for Finding {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct Findings(pub Vec<Finding>);
 
+/// The findings' messages in one line, `; `-separated: for a log line.
+pub fn messages(findings: &[Finding]) -> String {
+    let messages: Vec<&str> = findings.iter().map(|f| f.message.as_str()).collect();
+    messages.join("; ")
+}
+
 impl fmt::Display for Findings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, finding) in self.0.iter().enumerate() {

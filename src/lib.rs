@@ -38,14 +38,12 @@
 
 pub mod action;
 pub mod check;
-pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod count;
 pub mod db;
 pub mod diagnostic;
 pub mod engine;
-pub mod signals;
 pub mod sql;
 pub mod telemetry;
 

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use tableq::cli::Cli;
+use tableq::commands::cli::Cli;
 use tableq::commands::{execute, Failure};
 
 fn main() -> ExitCode {

@@ -1,9 +1,9 @@
-//! Actions: what tableq does with one item. Each kind lives in its own module and
+//! Actions: what tableq does with one item. Each kind lives in its own folder and
 //! reports an [`Outcome`]; a failure is a value, not an error.
 //!
-//! `sql` runs on the worker's connection, inside the item's transaction (see
-//! [`sql`]). `http` and `command` reach outside the database: the items of a batch
-//! run them concurrently while the worker keeps its connection alive.
+//! `sql` runs on the worker's session, inside the item's transaction (see [`sql`]).
+//! `http` and `command` reach outside the database: the items of a batch run them
+//! concurrently while the worker keeps its connection alive.
 
 pub mod capture;
 pub mod command;
@@ -11,31 +11,86 @@ pub mod http;
 pub mod sql;
 
 use crate::config::{ActionConfig, CommandAction};
-use crate::db::item::{Item, Outcome};
+use crate::db::{Item, OutcomeParams};
 
-/// A queue's action, ready to run: for HTTP, with its client built once.
+/// A queue's action, ready to run.
 #[derive(Debug, Clone)]
 pub enum Action {
+    /// Runs in the item's transaction, on the worker's session: see [`sql::run`].
     Sql,
+    /// Reaches outside the database.
+    Outside(Outside),
+}
+
+/// An action that reaches outside the database: it cannot be undone, and runs
+/// while the worker holds the item's lock.
+#[derive(Debug, Clone)]
+pub enum Outside {
+    /// With its client, built once for the queue.
     Http(http::HttpDelivery),
     Command(CommandAction),
 }
 
+/// Why an action cannot be made ready: the message names the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ActionError(pub String);
+
 impl Action {
-    pub fn new(config: &ActionConfig) -> Result<Action, String> {
+    pub fn new(config: &ActionConfig) -> Result<Action, ActionError> {
         Ok(match config {
             ActionConfig::Sql(_) => Action::Sql,
-            ActionConfig::Http(http) => Action::Http(http::HttpDelivery::new(http)?),
-            ActionConfig::Command(command) => Action::Command(command.clone()),
+            ActionConfig::Http(http) => {
+                Action::Outside(Outside::Http(http::HttpDelivery::new(http)?))
+            }
+            ActionConfig::Command(command) => Action::Outside(Outside::Command(command.clone())),
         })
     }
+}
 
-    /// Runs an action that reaches outside the database (`http`, `command`).
-    pub async fn run_outside(&self, item: &Item, queue: &str) -> Outcome {
+impl Outside {
+    /// Runs the action for `item`.
+    pub async fn run(&self, item: &Item, queue: &str) -> Outcome {
         match self {
-            Action::Sql => Outcome::failure("an SQL action runs inside the transaction"),
-            Action::Http(http) => http.deliver(item, queue).await,
-            Action::Command(command) => command::run(command, item, queue).await,
+            Outside::Http(http) => http.deliver(item, queue).await,
+            Outside::Command(command) => command::run(command, item, queue).await,
+        }
+    }
+}
+
+/// What happened to an item's action; outcome SQL sees it as `:error`, `:status`,
+/// `:output` and `:retry_after`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub error: Option<String>,
+    pub status: Option<i64>,
+    pub output: Option<Vec<u8>>,
+    pub retry_after: Option<u64>,
+}
+
+impl Outcome {
+    pub fn success() -> Self {
+        Outcome::default()
+    }
+
+    pub fn failure(error: impl Into<String>) -> Self {
+        Outcome {
+            error: Some(error.into()),
+            ..Outcome::default()
+        }
+    }
+
+    pub fn succeeded(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The outcome as outcome SQL's parameters.
+    pub fn params(&self) -> OutcomeParams<'_> {
+        OutcomeParams {
+            error: self.error.as_deref(),
+            status: self.status,
+            output: self.output.as_deref(),
+            retry_after: self.retry_after,
         }
     }
 }

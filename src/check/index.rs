@@ -8,11 +8,10 @@
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
 
-use super::claim_params;
 use super::explain::{verdict, Plan};
 use super::queries;
 use crate::config::QueueConfig;
-use crate::db::connect::is_statement_error;
+use crate::db::error::is_statement_error;
 use crate::db::prepared::{claim_sql, PreparedQueue};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
@@ -23,7 +22,7 @@ pub async fn claim_cost(
     queue: &QueueConfig,
     prepared: &PreparedQueue,
 ) -> Result<Option<Finding>, mysql_async::Error> {
-    let params = claim_params(prepared.claim.sources.len(), &queue.name);
+    let params = prepared.claim_params(&queue.name);
     let explain = format!(
         "EXPLAIN FORMAT=JSON {}",
         claim_sql(&queue.select, queue.batch)
@@ -75,7 +74,7 @@ async fn measure_claim(
     let second = queries::rows_examined(conn).await?;
     let overhead = second.saturating_sub(first);
     let before = queries::rows_examined(conn).await?;
-    let claimed: Result<Vec<Row>, _> = conn.exec(&prepared.claim.statement, params).await;
+    let claimed: Result<Vec<Row>, _> = conn.exec(&prepared.claim, params).await;
     let after = queries::rows_examined(conn).await;
     conn.query_drop("ROLLBACK").await?;
     match claimed {

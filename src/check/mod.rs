@@ -22,10 +22,9 @@ pub mod tables;
 
 use std::path::PathBuf;
 
-use mysql_async::{Params, Value};
-
 use crate::config::load_all;
 use crate::config::names::key_name;
+use crate::db::Database;
 use crate::diagnostic::Finding;
 
 #[derive(Debug, Clone, Default)]
@@ -106,6 +105,12 @@ pub async fn check(
     let mut servers = online::Servers::default();
     for queue in &loaded.queues {
         if options.offline {
+            // The database is not asked, but its URL must be one `run` can use.
+            if queue.database_url.is_some() {
+                report
+                    .findings
+                    .extend(Database::for_queue(queue, None).err());
+            }
             let key = key_name(queue);
             report
                 .findings
@@ -117,12 +122,4 @@ pub async fn check(
     }
     report.servers = servers.described();
     report
-}
-
-/// The claim's parameters: the select may use only `:queue`.
-pub(crate) fn claim_params(count: usize, queue: &str) -> Params {
-    match count {
-        0 => Params::Empty,
-        n => Params::Positional(vec![Value::from(queue); n]),
-    }
 }

@@ -5,42 +5,40 @@
 use std::collections::BTreeMap;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts};
+use mysql_async::Conn;
 
 use super::queries::{self, WaitingRows};
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
 use super::tables::Engines;
-use super::{claim_params, index, offline, proof, self_test, tables, CheckOptions};
+use super::{index, offline, proof, self_test, tables, CheckOptions};
 use crate::config::names::key_name;
 use crate::config::QueueConfig;
-use crate::db::connect::{
-    connect, describe_error, is_expected_contention, is_statement_error, parse_database_url,
-};
+use crate::db::error::{describe_error, is_expected_contention, is_statement_error};
 use crate::db::prepared::PreparedQueue;
-use crate::db::session::{OpenError, Session};
+use crate::db::{Database, OpenError, Session};
 use crate::diagnostic::{Finding, Severity};
 
-/// What each server said about itself, read once per database URL.
+/// What each server said about itself, read once per database.
 #[derive(Default)]
 pub struct Servers {
     facts: BTreeMap<String, Result<ServerFacts, String>>,
 }
 
 impl Servers {
-    async fn facts(&mut self, url: &str, opts: &Opts) -> Result<ServerFacts, String> {
-        if let Some(known) = self.facts.get(url) {
+    async fn facts(&mut self, database: &Database) -> Result<ServerFacts, String> {
+        let named = database.to_string();
+        if let Some(known) = self.facts.get(&named) {
             return known.clone();
         }
         let read = async {
-            let mut conn = connect(opts).await?;
+            let mut conn = database.connect().await.map_err(|e| e.to_string())?;
             let facts = server::read_facts(&mut conn).await;
             let _ = conn.disconnect().await;
-            facts
+            facts.map_err(|e| describe_error(&e))
         }
-        .await
-        .map_err(|e| describe_error(&e));
-        self.facts.insert(url.to_string(), read.clone());
+        .await;
+        self.facts.insert(named, read.clone());
         read
     }
 
@@ -64,14 +62,14 @@ pub async fn check_queue(
     servers: &mut Servers,
 ) -> Vec<Finding> {
     let mut findings: Vec<Finding> = offline::missing_on_failure(queue).into_iter().collect();
-    let (url, opts) = match database(queue, options) {
+    let database = match Database::for_queue(queue, options.database_url.as_deref()) {
         Ok(database) => database,
         Err(finding) => {
             findings.push(finding);
             return findings;
         }
     };
-    let facts = match servers.facts(url, &opts).await {
+    let facts = match servers.facts(&database).await {
         Ok(facts) => facts,
         Err(error) => {
             findings.push(unreachable(queue, &error));
@@ -79,47 +77,25 @@ pub async fn check_queue(
         }
     };
     findings.extend(server_findings(queue, &facts, options.allow_multi_primary));
-    let mut session = match Session::open(queue, &opts).await {
+    let mut session = match Session::open(queue, &database).await {
         Ok(session) => session,
         Err(e) => {
             findings.extend(not_opened(queue, e));
             return findings;
         }
     };
-    let prepared = &session.prepared;
+    let (_, prepared) = session.parts();
     if let Some(key) = prepared.columns.names.get(prepared.key_index) {
         findings.extend(offline::outcome_not_by_key(queue, key));
     }
-    match deeper(queue, &opts, &mut session).await {
+    match deeper(queue, &database, &mut session).await {
         Ok(more) => findings.extend(more),
         Err(e) => findings.push(stopped(queue, &e)),
     }
     // Ends whatever check left open, XA transactions included: the server rolls
     // back a session's transaction when the session ends.
-    let _ = session.conn.disconnect().await;
+    session.close().await;
     findings
-}
-
-/// The queue's database URL and its options, or why there are none.
-fn database<'a>(
-    queue: &'a QueueConfig,
-    options: &'a CheckOptions,
-) -> Result<(&'a str, Opts), Finding> {
-    let Some(url) = queue
-        .database_url
-        .as_deref()
-        .or(options.database_url.as_deref())
-    else {
-        return Err(queue.finding(
-            Severity::Error,
-            &[],
-            "no database: set `database_url`, pass --database-url or TABLEQ_DATABASE_URL, or use --offline",
-        ));
-    };
-    match parse_database_url(url) {
-        Ok(opts) => Ok((url, opts)),
-        Err(e) => Err(queue.finding(Severity::Error, &["database_url"], e.to_string())),
-    }
 }
 
 fn unreachable(queue: &QueueConfig, error: &str) -> Finding {
@@ -139,7 +115,7 @@ fn not_opened(queue: &QueueConfig, e: OpenError) -> Vec<Finding> {
             }
             invalid
         }
-        OpenError::Unreachable(error) => vec![unreachable(queue, &error)],
+        OpenError::Unreachable(error) => vec![unreachable(queue, &error.to_string())],
     }
 }
 
@@ -196,11 +172,10 @@ fn server_findings(
 /// The checks that need the queue prepared: tables, self-test, index, proof.
 async fn deeper(
     queue: &QueueConfig,
-    opts: &Opts,
+    database: &Database,
     session: &mut Session,
 ) -> Result<Vec<Finding>, mysql_async::Error> {
-    let conn = &mut session.conn;
-    let prepared = &session.prepared;
+    let (conn, prepared) = session.parts();
     queries::limit_lock_waits(conn, queries::LOCK_WAIT_SECONDS).await?;
     let engines = tables::engines(conn, queue, prepared).await?;
     if !engines.not_innodb.is_empty() {
@@ -214,7 +189,7 @@ async fn deeper(
         ));
         return Ok(findings);
     }
-    let self_test = self_test::skip_locked(queue, opts, prepared).await?;
+    let self_test = self_test::skip_locked(queue, database, prepared).await?;
     let mut findings: Vec<Finding> = self_test.finding(queue).into_iter().collect();
     findings.extend(index::claim_cost(conn, queue, prepared).await?);
     if let Some(not_proven) = proof_not_run(queue, &engines, &self_test) {
@@ -270,7 +245,7 @@ async fn nothing_to_claim(
     queue: &QueueConfig,
     prepared: &PreparedQueue,
 ) -> Result<Finding, mysql_async::Error> {
-    let params = claim_params(prepared.claim.sources.len(), &queue.name);
+    let params = prepared.claim_params(&queue.name);
     let waiting = match WaitingRows::prepare(conn, &queue.select, &params, &[]).await {
         Ok(rows) => Some(rows.count(conn, &[]).await?),
         Err(e) if is_statement_error(&e) => None,

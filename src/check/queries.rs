@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Statement, Value};
 
-use crate::db::connect::is_statement_error;
+use crate::db::error::is_statement_error;
 use crate::sql::shape::TableRef;
 use crate::sql::statement::ParsedStatement;
 

@@ -3,8 +3,8 @@
 //! mode) fails in check too.
 
 use crate::action::capture::OUTPUT_LIMIT;
+use crate::action::Outcome;
 use crate::config::ActionConfig;
-use crate::db::item::Outcome;
 
 /// A real failure's `:error` can run to a few hundred characters; this one, ≈ 300.
 pub const SAMPLE_ERROR: &str = "HTTP 503 Service Unavailable from \

@@ -9,14 +9,15 @@
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, Params, Row, Value};
+use mysql_async::{Conn, Params, Row, Value};
 
-use super::claim_params;
 use super::queries::{self, WaitingRows};
 use crate::config::QueueConfig;
-use crate::db::connect::{connect, is_statement_error, prepare_worker_session, SessionError};
+use crate::db::error::is_statement_error;
 use crate::db::item::value_text;
 use crate::db::prepared::{claim_sql, PreparedQueue};
+use crate::db::session::worker_connection;
+use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::from_tables;
 
@@ -48,16 +49,16 @@ pub enum SelfTest {
 /// Runs the self-test for `queue` on two fresh sessions.
 pub async fn skip_locked(
     queue: &QueueConfig,
-    opts: &Opts,
+    database: &Database,
     prepared: &PreparedQueue,
 ) -> Result<SelfTest, mysql_async::Error> {
-    let mut a = session(opts, queue, queries::LOCK_WAIT_SECONDS).await?;
-    let mut b = session(opts, queue, B_LOCK_WAIT_SECONDS).await?;
+    let mut a = session(database, queue, queries::LOCK_WAIT_SECONDS).await?;
+    let mut b = session(database, queue, B_LOCK_WAIT_SECONDS).await?;
     let test = Test {
         queue,
         prepared,
         claim: claim_sql(&queue.select, 1),
-        params: claim_params(prepared.claim.sources.len(), &queue.name),
+        params: prepared.claim_params(&queue.name),
     };
     let result = test.run(&mut a, &mut b).await;
     for conn in [a, b] {
@@ -164,7 +165,7 @@ impl Test<'_> {
     /// The select's tables other than the one its key column comes from (the
     /// first, when the server does not say).
     fn joined_tables(&self) -> Vec<String> {
-        let columns = self.prepared.claim.statement.columns();
+        let columns = self.prepared.claim.columns();
         let main = columns
             .get(self.prepared.key_index)
             .map(|c| c.org_table_str().into_owned())
@@ -243,18 +244,13 @@ fn takes_turns(waiting: u64, joined: &[String]) -> String {
 /// A session set up as a worker's (READ COMMITTED, autocommit off) that waits at
 /// most `lock_wait_seconds` for a row lock.
 async fn session(
-    opts: &Opts,
+    database: &Database,
     queue: &QueueConfig,
     lock_wait_seconds: u32,
 ) -> Result<Conn, mysql_async::Error> {
-    let mut conn = connect(opts).await?;
-    match prepare_worker_session(&mut conn, queue.action.timeout()).await {
-        Ok(()) => {}
-        Err(SessionError::Database(e)) => return Err(e),
-        Err(e @ SessionError::Isolation(_)) => {
-            return Err(mysql_async::Error::Other(e.to_string().into()))
-        }
-    }
+    let mut conn = worker_connection(database, queue.action.timeout())
+        .await
+        .map_err(|e| mysql_async::Error::Other(e.to_string().into()))?;
     queries::limit_lock_waits(&mut conn, lock_wait_seconds).await?;
     Ok(conn)
 }

@@ -140,7 +140,7 @@ async fn tables_in_view(
 fn tables_of(queue: &QueueConfig, prepared: &PreparedQueue) -> Vec<(Vec<String>, TableRef)> {
     let select = vec!["select".to_string()];
     let mut tables = Vec::new();
-    for column in prepared.claim.statement.columns().iter() {
+    for column in prepared.claim.columns().iter() {
         let name = column.org_table_str();
         if !name.is_empty() {
             let schema = column.schema_str();

@@ -2,11 +2,12 @@
 //! [`QueueConfig`]s. `run`, `check` and `count` all load through [`load_paths`], so
 //! they agree on what a valid queue is and say the same thing when it is not.
 
-mod action;
+pub mod action;
 mod interpolate;
 mod locate;
 pub mod names;
 mod raw;
+mod statements;
 pub mod template;
 mod validate;
 

@@ -4,10 +4,44 @@
 //! the queue on its database, so a user sees one message for one mistake.
 
 use crate::config::{ActionConfig, QueueConfig};
-use crate::db::item::{ParamSource, OUTCOME_PARAMS};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::literal_columns;
 use crate::sql::statement::ParsedStatement;
+
+/// A parameter every statement may use besides the select's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    /// `:queue`, the queue's name.
+    Queue,
+    /// `:error`, why the action failed.
+    Error,
+    /// `:status`, the HTTP status or exit code.
+    Status,
+    /// `:output`, the response body or standard output.
+    Output,
+    /// `:retry_after`, seconds from an HTTP `Retry-After` header.
+    RetryAfter,
+}
+
+impl Special {
+    /// The special parameter called `name`, if there is one; `outcome` says whether
+    /// the statement runs after the action (where `:error` and friends exist). It wins
+    /// over a column of the same name (the article's table has a `status` column):
+    /// alias the column to use it.
+    pub fn named(name: &str, outcome: bool) -> Option<Special> {
+        match name {
+            "queue" => Some(Special::Queue),
+            "error" if outcome => Some(Special::Error),
+            "status" if outcome => Some(Special::Status),
+            "output" if outcome => Some(Special::Output),
+            "retry_after" if outcome => Some(Special::RetryAfter),
+            _ => None,
+        }
+    }
+}
+
+/// The names of the parameters outcome statements may use besides the columns.
+pub const OUTCOME_PARAMS: &str = ":queue, :error, :status, :output, :retry_after";
 
 /// The index of the column called `name`: the exact name, else the only one that
 /// matches ignoring case (MySQL compares column names that way).
@@ -26,7 +60,7 @@ pub fn find_column(columns: &[String], name: &str) -> Option<usize> {
 }
 
 /// `` `on_success.sql` uses `:x`, which is not a column the select returns (id) … ``
-pub fn unknown_param(key: &str, name: &str, columns: &[String], outcome: bool) -> String {
+fn unknown_param(key: &str, name: &str, columns: &[String], outcome: bool) -> String {
     let specials = if outcome { OUTCOME_PARAMS } else { ":queue" };
     format!(
         "`{key}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
@@ -35,7 +69,7 @@ pub fn unknown_param(key: &str, name: &str, columns: &[String], outcome: bool) -
 }
 
 /// `` `action.url` uses `{x}`, which is not a column the select returns (id) … ``
-pub fn unknown_placeholder(key: &str, name: &str, columns: &[String]) -> String {
+fn unknown_placeholder(key: &str, name: &str, columns: &[String]) -> String {
     format!(
         "`{key}` uses `{{{name}}}`, which is not a column the select returns ({}) nor `{{queue}}`",
         columns.join(", ")
@@ -43,7 +77,7 @@ pub fn unknown_placeholder(key: &str, name: &str, columns: &[String]) -> String 
 }
 
 /// `` `key` = "x" is not a column the select returns (id, …) ``
-pub fn unknown_key(key: &str, columns: &[String]) -> String {
+fn unknown_key(key: &str, columns: &[String]) -> String {
     format!(
         "`key` = {key:?} is not a column the select returns ({})",
         columns.join(", ")
@@ -63,18 +97,26 @@ pub(crate) fn statement_path(path: &[&str], index: usize, count: usize) -> Vec<S
 /// When the select's column list is literal: every `:param`, `{placeholder}` and
 /// the `key` that cannot name one of its columns, as errors. Nothing when the list
 /// is not literal (`*`, expressions without aliases): the database says then.
-pub fn unknown_names(queue: &QueueConfig) -> Vec<Finding> {
-    let Some(columns) = literal_columns(&queue.select.text) else {
-        return Vec::new();
-    };
+pub fn unknown_literal_names(queue: &QueueConfig) -> Vec<Finding> {
+    match literal_columns(&queue.select.text) {
+        Some(columns) => unknown_names(queue, &columns),
+        None => Vec::new(),
+    }
+}
+
+/// Every `:param`, `{placeholder}` and the `key` of `queue` that names none of
+/// `columns` (nor a special parameter), as errors. The loader asks with the select's
+/// literal columns, `run` with the columns its database reports: one rule, one
+/// message for one mistake.
+pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     let mut found: Vec<(Vec<String>, String)> = Vec::new();
     let mut statements = |path: &[&str], list: &[ParsedStatement], outcome: bool| {
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {
-                let known = ParamSource::special(name, outcome).is_some()
-                    || find_column(&columns, name).is_some();
+                let known =
+                    Special::named(name, outcome).is_some() || find_column(columns, name).is_some();
                 if !known {
-                    let message = unknown_param(&path.join("."), name, &columns, outcome);
+                    let message = unknown_param(&path.join("."), name, columns, outcome);
                     found.push((statement_path(path, index, list.len()), message));
                 }
             }
@@ -88,14 +130,14 @@ pub fn unknown_names(queue: &QueueConfig) -> Vec<Finding> {
         statements(&["on_failure", "sql"], on_failure, true);
     }
     for (key, name) in queue.action.placeholders() {
-        if name != "queue" && find_column(&columns, name).is_none() {
-            let message = unknown_placeholder(&key, name, &columns);
+        if name != "queue" && find_column(columns, name).is_none() {
+            let message = unknown_placeholder(&key, name, columns);
             found.push((key.split('.').map(str::to_string).collect(), message));
         }
     }
     if let Some(key) = &queue.key {
-        if find_column(&columns, key).is_none() {
-            found.push((vec!["key".to_string()], unknown_key(key, &columns)));
+        if find_column(columns, key).is_none() {
+            found.push((vec!["key".to_string()], unknown_key(key, columns)));
         }
     }
     found
@@ -130,5 +172,12 @@ mod tests {
         assert_eq!(find_column(&columns, "nope"), None);
         let folded: Vec<String> = vec!["Ab".into(), "aB".into()];
         assert_eq!(find_column(&folded, "ab"), None);
+    }
+
+    #[test]
+    fn outcome_parameters_exist_only_after_the_action() {
+        assert_eq!(Special::named("error", true), Some(Special::Error));
+        assert_eq!(Special::named("error", false), None);
+        assert_eq!(Special::named("queue", false), Some(Special::Queue));
     }
 }

@@ -1,9 +1,7 @@
 //! The queue file exactly as written: serde types with no meaning attached yet.
 //! `validate` turns them into a [`super::QueueConfig`].
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
@@ -30,46 +28,9 @@ pub struct RawQueue {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum RawAction {
-    Sql(RawSqlAction),
-    Http(RawHttpAction),
-    Command(RawCommandAction),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawHttpAction {
-    pub url: String,
-    pub method: Option<String>,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    #[serde(default, with = "humantime_serde")]
-    pub timeout: Option<Duration>,
-    pub signing_secret: Option<String>,
-    pub message_id: Option<String>,
-    #[serde(default)]
-    pub follow_redirects: bool,
-    #[serde(default)]
-    pub allow_private_networks: bool,
-    pub ca_file: Option<PathBuf>,
-    #[serde(default)]
-    pub https_only: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCommandAction {
-    pub command: Vec<String>,
-    #[serde(default, with = "humantime_serde")]
-    pub timeout: Option<Duration>,
-    pub workdir: Option<PathBuf>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSqlAction {
-    pub sql: Statements,
-    #[serde(default, with = "humantime_serde")]
-    pub timeout: Option<Duration>,
+    Sql(super::action::sql::RawSqlAction),
+    Http(super::action::http::RawHttpAction),
+    Command(super::action::command::RawCommandAction),
 }
 
 #[derive(Debug, Deserialize)]

@@ -5,40 +5,17 @@ use std::sync::Arc;
 use mysql_async::consts::ColumnType;
 use mysql_async::{Params, Value};
 
+use super::row_json::value_bytes;
+use crate::config::names::{find_column, Special};
+
 /// Where a statement's `?` gets its value from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamSource {
     /// The item's column at this index.
     Column(usize),
-    /// `:queue`, the queue's name.
-    Queue,
-    /// `:error`, why the action failed.
-    Error,
-    /// `:status`, the HTTP status or exit code.
-    Status,
-    /// `:output`, the response body or standard output.
-    Output,
-    /// `:retry_after`, seconds from an HTTP `Retry-After` header.
-    RetryAfter,
+    /// `:queue`, `:error`, …
+    Special(Special),
 }
-
-impl ParamSource {
-    /// The special parameter called `name`, if there is one; `outcome` says whether
-    /// the statement runs after the action (where `:error` and friends exist).
-    pub fn special(name: &str, outcome: bool) -> Option<ParamSource> {
-        match name {
-            "queue" => Some(ParamSource::Queue),
-            "error" if outcome => Some(ParamSource::Error),
-            "status" if outcome => Some(ParamSource::Status),
-            "output" if outcome => Some(ParamSource::Output),
-            "retry_after" if outcome => Some(ParamSource::RetryAfter),
-            _ => None,
-        }
-    }
-}
-
-/// The names of the parameters every statement may use besides the columns.
-pub const OUTCOME_PARAMS: &str = ":queue, :error, :status, :output, :retry_after";
 
 /// The select's columns: what every item of a queue looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +28,7 @@ impl Columns {
     /// The index of the column called `name`: the exact name, else the only one
     /// that matches ignoring case (MySQL compares column names that way).
     pub fn find(&self, name: &str) -> Option<usize> {
-        crate::config::names::find_column(&self.names, name)
+        find_column(&self.names, name)
     }
 }
 
@@ -64,6 +41,14 @@ pub struct Item {
 }
 
 impl Item {
+    pub fn new(columns: Arc<Columns>, values: Vec<Value>, key_index: usize) -> Item {
+        Item {
+            columns,
+            values,
+            key_index,
+        }
+    }
+
     pub fn key(&self) -> &Value {
         &self.values[self.key_index]
     }
@@ -80,43 +65,34 @@ impl Item {
             return queue.as_bytes().to_vec();
         }
         match self.columns.find(name) {
-            Some(index) => {
-                crate::db::row_json::value_bytes(&self.values[index], self.columns.types[index])
-                    .into_owned()
-            }
+            Some(index) => value_bytes(&self.values[index], self.columns.types[index]).into_owned(),
             None => Vec::new(),
         }
     }
 }
 
-/// What happened to an item's action; bound as `:error`, `:status` and `:output`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outcome {
-    pub error: Option<String>,
+/// What an item's action came to, as outcome SQL sees it: `:error`, `:status`,
+/// `:output`, `:retry_after`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutcomeParams<'a> {
+    pub error: Option<&'a str>,
     pub status: Option<i64>,
-    pub output: Option<Vec<u8>>,
+    pub output: Option<&'a [u8]>,
     pub retry_after: Option<u64>,
 }
 
-impl Outcome {
-    pub fn success() -> Self {
-        Outcome::default()
-    }
-
-    pub fn failure(error: impl Into<String>) -> Self {
-        Outcome {
-            error: Some(error.into()),
-            ..Outcome::default()
-        }
-    }
-
-    pub fn succeeded(&self) -> bool {
-        self.error.is_none()
-    }
+impl OutcomeParams<'_> {
+    /// Before the action ran: every outcome parameter is NULL.
+    pub const NONE: OutcomeParams<'static> = OutcomeParams {
+        error: None,
+        status: None,
+        output: None,
+        retry_after: None,
+    };
 }
 
 /// The positional parameters for one statement of `item`.
-pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome) -> Params {
+pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &OutcomeParams) -> Params {
     if sources.is_empty() {
         return Params::Empty;
     }
@@ -124,11 +100,17 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
         .iter()
         .map(|source| match source {
             ParamSource::Column(i) => item.values[*i].clone(),
-            ParamSource::Queue => Value::from(queue),
-            ParamSource::Error => outcome.error.as_deref().map_or(Value::NULL, Value::from),
-            ParamSource::Status => outcome.status.map_or(Value::NULL, Value::from),
-            ParamSource::Output => outcome.output.clone().map_or(Value::NULL, Value::Bytes),
-            ParamSource::RetryAfter => outcome.retry_after.map_or(Value::NULL, Value::from),
+            ParamSource::Special(Special::Queue) => Value::from(queue),
+            ParamSource::Special(Special::Error) => outcome.error.map_or(Value::NULL, Value::from),
+            ParamSource::Special(Special::Status) => {
+                outcome.status.map_or(Value::NULL, Value::from)
+            }
+            ParamSource::Special(Special::Output) => outcome
+                .output
+                .map_or(Value::NULL, |o| Value::Bytes(o.to_vec())),
+            ParamSource::Special(Special::RetryAfter) => {
+                outcome.retry_after.map_or(Value::NULL, Value::from)
+            }
         })
         .collect();
     Params::Positional(values)
@@ -161,12 +143,16 @@ mod tests {
             key_index: 0,
         };
         let sources = [
-            ParamSource::Error,
+            ParamSource::Special(Special::Error),
             ParamSource::Column(0),
-            ParamSource::Queue,
-            ParamSource::Status,
+            ParamSource::Special(Special::Queue),
+            ParamSource::Special(Special::Status),
         ];
-        let params = bind(&sources, &item, "email", &Outcome::failure("boom"));
+        let failed = OutcomeParams {
+            error: Some("boom"),
+            ..OutcomeParams::NONE
+        };
+        let params = bind(&sources, &item, "email", &failed);
         assert_eq!(
             params,
             Params::Positional(vec![
@@ -178,18 +164,5 @@ mod tests {
         );
         assert_eq!(item.key_text(), "7");
         assert_eq!(value_text(&Value::Bytes(vec![b'a', 0xff])), "a\u{fffd}");
-    }
-
-    #[test]
-    fn outcome_parameters_exist_only_after_the_action() {
-        assert_eq!(
-            ParamSource::special("error", true),
-            Some(ParamSource::Error)
-        );
-        assert_eq!(ParamSource::special("error", false), None);
-        assert_eq!(
-            ParamSource::special("queue", false),
-            Some(ParamSource::Queue)
-        );
     }
 }

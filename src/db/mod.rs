@@ -1,7 +1,17 @@
 //! The database seam: the only place outside `check` that talks to the driver.
+//! Connecting and KILL ([`connect`]), error classes ([`error`]), the worker session
+//! and what the engine does with it ([`session`]), a queue's SQL prepared
+//! ([`prepared`]), and the claimed row with its binding and JSON form ([`item`],
+//! [`row_json`]).
 
 pub mod connect;
+pub mod error;
 pub mod item;
 pub mod prepared;
 pub mod row_json;
 pub mod session;
+
+pub use connect::{Database, Kill};
+pub use error::DbError;
+pub use item::{Item, OutcomeParams};
+pub use session::{OpenError, Ran, Session, Statements};

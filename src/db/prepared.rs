@@ -1,17 +1,19 @@
 //! A queue's SQL on one connection: the claim built from the user's select, and every
 //! action and outcome statement prepared, with each `:name` resolved to a column or a
 //! special parameter. Preparing is also validation: the server itself rejects a
-//! syntax error or an unknown column before any row is touched.
+//! syntax error or an unknown column before any row is touched, and the names are
+//! checked against the columns it reports, by the loader's own rule.
 
 use std::sync::Arc;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Statement};
 
-use crate::config::names::{statement_path, unknown_key, unknown_param, unknown_placeholder};
+use super::error::DbError;
+use super::item::{Columns, ParamSource};
+use super::session::Statements;
+use crate::config::names::{find_column, statement_path, unknown_names, Special};
 use crate::config::{ActionConfig, QueueConfig};
-use crate::db::connect::{describe_error, is_statement_error};
-use crate::db::item::{Columns, ParamSource};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::statement::ParsedStatement;
 
@@ -33,7 +35,8 @@ pub struct BoundStatement {
 /// Every statement of a queue, prepared on one connection.
 #[derive(Debug, Clone)]
 pub struct PreparedQueue {
-    pub claim: BoundStatement,
+    /// The claim; its parameters can only be `:queue`.
+    pub claim: Statement,
     /// The select's columns: the item's fields.
     pub columns: Arc<Columns>,
     /// Which column is the key.
@@ -45,22 +48,33 @@ pub struct PreparedQueue {
 }
 
 impl PreparedQueue {
-    /// The claim's parameters: it can only use `:queue`.
+    /// The claim's parameters: the queue's name for each `:queue`.
     pub fn claim_params(&self, queue: &str) -> mysql_async::Params {
-        match self.claim.sources.len() {
+        match self.claim.num_params() {
             0 => mysql_async::Params::Empty,
-            n => mysql_async::Params::Positional(vec![mysql_async::Value::from(queue); n]),
+            n => mysql_async::Params::Positional(vec![mysql_async::Value::from(queue); n.into()]),
+        }
+    }
+
+    /// One of the queue's statement lists; no `[on_failure]` is an empty one.
+    pub fn statements(&self, which: Statements) -> &[BoundStatement] {
+        match which {
+            Statements::Action => &self.action,
+            Statements::OnSuccess => &self.on_success,
+            Statements::OnFailure => self.on_failure.as_deref().unwrap_or_default(),
         }
     }
 }
 
 /// Why a queue's SQL could not be prepared.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
     /// The queue is wrong: the server rejected a statement, or a name does not match.
+    #[error("{}", crate::diagnostic::messages(.0))]
     Invalid(Vec<Finding>),
     /// The connection failed; the queue may be fine.
-    Database(mysql_async::Error),
+    #[error("{0}")]
+    Database(DbError),
 }
 
 /// Prepares `queue`'s SQL on `conn`, claiming at most `limit` rows at once.
@@ -69,15 +83,14 @@ pub async fn prepare_queue(
     queue: &QueueConfig,
     limit: usize,
 ) -> Result<PreparedQueue, PrepareError> {
-    let claim = match conn.prep(claim_sql(&queue.select, limit)).await {
+    let claim = match conn.prep(claim_sql(&queue.select, limit)).await.map_err(DbError::from) {
         Ok(statement) => statement,
-        Err(e) if is_statement_error(&e) => {
+        Err(e) if e.is_statement_error() => {
             return Err(PrepareError::Invalid(vec![queue.finding(
                 Severity::Error,
                 &["select"],
                 format!(
-                    "`select`: the server rejects the claim query (the select + `LIMIT {limit} FOR UPDATE SKIP LOCKED`): {}",
-                    describe_error(&e)
+                    "`select`: the server rejects the claim query (the select + `LIMIT {limit} FOR UPDATE SKIP LOCKED`): {e}"
                 ),
             )]))
         }
@@ -91,16 +104,14 @@ pub async fn prepare_queue(
             .collect(),
         types: claim.columns().iter().map(|c| c.column_type()).collect(),
     });
+    let mut findings = distinct_columns(queue, &columns.names);
+    findings.extend(unknown_names(queue, &columns.names));
     let mut preparer = Preparer {
         conn,
         queue,
         columns: &columns,
-        findings: Vec::new(),
+        findings,
     };
-    let claim_sources = preparer.resolve(&["select"], &queue.select, false);
-    preparer.check_distinct_columns();
-    preparer.check_placeholders();
-    let key_index = preparer.key_index();
     let action = match &queue.action {
         ActionConfig::Sql(sql) => {
             preparer
@@ -123,11 +134,13 @@ pub async fn prepare_queue(
     if !preparer.findings.is_empty() {
         return Err(PrepareError::Invalid(preparer.findings));
     }
+    let key_index = queue
+        .key
+        .as_deref()
+        .and_then(|key| columns.find(key))
+        .unwrap_or(0);
     Ok(PreparedQueue {
-        claim: BoundStatement {
-            statement: claim,
-            sources: claim_sources,
-        },
+        claim,
         columns,
         key_index,
         action,
@@ -145,11 +158,6 @@ struct Preparer<'a> {
 }
 
 impl Preparer<'_> {
-    fn error(&mut self, at: &[&str], message: String) {
-        self.findings
-            .push(self.queue.finding(Severity::Error, at, message));
-    }
-
     async fn prepare_all(
         &mut self,
         path: &[&str],
@@ -158,96 +166,54 @@ impl Preparer<'_> {
     ) -> Result<Vec<BoundStatement>, PrepareError> {
         let mut prepared = Vec::with_capacity(statements.len());
         for (index, parsed) in statements.iter().enumerate() {
-            let at = statement_path(path, index, statements.len());
-            let at: Vec<&str> = at.iter().map(String::as_str).collect();
-            let sources = self.resolve(&at, parsed, outcome);
-            match self.conn.prep(parsed.positional.as_str()).await {
+            let sources = self.resolve(parsed, outcome);
+            match self
+                .conn
+                .prep(parsed.positional.as_str())
+                .await
+                .map_err(DbError::from)
+            {
                 Ok(statement) => prepared.push(BoundStatement { statement, sources }),
-                Err(e) if is_statement_error(&e) => self.error(
-                    &at,
-                    format!(
-                        "`{}`: the server rejects it: {}",
-                        path.join("."),
-                        describe_error(&e)
-                    ),
-                ),
+                Err(e) if e.is_statement_error() => {
+                    let at = statement_path(path, index, statements.len());
+                    let at: Vec<&str> = at.iter().map(String::as_str).collect();
+                    let message = format!("`{}`: the server rejects it: {e}", path.join("."));
+                    self.findings
+                        .push(self.queue.finding(Severity::Error, &at, message));
+                }
                 Err(e) => return Err(PrepareError::Database(e)),
             }
         }
         Ok(prepared)
     }
 
-    /// Maps each `:name` of `statement` to a special parameter or a column.
-    fn resolve(
-        &mut self,
-        at: &[&str],
-        statement: &ParsedStatement,
-        outcome: bool,
-    ) -> Vec<ParamSource> {
-        let mut sources = Vec::with_capacity(statement.params.len());
-        for name in &statement.params {
-            // A special parameter wins over a column of the same name (the article's
-            // table has a `status` column): alias the column to use it.
-            let source = ParamSource::special(name, outcome)
-                .or_else(|| self.columns.find(name).map(ParamSource::Column));
-            match source {
-                Some(source) => sources.push(source),
-                None => {
-                    let key: Vec<&str> = at
-                        .iter()
-                        .take_while(|s| s.parse::<usize>().is_err())
-                        .copied()
-                        .collect();
-                    let message = unknown_param(&key.join("."), name, &self.columns.names, outcome);
-                    self.error(at, message);
-                }
-            }
-        }
-        sources
-    }
-
-    /// Every `{placeholder}` of an HTTP or command action names a column, or `queue`.
-    fn check_placeholders(&mut self) {
-        let problems: Vec<(String, String)> = self
-            .queue
-            .action
-            .placeholders()
-            .into_iter()
-            .filter(|(_, name)| *name != "queue" && self.columns.find(name).is_none())
-            .map(|(key, name)| (key, name.to_string()))
-            .collect();
-        for (key, name) in problems {
-            let path: Vec<&str> = key.split('.').collect();
-            let message = unknown_placeholder(&key, &name, &self.columns.names);
-            self.error(&path, message);
-        }
-    }
-
-    fn check_distinct_columns(&mut self) {
-        let names = &self.columns.names;
-        let duplicates: Vec<String> = names
+    /// Maps each `:name` of `statement` to a special parameter or a column. A name
+    /// that resolves to neither is among the findings of [`unknown_names`].
+    fn resolve(&self, statement: &ParsedStatement, outcome: bool) -> Vec<ParamSource> {
+        statement
+            .params
             .iter()
-            .enumerate()
-            .filter(|(i, column)| names[..*i].iter().any(|c| c.eq_ignore_ascii_case(column)))
-            .map(|(_, column)| column.clone())
-            .collect();
-        for column in duplicates {
-            self.error(
+            .filter_map(|name| {
+                Special::named(name, outcome)
+                    .map(ParamSource::Special)
+                    .or_else(|| find_column(&self.columns.names, name).map(ParamSource::Column))
+            })
+            .collect()
+    }
+}
+
+/// `select` must not return two columns of one name: the item names its fields.
+fn distinct_columns(queue: &QueueConfig, names: &[String]) -> Vec<Finding> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(i, column)| names[..*i].iter().any(|c| c.eq_ignore_ascii_case(column)))
+        .map(|(_, column)| {
+            queue.finding(
+                Severity::Error,
                 &["select"],
                 format!("`select` returns two columns named `{column}`; give them distinct aliases (`AS …`)"),
-            );
-        }
-    }
-
-    fn key_index(&mut self) -> usize {
-        let Some(key) = &self.queue.key else { return 0 };
-        match self.columns.find(key) {
-            Some(index) => index,
-            None => {
-                let message = unknown_key(key, &self.columns.names);
-                self.error(&["key"], message);
-                0
-            }
-        }
-    }
+            )
+        })
+        .collect()
 }

@@ -4,7 +4,9 @@
 pub mod backoff;
 pub mod batch;
 pub mod idle;
+pub mod queue;
 pub mod reload;
+pub mod report;
 pub mod stop_when_empty;
 pub mod supervisor;
 pub mod worker;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::{load_paths, select_queues, QueueConfig};
-use crate::db::session::{OpenError, Session};
+use crate::db::{OpenError, Session};
 use crate::diagnostic::{Finding, Findings};
 use crate::engine::supervisor::{build_actions, resolve_databases, run, RunOptions};
 
@@ -103,8 +103,8 @@ async fn validated(
     let resolved = resolve_databases(queues.clone(), options.database_url.as_deref())?;
     build_actions(&resolved)?;
     let mut findings = Vec::new();
-    for (queue, opts) in &resolved {
-        match Session::open(queue, opts).await {
+    for (queue, database) in &resolved {
+        match Session::open(queue, database).await {
             Ok(_) => {}
             Err(OpenError::Invalid(mut problems)) => findings.append(&mut problems),
             Err(OpenError::Unreachable(error)) => {

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 /// Shared by a queue's workers. A queue is drained when a claim found nothing, no
 /// other worker was busy, and no item returned to the queue since that claim began.
 #[derive(Debug)]
-pub struct Drain {
+pub struct StopWhenEmpty {
     enabled: bool,
     state: Mutex<State>,
     drained: CancellationToken,
@@ -25,15 +25,15 @@ struct State {
 /// unfinished (an error, a panic) counts as items returning to the queue.
 #[derive(Debug)]
 pub struct Ticket<'a> {
-    drain: &'a Drain,
+    queue: &'a StopWhenEmpty,
     returns_at_start: u64,
     finished: bool,
 }
 
-impl Drain {
+impl StopWhenEmpty {
     /// `drained` is cancelled when the queue is drained (only if `enabled`).
     pub fn new(enabled: bool, drained: CancellationToken) -> Self {
-        Drain {
+        StopWhenEmpty {
             enabled,
             state: Mutex::new(State::default()),
             drained,
@@ -44,7 +44,7 @@ impl Drain {
         let mut state = self.lock();
         state.busy += 1;
         Ticket {
-            drain: self,
+            queue: self,
             returns_at_start: state.returns,
             finished: false,
         }
@@ -66,14 +66,14 @@ impl Ticket<'_> {
 
     /// The claim found nothing. Returns true if the queue is now drained.
     pub fn finish_empty(mut self) -> bool {
-        let drain = self.drain;
+        let queue = self.queue;
         let returns_at_start = self.returns_at_start;
         self.finished = true;
-        let mut state = drain.lock();
+        let mut state = queue.lock();
         state.busy -= 1;
-        let drained = drain.enabled && state.busy == 0 && state.returns == returns_at_start;
+        let drained = queue.enabled && state.busy == 0 && state.returns == returns_at_start;
         if drained {
-            drain.drained.cancel();
+            queue.drained.cancel();
         }
         drained
     }
@@ -83,7 +83,7 @@ impl Ticket<'_> {
             return;
         }
         self.finished = true;
-        let mut state = self.drain.lock();
+        let mut state = self.queue.lock();
         state.busy -= 1;
         if returned {
             state.returns += 1;
@@ -104,14 +104,14 @@ mod tests {
     #[test]
     fn drained_only_when_nobody_is_busy_and_nothing_came_back() {
         let token = CancellationToken::new();
-        let drain = Drain::new(true, token.clone());
-        let a = drain.begin();
-        let b = drain.begin();
+        let queue = StopWhenEmpty::new(true, token.clone());
+        let a = queue.begin();
+        let b = queue.begin();
         assert!(!a.finish_empty(), "b is still busy");
-        let a = drain.begin();
+        let a = queue.begin();
         b.finish(true); // b's item came back
         assert!(!a.finish_empty(), "an item returned after a's claim began");
-        let a = drain.begin();
+        let a = queue.begin();
         assert!(a.finish_empty());
         assert!(token.is_cancelled());
     }
@@ -119,17 +119,17 @@ mod tests {
     #[test]
     fn a_ticket_dropped_unfinished_is_not_busy_forever() {
         let token = CancellationToken::new();
-        let drain = Drain::new(true, token.clone());
-        drop(drain.begin()); // a worker that panicked mid-batch
-        let a = drain.begin();
+        let queue = StopWhenEmpty::new(true, token.clone());
+        drop(queue.begin()); // a worker that panicked mid-batch
+        let a = queue.begin();
         assert!(a.finish_empty());
     }
 
     #[test]
     fn never_drains_when_disabled() {
         let token = CancellationToken::new();
-        let drain = Drain::new(false, token.clone());
-        assert!(!drain.begin().finish_empty());
+        let queue = StopWhenEmpty::new(false, token.clone());
+        assert!(!queue.begin().finish_empty());
         assert!(!token.is_cancelled());
     }
 }

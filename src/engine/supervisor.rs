@@ -1,24 +1,24 @@
 //! The supervisor: validates every queue against its database, then runs `workers`
 //! worker loops per queue until shutdown (or, with `stop_when_empty`, until every
-//! queue is drained), and bounds the drain of work in flight by the shutdown timeout.
+//! queue is drained), and bounds how long the items in flight may take to finish by
+//! the shutdown timeout.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mysql_async::Opts;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
+use super::backoff::{pause, Backoff};
+use super::idle::Idle;
+use super::queue::QueueRuntime;
+use super::stop_when_empty::StopWhenEmpty;
+use super::worker::run_worker;
 use crate::action::Action;
 use crate::config::QueueConfig;
-use crate::db::connect::{describe, parse_database_url};
-use crate::db::session::{OpenError, Session};
+use crate::db::{Database, OpenError, Session};
 use crate::diagnostic::{Findings, Severity};
-use crate::engine::backoff::{pause, Backoff};
-use crate::engine::idle::Idle;
-use crate::engine::stop_when_empty::Drain;
-use crate::engine::worker::{run_worker, QueueRuntime};
 use crate::telemetry::monitor::Monitor;
 use crate::telemetry::stats::{report_progress, Counts};
 
@@ -86,20 +86,20 @@ pub async fn run(
     let abort = CancellationToken::new();
     let tracker = TaskTracker::new();
     let mut runtimes = Vec::new();
-    for (((config, opts), session), action) in resolved.into_iter().zip(opened).zip(actions) {
+    for (((config, database), session), action) in resolved.into_iter().zip(opened).zip(actions) {
         let stop = shutdown.child_token();
         let runtime = Arc::new(QueueRuntime {
             action,
-            drain: Drain::new(options.stop_when_empty, stop.clone()),
+            stop_when_empty: StopWhenEmpty::new(options.stop_when_empty, stop.clone()),
             idle: Idle::default(),
             stats: options.monitor.start_queue(&config.name, config.workers),
             config,
-            opts,
+            database,
             stop,
             abort: abort.clone(),
         });
         info!(queue = %runtime.config.name, workers = runtime.config.workers, batch = runtime.config.batch,
-            database = %describe(&runtime.opts), "queue started");
+            database = %runtime.database, "queue started");
         let mut first = session;
         for index in 0..runtime.config.workers {
             tracker.spawn(supervise_worker(runtime.clone(), index, first.take()));
@@ -140,13 +140,13 @@ pub async fn run(
 }
 
 /// Builds each queue's action (for HTTP: its client), or says which cannot be.
-pub fn build_actions(queues: &[(QueueConfig, Opts)]) -> Result<Vec<Action>, Findings> {
+pub fn build_actions(queues: &[(QueueConfig, Database)]) -> Result<Vec<Action>, Findings> {
     let mut findings = Vec::new();
     let mut actions = Vec::new();
     for (config, _) in queues {
         match Action::new(&config.action) {
             Ok(action) => actions.push(action),
-            Err(message) => findings.push(config.finding(Severity::Error, &["action"], message)),
+            Err(e) => findings.push(config.finding(Severity::Error, &["action"], e.to_string())),
         }
     }
     if findings.is_empty() {
@@ -156,27 +156,16 @@ pub fn build_actions(queues: &[(QueueConfig, Opts)]) -> Result<Vec<Action>, Find
     }
 }
 
-/// Pairs each queue with the connection options of its database.
+/// Pairs each queue with its database (see [`Database::for_queue`]).
 pub fn resolve_databases(
     queues: Vec<QueueConfig>,
     default_url: Option<&str>,
-) -> Result<Vec<(QueueConfig, Opts)>, Findings> {
+) -> Result<Vec<(QueueConfig, Database)>, Findings> {
     let mut findings = Vec::new();
     let mut resolved = Vec::new();
     for queue in queues {
-        let parsed = match (&queue.database_url, default_url) {
-            (Some(url), _) => parse_database_url(url)
-                .map_err(|e| queue.finding(Severity::Error, &["database_url"], format!("`database_url`: {e}"))),
-            (None, Some(url)) => parse_database_url(url)
-                .map_err(|e| queue.finding(Severity::Error, &[], format!("--database-url: {e}"))),
-            (None, None) => Err(queue.finding(
-                Severity::Error,
-                &[],
-                "no database: set `database_url` in the queue file, pass --database-url, or set TABLEQ_DATABASE_URL",
-            )),
-        };
-        match parsed {
-            Ok(opts) => resolved.push((queue, opts)),
+        match Database::for_queue(&queue, default_url) {
+            Ok(database) => resolved.push((queue, database)),
             Err(finding) => findings.push(finding),
         }
     }
@@ -193,13 +182,13 @@ pub fn resolve_databases(
 /// keep trying, and the other queues start meanwhile. `Ok(None)` if shutdown came
 /// first.
 async fn open_first_sessions(
-    queues: &[(QueueConfig, Opts)],
+    queues: &[(QueueConfig, Database)],
     shutdown: &CancellationToken,
 ) -> Result<Option<Vec<Option<Session>>>, Findings> {
-    let attempts = futures::future::join_all(queues.iter().map(|(config, opts)| async move {
-        let opened = Session::open(config, opts).await;
+    let attempts = futures::future::join_all(queues.iter().map(|(config, database)| async move {
+        let opened = Session::open(config, database).await;
         if let Err(OpenError::Unreachable(error)) = &opened {
-            warn!(queue = %config.name, %error, database = %describe(opts),
+            warn!(queue = %config.name, %error, database = %database,
                 "cannot connect to the database; the queue starts once it can");
         }
         opened

@@ -1,251 +1,320 @@
 //! One worker: a loop that claims a batch, processes it, commits, and waits when the
 //! queue is empty — reconnecting with backoff whenever the database goes away.
+//!
+//! Each turn is [`Worker::claim_once`], which does the I/O and says what happened
+//! ([`Claimed`]), then [`Worker::next_step`], a small decision with no I/O, then
+//! [`Worker::take`], which waits as the step says.
 
 use std::sync::Arc;
-
-use mysql_async::prelude::Queryable;
-use mysql_async::Opts;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 use tracing::{debug, error, info, info_span, warn, Instrument};
 
-use crate::action::Action;
-use crate::config::QueueConfig;
-use crate::db::connect::{describe, describe_error, is_expected_contention, kill, Kill};
-use crate::db::session::{OpenError, Session};
-use crate::engine::backoff::{pause, Backoff};
-use crate::engine::batch::claim_and_process;
-use crate::engine::idle::{Idle, Turn, Watch};
-use crate::engine::stop_when_empty::Drain;
-use crate::telemetry::stats::QueueStats;
-
-/// What a queue's workers share.
-pub struct QueueRuntime {
-    pub config: QueueConfig,
-    /// The action, ready to run (for HTTP: with its client).
-    pub action: Action,
-    pub opts: Opts,
-    pub stats: Arc<QueueStats>,
-    pub drain: Drain,
-    /// Who polls while the queue is empty.
-    pub idle: Idle,
-    /// Stop claiming: the daemon is shutting down, or the queue is drained.
-    pub stop: CancellationToken,
-    /// Roll back whatever is in flight, now: the shutdown timeout has passed.
-    pub abort: CancellationToken,
-}
+use super::backoff::{pause, Backoff};
+use super::batch::claim_and_process;
+use super::idle::{Turn, Watch};
+use super::queue::QueueRuntime;
+use super::report::BatchReport;
+use crate::db::{DbError, Kill, OpenError, Session};
+use crate::diagnostic::messages;
+use crate::telemetry::stats::Connected;
 
 /// Runs worker `index` of `queue` until it is told to stop. `session` is a session
 /// opened already (the one `run` validated the queue with), if any.
 pub async fn run_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
     let span = info_span!("worker", queue = %queue.config.name, worker = index);
-    work(&queue, index, session).instrument(span).await
+    Worker::new(&queue, index, session)
+        .run()
+        .instrument(span)
+        .await
 }
 
-/// How long a ping or a ROLLBACK may take before the connection is given up.
-const QUICK_STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A session held by a worker, counted in its queue's connected workers.
+struct Held {
+    session: Session,
+    _connected: Connected,
+}
 
-async fn work(queue: &QueueRuntime, index: usize, mut session: Option<Session>) {
-    let mut backoff = Backoff::new(queue.config.error_backoff);
-    let mut reconnecting = false;
-    // Whether the next SQL batch runs with a savepoint per item (after a failure).
-    let mut careful = false;
-    // Deadlocks and lock wait timeouts in a row.
-    let mut contention = 0u32;
-    // Held while this worker is the one that polls the empty queue.
-    let mut watch: Option<Watch> = None;
-    while !queue.stop.is_cancelled() {
-        let alive = match session.as_mut() {
-            Some(s) => s.still_alive().await,
-            None => false,
-        };
-        if !alive {
-            if session.take().is_some() {
+/// What one claim came to.
+enum Claimed {
+    /// The queue was empty; `drained` if `--stop-when-empty` says it is done.
+    Empty { drained: bool },
+    /// Processed and committed.
+    Committed(BatchReport),
+    /// An item failed in a batch run without savepoints: all of it was rolled back.
+    RolledBack,
+    /// A deadlock or lock wait timeout: rolled back, the session kept.
+    Contention(DbError),
+    /// The transaction is lost, and the session with it.
+    Lost(DbError),
+    /// The shutdown timeout passed mid-batch: the session was killed.
+    Aborted,
+}
+
+/// What the worker does after a claim.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    ClaimAgain,
+    Wait(Duration),
+    /// Watch the empty queue, or sleep until woken.
+    Idle,
+    Stop,
+}
+
+struct Worker<'a> {
+    queue: &'a QueueRuntime,
+    index: usize,
+    session: Option<Held>,
+    backoff: Backoff,
+    /// The connection was lost: say so when it is back.
+    reconnecting: bool,
+    /// Run the next SQL batch with a savepoint per item (after a failure).
+    careful: bool,
+    /// Deadlocks and lock wait timeouts in a row.
+    contention: u32,
+    /// Held while this worker is the one that polls the empty queue.
+    watch: Option<Watch<'a>>,
+}
+
+impl<'a> Worker<'a> {
+    fn new(queue: &'a QueueRuntime, index: usize, session: Option<Session>) -> Self {
+        Worker {
+            queue,
+            index,
+            session: session.map(|session| Held {
+                session,
+                _connected: queue.stats.connection(),
+            }),
+            backoff: Backoff::new(queue.config.error_backoff),
+            reconnecting: false,
+            careful: false,
+            contention: 0,
+            watch: None,
+        }
+    }
+
+    async fn run(mut self) {
+        while !self.queue.stop.is_cancelled() {
+            let Some(held) = self.ready_session().await else {
+                break;
+            };
+            let claimed = self.claim_once(held).await;
+            let step = self.next_step(claimed);
+            if !self.take(step).await {
+                break;
+            }
+        }
+    }
+
+    /// The session to claim on: the one held, if still alive, else a new one.
+    /// `None` once the worker is told to stop.
+    async fn ready_session(&mut self) -> Option<Held> {
+        loop {
+            if let Some(mut held) = self.session.take() {
+                if held.session.still_alive().await {
+                    return Some(held);
+                }
                 debug!("the idle connection was closed; reconnecting");
             }
-            match open(queue, index, &mut backoff, &mut reconnecting).await {
-                Opened::Ready(s) => session = Some(s),
-                Opened::Retry => continue,
-                Opened::Stopped => break,
-            }
+            let session = self.open().await?;
+            self.session = Some(Held {
+                session,
+                _connected: self.queue.stats.connection(),
+            });
         }
-        let Some(mut current) = session.take() else {
-            continue;
-        };
-        if current.counted.is_none() {
-            current.counted = Some(queue.stats.connection());
-        }
+    }
 
-        let ticket = queue.drain.begin();
+    /// Claims and processes one batch; keeps the session unless it is lost.
+    async fn claim_once(&mut self, mut held: Held) -> Claimed {
+        let queue = self.queue;
+        let ticket = queue.stop_when_empty.begin();
         queue.stats.record_claim();
-        let connection_id = current.conn.id();
+        let connection_id = held.session.id();
+        let watch = &mut self.watch;
+        let found = |found: usize| {
+            if found > 0 {
+                // Busy now: hand the watch on (dropping it wakes a sleeper), so
+                // that someone keeps polling while this batch takes its time.
+                *watch = None;
+            }
+            if found == queue.config.batch {
+                // A full claim: more rows may be waiting. Wake everyone now.
+                queue.idle.wake_all();
+            }
+        };
         let result = tokio::select! {
             biased;
             _ = queue.abort.cancelled() => None,
-            result = claim_and_process(&mut current.conn, &current.prepared, queue, careful, |found| {
-                if found > 0 {
-                    // Busy now: hand the watch on (dropping it wakes a sleeper), so
-                    // that someone keeps polling while this batch takes its time.
-                    watch = None;
-                }
-                if found == queue.config.batch {
-                    // A full claim: more rows may be waiting. Wake everyone now.
-                    queue.idle.wake_all();
-                }
-            }) => Some(result),
+            result = claim_and_process(&mut held.session, queue, self.careful, found) => Some(result),
         };
-        match result {
-            None => {
-                ticket.finish(true);
-                warn!("the shutdown timeout passed; rolling back the items in flight");
-                if let Err(e) = kill(&queue.opts, connection_id, Kill::Connection).await {
-                    warn!(error = %describe_error(&e), "could not kill the session; the server rolls it back when the connection drops");
-                }
-                break;
+        let Some(result) = result else {
+            ticket.finish(true);
+            warn!("the shutdown timeout passed; rolling back the items in flight");
+            if let Err(e) = queue.database.kill(connection_id, Kill::Connection).await {
+                warn!(error = %e, "could not kill the session; the server rolls it back when the connection drops");
             }
-            Some(Ok(report)) if report.claimed == 0 => {
-                current.touch();
-                session = Some(current);
-                backoff.reset();
-                careful = false;
-                if ticket.finish_empty() {
-                    info!("the queue is drained");
-                    break;
-                }
-                if watch.is_none() {
-                    match queue.idle.turn() {
-                        Turn::Watch(role) => watch = Some(role),
-                        Turn::Sleep(sleep) => {
-                            // A sleeping worker holds no connection: an idle queue
-                            // keeps one, the watcher's.
-                            if let Some(idle) = session.take() {
-                                idle.close().await;
-                            }
-                            sleep.until_woken(&queue.stop).await;
-                            continue;
-                        }
-                    }
-                }
-                if !pause(&queue.stop, queue.config.poll_interval).await {
-                    break;
-                }
+            return Claimed::Aborted;
+        };
+        let claimed = match result {
+            Ok(report) if report.claimed == 0 => {
+                return self.keep(
+                    held,
+                    Claimed::Empty {
+                        drained: ticket.finish_empty(),
+                    },
+                );
             }
-            Some(Ok(report)) if report.rolled_back => {
-                // An item failed in a batch run without savepoints: nothing of it was
-                // kept. Claim again at once, this time with a savepoint per item.
-                current.touch();
-                session = Some(current);
-                ticket.finish(true);
-                careful = true;
-            }
-            Some(Ok(report)) => {
-                current.touch();
-                session = Some(current);
-                contention = 0;
-                queue.stats.record(&report);
+            Ok(report) if report.rolled_back => Claimed::RolledBack,
+            Ok(report) => {
+                queue
+                    .stats
+                    .record(report.done, report.failed, report.returned);
                 ticket.finish(report.returned > 0);
-                careful = false;
+                return self.keep(held, Claimed::Committed(report));
+            }
+            Err(e) if e.is_contention() && held.session.rollback_quickly().await => {
+                Claimed::Contention(e)
+            }
+            Err(e) => {
+                ticket.finish(true);
+                return Claimed::Lost(e);
+            }
+        };
+        ticket.finish(true);
+        self.keep(held, claimed)
+    }
+
+    fn keep(&mut self, mut held: Held, claimed: Claimed) -> Claimed {
+        held.session.touch();
+        self.session = Some(held);
+        claimed
+    }
+
+    /// Decides what to do after a claim, and keeps the worker's counters.
+    fn next_step(&mut self, claimed: Claimed) -> Step {
+        match claimed {
+            Claimed::Empty { drained: true } => {
+                info!("the queue is drained");
+                Step::Stop
+            }
+            Claimed::Empty { drained: false } => {
+                self.backoff.reset();
+                self.careful = false;
+                Step::Idle
+            }
+            Claimed::Committed(report) => {
+                self.contention = 0;
+                self.careful = false;
                 if report.returned > 0 {
                     // Failed items came straight back; don't spin on them.
-                    if !pause(&queue.stop, backoff.next_wait()).await {
-                        break;
-                    }
+                    Step::Wait(self.backoff.next_wait())
                 } else {
-                    backoff.reset();
+                    self.backoff.reset();
+                    Step::ClaimAgain
                 }
             }
-            Some(Err(e)) => {
-                ticket.finish(true);
-                if is_expected_contention(&e) {
-                    debug!(error = %describe_error(&e), "the transaction was rolled back; its items are waiting again");
-                    let rollback = tokio::time::timeout(
-                        QUICK_STATEMENT_TIMEOUT,
-                        current.conn.query_drop("ROLLBACK"),
-                    );
-                    if matches!(rollback.await, Ok(Ok(()))) {
-                        session = Some(current);
-                        // Deadlocks come in pairs: step aside for a short, random
-                        // while, longer each time in a row, before claiming again.
-                        contention += 1;
-                        if !pause(
-                            &queue.stop,
-                            contention_pause(contention, queue.config.error_backoff),
-                        )
-                        .await
-                        {
-                            break;
-                        }
-                        continue;
+            Claimed::RolledBack => {
+                // Claim again at once, this time with a savepoint per item.
+                self.careful = true;
+                Step::ClaimAgain
+            }
+            Claimed::Contention(e) => {
+                debug!(error = %e, "the transaction was rolled back; its items are waiting again");
+                // Deadlocks come in pairs: step aside for a short, random while,
+                // longer each time in a row, before claiming again.
+                self.contention += 1;
+                Step::Wait(contention_pause(
+                    self.contention,
+                    self.queue.config.error_backoff,
+                ))
+            }
+            Claimed::Lost(e) => {
+                let wait = self.backoff.next_wait();
+                warn!(error = %e, retry_in = %humantime::format_duration(wait),
+                    "database error; the transaction is rolled back and its items are waiting again");
+                self.reconnecting = true;
+                Step::Wait(wait)
+            }
+            Claimed::Aborted => Step::Stop,
+        }
+    }
+
+    /// Takes `step`; false when the worker is to stop.
+    async fn take(&mut self, step: Step) -> bool {
+        match step {
+            Step::ClaimAgain => true,
+            Step::Wait(wait) => pause(&self.queue.stop, wait).await,
+            Step::Idle => self.idle().await,
+            Step::Stop => false,
+        }
+    }
+
+    /// After an empty claim: poll again after `poll_interval` as the queue's watcher,
+    /// or, when another worker watches, sleep with no connection until woken.
+    async fn idle(&mut self) -> bool {
+        if self.watch.is_none() {
+            match self.queue.idle.turn() {
+                Turn::Watch(role) => self.watch = Some(role),
+                Turn::Sleep(sleep) => {
+                    // A sleeping worker holds no connection: an idle queue keeps
+                    // one, the watcher's.
+                    if let Some(idle) = self.session.take() {
+                        idle.session.close().await;
                     }
-                } else {
-                    let wait = backoff.next_wait();
-                    warn!(error = %describe_error(&e), retry_in = %humantime::format_duration(wait),
-                        "database error; the transaction is rolled back and its items are waiting again");
-                    reconnecting = true;
-                    drop(current);
-                    if !pause(&queue.stop, wait).await {
-                        break;
-                    }
+                    sleep.until_woken(&self.queue.stop).await;
+                    return true;
                 }
+            }
+        }
+        pause(&self.queue.stop, self.queue.config.poll_interval).await
+    }
+
+    /// Opens a session, or logs why not and waits out the backoff; `None` once the
+    /// worker is told to stop. Only the queue's first worker logs at warning level:
+    /// the others would say the same thing.
+    async fn open(&mut self) -> Option<Session> {
+        let queue = self.queue;
+        loop {
+            let opened = tokio::select! {
+                _ = queue.stop.cancelled() => return None,
+                opened = Session::open(&queue.config, &queue.database) => opened,
+            };
+            let wait = self.backoff.next_wait();
+            match opened {
+                Ok(session) => {
+                    if self.reconnecting {
+                        info!("connected to the database again");
+                        self.reconnecting = false;
+                    }
+                    self.backoff.reset();
+                    return Some(session);
+                }
+                Err(e) => self.not_opened(&e, wait),
+            }
+            self.reconnecting = true;
+            if !pause(&queue.stop, wait).await {
+                return None;
             }
         }
     }
-}
 
-enum Opened {
-    Ready(Session),
-    Retry,
-    Stopped,
-}
-
-/// Opens a session, or logs why not and waits out the backoff. Only the queue's
-/// first worker logs at warning level: the others would say the same thing.
-async fn open(
-    queue: &QueueRuntime,
-    index: usize,
-    backoff: &mut Backoff,
-    reconnecting: &mut bool,
-) -> Opened {
-    let opened = tokio::select! {
-        _ = queue.stop.cancelled() => return Opened::Stopped,
-        opened = Session::open(&queue.config, &queue.opts) => opened,
-    };
-    let wait = backoff.next_wait();
-    let retry_in = humantime::format_duration(wait);
-    match opened {
-        Ok(session) => {
-            if *reconnecting {
-                info!("connected to the database again");
-                *reconnecting = false;
+    fn not_opened(&self, e: &OpenError, wait: Duration) {
+        let retry_in = humantime::format_duration(wait);
+        let first = self.index == 0;
+        match e {
+            OpenError::Unreachable(error) if first => {
+                warn!(%error, database = %self.queue.database, %retry_in, "cannot connect to the database; retrying")
             }
-            backoff.reset();
-            return Opened::Ready(session);
-        }
-        Err(OpenError::Unreachable(error)) if index == 0 => {
-            warn!(%error, database = %describe(&queue.opts), %retry_in, "cannot connect to the database; retrying")
-        }
-        Err(OpenError::Unreachable(error)) => {
-            debug!(%error, %retry_in, "cannot connect to the database; retrying")
-        }
-        Err(OpenError::Invalid(findings)) => {
-            let error = findings
-                .iter()
-                .map(|f| f.message.clone())
-                .collect::<Vec<_>>()
-                .join("; ");
-            if index == 0 {
-                error!(%error, %retry_in, "the queue's SQL does not work on its database; retrying")
-            } else {
-                debug!(%error, %retry_in, "the queue's SQL does not work on its database; retrying")
+            OpenError::Unreachable(error) => {
+                debug!(%error, %retry_in, "cannot connect to the database; retrying")
+            }
+            OpenError::Invalid(findings) if first => {
+                error!(error = %messages(findings), %retry_in, "the queue's SQL does not work on its database; retrying")
+            }
+            OpenError::Invalid(findings) => {
+                debug!(error = %messages(findings), %retry_in, "the queue's SQL does not work on its database; retrying")
             }
         }
-    }
-    *reconnecting = true;
-    if pause(&queue.stop, wait).await {
-        Opened::Retry
-    } else {
-        Opened::Stopped
     }
 }
 

@@ -6,8 +6,6 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::engine::batch::BatchReport;
-
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]
 pub struct QueueStats {
@@ -40,7 +38,6 @@ pub struct Counts {
 }
 
 impl QueueStats {
-    /// Records a committed batch.
     /// Counts a worker as connected until the returned guard is dropped.
     pub fn connection(self: &std::sync::Arc<Self>) -> Connected {
         self.connected.fetch_add(1, Ordering::Relaxed);
@@ -56,12 +53,11 @@ impl QueueStats {
         self.claims.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn record(&self, report: &BatchReport) {
-        self.done.fetch_add(report.done as u64, Ordering::Relaxed);
-        self.failed
-            .fetch_add(report.failed as u64, Ordering::Relaxed);
-        self.returned
-            .fetch_add(report.returned as u64, Ordering::Relaxed);
+    /// Records a committed batch: its items done, failed, and returned to the queue.
+    pub fn record(&self, done: usize, failed: usize, returned: usize) {
+        self.done.fetch_add(done as u64, Ordering::Relaxed);
+        self.failed.fetch_add(failed as u64, Ordering::Relaxed);
+        self.returned.fetch_add(returned as u64, Ordering::Relaxed);
     }
 
     pub fn counts(&self) -> Counts {

@@ -2,63 +2,30 @@
 //! inside whole argv elements, the row as JSON on stdin — in a process group of its
 //! own, so a timeout (or a cancelled item) kills grandchildren too.
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use tokio::process::{Child, Command};
+
+mod process_group;
+
+pub use process_group::kill_all;
+use process_group::ProcessGroup;
 
 use super::capture::{last_lines, read_head, read_tail, OUTPUT_LIMIT};
+use crate::action::Outcome;
 use crate::config::CommandAction;
-use crate::db::item::{Item, Outcome};
 use crate::db::row_json::item_json;
+use crate::db::Item;
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;
 /// How long output may keep flowing after the process group is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
-
-/// Kills a whole process group when dropped: at the deadline, when the command has
-/// exited (taking anything it left behind with it), or when the item is cancelled.
-struct ProcessGroup(i32);
-
-/// The process groups of the commands running now, so that an exit that skips
-/// destructors (a second stop signal) can still kill them.
-static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
-
-impl ProcessGroup {
-    fn new(pgid: i32) -> ProcessGroup {
-        RUNNING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(pgid);
-        ProcessGroup(pgid)
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
-        unsafe { libc::killpg(self.0, libc::SIGKILL) };
-        RUNNING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.0);
-    }
-}
-
-/// Kills every command's process group: for an exit that runs no destructors.
-pub fn kill_all() {
-    for pgid in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        // SAFETY: as above.
-        unsafe { libc::killpg(*pgid, libc::SIGKILL) };
-    }
-}
 
 /// Variables tableq reads that the commands it runs have no business seeing.
 const PRIVATE_ENV: &[&str] = &[
@@ -69,16 +36,10 @@ const PRIVATE_ENV: &[&str] = &[
 
 /// Runs the command for `item`.
 pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
-    let mut argv: Vec<OsString> = Vec::with_capacity(config.argv.len());
-    for (index, template) in config.argv.iter().enumerate() {
-        let arg = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
-        if arg.contains(&0) {
-            return Outcome::failure(format!(
-                "argument {index} holds a NUL byte, which a command line cannot carry"
-            ));
-        }
-        argv.push(OsString::from_vec(arg));
-    }
+    let argv = match arguments(config, item, queue) {
+        Ok(argv) => argv,
+        Err(refused) => return refused,
+    };
     let Some((program, args)) = argv.split_first() else {
         return Outcome::failure("the command is empty");
     };
@@ -91,7 +52,7 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
     for name in PRIVATE_ENV {
         command.env_remove(name);
     }
-    let mut child = match command
+    let spawned = command
         .args(args)
         .current_dir(&config.workdir)
         .env("TABLEQ_QUEUE", queue)
@@ -101,11 +62,31 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => return Outcome::failure(format!("cannot run {program_text}: {e}")),
-    };
+        .spawn();
+    match spawned {
+        Ok(child) => supervise(child, stdin, config.timeout, &program_text).await,
+        Err(e) => Outcome::failure(format!("cannot run {program_text}: {e}")),
+    }
+}
+
+/// The argv for `item`: each element rendered whole from its template.
+fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsString>, Outcome> {
+    let mut argv: Vec<OsString> = Vec::with_capacity(config.argv.len());
+    for (index, template) in config.argv.iter().enumerate() {
+        let arg = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
+        if arg.contains(&0) {
+            return Err(Outcome::failure(format!(
+                "argument {index} holds a NUL byte, which a command line cannot carry"
+            )));
+        }
+        argv.push(OsString::from_vec(arg));
+    }
+    Ok(argv)
+}
+
+/// Feeds the child its stdin, reads its output, and waits for it until `timeout`;
+/// then nothing of its process group survives.
+async fn supervise(mut child: Child, stdin: Vec<u8>, timeout: Duration, program: &str) -> Outcome {
     let group = child.id().map(|pid| ProcessGroup::new(pid as i32));
 
     let mut stdin_pipe = child.stdin.take();
@@ -125,13 +106,13 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         .take()
         .map(|err| tokio::spawn(read_tail(err, STDERR_TAIL)));
 
-    let waited = tokio::time::timeout(config.timeout, child.wait()).await;
+    let waited = tokio::time::timeout(timeout, child.wait()).await;
     // The command is done (or out of time): nothing of its group may outlive it.
     drop(group);
     writer.abort();
     let status = match waited {
         Ok(Ok(status)) => Some(status),
-        Ok(Err(e)) => return Outcome::failure(format!("cannot wait for {program_text}: {e}")),
+        Ok(Err(e)) => return Outcome::failure(format!("cannot wait for {program}: {e}")),
         Err(_) => {
             // The group is killed; the child itself too, even if it left the group.
             let _ = child.start_kill();
@@ -146,7 +127,7 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
             output: Some(output),
             ..Outcome::failure(format!(
                 "timed out after {}",
-                humantime::format_duration(config.timeout)
+                humantime::format_duration(timeout)
             ))
         },
         Some(status) => judge(status, output, &errors),

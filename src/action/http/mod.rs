@@ -14,9 +14,10 @@ use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFT
 use reqwest::{redirect, Client, Method, Response, Url};
 
 use super::capture::OUTPUT_LIMIT;
+use crate::action::{ActionError, Outcome};
 use crate::config::HttpAction;
-use crate::db::item::{Item, Outcome};
 use crate::db::row_json::item_json;
+use crate::db::Item;
 use signing::signature;
 use ssrf::{check_literal, PrivateDestination, PublicOnly};
 
@@ -38,7 +39,7 @@ pub struct HttpDelivery {
 }
 
 impl HttpDelivery {
-    pub fn new(config: &HttpAction) -> Result<HttpDelivery, String> {
+    pub fn new(config: &HttpAction) -> Result<HttpDelivery, ActionError> {
         // reqwest is built without a default crypto provider: ring, as for MySQL.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let guarded = config.host_from_row && !config.allow_private_networks;
@@ -81,16 +82,16 @@ impl HttpDelivery {
         }
         if let Some(pem) = &config.ca_pem {
             let certificates = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| format!("`action.ca_file`: {e}"))?;
+                .map_err(|e| ActionError(format!("`action.ca_file`: {e}")))?;
             for certificate in certificates {
                 builder = builder.add_root_certificate(certificate);
             }
         }
         let client = builder
             .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+            .map_err(|e| ActionError(format!("cannot set up the HTTP client: {e}")))?;
         let method = Method::from_bytes(config.method.as_bytes())
-            .map_err(|e| format!("`action.method`: {e}"))?;
+            .map_err(|e| ActionError(format!("`action.method`: {e}")))?;
         Ok(HttpDelivery {
             config: Arc::new(config.clone()),
             client,

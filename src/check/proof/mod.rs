@@ -13,11 +13,12 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Value};
 
 use super::queries::{self, WaitingRows, Xa, XaEnded};
-use super::{claim_params, samples};
+use super::samples;
+use crate::action::Outcome;
 use crate::config::names::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
-use crate::db::connect::{describe_error, is_statement_error};
-use crate::db::item::{bind, Item, Outcome};
+use crate::db::error::{describe_error, is_statement_error};
+use crate::db::item::{bind, Item};
 use crate::db::prepared::{claim_sql, BoundStatement, PreparedQueue};
 use crate::diagnostic::{Finding, Severity};
 
@@ -30,7 +31,7 @@ pub async fn leaves_the_query(
     let Some(key) = prepared.columns.names.get(prepared.key_index) else {
         return Ok(Some(Vec::new()));
     };
-    let select_params = claim_params(prepared.claim.sources.len(), &queue.name);
+    let select_params = prepared.claim_params(&queue.name);
     let with_key = match WaitingRows::prepare(conn, &queue.select, &select_params, &[key]).await {
         Ok(statement) => statement,
         Err(e) if is_statement_error(&e) => {
@@ -267,7 +268,7 @@ impl Proof<'_> {
         outcome: &Outcome,
     ) -> Result<Ending, mysql_async::Error> {
         for (index, bound) in statements.iter().enumerate() {
-            let params = bind(&bound.sources, item, &self.queue.name, outcome);
+            let params = bind(&bound.sources, item, &self.queue.name, &outcome.params());
             if let Err(e) = conn.exec_drop(&bound.statement, params).await {
                 let at = statement_path(path, index, statements.len());
                 let at: Vec<&str> = at.iter().map(String::as_str).collect();

@@ -2,7 +2,7 @@
 
 use super::{Path, Proof};
 use crate::check::queries;
-use crate::db::connect::{describe_error, is_expected_contention, is_statement_error};
+use crate::db::error::{describe_error, is_expected_contention, is_statement_error};
 use crate::db::item::Item;
 use crate::diagnostic::{Finding, Severity};
 

@@ -1,13 +1,15 @@
 //! What each subcommand does, between the parsed command line and the library, and
 //! the exit status each kind of failure maps to.
 
+pub mod cli;
+mod signals;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::check::{check, CheckOptions};
-use crate::cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
 use crate::config::names::key_name;
 use crate::config::{load_paths, select_queues, QueueConfig};
 use crate::count::count_waiting;
@@ -15,6 +17,7 @@ use crate::db::session::OpenError;
 use crate::diagnostic::Findings;
 use crate::engine::reload::{run_with_reload, QueueSource};
 use crate::engine::supervisor::{resolve_databases, RunOptions};
+use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
 
 /// Why a command failed, and so how the process exits.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +81,7 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
         }
     }
     let shutdown = CancellationToken::new();
-    crate::signals::install(shutdown.clone())
+    signals::install(shutdown.clone())
         .map_err(|e| Failure::Runtime(format!("cannot listen for signals: {e}")))?;
     let options = RunOptions {
         database_url,

@@ -1,0 +1,42 @@
+//! A command's process group: killed whole when the command ends, times out or is
+//! cancelled, so grandchildren never outlive their item.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+/// Kills a whole process group when dropped: at the deadline, when the command has
+/// exited (taking anything it left behind with it), or when the item is cancelled.
+pub struct ProcessGroup(i32);
+
+/// The process groups of the commands running now, so that an exit that skips
+/// destructors (a second stop signal) can still kill them.
+static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+impl ProcessGroup {
+    pub fn new(pgid: i32) -> ProcessGroup {
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(pgid);
+        ProcessGroup(pgid)
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
+        unsafe { libc::killpg(self.0, libc::SIGKILL) };
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.0);
+    }
+}
+
+/// Kills every command's process group: for an exit that runs no destructors.
+pub fn kill_all() {
+    for pgid in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        // SAFETY: as above.
+        unsafe { libc::killpg(*pgid, libc::SIGKILL) };
+    }
+}

@@ -1,0 +1,264 @@
+//! `type = "http"`: the `[action]` table of a webhook — its TOML keys, and what
+//! each must be. The delivery itself is `crate::action::http`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use base64::Engine;
+use serde::Deserialize;
+
+use super::super::template::{Part, Template};
+use super::super::validate::Validator;
+use super::DEFAULT_HTTP_TIMEOUT;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttpAction {
+    pub url: String,
+    pub method: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    pub signing_secret: Option<String>,
+    pub message_id: Option<String>,
+    #[serde(default)]
+    pub follow_redirects: bool,
+    #[serde(default)]
+    pub allow_private_networks: bool,
+    pub ca_file: Option<PathBuf>,
+    #[serde(default)]
+    pub https_only: bool,
+}
+
+/// `type = "http"`: one request per item, the row as its JSON body.
+#[derive(Debug, Clone)]
+pub struct HttpAction {
+    pub url: Template,
+    pub method: String,
+    pub headers: Vec<(String, Template)>,
+    pub timeout: Duration,
+    /// Standard Webhooks signing keys (decoded from `whsec_…`); one signature each.
+    pub signing_keys: Vec<SigningKey>,
+    pub message_id: Option<Template>,
+    pub follow_redirects: bool,
+    /// Whether the URL's host comes from the row, so private addresses are refused.
+    pub host_from_row: bool,
+    pub allow_private_networks: bool,
+    /// PEM certificates to trust besides the system's.
+    pub ca_pem: Option<Vec<u8>>,
+    pub https_only: bool,
+}
+
+/// A signing key. Its `Debug` never shows the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKey(pub Vec<u8>);
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningKey(…)")
+    }
+}
+
+/// Validates `type = "http"`.
+pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
+    let url = url(raw, v);
+    let method = raw.method.as_deref().unwrap_or("POST").to_ascii_uppercase();
+    if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
+        v.error(
+            &["action", "method"],
+            format!("`action.method` = {method:?} is not an HTTP method"),
+        );
+    }
+    let signing_keys = match &raw.signing_secret {
+        Some(secret) => signing_keys(secret, v.env).unwrap_or_else(|message| {
+            v.error(&["action", "signing_secret"], message);
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    let message_id = raw.message_id.as_ref().and_then(|id| {
+        Template::parse(id, v.env)
+            .map_err(|e| {
+                v.error(
+                    &["action", "message_id"],
+                    format!("`action.message_id`: {e}"),
+                )
+            })
+            .ok()
+    });
+    HttpAction {
+        host_from_row: host_from_row(&url),
+        url,
+        method,
+        headers: headers(raw, v),
+        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_HTTP_TIMEOUT),
+        signing_keys,
+        message_id,
+        follow_redirects: raw.follow_redirects,
+        allow_private_networks: raw.allow_private_networks,
+        ca_pem: ca_pem(raw, v),
+        https_only: raw.https_only,
+    }
+}
+
+/// The URL template. A URL the file writes out (placeholders after its start filled
+/// with a sample) must parse; one that starts with a placeholder comes whole from
+/// the row.
+fn url(raw: &RawHttpAction, v: &mut Validator) -> Template {
+    let url = Template::parse(&raw.url, v.env).unwrap_or_else(|e| {
+        v.error(&["action", "url"], format!("`action.url`: {e}"));
+        Template { parts: vec![] }
+    });
+    let Some(Part::Literal(_)) = url.parts.first() else {
+        return url;
+    };
+    let rendered = url.render(&|_| b"1".to_vec(), &|_, value| value);
+    let sample = String::from_utf8_lossy(&rendered).into_owned();
+    let filled = if url.as_literal().is_some() {
+        ""
+    } else {
+        " (with each placeholder filled in)"
+    };
+    match reqwest::Url::parse(&sample) {
+        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => v.error(
+            &["action", "url"],
+            format!(
+                "`action.url` must be an http:// or https:// URL, not {}://",
+                parsed.scheme()
+            ),
+        ),
+        Ok(parsed) if raw.https_only && parsed.scheme() != "https" => v.error(
+            &["action", "url"],
+            "`action.url` is http:// but `https_only = true`: use https://",
+        ),
+        Ok(_) => {}
+        Err(e) => v.error(
+            &["action", "url"],
+            format!("`action.url` is not a URL{filled}: {e}"),
+        ),
+    }
+    url
+}
+
+fn headers(raw: &RawHttpAction, v: &mut Validator) -> Vec<(String, Template)> {
+    let mut headers = Vec::new();
+    for (name, value) in &raw.headers {
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            v.error(
+                &["action", "headers", name],
+                format!("`{name}` is not a valid header name"),
+            );
+            continue;
+        }
+        match Template::parse(value, v.env) {
+            Ok(template) => headers.push((name.clone(), template)),
+            Err(e) => v.error(
+                &["action", "headers", name],
+                format!("header `{name}`: {e}"),
+            ),
+        }
+    }
+    headers
+}
+
+/// The certificates of `ca_file`, relative to the queue file's directory.
+fn ca_pem(raw: &RawHttpAction, v: &mut Validator) -> Option<Vec<u8>> {
+    let path = v.dir.join(raw.ca_file.as_ref()?);
+    match std::fs::read(&path) {
+        Ok(pem) if reqwest::Certificate::from_pem_bundle(&pem).is_ok_and(|c| !c.is_empty()) => {
+            Some(pem)
+        }
+        Ok(_) => {
+            let message = format!(
+                "`action.ca_file`: {} holds no PEM certificate",
+                path.display()
+            );
+            v.error(&["action", "ca_file"], message);
+            None
+        }
+        Err(e) => {
+            let message = format!("`action.ca_file`: cannot read {}: {e}", path.display());
+            v.error(&["action", "ca_file"], message);
+            None
+        }
+    }
+}
+
+/// True unless the URL's scheme and host are written out in full before any
+/// placeholder: only then can the row not choose where the request goes.
+pub fn host_from_row(url: &Template) -> bool {
+    match url.parts.first() {
+        Some(Part::Literal(literal)) if url.parts.len() > 1 => match literal.split_once("://") {
+            Some((_, authority)) => !authority.contains(['/', '?', '#']),
+            None => true,
+        },
+        Some(Part::Literal(_)) => false,
+        Some(Part::Placeholder(_)) => true,
+        None => false,
+    }
+}
+
+/// `whsec_<base64>`, or several separated by spaces (for rotation).
+fn signing_keys(
+    secret: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<SigningKey>, String> {
+    let secret = super::super::interpolate(secret, env)
+        .map_err(|e| format!("`action.signing_secret`: {e}"))?;
+    let mut keys = Vec::new();
+    for (index, one) in secret.split_whitespace().enumerate() {
+        let nth = index + 1;
+        let encoded = one.strip_prefix("whsec_").ok_or_else(|| {
+            format!("`action.signing_secret`: secret #{nth} does not start with `whsec_`")
+        })?;
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| {
+                format!("`action.signing_secret`: secret #{nth} is not base64 after `whsec_`")
+            })?;
+        if key.is_empty() {
+            return Err(format!("`action.signing_secret`: secret #{nth} is empty"));
+        }
+        keys.push(SigningKey(key));
+    }
+    if keys.is_empty() {
+        return Err("`action.signing_secret` is empty".to_string());
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> Template {
+        Template::parse(text, &|_| None).unwrap()
+    }
+
+    #[test]
+    fn knows_when_the_row_picks_the_host() {
+        assert!(!host_from_row(&url("https://hooks.example.com/in/{id}")));
+        assert!(!host_from_row(&url("https://hooks.example.com?id={id}")));
+        assert!(!host_from_row(&url("https://hooks.example.com")));
+        assert!(host_from_row(&url("{endpoint}")));
+        assert!(host_from_row(&url("https://{tenant}.example.com/in")));
+        assert!(host_from_row(&url("https://hooks.example.com:{port}/in")));
+    }
+
+    #[test]
+    fn reads_rotated_signing_secrets() {
+        let keys = signing_keys(
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGVzdA==",
+            &|_| None,
+        )
+        .unwrap();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys[1].0, b"test");
+        assert!(signing_keys("MfKQ9r8G", &|_| None)
+            .unwrap_err()
+            .contains("whsec_"));
+        assert!(!format!("{:?}", keys[1]).contains("test"));
+    }
+}

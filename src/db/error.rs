@@ -1,0 +1,111 @@
+//! What can go wrong talking to the database, sorted into the classes callers branch
+//! on: one statement's own failure (the transaction lives on), expected contention
+//! (deadlock, lock wait), and everything else (the transaction is lost).
+
+use std::time::Duration;
+
+/// Deadlock found when trying to get lock; the server rolled the transaction back.
+pub const ER_LOCK_DEADLOCK: u16 = 1213;
+/// Lock wait timeout exceeded.
+pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// Query execution was interrupted (KILL QUERY).
+pub const ER_QUERY_INTERRUPTED: u16 = 1317;
+/// Unknown system variable.
+pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
+/// Unknown thread id (a KILL whose session ended meanwhile).
+pub const ER_NO_SUCH_THREAD: u16 = 1094;
+
+/// Server errors after which the transaction, and with it the item's lock, cannot be
+/// trusted: deadlock, lock wait timeout, the session killed, the server shutting down,
+/// network trouble the server saw.
+const TRANSACTION_LOST: &[u16] = &[
+    ER_LOCK_DEADLOCK,
+    ER_LOCK_WAIT_TIMEOUT,
+    ER_QUERY_INTERRUPTED,
+    1053, // server shutdown in progress
+    1152, // aborted connection
+    1153, // packet too large
+    1154, // read error from connection pipe
+    1155, // error from fcntl
+    1156, // packets out of order
+    1157, // couldn't uncompress
+    1158, // read error
+    1159, // read timeout
+    1160, // write error
+    1161, // write timeout
+    1180, // got error during COMMIT
+    1181, // got error during ROLLBACK
+    1184, // aborted connection (init)
+    1206, // lock table full: InnoDB rolled the transaction back
+    1927, // connection was killed (MariaDB)
+    3169, // session was killed (MySQL 8)
+    4031, // disconnected for inactivity (MariaDB)
+];
+
+/// A database error, in one line for a user when displayed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", describe_error(.0))]
+pub struct DbError(#[from] mysql_async::Error);
+
+impl DbError {
+    /// An error of tableq's own making (a timeout, a statement that would not stop).
+    pub fn other(message: impl Into<String>) -> DbError {
+        DbError(mysql_async::Error::Other(message.into().into()))
+    }
+
+    /// `what` did not finish within `limit`.
+    pub fn timed_out(what: &str, limit: Duration) -> DbError {
+        DbError::other(format!(
+            "timed out after {} {what}",
+            humantime::format_duration(limit)
+        ))
+    }
+
+    /// One statement's own failure: the transaction and its locks live on.
+    pub fn is_statement_error(&self) -> bool {
+        is_statement_error(&self.0)
+    }
+
+    /// A deadlock or lock wait timeout: expected now and then on a busy queue.
+    pub fn is_contention(&self) -> bool {
+        is_expected_contention(&self.0)
+    }
+
+    /// The statement was stopped by KILL QUERY.
+    pub fn is_interrupted(&self) -> bool {
+        self.server_code() == Some(ER_QUERY_INTERRUPTED)
+    }
+
+    /// The server's error code, for a server error.
+    pub fn server_code(&self) -> Option<u16> {
+        match &self.0 {
+            mysql_async::Error::Server(s) => Some(s.code),
+            _ => None,
+        }
+    }
+}
+
+/// True when `e` is one statement's own failure (a constraint, a bad value, a
+/// SIGNAL): the transaction is still open and the item's lock still held.
+pub fn is_statement_error(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if !TRANSACTION_LOST.contains(&s.code))
+}
+
+/// True for the errors a busy queue expects now and then: deadlock and lock wait
+/// timeout. They are logged quietly; the items simply return to the queue.
+pub fn is_expected_contention(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if s.code == ER_LOCK_DEADLOCK || s.code == ER_LOCK_WAIT_TIMEOUT)
+}
+
+/// One line for a user: `ERROR 1064 (42000): You have an error…` for the server's
+/// errors, the cause for everything else.
+pub fn describe_error(e: &mysql_async::Error) -> String {
+    match e {
+        mysql_async::Error::Server(s) => s.to_string(),
+        mysql_async::Error::Io(mysql_async::IoError::Io(io)) => format!("network error: {io}"),
+        mysql_async::Error::Io(io) => format!("network error: {io}"),
+        mysql_async::Error::Driver(d) => d.to_string(),
+        mysql_async::Error::Other(o) => o.to_string(),
+        mysql_async::Error::Url(u) => u.to_string(),
+    }
+}

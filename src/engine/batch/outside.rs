@@ -1,0 +1,94 @@
+//! HTTP and command actions: they reach outside the database, so the items of a
+//! batch run them concurrently while the worker keeps its connection alive; then each
+//! item's outcome SQL runs in the batch's transaction.
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use tracing::{warn, Instrument};
+
+use super::item_span;
+use super::settle::{settle, Undo};
+use crate::action::{Outcome, Outside};
+use crate::config::QueueConfig;
+use crate::db::{DbError, Item, Session};
+use crate::engine::queue::QueueRuntime;
+use crate::engine::report::BatchReport;
+use crate::sql::statement::{first_word, ParsedStatement};
+
+/// How often a worker pings its connection while HTTP or command actions run: if the
+/// connection is gone, so are the locks, and the actions are cancelled.
+pub const PING_EVERY: Duration = Duration::from_secs(2);
+
+/// Runs the batch's actions, then settles each item.
+pub async fn process(
+    session: &mut Session,
+    queue: &QueueRuntime,
+    action: &Outside,
+    items: &[Item],
+    report: &mut BatchReport,
+) -> Result<(), DbError> {
+    let name = queue.config.name.as_str();
+    let outcomes = run_actions(session, action, items, name).await?;
+    // The actions wrote nothing to the database; only outcome SQL may need
+    // undoing, and one statement that fails undoes itself.
+    let undo = if items.len() == 1 {
+        Undo::Rollback
+    } else if outcomes_are_single_statements(&queue.config) {
+        Undo::Statement
+    } else {
+        Undo::Savepoint
+    };
+    for (item, outcome) in items.iter().zip(&outcomes) {
+        let fate = async {
+            if undo == Undo::Savepoint {
+                session.savepoint().await?;
+            }
+            settle(session, name, item, outcome, undo, false).await
+        }
+        .instrument(item_span(item))
+        .await?;
+        report.count(fate);
+    }
+    Ok(())
+}
+
+/// Runs the actions of a batch concurrently, pinging the session meanwhile. If the
+/// connection is lost, the locks are gone: the actions are cancelled (dropping them
+/// kills commands and aborts requests) and the items are left to the next claim.
+async fn run_actions(
+    session: &mut Session,
+    action: &Outside,
+    items: &[Item],
+    queue: &str,
+) -> Result<Vec<Outcome>, DbError> {
+    let actions = join_all(
+        items
+            .iter()
+            .map(|item| action.run(item, queue).instrument(item_span(item))),
+    );
+    tokio::pin!(actions);
+    loop {
+        tokio::select! {
+            outcomes = &mut actions => return Ok(outcomes),
+            _ = tokio::time::sleep(PING_EVERY) => {}
+        }
+        // The actions wait while the ping runs; their own deadlines keep running.
+        if let Err(lost) = session.ping().await {
+            warn!(error = %lost, "lost the database connection during the actions; cancelling them, the items are waiting again");
+            return Err(lost);
+        }
+    }
+}
+
+/// True when `[on_success]` and `[on_failure]` are one statement each, and not a
+/// `CALL` (whose inner statements survive its failure).
+fn outcomes_are_single_statements(config: &QueueConfig) -> bool {
+    let single = |statements: &[ParsedStatement]| {
+        statements.len() <= 1
+            && statements
+                .iter()
+                .all(|s| first_word(&s.text).as_deref() != Some("CALL"))
+    };
+    single(&config.on_success) && config.on_failure.as_deref().is_none_or(single)
+}

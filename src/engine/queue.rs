@@ -1,0 +1,29 @@
+//! What a queue's workers share while it runs.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::idle::Idle;
+use super::stop_when_empty::StopWhenEmpty;
+use crate::action::Action;
+use crate::config::QueueConfig;
+use crate::db::Database;
+use crate::telemetry::stats::QueueStats;
+
+/// A running queue: its configuration, its action ready to run, its database, and
+/// the state its workers coordinate through.
+pub struct QueueRuntime {
+    pub config: QueueConfig,
+    /// The action, ready to run (for HTTP: with its client).
+    pub action: Action,
+    pub database: Database,
+    pub stats: Arc<QueueStats>,
+    pub stop_when_empty: StopWhenEmpty,
+    /// Who polls while the queue is empty.
+    pub idle: Idle,
+    /// Stop claiming: the daemon is shutting down, or the queue is drained.
+    pub stop: CancellationToken,
+    /// Roll back whatever is in flight, now: the shutdown timeout has passed.
+    pub abort: CancellationToken,
+}
