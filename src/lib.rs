@@ -6,46 +6,48 @@
 //!
 //! # Layout
 //!
-//! - [`cli`]: the command line (clap derive types).
-//! - [`commands`]: what each subcommand does, and its exit status.
-//! - [`config`]: queue files — loading, `${ENV}` interpolation, validation.
-//! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
-//! - [`sql_text`]: just enough SQL lexing to find `:params` and clauses safely.
-//! - [`sql_shape`]: what a statement's text alone tells: literal columns, tables,
-//!   the index a claim wants, whether outcome SQL touches the row by its key.
-//! - [`names`]: how statements name the select's columns, and the words when not.
-//! - [`database`]: connection options, the worker session, error kinds, KILL.
-//! - [`queue_sql`]: a queue's claim and statements, prepared and validated.
-//! - [`session`]: one worker connection with its queue's SQL prepared.
-//! - [`item`]: a claimed row, and the parameters bound from it.
-//! - [`row_json`]: a row as JSON (bodies, stdin) and as placeholder text.
-//! - [`template`]: `{column}` placeholders and `${ENV}` in URLs, headers, argv.
-//! - [`action`]: what to do with one item: `sql`, `http`, `command`.
-//! - [`batch`]: one transaction — claim, process the items (optimistically, or each
-//!   in a savepoint after a failure), commit.
-//! - [`worker`]: one worker loop, with reconnect and backoff.
-//! - [`runner`]: N workers per queue, start-up validation, graceful shutdown.
-//! - [`daemon`]: `run` under signals, with SIGHUP reloading the queue files.
-//! - [`drain`]: knowing when a queue is empty, for `--stop-when-empty`.
-//! - [`idle`]: one worker polls an empty queue; the others sleep until woken.
-//! - [`stats`]: per-queue counters and the progress line.
-//! - [`backoff`]: waits between retries.
-//! - [`monitor`], [`metrics`]: what the process knows, served on `--metrics-addr`.
-//! - [`count`]: `tableq count`.
-//! - [`check`]: `tableq check` — the files, the server, the two-session SKIP LOCKED
+//! Layers, whose imports point one way (`tests/layers.rs` checks it):
+//!
+//! ```text
+//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic
+//! ```
+//!
+//! - [`commands`]: the command line ([`commands::cli`]), signals, and what each
+//!   subcommand does, with its exit status.
+//! - `engine`: running queues — `supervisor` (N workers per queue, start-up
+//!   validation, graceful shutdown), `reload` (SIGHUP), `queue` (what a queue's
+//!   workers share), `worker` (one loop: claim once, decide the next step), `batch`
+//!   (one transaction: SQL actions in it, HTTP/command actions outside it, the outcome
+//!   SQL), `report`, `idle` (one worker polls an empty queue), `stop_when_empty`,
+//!   `backoff`.
+//! - `check`: `tableq check` — the files, the server, the two-session SKIP LOCKED
 //!   self-test, the claim's index and the leave-the-query proof, all rolled back.
-//! - [`signals`], [`logging`]: the process around the daemon.
+//! - `count`: `tableq count`.
+//! - [`telemetry`]: per-queue counters and the progress line, the metrics and health
+//!   endpoint, logging.
+//! - `action`: what to do with one item, one folder per kind (`sql`, `http`,
+//!   `command`), each reporting an `Outcome`.
+//! - `db`: the only place outside `check` that talks to the driver — connecting and
+//!   KILL, error classes, the worker `Session` (claim, statements, savepoints,
+//!   commit), a queue's SQL prepared, the claimed row as parameters and as JSON.
+//! - [`config`]: queue files — locating lines, `${ENV}`, `{column}` templates, the
+//!   queue-level keys and each action kind's table, validation, names.
+//! - `sql`: the user's SQL as text — one lexer, statements and their `:params`, what
+//!   a statement's shape tells (literal columns, tables, the index a claim wants).
+//! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 
-pub mod action;
-pub mod check;
+mod action;
+mod check;
 pub mod commands;
 pub mod config;
-pub mod count;
-pub mod db;
+mod count;
+mod db;
 pub mod diagnostic;
-pub mod engine;
-pub mod sql;
+mod engine;
+mod sql;
 pub mod telemetry;
 
-pub use config::{load_paths, QueueConfig};
+pub use config::{load_paths, ActionConfig, QueueConfig};
+pub use db::prepared::claim_sql;
 pub use engine::supervisor::{run, RunOptions, RunSummary};
+pub use telemetry::stats::Counts;

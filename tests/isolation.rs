@@ -61,7 +61,7 @@ sql = "UPDATE email SET status = 'sent' WHERE id = :id"
         ),
     );
     let queues = load(&[file]);
-    let claim = tableq::db::prepared::claim_sql(&queues[0].select, 1);
+    let claim = tableq::claim_sql(&queues[0].select, 1);
     let engine = Engine::start(queues, &db.url);
 
     eventually("a worker holds a row", Duration::from_secs(30), || {

@@ -4,18 +4,17 @@
 pub mod cli;
 mod signals;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::check::{check, CheckOptions};
 use crate::config::names::key_name;
-use crate::config::{load_paths, select_queues, QueueConfig};
+use crate::config::{LoadError, QueueConfig, QueueSource};
 use crate::count::count_waiting;
-use crate::db::session::OpenError;
+use crate::db::OpenError;
 use crate::diagnostic::Findings;
-use crate::engine::reload::{run_with_reload, QueueSource};
+use crate::engine::reload::run_with_reload;
 use crate::engine::supervisor::{resolve_databases, RunOptions};
 use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
 
@@ -62,9 +61,11 @@ fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-fn load(paths: &[PathBuf], names: &[String]) -> Result<Vec<QueueConfig>, Failure> {
-    let queues = load_paths(paths, &env_lookup).map_err(Failure::Config)?;
-    select_queues(queues, names).map_err(Failure::Usage)
+fn load(source: &QueueSource) -> Result<Vec<QueueConfig>, Failure> {
+    source.load(&env_lookup).map_err(|e| match e {
+        LoadError::Files(findings) => Failure::Config(findings),
+        unknown @ LoadError::UnknownQueue { .. } => Failure::Usage(unknown.to_string()),
+    })
 }
 
 async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), Failure> {
@@ -72,7 +73,7 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
         paths: args.paths.clone(),
         names: args.queues.clone(),
     };
-    let queues = load(&args.paths, &args.queues)?;
+    let queues = load(&source)?;
     // The loader refused the errors `check` finds offline; its warnings do not stop
     // a queue, but they are worth a line at start.
     for queue in &queues {
@@ -125,10 +126,14 @@ async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<
 }
 
 async fn count_command(args: CountArgs, database_url: Option<String>) -> Result<(), Failure> {
-    let queues = load(&args.paths, &args.queues)?;
+    let source = QueueSource {
+        paths: args.paths,
+        names: args.queues,
+    };
+    let queues = load(&source)?;
     let resolved = resolve_databases(queues, database_url.as_deref()).map_err(Failure::Config)?;
-    for (queue, opts) in &resolved {
-        match count_waiting(queue, opts, args.cap as usize).await {
+    for (queue, database) in &resolved {
+        match count_waiting(queue, database, args.cap as usize).await {
             Ok(waiting) => println!("{}\t{waiting}", queue.name),
             Err(OpenError::Invalid(findings)) => return Err(Failure::Config(Findings(findings))),
             Err(OpenError::Unreachable(error)) => {

@@ -217,23 +217,44 @@ fn queue_files(paths: &[PathBuf], findings: &mut Vec<Finding>) -> Vec<PathBuf> {
     files
 }
 
-/// Keeps only the queues named in `names` (all of them when `names` is empty).
-pub fn select_queues(
-    queues: Vec<QueueConfig>,
-    names: &[String],
-) -> Result<Vec<QueueConfig>, String> {
-    if names.is_empty() {
-        return Ok(queues);
+/// Where the queues come from — files and directories, and the `--queue` names to
+/// keep — so that `run`, `count` and a reload load them the same way.
+#[derive(Debug, Clone)]
+pub struct QueueSource {
+    pub paths: Vec<PathBuf>,
+    /// Only these queues (all of them when empty).
+    pub names: Vec<String>,
+}
+
+/// Why the queues could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Queue files that do not load.
+    #[error("{0}")]
+    Files(Findings),
+    /// `--queue NAME` names no queue.
+    #[error("--queue {missing}: no queue has that name; the files define: {}", known.join(", "))]
+    UnknownQueue { missing: String, known: Vec<String> },
+}
+
+impl QueueSource {
+    /// Loads the queue files, keeping the queues named.
+    pub fn load(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Vec<QueueConfig>, LoadError> {
+        let queues = load_paths(&self.paths, env).map_err(LoadError::Files)?;
+        if let Some(missing) = self
+            .names
+            .iter()
+            .find(|n| !queues.iter().any(|q| &q.name == *n))
+        {
+            return Err(LoadError::UnknownQueue {
+                missing: missing.clone(),
+                known: queues.iter().map(|q| q.name.clone()).collect(),
+            });
+        }
+        let wanted = |q: &QueueConfig| self.names.is_empty() || self.names.contains(&q.name);
+        Ok(queues.into_iter().filter(wanted).collect())
     }
-    if let Some(missing) = names.iter().find(|n| !queues.iter().any(|q| &q.name == *n)) {
-        let known: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
-        return Err(format!(
-            "--queue {missing}: no queue has that name; the files define: {}",
-            known.join(", ")
-        ));
-    }
-    Ok(queues
-        .into_iter()
-        .filter(|q| names.contains(&q.name))
-        .collect())
 }

@@ -69,8 +69,8 @@ impl Database {
         }
     }
 
-    /// The connection options, for code that talks to the driver itself (`check`).
-    pub fn opts(&self) -> &Opts {
+    #[cfg(test)]
+    fn opts(&self) -> &Opts {
         &self.opts
     }
 

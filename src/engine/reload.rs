@@ -5,31 +5,14 @@
 //! stop claiming, finish what is in flight (bounded by the shutdown timeout), and
 //! the new ones start.
 
-use std::path::PathBuf;
-
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::{load_paths, select_queues, QueueConfig};
+use crate::config::{LoadError, QueueConfig, QueueSource};
 use crate::db::{OpenError, Session};
 use crate::diagnostic::{Finding, Findings};
 use crate::engine::supervisor::{build_actions, resolve_databases, run, RunOptions};
-
-/// Where the queues come from, so they can be read again.
-#[derive(Debug, Clone)]
-pub struct QueueSource {
-    pub paths: Vec<PathBuf>,
-    pub names: Vec<String>,
-}
-
-impl QueueSource {
-    pub fn load(&self) -> Result<Vec<QueueConfig>, Findings> {
-        let queues = load_paths(&self.paths, &|name| std::env::var(name).ok())?;
-        select_queues(queues, &self.names)
-            .map_err(|message| Findings(vec![Finding::error(&self.paths[0], message)]))
-    }
-}
 
 /// Runs `queues` until `shutdown`, reloading them from `source` on every SIGHUP.
 /// Only the first start can fail the process: a reload that cannot start goes back
@@ -99,7 +82,12 @@ async fn validated(
     source: &QueueSource,
     options: &RunOptions,
 ) -> Result<Vec<QueueConfig>, Findings> {
-    let queues = source.load()?;
+    let queues = source
+        .load(&|name| std::env::var(name).ok())
+        .map_err(|e| match e {
+            LoadError::Files(findings) => findings,
+            unknown => Findings(vec![Finding::error(&source.paths[0], unknown.to_string())]),
+        })?;
     let resolved = resolve_databases(queues.clone(), options.database_url.as_deref())?;
     build_actions(&resolved)?;
     let mut findings = Vec::new();

@@ -1,168 +1,8 @@
-//! Just enough of MySQL's lexical structure to read a user's SQL safely: named
-//! `:parameters`, top-level keywords and statement ends, without ever looking inside
-//! string literals, quoted identifiers or comments.
-//!
-//! tableq never splices a value into SQL. It rewrites `:name` to `?` and binds the
-//! values positionally, so it has to know exactly where the parameters are.
+//! One statement of the user's: read with [`super::lex`], its `:name` parameters
+//! found and rewritten to `?`, and the few questions about it that a clause check
+//! asks (its first word, its top-level words, what a `SET` assigns).
 
-/// One lexical piece of a statement that matters to tableq.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Token<'a> {
-    /// A bare word (keyword or identifier), as written; user and system variables
-    /// (`@x`, `@@session.x`) keep their `@`s.
-    Word(&'a str),
-    Comma,
-    /// `:name`; the name without the colon. `start..end` covers the colon too.
-    Param {
-        name: &'a str,
-        start: usize,
-        end: usize,
-    },
-    /// A `?` placeholder.
-    Question,
-    Open,
-    Close,
-    /// `;`, with the byte offset just after it.
-    Semicolon(usize),
-}
-
-/// Splits `sql` into the tokens tableq cares about; strings, quoted identifiers and
-/// comments are skipped whole. Anything else (numbers, operators) is dropped.
-pub fn tokens(sql: &str) -> Vec<Token<'_>> {
-    let bytes = sql.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match c {
-            b'\'' | b'"' | b'`' => i = skip_quoted(bytes, i),
-            b'#' => i = skip_line(bytes, i),
-            b'-' if bytes.get(i + 1) == Some(&b'-')
-                && bytes.get(i + 2).is_none_or(|b| b.is_ascii_whitespace()) =>
-            {
-                i = skip_line(bytes, i)
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => i = skip_block_comment(bytes, i),
-            b':' if bytes.get(i + 1).is_some_and(|b| is_word_start(*b)) => {
-                let end = word_end(bytes, i + 1);
-                out.push(Token::Param {
-                    name: &sql[i + 1..end],
-                    start: i,
-                    end,
-                });
-                i = end;
-            }
-            b'?' => {
-                out.push(Token::Question);
-                i += 1;
-            }
-            b',' => {
-                out.push(Token::Comma);
-                i += 1;
-            }
-            b'@' => {
-                let mut start_of_name = i;
-                while bytes.get(start_of_name) == Some(&b'@') {
-                    start_of_name += 1;
-                }
-                let end = word_end(bytes, start_of_name);
-                out.push(Token::Word(&sql[i..end]));
-                i = end.max(i + 1);
-            }
-            b'(' => {
-                out.push(Token::Open);
-                i += 1;
-            }
-            b')' => {
-                out.push(Token::Close);
-                i += 1;
-            }
-            b';' => {
-                out.push(Token::Semicolon(i + 1));
-                i += 1;
-            }
-            _ if is_word_start(c) => {
-                let end = word_end(bytes, i);
-                out.push(Token::Word(&sql[i..end]));
-                i = end;
-            }
-            b'0'..=b'9' | b'$' => i = word_end(bytes, i),
-            _ => i += 1,
-        }
-    }
-    out
-}
-
-/// True if `sql` holds anything besides whitespace and comments.
-fn has_code(sql: &str) -> bool {
-    let bytes = sql.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'#' => i = skip_line(bytes, i),
-            b'-' if bytes.get(i + 1) == Some(&b'-')
-                && bytes.get(i + 2).is_none_or(|b| b.is_ascii_whitespace()) =>
-            {
-                i = skip_line(bytes, i)
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => i = skip_block_comment(bytes, i),
-            b if b.is_ascii_whitespace() => i += 1,
-            _ => return true,
-        }
-    }
-    false
-}
-
-pub(crate) fn is_word_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_' || b >= 0x80
-}
-
-pub(crate) fn word_end(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len()
-        && (bytes[i].is_ascii_alphanumeric()
-            || bytes[i] == b'_'
-            || bytes[i] == b'$'
-            || bytes[i] >= 0x80)
-    {
-        i += 1;
-    }
-    i
-}
-
-/// Skips a '…', "…" or `…` run; a doubled quote or (outside backticks) a backslash
-/// escapes. Returns the offset just past the closing quote, or the end of input.
-pub(crate) fn skip_quoted(bytes: &[u8], start: usize) -> usize {
-    let quote = bytes[start];
-    let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' if quote != b'`' => i += 2,
-            b if b == quote => {
-                if bytes.get(i + 1) == Some(&quote) {
-                    i += 2;
-                } else {
-                    return i + 1;
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    bytes.len()
-}
-
-pub(crate) fn skip_line(bytes: &[u8], start: usize) -> usize {
-    bytes[start..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(bytes.len(), |p| start + p + 1)
-}
-
-pub(crate) fn skip_block_comment(bytes: &[u8], start: usize) -> usize {
-    bytes[start + 2..]
-        .windows(2)
-        .position(|w| w == b"*/")
-        .map_or(bytes.len(), |p| start + 2 + p + 2)
-}
+use super::lex::{has_code, lex, spans, Lex};
 
 /// A statement with its `:name` parameters rewritten to `?`, ready to prepare.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,25 +29,25 @@ pub enum StatementError {
 /// Reads one statement: strips whitespace and one trailing `;`, finds its parameters.
 pub fn parse_statement(sql: &str) -> Result<ParsedStatement, StatementError> {
     let text = strip_trailing_semicolon(sql.trim());
-    let toks = tokens(text);
-    if toks.is_empty() {
+    let pieces = spans(text);
+    if pieces.is_empty() {
         return Err(StatementError::Empty);
     }
-    if toks.iter().any(|t| matches!(t, Token::Semicolon(_))) {
+    if pieces.iter().any(|(lex, _)| *lex == Lex::Punct(";")) {
         return Err(StatementError::Several);
     }
-    if toks.iter().any(|t| matches!(t, Token::Question)) {
+    if pieces.iter().any(|(lex, _)| *lex == Lex::Punct("?")) {
         return Err(StatementError::Positional);
     }
     let mut positional = String::with_capacity(text.len());
     let mut params = Vec::new();
     let mut copied = 0;
-    for tok in &toks {
-        if let Token::Param { name, start, end } = tok {
-            positional.push_str(&text[copied..*start]);
+    for (lex, range) in pieces {
+        if let Lex::Param(name) = lex {
+            positional.push_str(&text[copied..range.start]);
             positional.push('?');
-            params.push((*name).to_string());
-            copied = *end;
+            params.push(name);
+            copied = range.end;
         }
     }
     positional.push_str(&text[copied..]);
@@ -221,14 +61,9 @@ pub fn parse_statement(sql: &str) -> Result<ParsedStatement, StatementError> {
 fn strip_trailing_semicolon(text: &str) -> &str {
     // Only a `;` that the lexer sees as code counts (not one inside a comment), and
     // only if nothing but space and comments follow it.
-    match tokens(text).last() {
-        Some(Token::Semicolon(end)) => {
-            let rest = &text[*end..];
-            if !has_code(rest) {
-                text[..*end - 1].trim_end()
-            } else {
-                text
-            }
+    match spans(text).last() {
+        Some((Lex::Punct(";"), range)) if !has_code(&text[range.end..]) => {
+            text[..range.start].trim_end()
         }
         _ => text,
     }
@@ -239,11 +74,11 @@ fn strip_trailing_semicolon(text: &str) -> &str {
 pub fn top_level_words(sql: &str) -> Vec<String> {
     let mut depth = 0usize;
     let mut words = Vec::new();
-    for tok in tokens(sql) {
-        match tok {
-            Token::Open => depth += 1,
-            Token::Close => depth = depth.saturating_sub(1),
-            Token::Word(w) if depth == 0 => words.push(w.to_ascii_uppercase()),
+    for piece in lex(sql) {
+        match piece {
+            Lex::Punct("(") => depth += 1,
+            Lex::Punct(")") => depth = depth.saturating_sub(1),
+            Lex::Word(w) if depth == 0 => words.push(w.to_ascii_uppercase()),
             _ => {}
         }
     }
@@ -253,20 +88,21 @@ pub fn top_level_words(sql: &str) -> Vec<String> {
 /// For a `SET` statement: true if every assignment is to a user variable (`@x`), so
 /// the statement cannot change the session tableq depends on.
 pub fn sets_only_user_variables(sql: &str) -> bool {
-    let toks = tokens(sql);
     let mut depth = 0usize;
     let mut expect_target = true;
-    for tok in toks.iter().skip(1) {
-        match tok {
-            Token::Open => depth += 1,
-            Token::Close => depth = depth.saturating_sub(1),
-            Token::Comma if depth == 0 => expect_target = true,
-            Token::Word(w) if expect_target => {
+    for piece in lex(sql).iter().skip(1) {
+        match piece {
+            Lex::Punct("(") => depth += 1,
+            Lex::Punct(")") => depth = depth.saturating_sub(1),
+            Lex::Punct(",") if depth == 0 => expect_target = true,
+            Lex::Word(w) if expect_target => {
                 if !w.starts_with('@') || w.starts_with("@@") {
                     return false;
                 }
                 expect_target = false;
             }
+            // A quoted name is a system variable: SET `autocommit` = 1.
+            Lex::Name(_) if expect_target => return false,
             _ => expect_target = false,
         }
     }
@@ -275,8 +111,8 @@ pub fn sets_only_user_variables(sql: &str) -> bool {
 
 /// The first word of a statement, upper-cased (`SELECT`, `UPDATE`, …).
 pub fn first_word(sql: &str) -> Option<String> {
-    tokens(sql).into_iter().find_map(|t| match t {
-        Token::Word(w) => Some(w.to_ascii_uppercase()),
+    lex(sql).into_iter().find_map(|piece| match piece {
+        Lex::Word(w) => Some(w.to_ascii_uppercase()),
         _ => None,
     })
 }
@@ -353,6 +189,7 @@ mod tests {
             "SET @@session.transaction_isolation = 'SERIALIZABLE'"
         ));
         assert!(!sets_only_user_variables("SET NAMES latin1"));
+        assert!(!sets_only_user_variables("SET `autocommit` = 1"));
     }
 
     #[test]

@@ -19,8 +19,6 @@ use super::report::BatchReport;
 use crate::action::Action;
 use crate::db::{DbError, Item, Session};
 
-pub use outside::PING_EVERY;
-
 /// Claims and processes one batch on `session`. An `Err` means the transaction is
 /// lost (and with it every lock): the caller drops the session; the rows are waiting.
 ///
