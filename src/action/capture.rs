@@ -7,33 +7,37 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 pub const OUTPUT_LIMIT: usize = 64 * 1024;
 
 /// Reads `reader` to its end, keeping the first `limit` bytes.
-pub async fn read_head<R: AsyncRead + Unpin>(mut reader: R, limit: usize) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let mut buffer = vec![0u8; 16 * 1024];
-    loop {
-        match reader.read(&mut buffer).await {
-            Ok(0) | Err(_) => return kept,
-            Ok(n) => {
-                let room = limit.saturating_sub(kept.len());
-                kept.extend_from_slice(&buffer[..n.min(room)]);
-            }
-        }
-    }
+pub async fn read_head<R: AsyncRead + Unpin>(reader: R, limit: usize) -> Vec<u8> {
+    read_keeping(reader, |kept, chunk| {
+        let room = limit.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    })
+    .await
 }
 
 /// Reads `reader` to its end, keeping the last `limit` bytes.
-pub async fn read_tail<R: AsyncRead + Unpin>(mut reader: R, limit: usize) -> Vec<u8> {
+pub async fn read_tail<R: AsyncRead + Unpin>(reader: R, limit: usize) -> Vec<u8> {
+    read_keeping(reader, |kept, chunk| {
+        kept.extend_from_slice(chunk);
+        if kept.len() > limit {
+            kept.drain(..kept.len() - limit);
+        }
+    })
+    .await
+}
+
+/// Reads `reader` to its end (or its first error), letting `keep` choose what of
+/// each chunk stays.
+async fn read_keeping<R: AsyncRead + Unpin>(
+    mut reader: R,
+    mut keep: impl FnMut(&mut Vec<u8>, &[u8]),
+) -> Vec<u8> {
     let mut kept = Vec::new();
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
         match reader.read(&mut buffer).await {
             Ok(0) | Err(_) => return kept,
-            Ok(n) => {
-                kept.extend_from_slice(&buffer[..n]);
-                if kept.len() > limit {
-                    kept.drain(..kept.len() - limit);
-                }
-            }
+            Ok(n) => keep(&mut kept, &buffer[..n]),
         }
     }
 }

@@ -34,6 +34,21 @@ fn refused_is_none<T>(
     }
 }
 
+/// Two columns of `select_from` (an information_schema table with TABLE_SCHEMA and
+/// TABLE_NAME) for `table`; `None` when there is no such row or the server refuses.
+async fn information_schema_pair(
+    conn: &mut Conn,
+    select_from: &str,
+    table: &TableRef,
+) -> Result<Option<(String, Option<String>)>, mysql_async::Error> {
+    let sql =
+        format!("{select_from} WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?");
+    let params = (table.schema.clone(), table.name.clone());
+    let found: Option<Option<(String, Option<String>)>> =
+        refused_is_none(conn.exec_first(sql, params).await)?;
+    Ok(found.flatten())
+}
+
 /// Rows the session's handlers have examined so far: the `Handler_read_%` counters,
 /// plus the rows index condition pushdown looked at inside the engine and ruled out
 /// (`Handler_icp_attempts` − `Handler_icp_match`, on MariaDB; MySQL has no such
@@ -72,15 +87,13 @@ pub async fn table_kind(
     conn: &mut Conn,
     table: &TableRef,
 ) -> Result<Option<TableKind>, mysql_async::Error> {
-    let found: Option<Option<(String, Option<String>)>> = refused_is_none(
-        conn.exec_first(
-            "SELECT TABLE_TYPE, ENGINE FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?",
-            (table.schema.clone(), table.name.clone()),
-        )
-        .await,
-    )?;
-    Ok(found.flatten().map(|(kind, engine)| match kind.as_str() {
+    let found = information_schema_pair(
+        conn,
+        "SELECT TABLE_TYPE, ENGINE FROM information_schema.TABLES",
+        table,
+    )
+    .await?;
+    Ok(found.map(|(kind, engine)| match kind.as_str() {
         "BASE TABLE" => TableKind::Base(engine.unwrap_or_default()),
         "VIEW" => TableKind::View,
         _ => TableKind::Other,
@@ -117,16 +130,13 @@ pub async fn view_definition(
     conn: &mut Conn,
     view: &TableRef,
 ) -> Result<Option<(String, String)>, mysql_async::Error> {
-    let found: Option<Option<(String, Option<String>)>> = refused_is_none(
-        conn.exec_first(
-            "SELECT TABLE_SCHEMA, VIEW_DEFINITION FROM information_schema.VIEWS \
-             WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?",
-            (view.schema.clone(), view.name.clone()),
-        )
-        .await,
-    )?;
+    let found = information_schema_pair(
+        conn,
+        "SELECT TABLE_SCHEMA, VIEW_DEFINITION FROM information_schema.VIEWS",
+        view,
+    )
+    .await?;
     Ok(found
-        .flatten()
         .and_then(|(schema, definition)| Some((schema, definition?)))
         .filter(|(_, definition)| !definition.trim().is_empty()))
 }

@@ -65,8 +65,9 @@ fn table_name(lexes: &[Lex]) -> Option<(TableRef, usize)> {
     }
 }
 
-/// Words that may follow a table in a FROM clause and are not its alias.
-const NOT_ALIAS: &[&str] = &[
+/// Words that may follow a table in a FROM clause to join or hint, and are not its
+/// alias (nor is a word of [`LIST_ENDS`]).
+const JOINS_AND_HINTS: &[&str] = &[
     "AS",
     "JOIN",
     "INNER",
@@ -83,17 +84,6 @@ const NOT_ALIAS: &[&str] = &[
     "USE",
     "IGNORE",
     "PARTITION",
-    "WHERE",
-    "GROUP",
-    "HAVING",
-    "WINDOW",
-    "ORDER",
-    "LIMIT",
-    "FOR",
-    "LOCK",
-    "UNION",
-    "EXCEPT",
-    "INTERSECT",
 ];
 
 /// The alias at the start of `lexes` (right after a table's name): `AS j` or `j`.
@@ -101,7 +91,11 @@ fn alias(lexes: &[Lex]) -> Option<String> {
     match lexes {
         [as_kw, name, ..] if is_kw(as_kw, "AS") => ident(name),
         [Lex::Name(name), ..] => Some(name.clone()),
-        [word @ Lex::Word(_), ..] if !is_any_kw(word, NOT_ALIAS) => ident(word),
+        [word @ Lex::Word(_), ..]
+            if !is_any_kw(word, JOINS_AND_HINTS) && !is_any_kw(word, LIST_ENDS) =>
+        {
+            ident(word)
+        }
         _ => None,
     }
 }
