@@ -2,7 +2,7 @@
 //! reveals are the loader's — `run` refuses them too; see [`crate::config::names`].) These
 //! are warnings: `run` logs them and runs.
 
-use crate::config::names::statement_path;
+use crate::config::statement_path;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{from_tables, restricts_to_key, statement_target, TableRef};

@@ -8,7 +8,7 @@
 use mysql_async::Conn;
 
 use super::queries::{self, TableKind};
-use crate::config::names::statement_path;
+use crate::config::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
 use crate::db::prepared::PreparedQueue;
 use crate::diagnostic::{Finding, Severity};

@@ -58,6 +58,16 @@ pub fn line_at(source: &str, offset: usize) -> usize {
         + 1
 }
 
+/// The key path of statement `index` of `count` under `path`: `on_success.sql`, or
+/// `on_success.sql.1` inside an array (for its line).
+pub fn statement_path(path: &[&str], index: usize, count: usize) -> Vec<String> {
+    let mut at: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+    if count > 1 {
+        at.push(index.to_string());
+    }
+    at
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ pub use action::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
 };
 pub use interpolate::{interpolate, InterpolateError};
-pub use locate::{key_at, line_at, line_of};
+pub use locate::{key_at, line_at, line_of, statement_path};
 
 /// `poll_interval` when the file does not set it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);

@@ -3,7 +3,7 @@
 //! select's column list is literal, before any database is asked) and from preparing
 //! the queue on its database, so a user sees one message for one mistake.
 
-use crate::config::{ActionConfig, QueueConfig};
+use crate::config::{statement_path, ActionConfig, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::literal_columns;
 use crate::sql::statement::ParsedStatement;
@@ -82,16 +82,6 @@ fn unknown_key(key: &str, columns: &[String]) -> String {
         "`key` = {key:?} is not a column the select returns ({})",
         columns.join(", ")
     )
-}
-
-/// The key path of statement `index` of `count` under `path`: `on_success.sql`, or
-/// `on_success.sql.1` inside an array (for its line).
-pub(crate) fn statement_path(path: &[&str], index: usize, count: usize) -> Vec<String> {
-    let mut at: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-    if count > 1 {
-        at.push(index.to_string());
-    }
-    at
 }
 
 /// When the select's column list is literal: every `:param`, `{placeholder}` and

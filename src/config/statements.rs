@@ -1,7 +1,7 @@
 //! The queue's own SQL, validated as text: the select a claim is built from, and
 //! action and outcome statements that must not end the item's transaction.
 
-use super::names::statement_path;
+use super::locate::statement_path;
 use super::raw::Statements;
 use super::validate::Validator;
 use crate::sql::statement::{

@@ -15,7 +15,7 @@ use mysql_async::{Conn, Params, Row, Value};
 use super::queries::{self, WaitingRows, Xa, XaEnded};
 use super::samples;
 use crate::action::Outcome;
-use crate::config::names::statement_path;
+use crate::config::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
 use crate::db::error::{describe_error, is_statement_error};
 use crate::db::item::{bind, Item};
