@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::check::{assert_report, check, jobs_file, GOOD};
+use support::check::{assert_report, check_online, GOOD};
 use support::daemon::Finished;
 use support::TestDb;
 
@@ -52,8 +52,7 @@ fn index_warning(done: &Finished, shown: &str) -> (u64, String) {
 #[tokio::test]
 async fn a_claim_not_driven_by_an_index() {
     let db = big_job_table(3000, 100, "").await;
-    let (_files, path, shown) = jobs_file(GOOD);
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(&db, GOOD).await;
     let (reads, rest) = index_warning(&done, &shown);
     assert!(reads > 2900, "{}", done.stdout);
     assert!(rest.starts_with("rows to lock at most 1"), "{rest}");
@@ -79,8 +78,7 @@ async fn an_index_the_optimizer_passes_over() {
         ", INDEX state_id (state, id), INDEX state_retry (state, retry_at)",
     )
     .await;
-    let (_files, path, shown) = jobs_file(GOOD);
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(&db, GOOD).await;
     let (reads, rest) = index_warning(&done, &shown);
     assert!(reads > 15_000, "{}", done.stdout);
     assert!(
@@ -91,8 +89,7 @@ async fn an_index_the_optimizer_passes_over() {
         "{rest}"
     );
     let forced = GOOD.replace("FROM job WHERE", "FROM job FORCE INDEX (state_id) WHERE");
-    let (_files, path, _) = jobs_file(&forced);
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, _) = check_online(&db, &forced).await;
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
 }
 
@@ -111,7 +108,8 @@ async fn rows_ruled_out_by_index_condition_pushdown() {
     })
     .await;
     db.exec("ANALYZE TABLE job").await;
-    let (_files, path, shown) = jobs_file(
+    let (done, shown) = check_online(
+        &db,
         r#"select = "SELECT id, attempts FROM job WHERE state = 'waiting' AND ok = 1 ORDER BY id"
 [action]
 type = "sql"
@@ -121,8 +119,8 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
 [on_failure]
 sql = "UPDATE job SET state = 'failed' WHERE id = :id"
 "#,
-    );
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    )
+    .await;
     let (reads, rest) = index_warning(&done, &shown);
     assert!(reads >= 20_000, "{}", done.stdout);
     assert!(
@@ -144,7 +142,7 @@ async fn index_advice_for_a_join() {
          INSERT INTO job_detail SELECT id, 1 FROM job",
     )
     .await;
-    let (_files, path, shown) = jobs_file(
+    let (done, shown) = check_online(&db,
         &GOOD
             .replace(
                 "SELECT id, attempts FROM job WHERE state = 'waiting' AND (retry_at",
@@ -152,8 +150,7 @@ async fn index_advice_for_a_join() {
             )
             .replace("retry_at <= UNIX", "j.retry_at <= UNIX")
             .replace("ORDER BY id", "ORDER BY j.id"),
-    );
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    ).await;
     let (reads, rest) = index_warning(&done, &shown);
     assert!(reads > 2900, "{}", done.stdout);
     assert!(

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::check::{assert_report, check, counting_jobs, job_db, jobs_file, GOOD};
+use support::check::{assert_report, check, check_offline, counting_jobs, job_db, jobs_file, GOOD};
 use support::daemon::{run_to_end, tableq};
 use support::QueueFiles;
 
@@ -70,8 +70,7 @@ async fn outcome_sql_on_another_table() {
 /// A `:param` that cannot be a column of a literal select list is an error offline.
 #[tokio::test]
 async fn unknown_parameter_offline() {
-    let (_files, path, shown) = jobs_file(&GOOD.replace("DO :id", "DO :job_id"));
-    let done = check(&["--offline"], &[&path], None).await;
+    let (done, shown) = check_offline(&GOOD.replace("DO :id", "DO :job_id")).await;
     assert_report(
         &done,
         &[format!(
@@ -86,11 +85,11 @@ async fn unknown_parameter_offline() {
 /// A `{placeholder}` that cannot be a column of a literal select list is an error.
 #[tokio::test]
 async fn unknown_placeholder_offline() {
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
+    let (done, shown) = check_offline(&GOOD.replace(
         "type = \"sql\"\nsql = \"DO :id\"",
         "type = \"command\"\ncommand = [\"/bin/echo\", \"{job}\"]",
-    ));
-    let done = check(&["--offline"], &[&path], None).await;
+    ))
+    .await;
     assert_report(
         &done,
         &[format!(
@@ -105,8 +104,7 @@ async fn unknown_placeholder_offline() {
 /// A `key` that is not among a literal select list's columns is an error offline.
 #[tokio::test]
 async fn key_not_a_column_offline() {
-    let (_files, path, shown) = jobs_file(&format!("key = \"job_id\"\n{GOOD}"));
-    let done = check(&["--offline"], &[&path], None).await;
+    let (done, shown) = check_offline(&format!("key = \"job_id\"\n{GOOD}")).await;
     assert_report(
         &done,
         &[format!(
@@ -142,11 +140,11 @@ async fn missing_program_offline() {
 /// A URL that does not parse, even with its placeholders filled in, is an error.
 #[tokio::test]
 async fn url_that_does_not_parse_offline() {
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
+    let (done, shown) = check_offline(&GOOD.replace(
         "type = \"sql\"\nsql = \"DO :id\"",
         "type = \"http\"\nurl = \"https://hooks.example.com:99999/jobs/{id}\"",
-    ));
-    let done = check(&["--offline"], &[&path], None).await;
+    ))
+    .await;
     assert_report(
         &done,
         &[format!(
@@ -204,8 +202,7 @@ async fn every_file_is_reported_at_once() {
 /// --offline needs no database, and says it checked offline.
 #[tokio::test]
 async fn offline_needs_no_database() {
-    let (_files, path, _) = jobs_file(GOOD);
-    let done = check(&["--offline"], &[&path], None).await;
+    let (done, _) = check_offline(GOOD).await;
     assert_eq!(
         done.stdout,
         "checked 1 queue offline: 0 errors, 0 warnings\n"

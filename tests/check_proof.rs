@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::check::{
-    assert_report, check, counting_jobs, job_db, jobs_file, JobRow, ALL_JOBS, GOOD,
+    assert_report, check, check_online, counting_jobs, job_db, JobRow, ALL_JOBS, GOOD,
 };
 use support::{QueueFiles, TestDb};
 
@@ -17,11 +17,14 @@ use support::{QueueFiles, TestDb};
 #[tokio::test]
 async fn on_success_that_keeps_the_row_waiting() {
     let db = job_db().await;
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
-        "SET state = 'done' WHERE id = :id",
-        "SET attempts = attempts WHERE id = :id",
-    ));
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(
+        &db,
+        &GOOD.replace(
+            "SET state = 'done' WHERE id = :id",
+            "SET attempts = attempts WHERE id = :id",
+        ),
+    )
+    .await;
     assert_report(
         &done,
         &[format!(
@@ -39,11 +42,14 @@ async fn on_success_that_keeps_the_row_waiting() {
 #[tokio::test]
 async fn on_failure_that_retries_at_once() {
     let db = job_db().await;
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
-        "attempts = attempts + 1, retry_at = UNIX_TIMESTAMP() + 60",
-        "attempts = attempts + 1",
-    ));
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(
+        &db,
+        &GOOD.replace(
+            "attempts = attempts + 1, retry_at = UNIX_TIMESTAMP() + 60",
+            "attempts = attempts + 1",
+        ),
+    )
+    .await;
     assert_report(
         &done,
         &[format!(
@@ -61,13 +67,16 @@ async fn on_failure_that_retries_at_once() {
 #[tokio::test]
 async fn on_success_that_fails_on_a_row() {
     let db = job_db().await;
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
-        "UPDATE job SET state = 'done' WHERE id = :id",
-        "UPDATE job SET state = 'finished' WHERE id = :id",
-    ));
     db.exec("ALTER TABLE job ADD CONSTRAINT short_state CHECK (LENGTH(state) <= 7)")
         .await;
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(
+        &db,
+        &GOOD.replace(
+            "UPDATE job SET state = 'done' WHERE id = :id",
+            "UPDATE job SET state = 'finished' WHERE id = :id",
+        ),
+    )
+    .await;
     assert_report(
         &done,
         &[format!(
@@ -86,8 +95,7 @@ async fn on_success_that_fails_on_a_row() {
 async fn an_empty_queue_is_not_proven() {
     let db = job_db().await;
     db.exec("UPDATE job SET state = 'done'").await;
-    let (_files, path, shown) = jobs_file(GOOD);
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(&db, GOOD).await;
     assert_report(
         &done,
         &[format!(
@@ -106,8 +114,7 @@ async fn an_empty_queue_is_not_proven() {
 async fn every_waiting_row_locked_by_workers() {
     let db = job_db().await;
     let mut worker = hold_locks(&db, "SELECT * FROM job FOR UPDATE").await;
-    let (_files, path, shown) = jobs_file(GOOD);
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(&db, GOOD).await;
     mysql_async::prelude::Queryable::query_drop(&mut worker, "ROLLBACK")
         .await
         .unwrap();
@@ -323,8 +330,7 @@ async fn a_procedure_that_commits() {
     )
     .await;
     let before: Vec<JobRow> = db.rows(ALL_JOBS).await;
-    let (_files, path, shown) = jobs_file(&GOOD.replace("DO :id", "CALL send_it(:id)"));
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    let (done, shown) = check_online(&db, &GOOD.replace("DO :id", "CALL send_it(:id)")).await;
     assert_report(
         &done,
         &[format!(

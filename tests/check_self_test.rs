@@ -4,27 +4,21 @@
 
 mod support;
 
-use support::check::{assert_report, check, job_db, jobs_file, GOOD};
+use support::check::{assert_report, check_online, job_db, self_test_failed, GOOD};
+use support::daemon::Finished;
 
-/// A claim that locks nothing (a materialized derived table) fails the two-session
-/// self-test: a second session claims the same row.
-#[tokio::test]
-async fn a_claim_that_locks_nothing() {
-    let db = job_db().await;
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
-        "FROM job WHERE",
-        "FROM (SELECT id, attempts, state, retry_at FROM job GROUP BY id) AS j WHERE",
-    ));
-    let done = check(&[], &[&path], Some(&db.url)).await;
+/// A FROM that locks nothing: the job table through a derived table that is
+/// materialized, not merged.
+const FROM_A_DERIVED_TABLE: &str =
+    "FROM (SELECT id, attempts, state, retry_at FROM job GROUP BY id) AS j WHERE";
+
+/// Asserts check's report on a claim that locks nothing: the self-test failed, and the
+/// proof did not run.
+fn assert_locks_nothing(done: &Finished, shown: &str) {
     assert_report(
-        &done,
+        done,
         &[
-            format!(
-                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
-                 session B claimed the row session A held (id = 1), so every worker would get \
-                 the same row: the claim locks nothing (a select from a derived table or a view \
-                 that is not merged?) or the server ignores SKIP LOCKED"
-            ),
+            self_test_failed(shown),
             format!(
                 "{shown}:1: queue jobs: warning: not proven: check runs the leave-the-query \
                  proof only on a claim that locks its row; one that locks nothing may read a \
@@ -34,6 +28,16 @@ async fn a_claim_that_locks_nothing() {
         ": 1 error, 1 warning",
         1,
     );
+}
+
+/// A claim that locks nothing (a materialized derived table) fails the two-session
+/// self-test: a second session claims the same row.
+#[tokio::test]
+async fn a_claim_that_locks_nothing() {
+    let db = job_db().await;
+    let (done, shown) =
+        check_online(&db, &GOOD.replace("FROM job WHERE", FROM_A_DERIVED_TABLE)).await;
+    assert_locks_nothing(&done, &shown);
 }
 
 /// When the self-test finds that the claim locks nothing, check does not run the
@@ -46,33 +50,14 @@ async fn no_proof_after_the_self_test_failed() {
          CREATE PROCEDURE log_it(p INT) INSERT INTO sent_log VALUES (p)",
     )
     .await;
-    let (_files, path, shown) = jobs_file(
+    let (done, shown) = check_online(
+        &db,
         &GOOD
-            .replace(
-                "FROM job WHERE",
-                "FROM (SELECT id, attempts, state, retry_at FROM job GROUP BY id) AS j WHERE",
-            )
+            .replace("FROM job WHERE", FROM_A_DERIVED_TABLE)
             .replace("DO :id", "CALL log_it(:id)"),
-    );
-    let done = check(&[], &[&path], Some(&db.url)).await;
-    assert_report(
-        &done,
-        &[
-            format!(
-                "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: \
-                 session B claimed the row session A held (id = 1), so every worker would get \
-                 the same row: the claim locks nothing (a select from a derived table or a view \
-                 that is not merged?) or the server ignores SKIP LOCKED"
-            ),
-            format!(
-                "{shown}:1: queue jobs: warning: not proven: check runs the leave-the-query \
-                 proof only on a claim that locks its row; one that locks nothing may read a \
-                 table whose changes survive ROLLBACK"
-            ),
-        ],
-        ": 1 error, 1 warning",
-        1,
-    );
+    )
+    .await;
+    assert_locks_nothing(&done, &shown);
     assert_eq!(db.count("SELECT COUNT(*) FROM sent_log").await, 0);
 }
 
@@ -87,11 +72,10 @@ async fn a_join_that_locks_a_shared_row() {
          INSERT INTO cfg VALUES (1, 1)",
     )
     .await;
-    let (_files, path, shown) = jobs_file(&GOOD.replace(
+    let (done, shown) = check_online(&db, &GOOD.replace(
         "SELECT id, attempts FROM job WHERE state = 'waiting' AND",
         "SELECT job.id, job.attempts FROM cfg JOIN job ON cfg.id = 1 WHERE cfg.enabled = 1 AND job.state = 'waiting' AND",
-    ).replace("ORDER BY id", "ORDER BY job.id"));
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    ).replace("ORDER BY id", "ORDER BY job.id")).await;
     assert_report(
         &done,
         &[format!(
@@ -112,13 +96,14 @@ async fn a_join_that_locks_a_shared_row() {
 async fn rows_the_select_cannot_tell_apart() {
     let db = job_db().await;
     let by_values = "WHERE state = :state AND attempts = :attempts ORDER BY id LIMIT 1";
-    let (_files, path, shown) = jobs_file(
+    let (done, shown) = check_online(
+        &db,
         &GOOD
             .replace("SELECT id, attempts FROM", "SELECT state, attempts FROM")
             .replace("DO :id", "DO :state")
             .replace("WHERE id = :id", by_values),
-    );
-    let done = check(&[], &[&path], Some(&db.url)).await;
+    )
+    .await;
     assert_report(
         &done,
         &[

@@ -62,6 +62,31 @@ pub fn assert_report(done: &Finished, findings: &[String], counts: &str, code: i
     assert_eq!(done.code(), Some(code), "stdout:\n{}", done.stdout);
 }
 
+/// Writes `jobs.toml` with `contents` and checks it against `db`; returns the report
+/// and the file's path as check prints it.
+pub async fn check_online(db: &TestDb, contents: &str) -> (Finished, String) {
+    let (_files, path, shown) = jobs_file(contents);
+    (check(&[], &[&path], Some(&db.url)).await, shown)
+}
+
+/// Writes `jobs.toml` with `contents` and checks it with `--offline`, no database;
+/// returns the report and the file's path as check prints it.
+pub async fn check_offline(contents: &str) -> (Finished, String) {
+    let (_files, path, shown) = jobs_file(contents);
+    (check(&["--offline"], &[&path], None).await, shown)
+}
+
+/// The self-test's error when session B claimed the row session A held: the claim
+/// locks nothing.
+pub fn self_test_failed(shown: &str) -> String {
+    format!(
+        "{shown}:1: queue jobs: error: the two-session SKIP LOCKED self-test failed: session B \
+         claimed the row session A held (id = 1), so every worker would get the same row: the \
+         claim locks nothing (a select from a derived table or a view that is not merged?) or \
+         the server ignores SKIP LOCKED"
+    )
+}
+
 /// A `stats` counter table, and a good queue whose `[on_success]` also counts the
 /// item there: outcome SQL on a table other than the select's.
 pub async fn counting_jobs(db: &TestDb) -> (QueueFiles, PathBuf, String) {
