@@ -9,10 +9,13 @@ pub mod check;
 pub mod daemon;
 pub mod logs;
 pub mod mariadb;
+pub mod process;
 pub mod proxy;
+pub mod queue_file;
 pub mod web;
 
 use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -23,6 +26,7 @@ use mysql_async::{Conn, Opts};
 use tokio_util::sync::CancellationToken;
 
 pub use mariadb::MariaDb;
+pub use queue_file::QueueFile;
 
 /// The server shared by this test process: `TABLEQ_TEST_DATABASE_URL`, or a private one.
 enum Shared {
@@ -229,6 +233,14 @@ impl QueueFiles {
     pub fn write(&self, file_name: &str, contents: &str) -> PathBuf {
         let path = self.dir.path().join(file_name);
         std::fs::write(&path, contents).expect("write a queue file");
+        path
+    }
+
+    /// Writes an executable shell script `file_name` that runs `body`; returns its path.
+    pub fn script(&self, file_name: &str, body: &str) -> PathBuf {
+        let path = self.write(file_name, &format!("#!/bin/sh\n{body}\n"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("make the script executable");
         path
     }
 
