@@ -5,7 +5,7 @@ mod support;
 
 use support::check::{assert_report, check_online, GOOD};
 use support::daemon::Finished;
-use support::TestDb;
+use support::{QueueFile, TestDb};
 
 /// A job table of `rows` rows without its (state, id) index, where all but the last
 /// `waiting` are done; `indexes` are added to it.
@@ -110,15 +110,12 @@ async fn rows_ruled_out_by_index_condition_pushdown() {
     db.exec("ANALYZE TABLE job").await;
     let (done, shown) = check_online(
         &db,
-        r#"select = "SELECT id, attempts FROM job WHERE state = 'waiting' AND ok = 1 ORDER BY id"
-[action]
-type = "sql"
-sql = "DO :id"
-[on_success]
-sql = "UPDATE job SET state = 'done' WHERE id = :id"
-[on_failure]
-sql = "UPDATE job SET state = 'failed' WHERE id = :id"
-"#,
+        &QueueFile::new("jobs")
+            .select("SELECT id, attempts FROM job WHERE state = 'waiting' AND ok = 1 ORDER BY id")
+            .action_sql("DO :id")
+            .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+            .on_failure("UPDATE job SET state = 'failed' WHERE id = :id")
+            .to_string(),
     )
     .await;
     let (reads, rest) = index_warning(&done, &shown);

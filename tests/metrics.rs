@@ -7,12 +7,15 @@ use std::time::Duration;
 
 use support::daemon::{tableq, Daemon};
 use support::web::closed_port;
-use support::{eventually, QueueFiles, TestDb};
+use support::{eventually, QueueFile, QueueFiles, TestDb};
 
-fn queue(extra: &str) -> String {
-    format!(
-        "{extra}\nselect = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\npoll_interval = \"100ms\"\nerror_backoff = \"100ms\"\n[action]\ntype = \"sql\"\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n"
-    )
+/// A queue `name` over the job table whose action marks the job done.
+fn queue(name: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .action_sql("UPDATE job SET state = 'done' WHERE id = :id")
 }
 
 /// The address the daemon logged it listens on.
@@ -49,14 +52,10 @@ async fn metrics_health_and_readiness() {
     )
     .await;
     let files = QueueFiles::new();
-    files.write("jobs.toml", &queue(""));
-    files.write(
-        "lost.toml",
-        &queue(&format!(
-            "database_url = \"mysql://root@{}/none\"",
-            closed_port()
-        )),
-    );
+    queue("jobs").write(&files);
+    queue("lost")
+        .database_url(&format!("mysql://root@{}/none", closed_port()))
+        .write(&files);
     let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
     cmd.arg(files.path())
         .env("TABLEQ_DATABASE_URL", &db.url)
@@ -106,7 +105,7 @@ async fn metrics_health_and_readiness() {
 
     // Only the reachable queue: ready.
     let files = QueueFiles::new();
-    files.write("jobs.toml", &queue(""));
+    queue("jobs").write(&files);
     let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
     cmd.arg(files.path())
         .env("TABLEQ_DATABASE_URL", &db.url)
@@ -132,7 +131,7 @@ async fn a_taken_metrics_port_fails_the_start() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let files = QueueFiles::new();
-    let file = files.write("jobs.toml", &queue(""));
+    let file = queue("jobs").write(&files);
     let mut cmd = tableq(&["run", "--metrics-addr", &addr]);
     cmd.arg(&file)
         .env("TABLEQ_DATABASE_URL", "mysql://root@127.0.0.1:1/x");
