@@ -237,16 +237,13 @@ async fn unreachable_database_at_start_keeps_retrying() {
         )
         .await;
     // Still retrying, with a growing backoff, a few attempts later.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while daemon
-        .stderr()
-        .matches("cannot connect to the database; retrying")
-        .count()
-        < 3
-    {
-        assert!(std::time::Instant::now() < deadline, "{}", daemon.stderr());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    daemon
+        .wait_for_log_times(
+            "cannot connect to the database; retrying",
+            3,
+            Duration::from_secs(30),
+        )
+        .await;
     assert!(
         daemon.stderr().contains("root@127.0.0.1:1/nowhere"),
         "{}",

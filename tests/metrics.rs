@@ -112,15 +112,12 @@ async fn metrics_health_and_readiness() {
         .env("TABLEQ_LOG_FORMAT", "json");
     let mut daemon = Daemon::spawn(cmd);
     let base = format!("http://{}", metrics_address(&daemon).await);
-    let mut ready = (0, String::new());
-    for _ in 0..100 {
-        ready = get(&format!("{base}/readyz")).await;
-        if ready.0 == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(ready, (200, "ready\n".to_string()));
+    let readyz = format!("{base}/readyz");
+    eventually("/readyz answers 200", Duration::from_secs(10), || async {
+        get(&readyz).await.0 == 200
+    })
+    .await;
+    assert_eq!(get(&readyz).await, (200, "ready\n".to_string()));
     daemon.signal(libc::SIGTERM);
     assert_eq!(daemon.wait(Duration::from_secs(20)).await.code(), Some(0));
 }

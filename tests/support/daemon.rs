@@ -103,11 +103,17 @@ impl Daemon {
 
     /// Waits until stderr contains `text`; panics (with the log) after `timeout`.
     pub async fn wait_for_log(&self, text: &str, timeout: Duration) {
+        self.wait_for_log_times(text, 1, timeout).await;
+    }
+
+    /// Waits until stderr contains `text` `times` times; panics (with the log) after
+    /// `timeout`.
+    pub async fn wait_for_log_times(&self, text: &str, times: usize, timeout: Duration) {
         let deadline = Instant::now() + timeout;
-        while !self.stderr().contains(text) {
+        while self.stderr().matches(text).count() < times {
             assert!(
                 Instant::now() < deadline,
-                "tableq never logged {text:?}; its log:\n{}",
+                "tableq logged {text:?} fewer than {times} times; its log:\n{}",
                 self.stderr()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -26,6 +26,7 @@ use mysql_async::{Conn, Opts};
 use tokio_util::sync::CancellationToken;
 
 pub use mariadb::MariaDb;
+#[allow(unused_imports)] // not every test writes its queue files with it
 pub use queue_file::QueueFile;
 
 /// The server shared by this test process: `TABLEQ_TEST_DATABASE_URL`, or a private one.
