@@ -12,6 +12,7 @@ pub mod mariadb;
 pub mod process;
 pub mod proxy;
 pub mod queue_file;
+pub mod server;
 pub mod web;
 
 use std::future::Future;
@@ -28,49 +29,17 @@ use tokio_util::sync::CancellationToken;
 pub use mariadb::MariaDb;
 #[allow(unused_imports)] // not every test writes its queue files with it
 pub use queue_file::QueueFile;
+use server::{with_database, Server};
 
 /// The server shared by this test process: `TABLEQ_TEST_DATABASE_URL`, or a private one.
-enum Shared {
-    External(String),
-    Private(MariaDb),
-}
-
-fn shared() -> &'static Shared {
-    static SHARED: OnceLock<Shared> = OnceLock::new();
-    SHARED.get_or_init(|| match std::env::var("TABLEQ_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Shared::External(url),
-        _ => Shared::Private(MariaDb::start()),
-    })
+fn shared() -> &'static Server {
+    static SHARED: OnceLock<Server> = OnceLock::new();
+    SHARED.get_or_init(|| Server::from_env("TABLEQ_TEST_DATABASE_URL", MariaDb::start))
 }
 
 /// The shared server's URL without a database.
 pub fn shared_base_url() -> String {
-    match shared() {
-        Shared::External(url) => without_database(url),
-        Shared::Private(server) => server.base_url(),
-    }
-}
-
-/// `mysql://u:p@h:1/db?x=1` → `mysql://u:p@h:1?x=1`.
-fn without_database(url: &str) -> String {
-    let (url, query) = url.split_once('?').map_or((url, ""), |(u, q)| (u, q));
-    let scheme_end = url.find("://").map_or(0, |i| i + 3);
-    let host_end = url[scheme_end..]
-        .find('/')
-        .map_or(url.len(), |i| scheme_end + i);
-    let base = &url[..host_end];
-    if query.is_empty() {
-        base.to_string()
-    } else {
-        format!("{base}?{query}")
-    }
-}
-
-fn with_database(base: &str, name: &str) -> String {
-    match base.split_once('?') {
-        Some((url, query)) => format!("{url}/{name}?{query}"),
-        None => format!("{base}/{name}"),
-    }
+    shared().base_url()
 }
 
 /// A database of one test's own, dropped when the test ends.
