@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq};
-use support::process::{is_gone, read_pid};
+use support::process::{is_gone, read_pid, wait_for_pid};
 use support::queue_file::Sql;
 use support::{
     claimable, eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb,
@@ -209,13 +209,7 @@ async fn losing_the_connection_cancels_the_command() {
         .on_success([MARK_DONE, "INSERT INTO done_log VALUES (:id)"])
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    let pid_file = files.path().join("first.pid");
-    eventually("the command runs", Duration::from_secs(30), || {
-        let pid_file = pid_file.clone();
-        async move { read_pid(&pid_file).is_some() }
-    })
-    .await;
-    let first = read_pid(&pid_file).unwrap();
+    let first = wait_for_pid(&files.path().join("first.pid")).await;
     // Kill the session that holds the row's lock, as a failover or a DBA would.
     // INNODB_TRX is a cache the server refreshes at most every 0.1 s: ask until it
     // shows the worker's transaction.

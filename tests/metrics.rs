@@ -18,6 +18,18 @@ fn queue(name: &str) -> QueueFile {
         .action_sql("UPDATE job SET state = 'done' WHERE id = :id")
 }
 
+/// `tableq run --metrics-addr 127.0.0.1:0` on the queues in `files`, logging JSON;
+/// returns it and the base URL of its metrics endpoint.
+async fn start_with_metrics(files: &QueueFiles, url: &str) -> (Daemon, String) {
+    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let daemon = Daemon::spawn(cmd);
+    let base = format!("http://{}", metrics_address(&daemon).await);
+    (daemon, base)
+}
+
 /// The address the daemon logged it listens on.
 async fn metrics_address(daemon: &Daemon) -> String {
     daemon
@@ -56,12 +68,7 @@ async fn metrics_health_and_readiness() {
     queue("lost")
         .database_url(&format!("mysql://root@{}/none", closed_port()))
         .write(&files);
-    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
-    cmd.arg(files.path())
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let mut daemon = Daemon::spawn(cmd);
-    let base = format!("http://{}", metrics_address(&daemon).await);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
 
     eventually("the jobs are done", Duration::from_secs(30), || async {
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
@@ -95,31 +102,19 @@ async fn metrics_health_and_readiness() {
         get(&format!("{base}/readyz")).await,
         (503, "queue lost has no database connection\n".to_string())
     );
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(
-        daemon.wait(Duration::from_secs(20)).await.code(),
-        Some(0),
-        "{}",
-        daemon.stderr()
-    );
+    daemon.terminate().await;
 
     // Only the reachable queue: ready.
     let files = QueueFiles::new();
     queue("jobs").write(&files);
-    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
-    cmd.arg(files.path())
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let mut daemon = Daemon::spawn(cmd);
-    let base = format!("http://{}", metrics_address(&daemon).await);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     let readyz = format!("{base}/readyz");
     eventually("/readyz answers 200", Duration::from_secs(10), || async {
         get(&readyz).await.0 == 200
     })
     .await;
     assert_eq!(get(&readyz).await, (200, "ready\n".to_string()));
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(daemon.wait(Duration::from_secs(20)).await.code(), Some(0));
+    daemon.terminate().await;
 }
 
 /// A metrics address that cannot be bound fails the start with exit status 1.

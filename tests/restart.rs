@@ -55,12 +55,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         db.count("SELECT COUNT(*) FROM job_log").await >= 40
     })
     .await;
-    let server = tokio::task::spawn_blocking(move || {
-        server.stop();
-        server
-    })
-    .await
-    .unwrap();
+    tokio::task::block_in_place(|| server.stop());
     // The server stays down until the daemon has seen it go: an item rolled back, or
     // a connection refused.
     eventually(
@@ -72,12 +67,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         },
     )
     .await;
-    let server = tokio::task::spawn_blocking(move || {
-        server.start_again();
-        server
-    })
-    .await
-    .unwrap();
+    tokio::task::block_in_place(|| server.start_again());
     let done_before_end: u64 = db
         .count("SELECT COUNT(*) FROM job WHERE state = 'done'")
         .await;

@@ -7,7 +7,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::daemon::{run_binary_until_empty, tableq, Daemon};
-use support::process::{is_gone, read_pid};
+use support::process::{is_gone, wait_for_pid};
 use support::{claimable, eventually, running, QueueFile, QueueFiles, TestDb};
 
 /// A queue over the job table that marks a job done when its action succeeds.
@@ -117,9 +117,7 @@ async fn sigterm_lets_the_item_in_flight_finish() {
         running(&db, "DO SLEEP")
     })
     .await;
-    daemon.signal(libc::SIGTERM);
-    let status = daemon.wait(Duration::from_secs(20)).await;
-    assert_eq!(status.code(), Some(0), "{}", daemon.stderr());
+    daemon.terminate().await;
     assert!(
         daemon
             .stderr()
@@ -216,13 +214,7 @@ async fn sigterm_mid_batch_returns_the_items_not_started() {
         || running(&db, "DO SLEEP"),
     )
     .await;
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(
-        daemon.wait(Duration::from_secs(20)).await.code(),
-        Some(0),
-        "{}",
-        daemon.stderr()
-    );
+    daemon.terminate().await;
     let states: Vec<(u32, String)> = db.rows("SELECT id, state FROM job ORDER BY id").await;
     assert_eq!(
         states,
@@ -246,13 +238,7 @@ async fn a_second_sigterm_kills_the_commands_in_flight() {
         .action_command(&["./hang.sh"])
         .write(&files);
     let mut daemon = start(&file, &db, &[]);
-    let pid_file = files.path().join("running.pid");
-    eventually("the command runs", Duration::from_secs(30), || {
-        let pid_file = pid_file.clone();
-        async move { read_pid(&pid_file).is_some() }
-    })
-    .await;
-    let pid = read_pid(&pid_file).unwrap();
+    let pid = wait_for_pid(&files.path().join("running.pid")).await;
     daemon.signal(libc::SIGTERM);
     daemon
         .wait_for_log("stop requested", Duration::from_secs(10))

@@ -138,6 +138,14 @@ impl Daemon {
         }
     }
 
+    /// Sends SIGTERM and expects a clean exit, status 0, within 20 s; panics with the
+    /// log otherwise.
+    pub async fn terminate(&mut self) {
+        self.signal(libc::SIGTERM);
+        let status = self.wait(Duration::from_secs(20)).await;
+        assert_eq!(status.code(), Some(0), "{}", self.stderr());
+    }
+
     pub fn stdout(&self) -> String {
         self.stdout.lock().unwrap().clone()
     }
