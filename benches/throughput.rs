@@ -43,9 +43,14 @@
 //! - `report`: the printed report: header, the three parts' tables, footer.
 //! - `measure`: the server's counters, a process's CPU and memory, medians, tables.
 
+// The test harness's own code, not a copy: the private MariaDB, and the choice
+// between it and the server an environment variable names.
 #[allow(dead_code)]
 #[path = "../tests/support/mariadb.rs"]
 mod mariadb;
+#[allow(dead_code)]
+#[path = "../tests/support/server.rs"]
+mod test_server;
 
 #[path = "throughput/backlog.rs"]
 mod backlog;

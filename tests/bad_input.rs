@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq, Daemon, Finished};
-use support::{load, run_until_empty, QueueFiles, TestDb};
+use support::{load, run_until_empty, QueueFile, QueueFiles, TestDb};
 
 const GOOD_ACTION: &str = "[action]\ntype = \"sql\"\nsql = \"DO 1\"\n";
 
@@ -219,10 +219,11 @@ async fn parameter_the_select_does_not_return() {
 #[tokio::test]
 async fn unreachable_database_at_start_keeps_retrying() {
     let files = QueueFiles::new();
-    let path = files.write(
-        "jobs.toml",
-        "error_backoff = \"100ms\"\nselect = \"SELECT id FROM job\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n",
-    );
+    let path = QueueFile::new("jobs")
+        .error_backoff("100ms")
+        .select("SELECT id FROM job")
+        .action_sql("DO 1")
+        .write(&files);
     let mut cmd = tableq(&["run"]);
     cmd.arg(&path).env(
         "TABLEQ_DATABASE_URL",
@@ -236,16 +237,13 @@ async fn unreachable_database_at_start_keeps_retrying() {
         )
         .await;
     // Still retrying, with a growing backoff, a few attempts later.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while daemon
-        .stderr()
-        .matches("cannot connect to the database; retrying")
-        .count()
-        < 3
-    {
-        assert!(std::time::Instant::now() < deadline, "{}", daemon.stderr());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    daemon
+        .wait_for_log_times(
+            "cannot connect to the database; retrying",
+            3,
+            Duration::from_secs(30),
+        )
+        .await;
     assert!(
         daemon.stderr().contains("root@127.0.0.1:1/nowhere"),
         "{}",

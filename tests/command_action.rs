@@ -4,35 +4,33 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq};
-use support::{claimable, eventually, load, run_until_empty, Engine, QueueFiles, TestDb};
+use support::process::{is_gone, read_pid, wait_for_pid};
+use support::queue_file::Sql;
+use support::{
+    claimable, eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb,
+};
 
 const JOB_TABLE: &str =
     "CREATE TABLE job (id INT PRIMARY KEY, arg VARCHAR(100) NOT NULL DEFAULT '',
     state VARCHAR(10) NOT NULL DEFAULT 'waiting', exit_code INT NULL, error VARCHAR(2000) NULL,
     output LONGBLOB NULL) DEFAULT CHARSET=utf8mb4";
 
-const RECORD: &str = r#"
-[on_success]
-sql = "UPDATE job SET state = 'done', exit_code = :status, output = :output WHERE id = :id"
-[on_failure]
-sql = "UPDATE job SET state = 'failed', exit_code = :status, error = :error, output = :output WHERE id = :id"
-"#;
+/// The waiting jobs, in order.
+const WAITING: &str = "SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id";
+const MARK_DONE: &str = "UPDATE job SET state = 'done' WHERE id = :id";
 
-fn script(files: &QueueFiles, name: &str, body: &str) -> PathBuf {
-    let path = files.write(name, &format!("#!/bin/sh\n{body}\n"));
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-fn queue(command: &str, extra: &str) -> String {
-    format!(
-        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nbatch = 10\n[action]\ntype = \"command\"\ncommand = {command}\n{extra}\n{RECORD}"
-    )
+/// The queue `jobs`: batches of ten rows, each running `command`, with every outcome
+/// recorded on the row.
+fn queue(command: &[&str]) -> QueueFile {
+    QueueFile::new("jobs")
+        .select(WAITING)
+        .batch(10)
+        .action_command(command)
+        .on_success("UPDATE job SET state = 'done', exit_code = :status, output = :output WHERE id = :id")
+        .on_failure("UPDATE job SET state = 'failed', exit_code = :status, error = :error, output = :output WHERE id = :id")
 }
 
 async fn job(db: &TestDb, id: u32) -> (String, Option<i32>, Option<String>, Option<Vec<u8>>) {
@@ -54,18 +52,14 @@ async fn arguments_stdin_environment_and_output() {
     db.exec(r#"INSERT INTO job (id, arg) VALUES (1, 'a; rm -rf /tmp/nothing'), (2, '$(id) `id` "q" ''s'''), (3, 'two words')"#)
         .await;
     let files = QueueFiles::new();
-    script(
-        &files,
+    files.script(
         "record.sh",
         r#"for a in "$@"; do printf '[%s]\n' "$a"; done > "args_$TABLEQ_KEY"
 cat > "stdin_$TABLEQ_KEY"
 printf '%s %s %s' "$TABLEQ_QUEUE" "$TABLEQ_KEY" "$(pwd)"
 "#,
     );
-    let file = files.write(
-        "jobs.toml",
-        &queue(r#"["./record.sh", "--arg={arg}", "{id}"]"#, ""),
-    );
+    let file = queue(&["./record.sh", "--arg={arg}", "{id}"]).write(&files);
     let summary = run_until_empty(load(&[file]), &db.url).await;
     assert_eq!(summary.counts("jobs").unwrap().done, 3);
 
@@ -99,12 +93,11 @@ async fn a_failing_command_reports_its_exit_code_and_stderr() {
     db.exec(JOB_TABLE).await;
     db.exec("INSERT INTO job (id) VALUES (1)").await;
     let files = QueueFiles::new();
-    script(
-        &files,
+    files.script(
         "fail.sh",
         "echo partial\necho 'warming up' >&2\necho 'mailbox full' >&2\nexit 3",
     );
-    let file = files.write("jobs.toml", &queue(r#"["./fail.sh"]"#, ""));
+    let file = queue(&["./fail.sh"]).write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     let (state, code, error, output) = job(&db, 1).await;
     assert_eq!((state.as_str(), code), ("failed", Some(3)));
@@ -115,21 +108,6 @@ async fn a_failing_command_reports_its_exit_code_and_stderr() {
     assert_eq!(output.as_deref(), Some(&b"partial\n"[..]));
 }
 
-fn is_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // A zombie waiting for its (re)parent to reap it is dead too.
-        Ok(stat) => stat
-            .rsplit(") ")
-            .next()
-            .is_some_and(|rest| rest.starts_with('Z')),
-    }
-}
-
-fn read_pid(path: &Path) -> Option<i32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
 /// At the timeout the whole process group is killed — the grandchild too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_kills_the_grandchildren_too() {
@@ -137,12 +115,13 @@ async fn a_timeout_kills_the_grandchildren_too() {
     db.exec(JOB_TABLE).await;
     db.exec("INSERT INTO job (id) VALUES (1)").await;
     let files = QueueFiles::new();
-    script(
-        &files,
+    files.script(
         "hang.sh",
         "sleep 300 &\necho $! > grandchild.pid\nsleep 300",
     );
-    let file = files.write("jobs.toml", &queue(r#"["./hang.sh"]"#, "timeout = \"1s\""));
+    let file = queue(&["./hang.sh"])
+        .action_set("timeout", "1s")
+        .write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     let (state, code, error, _) = job(&db, 1).await;
     assert_eq!(
@@ -166,12 +145,11 @@ async fn ten_megabytes_of_output_are_capped() {
     db.exec(JOB_TABLE).await;
     db.exec("INSERT INTO job (id) VALUES (1)").await;
     let files = QueueFiles::new();
-    script(
-        &files,
+    files.script(
         "loud.sh",
         "head -c 10485760 /dev/zero | tr '\\0' 'x'\nhead -c 10485760 /dev/zero >&2",
     );
-    let file = files.write("jobs.toml", &queue(r#"["./loud.sh"]"#, ""));
+    let file = queue(&["./loud.sh"]).write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     assert_eq!(job(&db, 1).await.0, "done");
     assert_eq!(
@@ -190,10 +168,7 @@ async fn a_missing_program() {
     db.exec("INSERT INTO job (id, arg) VALUES (1, '/nonexistent/mailer')")
         .await;
     let files = QueueFiles::new();
-    let file = files.write(
-        "jobs.toml",
-        &queue(r#"["/nonexistent/mailer", "{id}"]"#, ""),
-    );
+    let file = queue(&["/nonexistent/mailer", "{id}"]).write(&files);
     let mut cmd = tableq(&["run"]);
     cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
     let done = run_to_end(cmd, Duration::from_secs(30)).await;
@@ -203,7 +178,7 @@ async fn a_missing_program() {
         "{}",
         done.stderr
     );
-    let file = files.write("jobs.toml", &queue(r#"["{arg}"]"#, ""));
+    let file = queue(&["{arg}"]).write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     let (state, _, error, _) = job(&db, 1).await;
     assert_eq!(state, "failed");
@@ -222,23 +197,19 @@ async fn losing_the_connection_cancels_the_command() {
     db.exec("CREATE TABLE done_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4; INSERT INTO job (id) VALUES (1)")
         .await;
     let files = QueueFiles::new();
-    script(
-        &files,
+    files.script(
         "once.sh",
         "if [ -e started ]; then exit 0; fi\ntouch started\necho $$ > first.pid\nsleep 300",
     );
-    let file = files.write(
-        "jobs.toml",
-        "select = \"SELECT id FROM job WHERE state = 'waiting'\"\nerror_backoff = \"100ms\"\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./once.sh\"]\n[on_success]\nsql = [\"UPDATE job SET state = 'done' WHERE id = :id\", \"INSERT INTO done_log VALUES (:id)\"]\n",
-    );
+    let file = QueueFile::new("jobs")
+        .select("SELECT id FROM job WHERE state = 'waiting'")
+        .error_backoff("100ms")
+        .poll_interval("100ms")
+        .action_command(&["./once.sh"])
+        .on_success([MARK_DONE, "INSERT INTO done_log VALUES (:id)"])
+        .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    let pid_file = files.path().join("first.pid");
-    eventually("the command runs", Duration::from_secs(30), || {
-        let pid_file = pid_file.clone();
-        async move { read_pid(&pid_file).is_some() }
-    })
-    .await;
-    let first = read_pid(&pid_file).unwrap();
+    let first = wait_for_pid(&files.path().join("first.pid")).await;
     // Kill the session that holds the row's lock, as a failover or a DBA would.
     // INNODB_TRX is a cache the server refreshes at most every 0.1 s: ask until it
     // shows the worker's transaction.
@@ -287,15 +258,15 @@ async fn a_burst_of_slow_commands_starts_on_every_worker_at_once() {
     let db = TestDb::new().await;
     db.exec(JOB_TABLE).await;
     let files = QueueFiles::new();
-    script(
-        &files,
-        "slow.sh",
-        "date +%s%N > \"started_$TABLEQ_KEY\"\nsleep 2",
-    );
-    let file = files.write(
-        "jobs.toml",
-        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nworkers = 4\nbatch = 5\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./slow.sh\"]\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
-    );
+    files.script("slow.sh", "date +%s%N > \"started_$TABLEQ_KEY\"\nsleep 2");
+    let file = QueueFile::new("jobs")
+        .select(WAITING)
+        .workers(4)
+        .batch(5)
+        .poll_interval("100ms")
+        .action_command(&["./slow.sh"])
+        .on_success(MARK_DONE)
+        .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     eventually(
         "all but the watcher sleep",
@@ -334,19 +305,22 @@ async fn a_burst_of_slow_commands_starts_on_every_worker_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_outcome_leaves_only_its_item_waiting() {
     for on_success in [
-        r#""UPDATE job SET state = 'done' WHERE id = :id""#,
-        r#"["UPDATE job SET exit_code = 0 WHERE id = :id", "UPDATE job SET state = 'done' WHERE id = :id"]"#,
+        Sql::from(MARK_DONE),
+        Sql::from(["UPDATE job SET exit_code = 0 WHERE id = :id", MARK_DONE]),
     ] {
         let db = TestDb::new().await;
         db.exec(JOB_TABLE).await;
         db.exec("ALTER TABLE job ADD CONSTRAINT not_two CHECK (id <> 2 OR state <> 'done'); INSERT INTO job (id) VALUES (1), (2), (3)")
             .await;
         let files = QueueFiles::new();
-        script(&files, "ok.sh", "exit 0");
-        let file = files.write(
-            "jobs.toml",
-            &format!("select = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\nbatch = 3\nerror_backoff = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./ok.sh\"]\n[on_success]\nsql = {on_success}\n"),
-        );
+        files.script("ok.sh", "exit 0");
+        let file = QueueFile::new("jobs")
+            .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+            .batch(3)
+            .error_backoff("100ms")
+            .action_command(&["./ok.sh"])
+            .on_success(on_success.clone())
+            .write(&files);
         let engine = Engine::start(load(&[file]), &db.url);
         eventually("jobs 1 and 3 are done", Duration::from_secs(30), || async {
             db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
@@ -378,15 +352,16 @@ async fn a_busy_watcher_hands_the_watch_on() {
     let db = TestDb::new().await;
     db.exec(JOB_TABLE).await;
     let files = QueueFiles::new();
-    script(
-        &files,
-        "work.sh",
-        "if [ \"$TABLEQ_KEY\" = 1 ]; then sleep 5; fi",
-    );
-    let file = files.write(
-        "jobs.toml",
-        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nworkers = 2\nbatch = 5\npoll_interval = \"200ms\"\n[action]\ntype = \"command\"\ncommand = [\"./work.sh\"]\ntimeout = \"30s\"\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
-    );
+    files.script("work.sh", "if [ \"$TABLEQ_KEY\" = 1 ]; then sleep 5; fi");
+    let file = QueueFile::new("jobs")
+        .select(WAITING)
+        .workers(2)
+        .batch(5)
+        .poll_interval("200ms")
+        .action_command(&["./work.sh"])
+        .action_set("timeout", "30s")
+        .on_success(MARK_DONE)
+        .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     eventually(
         "one worker watches, one sleeps",
@@ -436,11 +411,17 @@ async fn actions_ending_during_a_ping_keep_the_connection_in_step() {
     let files = QueueFiles::new();
     // Just longer than the worker's 2 s ping interval: the actions end while the
     // ping's reply is on its way back through the slow link.
-    script(&files, "slow.sh", "sleep 2.03");
-    let file = files.write(
-        "in_step.toml",
-        "select = \"SELECT id, arg FROM job WHERE state = 'waiting' ORDER BY id\"\nbatch = 3\npoll_interval = \"100ms\"\n[action]\ntype = \"command\"\ncommand = [\"./slow.sh\"]\n[on_success]\nsql = [\"UPDATE job SET exit_code = :status WHERE id = :id\", \"UPDATE job SET state = 'done' WHERE id = :id\"]\n",
-    );
+    files.script("slow.sh", "sleep 2.03");
+    let file = QueueFile::new("in_step")
+        .select(WAITING)
+        .batch(3)
+        .poll_interval("100ms")
+        .action_command(&["./slow.sh"])
+        .on_success([
+            "UPDATE job SET exit_code = :status WHERE id = :id",
+            MARK_DONE,
+        ])
+        .write(&files);
     let server: std::net::SocketAddr = {
         let opts = mysql_async::Opts::from_url(&db.url).unwrap();
         format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port())

@@ -120,6 +120,7 @@ sql = "UPDATE job SET state = 'failed' WHERE id = :id"
 /// `[on_failure]`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_on_failure_a_failed_item_waits_and_the_worker_backs_off() {
+    let logs = support::logs::capture();
     let db = TestDb::new().await;
     db.exec(JOBS).await;
     db.exec("CREATE TABLE attempt_log (job_id INT NOT NULL CHECK (job_id <> 3)) DEFAULT CHARSET=utf8mb4").await;
@@ -148,7 +149,17 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     )
     .await;
     let watched = Instant::now();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    support::eventually("row 3 came back twice", Duration::from_secs(30), || {
+        let logs = logs.clone();
+        async move {
+            logs.lines_with("item failed; with no [on_failure] it is waiting again")
+                .len()
+                >= 2
+        }
+    })
+    .await;
+    // The rest of a 2 s window, which the retry rate below is measured over.
+    tokio::time::sleep_until((watched + Duration::from_secs(2)).into()).await;
     let summary = engine.stop().await;
     let returned = summary.counts("jobs").unwrap().returned;
     let seconds = watched.elapsed().as_secs_f64() + 1.0;

@@ -8,24 +8,23 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::web::{closed_port, silent_server, Reply, WebServer};
-use support::{eventually, load, run_until_empty, Engine, QueueFiles, TestDb};
+use support::{eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb};
 
 /// The outcome columns every test table records.
 const OUTCOME_COLUMNS: &str = "state VARCHAR(10) NOT NULL DEFAULT 'waiting', http_status INT NULL,
     error VARCHAR(1000) NULL, output MEDIUMBLOB NULL, retry_after INT NULL, attempts INT NOT NULL DEFAULT 0";
 
-const RECORD_SUCCESS: &str = r#"
-[on_success]
-sql = "UPDATE hook SET state = 'done', http_status = :status, output = :output WHERE id = :id"
-[on_failure]
-sql = "UPDATE hook SET state = 'failed', http_status = :status, error = :error, output = :output, retry_after = :retry_after, attempts = attempts + 1 WHERE id = :id"
-"#;
+/// Every waiting hook.
+const WAITING: &str = "SELECT id FROM hook WHERE state = 'waiting'";
 
-/// A queue over `hook` whose HTTP action has the settings `action` (TOML lines).
-fn hook_queue(action: &str) -> String {
-    let head =
-        "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"";
-    format!("{head}\n{action}\n{RECORD_SUCCESS}")
+/// A queue `name` that delivers the rows of `select` to `url`, and records every
+/// outcome on the row.
+fn hook_queue(name: &str, select: &str, url: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select(select)
+        .action_http(url)
+        .on_success("UPDATE hook SET state = 'done', http_status = :status, output = :output WHERE id = :id")
+        .on_failure("UPDATE hook SET state = 'failed', http_status = :status, error = :error, output = :output, retry_after = :retry_after, attempts = attempts + 1 WHERE id = :id")
 }
 
 /// The Standard Webhooks headers of a request, as a verifier takes them.
@@ -82,19 +81,17 @@ async fn delivers_the_row_as_json_with_headers() {
     )
     .await;
     let files = QueueFiles::new();
-    let file = files.write(
-        "hooks.toml",
-        &format!(
-            r#"
-select = "SELECT id, big, price, ratio, small, note, day, moment, span, raw, text, mood, who FROM hook WHERE state = 'waiting'"
-[action]
-type = "http"
-url = "{}/in/{{who}}?id={{id}}"
-headers = {{ "X-Queue" = "{{queue}}", "X-Token" = "${{TABLEQ_TEST_HTTP_TOKEN}}" }}
-{RECORD_SUCCESS}"#,
-            server.url("")
-        ),
-    );
+    let headers = toml::Table::from_iter([
+        ("X-Queue".to_string(), "{queue}".into()),
+        ("X-Token".to_string(), "${TABLEQ_TEST_HTTP_TOKEN}".into()),
+    ]);
+    let file = hook_queue(
+        "hooks",
+        "SELECT id, big, price, ratio, small, note, day, moment, span, raw, text, mood, who FROM hook WHERE state = 'waiting'",
+        &server.url("/in/{who}?id={id}"),
+    )
+    .action_set("headers", headers)
+    .write(&files);
     std::env::set_var("TABLEQ_TEST_HTTP_TOKEN", "t0ken");
     let summary = run_until_empty(load(&[file]), &db.url).await;
     assert_eq!(summary.counts("hooks").unwrap().done, 1);
@@ -174,20 +171,15 @@ async fn every_failure_class_is_explained() {
     ))
     .await;
     let files = QueueFiles::new();
-    let file = files.write(
-        "hooks.toml",
-        &format!(
-            r#"
-select = "SELECT id, url FROM hook WHERE state = 'waiting' ORDER BY id"
-batch = 10
-[action]
-type = "http"
-url = "{{url}}"
-allow_private_networks = true
-timeout = "700ms"
-{RECORD_SUCCESS}"#
-        ),
-    );
+    let file = hook_queue(
+        "hooks",
+        "SELECT id, url FROM hook WHERE state = 'waiting' ORDER BY id",
+        "{url}",
+    )
+    .batch(10)
+    .action_set("allow_private_networks", true)
+    .action_set("timeout", "700ms")
+    .write(&files);
     run_until_empty(load(&[file]), &db.url).await;
 
     let (state, status, error, output, _) = outcome(&db, 1).await;
@@ -240,13 +232,9 @@ async fn tls_with_and_without_a_private_ca() {
     db.exec("INSERT INTO hook (id) VALUES (1)").await;
     let files = QueueFiles::new();
     files.write("ca.pem", &cert_pem);
-    let queue = |ca: &str| {
-        format!(
-            "select = \"SELECT id FROM hook WHERE state = 'waiting'\"\n[action]\ntype = \"http\"\nurl = \"{}\"\nhttps_only = true\n{ca}\n{RECORD_SUCCESS}",
-            server.url("/tls")
-        )
-    };
-    let untrusting = files.write("untrusting.toml", &queue(""));
+    let queue =
+        |name: &str| hook_queue(name, WAITING, &server.url("/tls")).action_set("https_only", true);
+    let untrusting = queue("untrusting").write(&files);
     run_until_empty(load(&[untrusting]), &db.url).await;
     let (state, status, error, _, _) = outcome(&db, 1).await;
     assert_eq!((state.as_str(), status), ("failed", None));
@@ -259,7 +247,9 @@ async fn tls_with_and_without_a_private_ca() {
     assert!(server.requests().is_empty());
 
     db.exec("UPDATE hook SET state = 'waiting'").await;
-    let trusting = files.write("trusting.toml", &queue("ca_file = \"ca.pem\""));
+    let trusting = queue("trusting")
+        .action_set("ca_file", "ca.pem")
+        .write(&files);
     run_until_empty(load(&[trusting]), &db.url).await;
     assert_eq!(outcome(&db, 1).await.0, "done");
     assert_eq!(server.requests().len(), 1);
@@ -288,24 +278,14 @@ async fn signatures_verify_independently_across_a_retry() {
         "whsec_dGFibGVxLXRlc3Qtc2VjcmV0LTIwMjY=",
     );
     let files = QueueFiles::new();
-    let file = files.write(
-        "signed.toml",
-        &format!(
-            r#"
-select = "SELECT id FROM hook WHERE state = 'waiting' AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP())"
-poll_interval = "100ms"
-[action]
-type = "http"
-url = "{}"
-signing_secret = "{old} {new}"
-[on_success]
-sql = "UPDATE hook SET state = 'done' WHERE id = :id"
-[on_failure]
-sql = "UPDATE hook SET retry_at = UNIX_TIMESTAMP() + 1, attempts = attempts + 1 WHERE id = :id"
-"#,
-            server.url("/signed")
-        ),
-    );
+    let file = QueueFile::new("signed")
+        .select("SELECT id FROM hook WHERE state = 'waiting' AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP())")
+        .poll_interval("100ms")
+        .action_http(&server.url("/signed"))
+        .action_set("signing_secret", format!("{old} {new}"))
+        .on_success("UPDATE hook SET state = 'done' WHERE id = :id")
+        .on_failure("UPDATE hook SET retry_at = UNIX_TIMESTAMP() + 1, attempts = attempts + 1 WHERE id = :id")
+        .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     eventually("the retry succeeded", Duration::from_secs(30), || async {
         db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
@@ -355,10 +335,15 @@ async fn private_destinations_from_rows_are_refused() {
     ))
     .await;
     let files = QueueFiles::new();
-    let queue = |extra: &str| {
-        format!("select = \"SELECT id, url FROM hook WHERE state = 'waiting'\"\nbatch = 3\n[action]\ntype = \"http\"\nurl = \"{{url}}\"\n{extra}\n{RECORD_SUCCESS}")
+    let queue = |name: &str| {
+        hook_queue(
+            name,
+            "SELECT id, url FROM hook WHERE state = 'waiting'",
+            "{url}",
+        )
+        .batch(3)
     };
-    run_until_empty(load(&[files.write("guarded.toml", &queue(""))]), &db.url).await;
+    run_until_empty(load(&[queue("guarded").write(&files)]), &db.url).await;
     assert!(server.requests().is_empty(), "a private address was called");
     let errors: Vec<(u32, String)> = db.rows("SELECT id, error FROM hook ORDER BY id").await;
     assert!(
@@ -390,7 +375,9 @@ async fn private_destinations_from_rows_are_refused() {
         .await;
     db.exec("DELETE FROM hook WHERE id >= 3").await;
     run_until_empty(
-        load(&[files.write("open.toml", &queue("allow_private_networks = true"))]),
+        load(&[queue("open")
+            .action_set("allow_private_networks", true)
+            .write(&files)]),
         &db.url,
     )
     .await;
@@ -411,13 +398,13 @@ async fn a_batch_of_slow_webhooks_runs_concurrently() {
     hook_table(&db, "").await;
     db.fill("hook", "id", 20, |i| i.to_string()).await;
     let files = QueueFiles::new();
-    let file = files.write(
-        "slow.toml",
-        &format!(
-            "select = \"SELECT id FROM hook WHERE state = 'waiting' ORDER BY id\"\nbatch = 20\n[action]\ntype = \"http\"\nurl = \"{}\"\n{RECORD_SUCCESS}",
-            server.url("/slow/{id}")
-        ),
-    );
+    let file = hook_queue(
+        "slow",
+        "SELECT id FROM hook WHERE state = 'waiting' ORDER BY id",
+        &server.url("/slow/{id}"),
+    )
+    .batch(20)
+    .write(&files);
     let started = Instant::now();
     let summary = run_until_empty(load(&[file]), &db.url).await;
     let elapsed = started.elapsed();
@@ -447,13 +434,9 @@ async fn redirects_are_followed_when_asked() {
     hook_table(&db, "").await;
     db.exec("INSERT INTO hook (id) VALUES (1)").await;
     let files = QueueFiles::new();
-    let file = files.write(
-        "moved.toml",
-        &hook_queue(&format!(
-            "url = \"{}\"\nfollow_redirects = true",
-            server.url("/old")
-        )),
-    );
+    let file = hook_queue("moved", WAITING, &server.url("/old"))
+        .action_set("follow_redirects", true)
+        .write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     assert_eq!(outcome(&db, 1).await.3.as_deref(), Some(&b"moved here"[..]));
     let paths: Vec<String> = server
@@ -477,13 +460,13 @@ async fn redirects_to_private_addresses_are_refused() {
     db.exec("INSERT INTO hook (id) VALUES (1)").await;
     let files = QueueFiles::new();
     // The file names the partner as localhost; the redirect goes to 127.0.0.1.
-    let file = files.write(
-        "partner.toml",
-        &hook_queue(&format!(
-            "url = \"http://localhost:{}/in\"\nfollow_redirects = true",
-            partner.addr.port()
-        )),
-    );
+    let file = hook_queue(
+        "partner",
+        WAITING,
+        &format!("http://localhost:{}/in", partner.addr.port()),
+    )
+    .action_set("follow_redirects", true)
+    .write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     let (state, _, error, output, _) = outcome(&db, 1).await;
     assert_eq!(state, "failed");
@@ -510,13 +493,10 @@ async fn a_signed_get_verifies() {
     db.exec("INSERT INTO hook (id) VALUES (1)").await;
     let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     let files = QueueFiles::new();
-    let file = files.write(
-        "get.toml",
-        &hook_queue(&format!(
-            "method = \"get\"\nurl = \"{}\"\nsigning_secret = \"{secret}\"",
-            server.url("/ping/{id}")
-        )),
-    );
+    let file = hook_queue("get", WAITING, &server.url("/ping/{id}"))
+        .action_set("method", "get")
+        .action_set("signing_secret", secret)
+        .write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     let request = &server.requests()[0];
     assert_eq!((request.method.as_str(), request.body.len()), ("GET", 0));

@@ -7,12 +7,27 @@ use std::time::Duration;
 
 use support::daemon::{tableq, Daemon};
 use support::web::closed_port;
-use support::{eventually, QueueFiles, TestDb};
+use support::{eventually, QueueFile, QueueFiles, TestDb};
 
-fn queue(extra: &str) -> String {
-    format!(
-        "{extra}\nselect = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\npoll_interval = \"100ms\"\nerror_backoff = \"100ms\"\n[action]\ntype = \"sql\"\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n"
-    )
+/// A queue `name` over the job table whose action marks the job done.
+fn queue(name: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .action_sql("UPDATE job SET state = 'done' WHERE id = :id")
+}
+
+/// `tableq run --metrics-addr 127.0.0.1:0` on the queues in `files`, logging JSON;
+/// returns it and the base URL of its metrics endpoint.
+async fn start_with_metrics(files: &QueueFiles, url: &str) -> (Daemon, String) {
+    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let daemon = Daemon::spawn(cmd);
+    let base = format!("http://{}", metrics_address(&daemon).await);
+    (daemon, base)
 }
 
 /// The address the daemon logged it listens on.
@@ -49,20 +64,11 @@ async fn metrics_health_and_readiness() {
     )
     .await;
     let files = QueueFiles::new();
-    files.write("jobs.toml", &queue(""));
-    files.write(
-        "lost.toml",
-        &queue(&format!(
-            "database_url = \"mysql://root@{}/none\"",
-            closed_port()
-        )),
-    );
-    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
-    cmd.arg(files.path())
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let mut daemon = Daemon::spawn(cmd);
-    let base = format!("http://{}", metrics_address(&daemon).await);
+    queue("jobs").write(&files);
+    queue("lost")
+        .database_url(&format!("mysql://root@{}/none", closed_port()))
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
 
     eventually("the jobs are done", Duration::from_secs(30), || async {
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
@@ -96,34 +102,19 @@ async fn metrics_health_and_readiness() {
         get(&format!("{base}/readyz")).await,
         (503, "queue lost has no database connection\n".to_string())
     );
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(
-        daemon.wait(Duration::from_secs(20)).await.code(),
-        Some(0),
-        "{}",
-        daemon.stderr()
-    );
+    daemon.terminate().await;
 
     // Only the reachable queue: ready.
     let files = QueueFiles::new();
-    files.write("jobs.toml", &queue(""));
-    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
-    cmd.arg(files.path())
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let mut daemon = Daemon::spawn(cmd);
-    let base = format!("http://{}", metrics_address(&daemon).await);
-    let mut ready = (0, String::new());
-    for _ in 0..100 {
-        ready = get(&format!("{base}/readyz")).await;
-        if ready.0 == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(ready, (200, "ready\n".to_string()));
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(daemon.wait(Duration::from_secs(20)).await.code(), Some(0));
+    queue("jobs").write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let readyz = format!("{base}/readyz");
+    eventually("/readyz answers 200", Duration::from_secs(10), || async {
+        get(&readyz).await.0 == 200
+    })
+    .await;
+    assert_eq!(get(&readyz).await, (200, "ready\n".to_string()));
+    daemon.terminate().await;
 }
 
 /// A metrics address that cannot be bound fails the start with exit status 1.
@@ -132,7 +123,7 @@ async fn a_taken_metrics_port_fails_the_start() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let files = QueueFiles::new();
-    let file = files.write("jobs.toml", &queue(""));
+    let file = queue("jobs").write(&files);
     let mut cmd = tableq(&["run", "--metrics-addr", &addr]);
     cmd.arg(&file)
         .env("TABLEQ_DATABASE_URL", "mysql://root@127.0.0.1:1/x");

@@ -7,12 +7,19 @@ use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq};
 use support::web::closed_port;
-use support::{eventually, load, Engine, QueueFiles, TestDb};
+use support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
 
-fn queue(table: &str, extra: &str) -> String {
-    format!(
-        "select = \"SELECT id FROM {table} WHERE state = 'waiting' ORDER BY id\"\npoll_interval = \"100ms\"\n{extra}\n[action]\ntype = \"sql\"\nsql = \"UPDATE {table} SET state = 'done' WHERE id = :id\"\n[on_failure]\nsql = \"UPDATE {table} SET state = 'failed' WHERE id = :id\"\n"
-    )
+/// A queue named after `table` whose action marks the row done, or failed.
+fn queue(table: &str) -> QueueFile {
+    QueueFile::new(table)
+        .select(&format!(
+            "SELECT id FROM {table} WHERE state = 'waiting' ORDER BY id"
+        ))
+        .poll_interval("100ms")
+        .action_sql(format!("UPDATE {table} SET state = 'done' WHERE id = :id"))
+        .on_failure(format!(
+            "UPDATE {table} SET state = 'failed' WHERE id = :id"
+        ))
 }
 
 async fn two_tables(db: &TestDb) {
@@ -30,17 +37,11 @@ async fn an_unreachable_queue_does_not_hold_up_the_others() {
     let db = TestDb::new().await;
     two_tables(&db).await;
     let files = QueueFiles::new();
-    files.write("a.toml", &queue("a", ""));
-    files.write(
-        "b.toml",
-        &queue(
-            "b",
-            &format!(
-                "database_url = \"mysql://root@{}/nowhere\"\nerror_backoff = \"100ms\"",
-                closed_port()
-            ),
-        ),
-    );
+    queue("a").write(&files);
+    queue("b")
+        .database_url(&format!("mysql://root@{}/nowhere", closed_port()))
+        .error_backoff("100ms")
+        .write(&files);
     let engine = Engine::start(load(&[files.path()]), &db.url);
     eventually(
         "queue a is worked down",
@@ -63,8 +64,8 @@ async fn queue_flag_picks_queues() {
     let db = TestDb::new().await;
     two_tables(&db).await;
     let files = QueueFiles::new();
-    files.write("a.toml", &queue("a", ""));
-    files.write("b.toml", &queue("b", ""));
+    queue("a").write(&files);
+    queue("b").write(&files);
     let mut cmd = tableq(&["run", "--stop-when-empty", "--queue", "b"]);
     cmd.arg(files.path()).env("TABLEQ_DATABASE_URL", &db.url);
     let done = run_to_end(cmd, Duration::from_secs(60)).await;
@@ -105,7 +106,7 @@ async fn progress_and_failures_are_logged() {
     )
     .await;
     let files = QueueFiles::new();
-    let file = files.write("logged.toml", &queue("logged", ""));
+    let file = queue("logged").write(&files);
     let options = tableq::RunOptions {
         database_url: Some(db.url.clone()),
         progress_every: Duration::from_millis(300),
@@ -148,7 +149,7 @@ async fn json_logs_carry_queue_worker_and_key() {
     )
     .await;
     let files = QueueFiles::new();
-    let file = files.write("j.toml", &queue("j", ""));
+    let file = queue("j").write(&files);
     let mut cmd = tableq(&["run", "--stop-when-empty", "--log-format", "json"]);
     cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
     let done = run_to_end(cmd, Duration::from_secs(60)).await;

@@ -88,13 +88,7 @@ async fn sighup_reloads_without_dropping_work_in_flight() {
     )
     .await;
 
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(
-        daemon.wait(Duration::from_secs(20)).await.code(),
-        Some(0),
-        "{}",
-        daemon.stderr()
-    );
+    daemon.terminate().await;
 }
 
 /// A reload that would leave a queue without a database is refused; the daemon keeps
@@ -133,11 +127,5 @@ async fn a_reload_without_a_database_is_refused() {
         || async { state(&db, 1).await == "v1" },
     )
     .await;
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(
-        daemon.wait(Duration::from_secs(20)).await.code(),
-        Some(0),
-        "{}",
-        daemon.stderr()
-    );
+    daemon.terminate().await;
 }

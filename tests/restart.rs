@@ -8,6 +8,13 @@ use support::{eventually, load, Engine, MariaDb, QueueFiles, TestDb};
 
 const ROWS: usize = 400;
 
+/// True once the log says the workers lost the database: their items are waiting
+/// again, or they cannot connect.
+fn lost_the_database(logs: &support::logs::Logs) -> bool {
+    !logs.lines_with("its items are waiting again").is_empty()
+        || !logs.lines_with("cannot connect").is_empty()
+}
+
 /// A private MariaDB stopped and restarted mid-run: the daemon keeps going and
 /// finishes every row, each exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -48,14 +55,19 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         db.count("SELECT COUNT(*) FROM job_log").await >= 40
     })
     .await;
-    let server = tokio::task::spawn_blocking(move || {
-        server.stop();
-        std::thread::sleep(Duration::from_secs(1));
-        server.start_again();
-        server
-    })
-    .await
-    .unwrap();
+    tokio::task::block_in_place(|| server.stop());
+    // The server stays down until the daemon has seen it go: an item rolled back, or
+    // a connection refused.
+    eventually(
+        "the daemon notices the database is gone",
+        Duration::from_secs(60),
+        || {
+            let logs = logs.clone();
+            async move { lost_the_database(&logs) }
+        },
+    )
+    .await;
+    tokio::task::block_in_place(|| server.start_again());
     let done_before_end: u64 = db
         .count("SELECT COUNT(*) FROM job WHERE state = 'done'")
         .await;
@@ -87,10 +99,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         "the workers never reconnected:\n{}",
         logs.text()
     );
-    assert!(
-        !logs.lines_with("its items are waiting again").is_empty()
-            || !logs.lines_with("cannot connect").is_empty()
-    );
+    assert!(lost_the_database(&logs));
     drop(db);
     drop(server);
 }

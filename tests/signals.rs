@@ -7,7 +7,21 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::daemon::{run_binary_until_empty, tableq, Daemon};
-use support::{claimable, eventually, running, QueueFiles, TestDb};
+use support::process::{is_gone, wait_for_pid};
+use support::{claimable, eventually, running, QueueFile, QueueFiles, TestDb};
+
+/// A queue over the job table that marks a job done when its action succeeds.
+fn job_queue(name: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+}
+
+/// An SQL action that logs the job, then sleeps `sleep` seconds.
+fn log_and_sleep(queue: QueueFile, sleep: u32) -> QueueFile {
+    let sleep = format!("DO SLEEP({sleep})");
+    queue.action_sql(["INSERT INTO job_log (job_id) VALUES (:id)", sleep.as_str()])
+}
 
 /// Three jobs whose action logs the job, then sleeps `sleep` seconds.
 async fn setup(sleep: u32) -> (TestDb, QueueFiles, std::path::PathBuf) {
@@ -19,20 +33,7 @@ async fn setup(sleep: u32) -> (TestDb, QueueFiles, std::path::PathBuf) {
     )
     .await;
     let files = QueueFiles::new();
-    let file = files.write(
-        "jobs.toml",
-        &format!(
-            r#"
-select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
-poll_interval = "100ms"
-[action]
-type = "sql"
-sql = ["INSERT INTO job_log (job_id) VALUES (:id)", "DO SLEEP({sleep})"]
-[on_success]
-sql = "UPDATE job SET state = 'done' WHERE id = :id"
-"#
-        ),
-    );
+    let file = log_and_sleep(job_queue("jobs").poll_interval("100ms"), sleep).write(&files);
     (db, files, file)
 }
 
@@ -116,9 +117,7 @@ async fn sigterm_lets_the_item_in_flight_finish() {
         running(&db, "DO SLEEP")
     })
     .await;
-    daemon.signal(libc::SIGTERM);
-    let status = daemon.wait(Duration::from_secs(20)).await;
-    assert_eq!(status.code(), Some(0), "{}", daemon.stderr());
+    daemon.terminate().await;
     assert!(
         daemon
             .stderr()
@@ -207,18 +206,7 @@ async fn a_second_sigterm_exits_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_batch_returns_the_items_not_started() {
     let (db, files, _) = setup(2).await;
-    let file = files.write(
-        "batch.toml",
-        r#"
-select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
-batch = 3
-[action]
-type = "sql"
-sql = ["INSERT INTO job_log (job_id) VALUES (:id)", "DO SLEEP(2)"]
-[on_success]
-sql = "UPDATE job SET state = 'done' WHERE id = :id"
-"#,
-    );
+    let file = log_and_sleep(job_queue("batch").batch(3), 2).write(&files);
     let mut daemon = start(&file, &db, &[]);
     eventually(
         "the first item is in flight",
@@ -226,13 +214,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         || running(&db, "DO SLEEP"),
     )
     .await;
-    daemon.signal(libc::SIGTERM);
-    assert_eq!(
-        daemon.wait(Duration::from_secs(20)).await.code(),
-        Some(0),
-        "{}",
-        daemon.stderr()
-    );
+    daemon.terminate().await;
     let states: Vec<(u32, String)> = db.rows("SELECT id, state FROM job ORDER BY id").await;
     assert_eq!(
         states,
@@ -251,24 +233,12 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_kills_the_commands_in_flight() {
     let (db, files, _) = setup(0).await;
-    let script = files.write("hang.sh", "#!/bin/sh\necho $$ > running.pid\nsleep 300\n");
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let file = files.write(
-        "commands.toml",
-        "select = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\n[action]\ntype = \"command\"\ncommand = [\"./hang.sh\"]\n[on_success]\nsql = \"UPDATE job SET state = 'done' WHERE id = :id\"\n",
-    );
+    files.script("hang.sh", "echo $$ > running.pid\nsleep 300");
+    let file = job_queue("commands")
+        .action_command(&["./hang.sh"])
+        .write(&files);
     let mut daemon = start(&file, &db, &[]);
-    let pid_file = files.path().join("running.pid");
-    eventually("the command runs", Duration::from_secs(30), || {
-        let pid_file = pid_file.clone();
-        async move { std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty()) }
-    })
-    .await;
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = wait_for_pid(&files.path().join("running.pid")).await;
     daemon.signal(libc::SIGTERM);
     daemon
         .wait_for_log("stop requested", Duration::from_secs(10))
@@ -278,13 +248,7 @@ async fn a_second_sigterm_kills_the_commands_in_flight() {
     eventually(
         "the command is gone",
         Duration::from_secs(10),
-        || async move {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
-                stat.rsplit(") ")
-                    .next()
-                    .is_some_and(|rest| rest.starts_with('Z'))
-            })
-        },
+        || async move { is_gone(pid) },
     )
     .await;
 }

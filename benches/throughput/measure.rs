@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
+
+use crate::mariadb;
 
 /// The server counters the benchmark reads. `Questions` counts every statement a
 /// client sent (prepared executions included): round trips, near enough.
@@ -144,14 +145,7 @@ pub struct Exit {
 /// Starts `cmd`, tied to this process: it gets SIGKILL if the benchmark dies
 /// (PR_SET_PDEATHSIG; call this from the main thread, which outlives the child).
 pub fn spawn(mut cmd: Command) -> io::Result<Process> {
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    mariadb::die_with_parent(&mut cmd);
     let started = Instant::now();
     let child = cmd.spawn()?;
     Ok(Process {

@@ -11,6 +11,7 @@ use mysql_async::{Conn, Opts, OptsBuilder};
 use crate::daemon;
 use crate::mariadb::MariaDb;
 use crate::measure::{self, Probe};
+use crate::test_server::{with_database, Server};
 
 const DATABASE: &str = "tableq_bench";
 
@@ -27,8 +28,8 @@ pub struct Bench {
     pub probe: Probe,
     /// tableq runs so far, to give each one its own files.
     pub runs: usize,
-    /// The private server, if the benchmark started one; it stops when dropped.
-    private: Option<MariaDb>,
+    /// The server: a private one, if the benchmark started one, stops when dropped.
+    server: Server,
     /// Whether the private server flushes every commit.
     durable: bool,
 }
@@ -37,23 +38,17 @@ impl Bench {
     /// Starts a private server unless `TABLEQ_BENCH_DATABASE_URL` names one, creates
     /// the benchmark's database there afresh, and connects to it.
     pub async fn open(durable: bool) -> anyhow::Result<Bench> {
-        let external = std::env::var("TABLEQ_BENCH_DATABASE_URL")
-            .ok()
-            .filter(|u| !u.is_empty());
-        let (base, private) = match external {
-            Some(url) => (without_database(&url), None),
-            None => {
-                eprintln!("==> starting a private MariaDB");
-                // The harness's server trades durability for speed (commit flushed
-                // once a second); `--durable` restores the server's default.
-                let server = if durable {
-                    MariaDb::start_with(&["--innodb-flush-log-at-trx-commit=1"])
-                } else {
-                    MariaDb::start()
-                };
-                (server.base_url(), Some(server))
+        let server = Server::from_env("TABLEQ_BENCH_DATABASE_URL", || {
+            eprintln!("==> starting a private MariaDB");
+            // The harness's server trades durability for speed (commit flushed once a
+            // second); `--durable` restores the server's default.
+            if durable {
+                MariaDb::start_with(&["--innodb-flush-log-at-trx-commit=1"])
+            } else {
+                MariaDb::start()
             }
-        };
+        });
+        let base = server.base_url();
         let port = Opts::from_url(&base).context("the server URL")?.tcp_port();
         let server_pid = measure::find_server_pid(port);
         let url = create_database(&base).await?;
@@ -68,7 +63,7 @@ impl Bench {
             admin,
             probe,
             runs: 0,
-            private,
+            server,
             durable,
         })
     }
@@ -84,12 +79,14 @@ impl Bench {
 
     /// Where the server comes from, for the report: how a private one is set up.
     pub fn origin(&self) -> &'static str {
-        if self.private.is_some() && self.durable {
-            "private: innodb_flush_log_at_trx_commit=1 (durable: every commit flushed), buffer pool 128M"
-        } else if self.private.is_some() {
-            "private: innodb_flush_log_at_trx_commit=2, buffer pool 128M"
-        } else {
-            "TABLEQ_BENCH_DATABASE_URL"
+        match (&self.server, self.durable) {
+            (Server::Private(_), true) => {
+                "private: innodb_flush_log_at_trx_commit=1 (durable: every commit flushed), buffer pool 128M"
+            }
+            (Server::Private(_), false) => {
+                "private: innodb_flush_log_at_trx_commit=2, buffer pool 128M"
+            }
+            (Server::External(_), _) => "TABLEQ_BENCH_DATABASE_URL",
         }
     }
 
@@ -143,27 +140,5 @@ fn without_password(url: &str) -> String {
             format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
         }
         _ => url.to_string(),
-    }
-}
-
-/// `mysql://u:p@h:1/db?x=1` → `mysql://u:p@h:1?x=1`.
-fn without_database(url: &str) -> String {
-    let (url, query) = url.split_once('?').unwrap_or((url, ""));
-    let scheme_end = url.find("://").map_or(0, |i| i + 3);
-    let host_end = url[scheme_end..]
-        .find('/')
-        .map_or(url.len(), |i| scheme_end + i);
-    let base = &url[..host_end];
-    if query.is_empty() {
-        base.to_string()
-    } else {
-        format!("{base}?{query}")
-    }
-}
-
-fn with_database(base: &str, name: &str) -> String {
-    match base.split_once('?') {
-        Some((url, query)) => format!("{url}/{name}?{query}"),
-        None => format!("{base}/{name}"),
     }
 }

@@ -103,11 +103,17 @@ impl Daemon {
 
     /// Waits until stderr contains `text`; panics (with the log) after `timeout`.
     pub async fn wait_for_log(&self, text: &str, timeout: Duration) {
+        self.wait_for_log_times(text, 1, timeout).await;
+    }
+
+    /// Waits until stderr contains `text` `times` times; panics (with the log) after
+    /// `timeout`.
+    pub async fn wait_for_log_times(&self, text: &str, times: usize, timeout: Duration) {
         let deadline = Instant::now() + timeout;
-        while !self.stderr().contains(text) {
+        while self.stderr().matches(text).count() < times {
             assert!(
                 Instant::now() < deadline,
-                "tableq never logged {text:?}; its log:\n{}",
+                "tableq logged {text:?} fewer than {times} times; its log:\n{}",
                 self.stderr()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -130,6 +136,14 @@ impl Daemon {
                 self.stderr()
             ),
         }
+    }
+
+    /// Sends SIGTERM and expects a clean exit, status 0, within 20 s; panics with the
+    /// log otherwise.
+    pub async fn terminate(&mut self) {
+        self.signal(libc::SIGTERM);
+        let status = self.wait(Duration::from_secs(20)).await;
+        assert_eq!(status.code(), Some(0), "{}", self.stderr());
     }
 
     pub fn stdout(&self) -> String {

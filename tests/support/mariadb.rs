@@ -195,6 +195,19 @@ fn remove_leftovers(root: &Path) {
     }
 }
 
+/// Has the child `cmd` spawns killed (SIGKILL) when the thread that spawned it ends
+/// (PR_SET_PDEATHSIG).
+pub fn die_with_parent(cmd: &mut Command) {
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
 
 /// Spawns `cmd` from a thread that lives as long as the process, with
@@ -206,14 +219,7 @@ fn spawn_tied_to_process(cmd: Command) -> io::Result<Child> {
         let (tx, rx) = mpsc::channel::<SpawnRequest>();
         std::thread::spawn(move || {
             for (mut cmd, reply) in rx {
-                unsafe {
-                    cmd.pre_exec(|| {
-                        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                            return Err(io::Error::last_os_error());
-                        }
-                        Ok(())
-                    });
-                }
+                die_with_parent(&mut cmd);
                 let _ = reply.send(cmd.spawn());
             }
         });

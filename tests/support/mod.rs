@@ -5,13 +5,18 @@
 //! MariaDB is started for the test process. Every test gets a database of its own.
 #![allow(dead_code)]
 
+pub mod check;
 pub mod daemon;
 pub mod logs;
 pub mod mariadb;
+pub mod process;
 pub mod proxy;
+pub mod queue_file;
+pub mod server;
 pub mod web;
 
 use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -22,49 +27,19 @@ use mysql_async::{Conn, Opts};
 use tokio_util::sync::CancellationToken;
 
 pub use mariadb::MariaDb;
+#[allow(unused_imports)] // not every test writes its queue files with it
+pub use queue_file::QueueFile;
+use server::{with_database, Server};
 
 /// The server shared by this test process: `TABLEQ_TEST_DATABASE_URL`, or a private one.
-enum Shared {
-    External(String),
-    Private(MariaDb),
-}
-
-fn shared() -> &'static Shared {
-    static SHARED: OnceLock<Shared> = OnceLock::new();
-    SHARED.get_or_init(|| match std::env::var("TABLEQ_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Shared::External(url),
-        _ => Shared::Private(MariaDb::start()),
-    })
+fn shared() -> &'static Server {
+    static SHARED: OnceLock<Server> = OnceLock::new();
+    SHARED.get_or_init(|| Server::from_env("TABLEQ_TEST_DATABASE_URL", MariaDb::start))
 }
 
 /// The shared server's URL without a database.
 pub fn shared_base_url() -> String {
-    match shared() {
-        Shared::External(url) => without_database(url),
-        Shared::Private(server) => server.base_url(),
-    }
-}
-
-/// `mysql://u:p@h:1/db?x=1` → `mysql://u:p@h:1?x=1`.
-fn without_database(url: &str) -> String {
-    let (url, query) = url.split_once('?').map_or((url, ""), |(u, q)| (u, q));
-    let scheme_end = url.find("://").map_or(0, |i| i + 3);
-    let host_end = url[scheme_end..]
-        .find('/')
-        .map_or(url.len(), |i| scheme_end + i);
-    let base = &url[..host_end];
-    if query.is_empty() {
-        base.to_string()
-    } else {
-        format!("{base}?{query}")
-    }
-}
-
-fn with_database(base: &str, name: &str) -> String {
-    match base.split_once('?') {
-        Some((url, query)) => format!("{url}/{name}?{query}"),
-        None => format!("{base}/{name}"),
-    }
+    shared().base_url()
 }
 
 /// A database of one test's own, dropped when the test ends.
@@ -228,6 +203,14 @@ impl QueueFiles {
     pub fn write(&self, file_name: &str, contents: &str) -> PathBuf {
         let path = self.dir.path().join(file_name);
         std::fs::write(&path, contents).expect("write a queue file");
+        path
+    }
+
+    /// Writes an executable shell script `file_name` that runs `body`; returns its path.
+    pub fn script(&self, file_name: &str, body: &str) -> PathBuf {
+        let path = self.write(file_name, &format!("#!/bin/sh\n{body}\n"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("make the script executable");
         path
     }
 
