@@ -29,6 +29,8 @@ pub use locate::{key_at, line_at, line_of, statement_path};
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 /// `error_backoff` when the file does not set it.
 pub const DEFAULT_ERROR_BACKOFF: Duration = Duration::from_secs(1);
+/// `database_timeout` when the file does not set it.
+pub const DEFAULT_DATABASE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest wait between retries after database errors.
 pub const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(60);
 /// The largest `batch`: one transaction holds this many row locks at most.
@@ -46,6 +48,9 @@ pub struct QueueConfig {
     pub batch: usize,
     pub poll_interval: Duration,
     pub error_backoff: Duration,
+    /// How long tableq waits for any one answer from the database (a claim, outcome
+    /// SQL, a savepoint, COMMIT, a ping) before it gives the connection up.
+    pub database_timeout: Duration,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
     pub select: ParsedStatement,

@@ -76,21 +76,39 @@ impl Database {
 
     /// Opens a connection, giving up after [`QUICK_TIMEOUT`].
     pub async fn connect(&self) -> Result<Conn, DbError> {
-        match tokio::time::timeout(QUICK_TIMEOUT, Conn::new(self.opts.clone())).await {
+        self.connect_within(QUICK_TIMEOUT).await
+    }
+
+    /// Opens a connection, giving up after `limit`.
+    pub async fn connect_within(&self, limit: Duration) -> Result<Conn, DbError> {
+        match tokio::time::timeout(limit, Conn::new(self.opts.clone())).await {
             Ok(result) => Ok(result?),
-            Err(_) => Err(DbError::timed_out("connecting", QUICK_TIMEOUT)),
+            Err(_) => Err(DbError::Deadline {
+                waiting_for: "a connection",
+                limit,
+            }),
         }
     }
 
     /// Stops `what` in session `connection_id` from a fresh side connection: the only
     /// way to interrupt a statement that is still running.
     pub async fn kill(&self, connection_id: u32, what: Kill) -> Result<(), DbError> {
+        self.kill_within(connection_id, what, QUICK_TIMEOUT).await
+    }
+
+    /// As [`Database::kill`], waiting at most `limit` for each of connecting and KILL.
+    pub async fn kill_within(
+        &self,
+        connection_id: u32,
+        what: Kill,
+        limit: Duration,
+    ) -> Result<(), DbError> {
         let verb = match what {
             Kill::Query => "QUERY",
             Kill::Connection => "CONNECTION",
         };
         let kill = async {
-            let mut conn = self.connect().await?;
+            let mut conn = self.connect_within(limit).await?;
             let result = conn
                 .query_drop(format!("KILL {verb} {connection_id}"))
                 .await;
@@ -101,9 +119,12 @@ impl Database {
                 other => Ok(other?),
             }
         };
-        match tokio::time::timeout(QUICK_TIMEOUT + QUICK_TIMEOUT / 2, kill).await {
+        match tokio::time::timeout(limit * 2, kill).await {
             Ok(result) => result,
-            Err(_) => Err(DbError::other("timed out sending KILL")),
+            Err(_) => Err(DbError::Deadline {
+                waiting_for: "a KILL",
+                limit,
+            }),
         }
     }
 }

@@ -92,7 +92,11 @@ pub async fn run(
             action,
             stop_when_empty: StopWhenEmpty::new(options.stop_when_empty, stop.clone()),
             idle: Idle::default(),
-            stats: options.monitor.start_queue(&config.name, config.workers),
+            stats: options.monitor.start_queue(
+                &config.name,
+                config.workers,
+                config.database_timeout,
+            ),
             config,
             database,
             stop,

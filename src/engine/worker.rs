@@ -82,7 +82,7 @@ impl<'a> Worker<'a> {
             queue,
             index,
             session: session.map(|session| Held {
-                session,
+                session: session.watched_by(queue.stats.waiting(index)),
                 _connected: queue.stats.connection(),
             }),
             backoff: Backoff::new(queue.config.error_backoff),
@@ -277,7 +277,7 @@ impl<'a> Worker<'a> {
         loop {
             let opened = tokio::select! {
                 _ = queue.stop.cancelled() => return None,
-                opened = Session::open(&queue.config, &queue.database) => opened,
+                opened = Session::open_with_limit(&queue.config, &queue.database, queue.config.batch, queue.stats.waiting(self.index)) => opened,
             };
             let wait = self.backoff.next_wait();
             match opened {
