@@ -22,7 +22,7 @@ pub use action::{
     find_program, host_from_row, ActionConfig, CommandAction, HttpAction, SigningKey, SqlAction,
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
 };
-pub use interpolate::{interpolate, InterpolateError};
+pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{key_at, line_at, line_of, statement_path};
 
 /// `poll_interval` when the file does not set it.
@@ -53,6 +53,9 @@ pub struct QueueConfig {
     pub database_timeout: Duration,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
+    /// The `${VARS}` the file puts into `database_url` or a signing secret: a command
+    /// must not be handed them.
+    pub secret_variables: Vec<String>,
     pub select: ParsedStatement,
     /// The column that identifies a row; `None` means the first column.
     pub key: Option<String>,

@@ -129,6 +129,7 @@ pub fn validate(
         poll_interval,
         error_backoff,
         database_timeout,
+        secret_variables: secret_variables(&raw),
         database_url,
         select,
         key: raw.key,
@@ -170,6 +171,24 @@ fn timings(v: &mut Validator, raw: &RawQueue) -> Timings {
         error_backoff,
         database_timeout,
     }
+}
+
+/// The variables `database_url` and `signing_secret` name.
+fn secret_variables(raw: &RawQueue) -> Vec<String> {
+    let mut names = raw
+        .database_url
+        .as_deref()
+        .map(super::variables)
+        .unwrap_or_default();
+    if let super::raw::RawAction::Http(http) = &raw.action {
+        names.extend(
+            http.signing_secret
+                .as_deref()
+                .map(super::variables)
+                .unwrap_or_default(),
+        );
+    }
+    names
 }
 
 /// `name`, else the file's stem.
