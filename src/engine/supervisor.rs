@@ -101,6 +101,7 @@ pub async fn run(
             database,
             stop,
             abort: abort.clone(),
+            outcome_sql_failed: Default::default(),
         });
         info!(queue = %runtime.config.name, workers = runtime.config.workers, batch = runtime.config.batch,
             database = %runtime.database, "queue started");

@@ -104,6 +104,16 @@ impl Collector for QueueCollector {
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
         let mut family = encoder.encode_descriptor(
+            "outcome_sql_failures",
+            "Outcome SQL ([on_success], [on_failure]) that failed, leaving its item waiting",
+            None,
+            claims.metric_type(),
+        )?;
+        for q in &queues {
+            ConstCounter::new(q.counts.outcome_sql_failures)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
             "items",
             "Items committed: done (on_success), failed (on_failure), returned (left waiting)",
             None,

@@ -18,6 +18,8 @@ pub struct QueueStats {
     done: AtomicU64,
     failed: AtomicU64,
     returned: AtomicU64,
+    /// Outcome SQL that failed, leaving its item waiting.
+    outcome_sql_failures: AtomicU64,
     /// Each worker's wait for the database, and how long a wait may last.
     waits: Mutex<Waits>,
 }
@@ -46,6 +48,8 @@ pub struct Counts {
     pub done: u64,
     pub failed: u64,
     pub returned: u64,
+    /// Outcome SQL that failed, leaving its item waiting.
+    pub outcome_sql_failures: u64,
 }
 
 impl QueueStats {
@@ -105,12 +109,18 @@ impl QueueStats {
         self.returned.fetch_add(returned as u64, Ordering::Relaxed);
     }
 
+    /// Records outcome SQL that failed (its item is waiting again).
+    pub fn record_outcome_sql_failure(&self) {
+        self.outcome_sql_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn counts(&self) -> Counts {
         Counts {
             claims: self.claims.load(Ordering::Relaxed),
             done: self.done.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             returned: self.returned.load(Ordering::Relaxed),
+            outcome_sql_failures: self.outcome_sql_failures.load(Ordering::Relaxed),
         }
     }
 }

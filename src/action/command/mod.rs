@@ -16,7 +16,7 @@ mod process_group;
 pub use process_group::kill_all;
 use process_group::ProcessGroup;
 
-use super::capture::{last_lines, read_head, read_tail, OUTPUT_LIMIT};
+use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use crate::action::Outcome;
 use crate::config::action::command::inherited;
 use crate::config::CommandAction;
@@ -182,7 +182,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         error.push_str(&tail);
     }
     Outcome {
-        error: Some(error),
+        error: Some(clip_error(error)),
         status: code.map(i64::from),
         output: Some(output),
         retry_after: None,

@@ -13,7 +13,7 @@ use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use reqwest::{redirect, Client, Method, Response, Url};
 
-use super::capture::OUTPUT_LIMIT;
+use super::capture::{clip_error, OUTPUT_LIMIT};
 use crate::action::{ActionError, Outcome};
 use crate::config::template::Part;
 use crate::config::HttpAction;
@@ -239,7 +239,7 @@ impl HttpDelivery {
             };
             error.push_str(&format!(": redirect to {location} not followed{hint}"));
         }
-        outcome.error = Some(error);
+        outcome.error = Some(clip_error(error));
         outcome.retry_after = response
             .headers()
             .get(RETRY_AFTER)
