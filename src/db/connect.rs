@@ -129,6 +129,13 @@ impl Database {
     }
 }
 
+impl Database {
+    /// `host:port`: the server, whichever database and user.
+    pub fn server(&self) -> String {
+        format!("{}:{}", self.opts.ip_or_hostname(), self.opts.tcp_port())
+    }
+}
+
 /// `user@host:port/database`: a database named for logs, without its password.
 impl std::fmt::Display for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod idle;
 pub mod once;
 pub mod queue;
+pub mod refusals;
 pub mod reload;
 pub mod report;
 pub mod stop_when_empty;

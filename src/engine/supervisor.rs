@@ -102,6 +102,7 @@ pub async fn run(
             stop,
             abort: abort.clone(),
             outcome_sql_failed: Default::default(),
+            refusals: Default::default(),
         });
         info!(queue = %runtime.config.name, workers = runtime.config.workers, batch = runtime.config.batch,
             database = %runtime.database, "queue started");
