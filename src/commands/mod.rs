@@ -103,9 +103,19 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }
     let _stop_metrics = metrics_stop.drop_guard();
+    let monitor = options.monitor.clone();
+    let stop_when_empty = options.stop_when_empty;
     run_with_reload(source, queues, options, shutdown)
         .await
-        .map_err(Failure::Config)
+        .map_err(Failure::Config)?;
+    let looping = monitor.looping_queues();
+    if stop_when_empty && !looping.is_empty() {
+        return Err(Failure::Runtime(format!(
+            "stopped, not empty: queue {} kept completing rows that stayed in the select (see the log)",
+            looping.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<(), Failure> {

@@ -31,6 +31,10 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// `database_timeout` when the file does not set it.
 pub const DEFAULT_DATABASE_TIMEOUT: Duration = Duration::from_secs(30);
+/// `loop_window` when the file does not set it.
+pub const DEFAULT_LOOP_WINDOW: Duration = Duration::from_secs(60);
+/// `loop_limit` when the file does not set it.
+pub const DEFAULT_LOOP_LIMIT: u32 = 3;
 /// The longest wait between retries after database errors.
 pub const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(60);
 /// The largest `batch`: one transaction holds this many row locks at most.
@@ -51,6 +55,11 @@ pub struct QueueConfig {
     /// How long tableq waits for any one answer from the database (a claim, outcome
     /// SQL, a savepoint, COMMIT, a ping) before it gives the connection up.
     pub database_timeout: Duration,
+    /// A row completed again within this long did not leave the select: a loop.
+    /// Zero: rows are re-armed on purpose, no watch.
+    pub loop_window: Duration,
+    /// After this many loops of one row the queue stops claiming.
+    pub loop_limit: u32,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
     /// The `${VARS}` the file puts into `database_url` or a signing secret: a command

@@ -19,6 +19,9 @@ pub struct RawQueue {
     pub error_backoff: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     pub database_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub loop_window: Option<Duration>,
+    pub loop_limit: Option<u32>,
     pub database_url: Option<String>,
     pub select: String,
     pub key: Option<String>,

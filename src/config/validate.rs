@@ -9,7 +9,8 @@ use std::time::Duration;
 use super::raw::RawQueue;
 use super::{
     action, interpolate, line_of, QueueConfig, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
-    DEFAULT_POLL_INTERVAL, MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
+    DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL, MAX_BATCH, MAX_ERROR_BACKOFF,
+    MAX_WORKERS,
 };
 use crate::diagnostic::Finding;
 
@@ -129,6 +130,13 @@ pub fn validate(
         poll_interval,
         error_backoff,
         database_timeout,
+        loop_window: loop_window(&mut v, &raw),
+        loop_limit: v.in_range(
+            "loop_limit",
+            raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT)),
+            1,
+            1000,
+        ) as u32,
         secret_variables: secret_variables(&raw),
         database_url,
         select,
@@ -170,6 +178,14 @@ fn timings(v: &mut Validator, raw: &RawQueue) -> Timings {
         poll_interval,
         error_backoff,
         database_timeout,
+    }
+}
+
+/// `loop_window`: zero turns the watch off; otherwise at most a day.
+fn loop_window(v: &mut Validator, raw: &RawQueue) -> Duration {
+    match raw.loop_window {
+        Some(window) if window.is_zero() => window,
+        window => v.positive(&["loop_window"], window, DEFAULT_LOOP_WINDOW),
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::idle::Idle;
+use super::loops::Loops;
 use super::once::OncePerKey;
 use super::refusals::Refusals;
 use super::stop_when_empty::StopWhenEmpty;
@@ -32,4 +33,6 @@ pub struct QueueRuntime {
     pub outcome_sql_failed: OncePerKey,
     /// Connections the server refused for being full, for a warning a minute.
     pub refusals: Refusals,
+    /// The keys completed lately, to notice rows that come straight back.
+    pub loops: Loops,
 }

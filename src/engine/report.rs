@@ -1,7 +1,7 @@
 //! What one transaction did with its items.
 
 /// What one transaction did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BatchReport {
     pub claimed: usize,
     /// Action succeeded and `[on_success]` committed.
@@ -14,6 +14,8 @@ pub struct BatchReport {
     /// A batch run without savepoints had an item fail: the whole transaction was
     /// rolled back, and the next claim should run with a savepoint per item.
     pub rolled_back: bool,
+    /// The keys of the items done, to notice one that comes straight back.
+    pub completed: Vec<String>,
 }
 
 /// What became of one item.
@@ -33,9 +35,13 @@ impl BatchReport {
         }
     }
 
-    pub fn count(&mut self, fate: Fate) {
+    /// Counts `item`'s fate.
+    pub fn count(&mut self, fate: Fate, key: impl FnOnce() -> String) {
         match fate {
-            Fate::Done => self.done += 1,
+            Fate::Done => {
+                self.done += 1;
+                self.completed.push(key());
+            }
             Fate::Failed => self.failed += 1,
             Fate::Returned => self.returned += 1,
         }

@@ -12,6 +12,7 @@ use tracing::{error, info, warn};
 
 use super::backoff::{pause, Backoff};
 use super::idle::Idle;
+use super::loops::Loops;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
 use super::worker::run_worker;
@@ -92,6 +93,7 @@ pub async fn run(
             action,
             stop_when_empty: StopWhenEmpty::new(options.stop_when_empty, stop.clone()),
             idle: Idle::default(),
+            loops: Loops::new(config.loop_window),
             stats: options.monitor.start_queue(
                 &config.name,
                 config.workers,

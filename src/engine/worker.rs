@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tracing::{debug, error, info, info_span, warn, Instrument};
 
-use super::backoff::{pause, Backoff};
+use super::backoff::{jitter, pause, Backoff};
 use super::batch::claim_and_process;
 use super::idle::{Turn, Watch};
 use super::queue::QueueRuntime;
@@ -206,8 +206,12 @@ impl<'a> Worker<'a> {
             Claimed::Committed(report) => {
                 self.contention = 0;
                 self.careful = false;
-                if report.returned > 0 {
-                    // Failed items came straight back; don't spin on them.
+                if self.loops_too_often(&report.completed) {
+                    return Step::Stop;
+                }
+                if report.returned > 0 || report.failed == report.claimed {
+                    // Failed items came straight back, or the whole batch failed
+                    // (a broken queue, an outage): don't spin on them.
                     Step::Wait(self.backoff.next_wait())
                 } else {
                     self.backoff.reset();
@@ -238,6 +242,26 @@ impl<'a> Worker<'a> {
             }
             Claimed::Aborted => Step::Stop,
         }
+    }
+
+    /// Says so of each key completed again within `loop_window`; true — and the
+    /// queue stops claiming — once one has come back `loop_limit` times.
+    fn loops_too_often(&self, completed: &[String]) -> bool {
+        let queue = self.queue;
+        for (key, repeats) in queue.loops.completed(completed) {
+            queue.stats.record_loop();
+            error!(%key, repeats, window = %humantime::format_duration(queue.config.loop_window),
+                "an item completed again: its row is still in the select after [on_success]; change \
+                 the row so the select no longer returns it (a status, a delete), or set \
+                 loop_window = \"0s\" for rows re-armed on purpose");
+            if repeats >= queue.config.loop_limit {
+                error!(%key, repeats, "the queue loops: it stops claiming until the files are reloaded");
+                queue.stats.set_looping();
+                queue.stop.cancel();
+                return true;
+            }
+        }
+        false
     }
 
     /// Takes `step`; false when the worker is to stop.
@@ -330,10 +354,6 @@ impl<'a> Worker<'a> {
 /// doubling, never more than `ceiling`, with jitter so two deadlocked workers do not
 /// collide again in step.
 fn contention_pause(streak: u32, ceiling: Duration) -> Duration {
-    let base = Duration::from_millis(5u64 << streak.min(10));
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos()) as u64
-        % (base.as_nanos() as u64 + 1);
-    (base + Duration::from_nanos(jitter)).min(ceiling)
+    let base = Duration::from_millis(10u64 << streak.min(10));
+    jitter(base).min(ceiling)
 }

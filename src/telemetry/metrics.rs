@@ -114,6 +114,16 @@ impl Collector for QueueCollector {
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
         let mut family = encoder.encode_descriptor(
+            "loops",
+            "Items completed again within loop_window: rows [on_success] left in the select",
+            None,
+            claims.metric_type(),
+        )?;
+        for q in &queues {
+            ConstCounter::new(q.counts.loops)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
             "items",
             "Items committed: done (on_success), failed (on_failure), returned (left waiting)",
             None,

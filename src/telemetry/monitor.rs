@@ -83,11 +83,17 @@ impl Monitor {
         if !queues.iter().any(|q| q.running) {
             return Err(vec!["no queue is running yet".to_string()]);
         }
-        let mut waiting: Vec<String> = queues
+        let looping = self.looping_queues();
+        let mut waiting: Vec<String> = looping
             .iter()
-            .filter(|q| q.running && q.connected == 0)
-            .map(|q| format!("queue {} has no database connection", q.name))
+            .map(|name| format!("queue {name} stopped claiming: a row keeps coming back"))
             .collect();
+        waiting.extend(
+            queues
+                .iter()
+                .filter(|q| q.running && q.connected == 0 && !looping.contains(&q.name))
+                .map(|q| format!("queue {} has no database connection", q.name)),
+        );
         for (name, watched) in self.lock().iter().filter(|(_, w)| w.running) {
             let stalled = watched.stats.stalled();
             waiting.extend(stalled.iter().map(|s| format!("queue {name}: {s}")));
@@ -97,6 +103,16 @@ impl Monitor {
         } else {
             Err(waiting)
         }
+    }
+
+    /// The queues that stopped claiming because a row kept coming back (since they
+    /// last started).
+    pub fn looping_queues(&self) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(_, w)| w.stats.looping())
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Watched>> {

@@ -1,6 +1,6 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +20,10 @@ pub struct QueueStats {
     returned: AtomicU64,
     /// Outcome SQL that failed, leaving its item waiting.
     outcome_sql_failures: AtomicU64,
+    /// Items completed again within the loop window.
+    loops: AtomicU64,
+    /// The queue stopped claiming because a row kept coming back.
+    looping: AtomicBool,
     /// Each worker's wait for the database, and how long a wait may last.
     waits: Mutex<Waits>,
 }
@@ -50,6 +54,8 @@ pub struct Counts {
     pub returned: u64,
     /// Outcome SQL that failed, leaving its item waiting.
     pub outcome_sql_failures: u64,
+    /// Items completed again within the loop window.
+    pub loops: u64,
 }
 
 impl QueueStats {
@@ -59,8 +65,10 @@ impl QueueStats {
         Connected(self.clone())
     }
 
-    /// Gets ready for `workers` workers whose database calls may each wait `deadline`.
+    /// Gets ready for `workers` workers whose database calls may each wait `deadline`,
+    /// as the queue (re)starts: a queue stopped for looping claims again.
     pub fn expect_workers(&self, workers: usize, deadline: Duration) {
+        self.looping.store(false, Ordering::Release);
         let mut waits = self.waits();
         waits.workers = (0..workers).map(|_| Arc::default()).collect();
         waits.deadline = deadline;
@@ -114,6 +122,20 @@ impl QueueStats {
         self.outcome_sql_failures.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records an item completed again within the loop window.
+    pub fn record_loop(&self) {
+        self.loops.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The queue stopped claiming: a row kept coming back.
+    pub fn set_looping(&self) {
+        self.looping.store(true, Ordering::Release);
+    }
+
+    pub fn looping(&self) -> bool {
+        self.looping.load(Ordering::Acquire)
+    }
+
     pub fn counts(&self) -> Counts {
         Counts {
             claims: self.claims.load(Ordering::Relaxed),
@@ -121,6 +143,7 @@ impl QueueStats {
             failed: self.failed.load(Ordering::Relaxed),
             returned: self.returned.load(Ordering::Relaxed),
             outcome_sql_failures: self.outcome_sql_failures.load(Ordering::Relaxed),
+            loops: self.loops.load(Ordering::Relaxed),
         }
     }
 }

@@ -8,7 +8,7 @@ use super::{item_span, stopping_at};
 use crate::action::{self, Outcome};
 use crate::db::{DbError, Item, Session, Statements};
 use crate::engine::queue::QueueRuntime;
-use crate::engine::report::BatchReport;
+use crate::engine::report::{BatchReport, Fate};
 
 /// Runs every item without savepoints. Returns false — after rolling the whole
 /// transaction back — as soon as one item fails: the batch must be claimed again
@@ -46,7 +46,7 @@ pub async fn optimistic(
             debug!("an item failed; the batch is rolled back and claimed again with a savepoint per item");
             return Ok(false);
         }
-        report.done += 1;
+        report.count(Fate::Done, || item.key_text());
     }
     Ok(true)
 }
@@ -71,7 +71,7 @@ pub async fn careful(
         }
         .instrument(item_span(item))
         .await?;
-        report.count(fate);
+        report.count(fate, || item.key_text());
     }
     Ok(())
 }

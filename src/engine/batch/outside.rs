@@ -48,7 +48,7 @@ pub async fn process(
         }
         .instrument(item_span(item))
         .await?;
-        report.count(fate);
+        report.count(fate, || item.key_text());
     }
     Ok(())
 }
