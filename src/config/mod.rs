@@ -25,6 +25,28 @@ pub use action::{
 pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{key_at, line_at, line_of, statement_path};
 
+/// `rate_limit = "50/s"`: `count` items per `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub count: u32,
+    pub per: Duration,
+}
+
+impl Rate {
+    /// Reads `N/s`, `N/m` or `N/h`.
+    pub fn parse(text: &str) -> Option<Rate> {
+        let (count, unit) = text.trim().split_once('/')?;
+        let count: u32 = count.trim().parse().ok().filter(|n| *n > 0)?;
+        let per = match unit.trim() {
+            "s" => Duration::from_secs(1),
+            "m" => Duration::from_secs(60),
+            "h" => Duration::from_secs(3600),
+            _ => return None,
+        };
+        Some(Rate { count, per })
+    }
+}
+
 /// `poll_interval` when the file does not set it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 /// `error_backoff` when the file does not set it.
@@ -60,6 +82,11 @@ pub struct QueueConfig {
     pub loop_window: Duration,
     /// After this many loops of one row the queue stops claiming.
     pub loop_limit: u32,
+    /// At most this many items started per period, per process.
+    pub rate_limit: Option<Rate>,
+    /// At most this many actions running at once across the queue's workers, per
+    /// process.
+    pub max_in_flight: Option<usize>,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
     /// The `${VARS}` the file puts into `database_url` or a signing secret: a command

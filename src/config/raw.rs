@@ -22,6 +22,8 @@ pub struct RawQueue {
     #[serde(default, with = "humantime_serde")]
     pub loop_window: Option<Duration>,
     pub loop_limit: Option<u32>,
+    pub rate_limit: Option<String>,
+    pub max_in_flight: Option<u32>,
     pub database_url: Option<String>,
     pub select: String,
     pub key: Option<String>,

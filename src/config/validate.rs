@@ -131,6 +131,10 @@ pub fn validate(
         error_backoff,
         database_timeout,
         loop_window: loop_window(&mut v, &raw),
+        rate_limit: rate_limit(&mut v, &raw),
+        max_in_flight: raw
+            .max_in_flight
+            .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
         loop_limit: v.in_range(
             "loop_limit",
             raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT)),
@@ -187,6 +191,19 @@ fn loop_window(v: &mut Validator, raw: &RawQueue) -> Duration {
         Some(window) if window.is_zero() => window,
         window => v.positive(&["loop_window"], window, DEFAULT_LOOP_WINDOW),
     }
+}
+
+/// `rate_limit = "N/s"` (or `/m`, `/h`).
+fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
+    let text = raw.rate_limit.as_deref()?;
+    let rate = super::Rate::parse(text);
+    if rate.is_none() {
+        let message = format!(
+            "`rate_limit` = {text:?} is not a rate: write items per second, minute or hour, e.g. \"50/s\", \"600/m\""
+        );
+        v.error(&["rate_limit"], message);
+    }
+    rate
 }
 
 /// The variables `database_url` and `signing_secret` name.

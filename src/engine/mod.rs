@@ -4,6 +4,7 @@
 pub mod backoff;
 pub mod batch;
 pub mod idle;
+pub mod limits;
 pub mod loops;
 pub mod once;
 pub mod queue;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::idle::Idle;
+use super::limits::Limits;
 use super::loops::Loops;
 use super::once::OncePerKey;
 use super::refusals::Refusals;
@@ -35,4 +36,6 @@ pub struct QueueRuntime {
     pub refusals: Refusals,
     /// The keys completed lately, to notice rows that come straight back.
     pub loops: Loops,
+    /// `rate_limit` and `max_in_flight`.
+    pub limits: Limits,
 }

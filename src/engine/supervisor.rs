@@ -12,6 +12,7 @@ use tracing::{error, info, warn};
 
 use super::backoff::{pause, Backoff};
 use super::idle::Idle;
+use super::limits::Limits;
 use super::loops::Loops;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
@@ -94,6 +95,7 @@ pub async fn run(
             stop_when_empty: StopWhenEmpty::new(options.stop_when_empty, stop.clone()),
             idle: Idle::default(),
             loops: Loops::new(config.loop_window),
+            limits: Limits::new(&config),
             stats: options.monitor.start_queue(
                 &config.name,
                 config.workers,

@@ -37,12 +37,17 @@ impl MariaDb {
             .tempdir_in(&root)
             .expect("create a datadir")
             .keep();
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).expect("create the server's tmpdir");
         let mut install = Command::new(find("mariadb-install-db"));
         install
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
             .arg("--auth-root-authentication-method=normal")
             .arg("--skip-test-db")
+            // Its own temporary directory: two installs at once (two test processes)
+            // must not share temporary table names in /tmp.
+            .arg(format!("--tmpdir={}", tmp.display()))
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         if is_root() {
@@ -94,6 +99,7 @@ impl MariaDb {
                 "--log-error={}",
                 self.dir.join("error.log").display()
             ))
+            .arg(format!("--tmpdir={}", self.dir.join("tmp").display()))
             .arg("--skip-name-resolve")
             .arg("--innodb-buffer-pool-size=128M")
             .arg("--innodb-log-file-size=48M")

@@ -81,6 +81,7 @@ async fn run_action(
     queue: &QueueRuntime,
     item: &Item,
 ) -> Result<Outcome, DbError> {
+    let _admitted = queue.limits.admit().await;
     let timeout = queue.config.action.timeout();
     action::sql::run(session, item, &queue.config.name, timeout, &queue.database).await
 }

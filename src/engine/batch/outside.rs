@@ -12,6 +12,7 @@ use super::settle::{settle, Undo};
 use crate::action::{Outcome, Outside};
 use crate::config::QueueConfig;
 use crate::db::{DbError, Item, Session};
+use crate::engine::limits::Limits;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::BatchReport;
 use crate::sql::statement::{first_word, ParsedStatement};
@@ -29,7 +30,7 @@ pub async fn process(
     report: &mut BatchReport,
 ) -> Result<(), DbError> {
     let name = queue.config.name.as_str();
-    let outcomes = run_actions(session, action, items, name).await?;
+    let outcomes = run_actions(session, action, &queue.limits, items, name).await?;
     // The actions wrote nothing to the database; only outcome SQL may need
     // undoing, and one statement that fails undoes itself.
     let undo = if items.len() == 1 {
@@ -59,14 +60,17 @@ pub async fn process(
 async fn run_actions(
     session: &mut Session,
     action: &Outside,
+    limits: &Limits,
     items: &[Item],
     queue: &str,
 ) -> Result<Vec<Outcome>, DbError> {
-    let actions = join_all(
-        items
-            .iter()
-            .map(|item| action.run(item, queue).instrument(item_span(item))),
-    );
+    let actions = join_all(items.iter().map(|item| {
+        async move {
+            let _admitted = limits.admit().await;
+            action.run(item, queue).await
+        }
+        .instrument(item_span(item))
+    }));
     tokio::pin!(actions);
     loop {
         tokio::select! {
