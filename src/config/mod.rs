@@ -59,6 +59,13 @@ pub struct QueueConfig {
 }
 
 impl QueueConfig {
+    /// Whether `other` is this same queue, unchanged: the same file, the same text,
+    /// and the same values from outside it (`${ENV}`, a `ca_file`'s certificates).
+    /// Compared through `Debug`, which shows every field, those added later too.
+    pub fn same_as(&self, other: &QueueConfig) -> bool {
+        format!("{self:?}") == format!("{other:?}")
+    }
+
     /// The 1-based line of `path` in this queue's file, if it is there.
     pub fn line_of(&self, path: &[&str]) -> Option<usize> {
         line_of(&self.source, path)

@@ -4,6 +4,9 @@
 pub mod backoff;
 pub mod batch;
 pub mod idle;
+pub mod launch;
+pub mod lifecycle;
+pub mod liveness;
 pub mod queue;
 pub mod reload;
 pub mod report;
