@@ -2,6 +2,7 @@
 //! the exit status each kind of failure maps to.
 
 pub mod cli;
+mod notify;
 mod signals;
 
 use std::process::ExitCode;
@@ -88,6 +89,7 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
         database_url,
         stop_when_empty: args.stop_when_empty,
         shutdown_timeout: args.shutdown_timeout.into(),
+        lifecycle: std::sync::Arc::new(notify::Systemd::from_env()),
         ..RunOptions::default()
     };
     let monitor = options.monitor.clone();

@@ -22,8 +22,8 @@ pub trait Lifecycle: Send + Sync + std::fmt::Debug {
     }
     /// Every queue is making progress or idling normally.
     fn alive(&self) {}
-    /// Some queue stopped making progress; `status` says which.
-    fn stalled(&self, _status: &str) {}
+    /// A new one-line status: a queue stalled, or all are well again.
+    fn status(&self, _status: &str) {}
 }
 
 /// A service manager that listens to nothing.

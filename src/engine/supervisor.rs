@@ -375,25 +375,33 @@ impl Supervisor {
     fn feed_watchdog(&mut self) {
         let now = Instant::now();
         let mut stalled = Vec::new();
+        let mut changed = false;
         for (name, version) in self.current.iter_mut() {
             let progress = &mut version.progress;
             match progress.stalled_for(&version.runtime.stats, now) {
                 Some(quiet) => {
                     let quiet = humantime::format_duration(Duration::from_secs(quiet.as_secs()));
                     if !progress.reported {
+                        changed = true;
                         warn!(queue = %name, %quiet, "the queue holds a database connection but has claimed and finished nothing for longer than its slowest turn; the watchdog is no longer fed");
                         progress.reported = true;
                     }
                     stalled.push(format!("{name} (nothing claimed or finished for {quiet})"));
                 }
-                None => progress.reported = false,
+                None => {
+                    changed |= progress.reported;
+                    progress.reported = false;
+                }
             }
         }
+        let lifecycle = &self.options.lifecycle;
         if stalled.is_empty() {
-            self.options.lifecycle.alive();
-        } else {
-            let status = format!("stalled: {}", stalled.join(", "));
-            self.options.lifecycle.stalled(&status);
+            lifecycle.alive();
+            if changed {
+                lifecycle.status(&self.status());
+            }
+        } else if changed {
+            lifecycle.status(&format!("stalled: {}", stalled.join(", ")));
         }
     }
 }
