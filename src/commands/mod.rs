@@ -3,6 +3,7 @@
 
 pub mod cli;
 mod notify;
+mod reaper;
 mod signals;
 
 use std::process::ExitCode;
@@ -85,6 +86,9 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
     let shutdown = CancellationToken::new();
     signals::install(shutdown.clone())
         .map_err(|e| Failure::Runtime(format!("cannot listen for signals: {e}")))?;
+    if let Err(e) = reaper::start() {
+        tracing::warn!(error = %e, "cannot become the reaper of orphaned command processes");
+    }
     let options = RunOptions {
         database_url,
         stop_when_empty: args.stop_when_empty,
