@@ -2,6 +2,7 @@
 //! the exit status each kind of failure maps to.
 
 pub mod cli;
+mod health;
 mod notify;
 mod reaper;
 mod signals;
@@ -56,6 +57,25 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Run(args) => run_command(args, database_url).await,
         Command::Check(args) => check_command(args, database_url).await,
         Command::Count(args) => count_command(args, database_url).await,
+        Command::Health(args) => {
+            match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
+                Ok(body) => {
+                    println!("{body}");
+                    Ok(())
+                }
+                Err(why) => Err(Failure::Runtime(format!("not healthy: {why}"))),
+            }
+        }
+        Command::Completions(args) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(args.shell, &mut command, "tableq", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
+            page.render(&mut std::io::stdout())
+                .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}")))
+        }
     }
 }
 
