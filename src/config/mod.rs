@@ -6,6 +6,7 @@ pub mod action;
 mod interpolate;
 mod locate;
 pub mod names;
+mod parse;
 mod raw;
 mod statements;
 pub mod template;
@@ -23,7 +24,7 @@ pub use action::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
 };
 pub use interpolate::{interpolate, InterpolateError};
-pub use locate::{key_at, line_at, line_of, statement_path};
+pub use locate::{line_of, statement_path};
 
 /// `poll_interval` when the file does not set it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
@@ -150,39 +151,8 @@ pub fn load_file(
             format!("cannot read the queue file: {e}"),
         )]
     })?;
-    let raw: raw::RawQueue = toml::from_str(&source).map_err(|e| {
-        let start = e.span().map(|span| span.start);
-        let mut line = start.map(|at| line_at(&source, at));
-        let mut message = plain_words(e.message().trim());
-        if let Some(key) = start.and_then(|at| key_at(&source, at)) {
-            // Point at an unknown key itself, not at the table that holds it.
-            let unknown = message
-                .strip_prefix("unknown field `")
-                .and_then(|rest| rest.split('`').next());
-            if let Some(unknown) = unknown {
-                let mut path: Vec<&str> = key.split('.').collect();
-                path.push(unknown);
-                line = line_of(&source, &path).or(line);
-            }
-            message = format!("`{key}`: {message}");
-        }
-        vec![Finding::error(file, message).at_line(line)]
-    })?;
+    let raw = parse::parse(file, &source)?;
     validate::validate(raw, file, Arc::from(source), env)
-}
-
-/// Serde's words for types, in the words of the queue file.
-fn plain_words(message: &str) -> String {
-    let message = message
-        .replace("expected u32", "expected a whole number")
-        .replace(
-            "expected a duration",
-            "expected a duration such as \"5s\", \"250ms\" or \"2m\"",
-        );
-    if message == "missing field `select`" {
-        return "missing field `select`: the SELECT that returns the rows waiting for work".into();
-    }
-    message
 }
 
 /// Expands `paths` into queue files: a file stands for itself, a directory for the
