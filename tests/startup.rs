@@ -162,3 +162,36 @@ async fn under_the_journal_lines_carry_no_timestamp() {
         "{log}"
     );
 }
+
+/// With no root certificates on the machine (an empty store, as in a slim image
+/// without ca-certificates), an HTTP queue is refused at start with the reason and
+/// the fix, and `check` reports the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_certificate_store_is_named_by_run_and_check() {
+    let files = QueueFiles::new();
+    let empty_dir = files.path().join("certs");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let empty_file = files.write("roots.pem", "");
+    let file = QueueFile::new("hooks")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_http("http://127.0.0.1:9/{id}")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let expected = "cannot set up the HTTP client: no root certificates found";
+    let fix = "install ca-certificates, or set `ca_file`";
+    for args in [&["run"][..], &["check", "--offline"][..]] {
+        let mut cmd = tableq(args);
+        cmd.arg(&file)
+            .env("TABLEQ_DATABASE_URL", "mysql://root@127.0.0.1:1/none")
+            .env("SSL_CERT_FILE", &empty_file)
+            .env("SSL_CERT_DIR", &empty_dir);
+        let done = run_to_end(cmd, Duration::from_secs(30)).await;
+        let said = format!("{}{}", done.stdout, done.stderr);
+        assert!(
+            said.contains(expected) && said.contains(fix),
+            "{args:?}: {said}"
+        );
+        let code = if args[0] == "run" { 2 } else { 1 };
+        assert_eq!(done.code(), Some(code), "{args:?}: {said}");
+    }
+}
