@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq, Daemon};
-use support::{QueueFile, QueueFiles, TestDb};
+use support::{free_port, job_table, waiting_jobs, QueueFiles, TestDb};
 use tableq::commands::cli::{DEFAULT_METRICS_ADDR, DEFAULT_SHUTDOWN_TIMEOUT};
 use yaml_rust2::{Yaml, YamlLoader};
 
@@ -206,19 +206,10 @@ fn docker_compose_agrees_with_the_repository() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tableq_health_asks_a_running_tableq() {
     let db = TestDb::new().await;
-    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
-        .await;
+    job_table(&db, &[]).await;
     let files = QueueFiles::new();
-    let file = QueueFile::new("jobs")
-        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
-        .action_sql("DO 1")
-        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
-        .write(&files);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let file = waiting_jobs("jobs").action_sql("DO 1").write(&files);
+    let port = free_port();
     let mut cmd = tableq(&["run"]);
     cmd.arg(&file)
         .env("TABLEQ_DATABASE_URL", &db.url)

@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use mysql_async::prelude::Queryable;
 use tokio::net::UnixDatagram;
 
 use support::daemon::{tableq, Daemon};
-use support::{eventually, QueueFile, QueueFiles, TestDb};
+use support::{eventually, job_table, waiting_jobs, QueueFiles, TestDb};
 
 /// What tableq sent to the socket, one datagram per entry.
 #[derive(Clone, Default)]
@@ -56,42 +57,37 @@ impl Received {
     }
 }
 
-fn queue(poll: &str) -> QueueFile {
-    QueueFile::new("jobs")
-        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
-        .poll_interval(poll)
+/// A tableq running one polling queue, with `NOTIFY_SOCKET` (and `env`) set: the
+/// test's database, queue files, what the socket received, and the daemon.
+async fn notifying(env: &[(&str, &str)]) -> (TestDb, QueueFiles, PathBuf, Received, Daemon) {
+    let db = TestDb::new().await;
+    job_table(&db, &[]).await;
+    let files = QueueFiles::new();
+    let file = waiting_jobs("jobs")
+        .poll_interval("100ms")
         .error_backoff("100ms")
         .action_sql("DO 1")
         .action_set("timeout", "1s")
-        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
-}
-
-async fn job_table(db: &TestDb) {
-    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
-        .await;
+        .write(&files);
+    let (received, socket) = Received::listen(&files.path());
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(&file)
+        .env("TABLEQ_DATABASE_URL", &db.url)
+        .env("NOTIFY_SOCKET", &socket)
+        .envs(env.iter().copied());
+    let daemon = Daemon::spawn(cmd);
+    (db, files, file, received, daemon)
 }
 
 /// READY after start, RELOADING with MONOTONIC_USEC then READY around a reload,
 /// ERRNO and a STATUS when a reload is refused, STOPPING at SIGTERM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tells_systemd_ready_reloading_and_stopping() {
-    let db = TestDb::new().await;
-    job_table(&db).await;
-    let files = QueueFiles::new();
-    let file = queue("100ms").write(&files);
-    let (received, socket) = Received::listen(&files.path());
-    let mut cmd = tableq(&["run"]);
-    cmd.arg(&file)
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("NOTIFY_SOCKET", &socket);
-    let mut daemon = Daemon::spawn(cmd);
-
+    let (_db, _files, file, received, mut daemon) = notifying(&[]).await;
     received.wait_for("READY=1", 1).await;
-    assert!(
-        daemon.stderr().contains("queue started"),
-        "{}",
-        daemon.stderr()
-    );
+    daemon
+        .wait_for_log("queue started", Duration::from_secs(10))
+        .await;
     assert_eq!(received.count("WATCHDOG=1"), 0, "no watchdog was asked for");
 
     daemon.signal(libc::SIGHUP);
@@ -119,17 +115,7 @@ async fn tells_systemd_ready_reloading_and_stopping() {
 /// stuck in a claim behind a table lock; it resumes once the lock is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn feeds_the_watchdog_only_while_the_queue_makes_progress() {
-    let db = TestDb::new().await;
-    job_table(&db).await;
-    let files = QueueFiles::new();
-    let file = queue("100ms").write(&files);
-    let (received, socket) = Received::listen(&files.path());
-    let mut cmd = tableq(&["run"]);
-    cmd.arg(&file)
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("NOTIFY_SOCKET", &socket)
-        .env("WATCHDOG_USEC", "400000");
-    let mut daemon = Daemon::spawn(cmd);
+    let (db, _files, _file, received, mut daemon) = notifying(&[("WATCHDOG_USEC", "400000")]).await;
     received.wait_for("WATCHDOG=1", 3).await;
 
     // Every claim now waits for the table lock: the worker is stuck.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use support::daemon::{tableq, Daemon};
 use support::process::wait_for_pid;
-use support::{eventually, QueueFile, QueueFiles, TestDb};
+use support::{eventually, job_table, waiting_jobs, QueueFiles, TestDb};
 
 /// The parent pid of `pid`, while it exists.
 fn parent_of(pid: i32) -> Option<i32> {
@@ -27,8 +27,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_zombie_remains_after_a_timeout_kill_with_tableq_as_the_reaper() {
     let db = TestDb::new().await;
-    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting'); INSERT INTO job (id) VALUES (1)")
-        .await;
+    job_table(&db, &[1]).await;
     let files = QueueFiles::new();
     let ends = files.path().join("ends");
     files.script(
@@ -38,11 +37,9 @@ async fn no_zombie_remains_after_a_timeout_kill_with_tableq_as_the_reaper() {
             ends.display()
         ),
     );
-    let file = QueueFile::new("jobs")
-        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+    let file = waiting_jobs("jobs")
         .action_command(&["./orphans.sh"])
         .action_set("timeout", "1s")
-        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
         .on_failure("UPDATE job SET state = 'failed' WHERE id = :id")
         .write(&files);
     let mut cmd = tableq(&["run"]);

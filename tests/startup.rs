@@ -9,19 +9,10 @@ use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use support::daemon::{run_to_end, tableq, Daemon};
-use support::{eventually, QueueFile, QueueFiles, TestDb};
+use support::{eventually, free_port, job_table, waiting_jobs, QueueFiles, TestDb};
 
 fn queue(files: &QueueFiles) -> std::path::PathBuf {
-    QueueFile::new("jobs")
-        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
-        .action_sql("DO 1")
-        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
-        .write(files)
-}
-
-async fn job_table(db: &TestDb) {
-    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
-        .await;
+    waiting_jobs("jobs").action_sql("DO 1").write(files)
 }
 
 /// `db.url` with `user:password` in place of root.
@@ -34,7 +25,7 @@ fn as_user(db: &TestDb, user: &str, password: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_login_exits_2_naming_user_host_and_database() {
     let db = TestDb::new().await;
-    job_table(&db).await;
+    job_table(&db, &[]).await;
     let user = format!("u{}", &db.name[3..].replace('_', ""));
     db.exec(&format!(
         "CREATE USER '{user}'@'%' IDENTIFIED BY 'right-secret'; CREATE USER '{user}'@'localhost' IDENTIFIED BY 'right-secret'"
@@ -82,11 +73,7 @@ async fn a_refused_login_exits_2_naming_user_host_and_database() {
 /// `count` against a port where nothing listens names that host and port.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_error_names_host_and_port() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let files = QueueFiles::new();
     let file = queue(&files);
     let mut cmd = tableq(&["count"]);
@@ -109,7 +96,7 @@ async fn a_connection_error_names_host_and_port() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_to_a_pipe_carry_no_escape_codes() {
     let db = TestDb::new().await;
-    job_table(&db).await;
+    job_table(&db, &[]).await;
     let files = QueueFiles::new();
     let mut cmd = tableq(&["run"]);
     cmd.arg(queue(&files))
@@ -172,10 +159,8 @@ async fn an_empty_certificate_store_is_named_by_run_and_check() {
     let empty_dir = files.path().join("certs");
     std::fs::create_dir(&empty_dir).unwrap();
     let empty_file = files.write("roots.pem", "");
-    let file = QueueFile::new("hooks")
-        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+    let file = waiting_jobs("hooks")
         .action_http("http://127.0.0.1:9/{id}")
-        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
         .write(&files);
     let expected = "cannot set up the HTTP client: no root certificates found";
     let fix = "install ca-certificates, or set `ca_file`";
