@@ -10,7 +10,7 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::locate::{key_at, line_at, line_of};
-use super::raw::{RawAction, RawQueue};
+use super::raw::{RawAction, RawOutcome, RawQueue};
 use crate::diagnostic::Finding;
 
 /// The keys a queue file must have; and those an action of some `type` must have.
@@ -24,7 +24,15 @@ pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
     for key in table.keys() {
         match table.get(key) {
             Some(Value::Table(action)) if key == "action" && action.contains_key("type") => {
-                problems.extend(action_problems(action));
+                problems.extend(table_problems::<RawAction>(
+                    action,
+                    "action",
+                    &["type"],
+                    REQUIRED_IN_ACTION,
+                ));
+            }
+            Some(Value::Table(outcome)) if key == "on_success" || key == "on_failure" => {
+                problems.extend(table_problems::<RawOutcome>(outcome, key, &[], &["sql"]));
             }
             _ => problems.extend(key_alone::<RawQueue>(&table, key, &[], REQUIRED, &[])),
         }
@@ -50,20 +58,24 @@ pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
     Err(found.into_iter().map(|(_, finding)| finding).collect())
 }
 
-/// The problems of `[action]`: each key next to `type`, then a key its kind needs.
-fn action_problems(action: &Table) -> Vec<Problem> {
-    let mut problems: Vec<Problem> = action
+/// The problems of the table `name` read as a `T`: each key but `keep` on its own
+/// (next to `keep`, for `[action]` its `type`), then a key it must have.
+fn table_problems<T: DeserializeOwned>(
+    table: &Table,
+    name: &str,
+    keep: &[&str],
+    required: &[&str],
+) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = table
         .keys()
-        .filter(|key| *key != "type")
-        .filter_map(|key| {
-            key_alone::<RawAction>(action, key, &["type"], REQUIRED_IN_ACTION, &["action"])
-        })
+        .filter(|key| !keep.contains(&key.as_str()))
+        .filter_map(|key| key_alone::<T>(table, key, keep, required, &[name]))
         .collect();
     if problems.is_empty() {
-        if let Err(e) = RawAction::deserialize(Value::Table(action.clone())) {
+        if let Err(e) = T::deserialize(Value::Table(table.clone())) {
             problems.push(Problem {
-                path: vec!["action".to_string()],
-                message: format!("`action`: {}", plain_words(e.message().trim())),
+                path: vec![name.to_string()],
+                message: format!("`{name}`: {}", plain_words(e.message().trim())),
             });
         }
     }
@@ -178,5 +190,23 @@ mod tests {
         ]) {
             assert!(finding.starts_with(expected), "{finding}");
         }
+    }
+
+    /// Outcome tables too: a value of the wrong kind at its line, a missing `sql`.
+    #[test]
+    fn outcome_tables_key_by_key() {
+        let source = "select = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n[on_success]\nsql = 5\n[on_failure]\n";
+        let findings = parse(Path::new("q.toml"), source).unwrap_err();
+        let lines: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(
+            lines[0].starts_with("q.toml:6: error: `on_success.sql`: invalid type"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[1],
+            "q.toml:7: error: `on_failure`: missing field `sql`"
+        );
     }
 }

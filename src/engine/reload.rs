@@ -44,7 +44,8 @@ pub async fn run_with_reload(
                 info!("SIGHUP: reloading the queue files");
                 lifecycle.reloading();
                 match reload(&mut supervisor, &source).await {
-                    Ok(()) => {
+                    Ok(false) => {} // shutdown came first
+                    Ok(true) => {
                         info!("reloaded");
                         lifecycle.reloaded(Ok(&supervisor.status()));
                     }
@@ -66,7 +67,7 @@ pub async fn run_with_reload(
 
 /// Loads the queue files again and hands them to the supervisor, which prepares
 /// what changed before touching anything.
-async fn reload(supervisor: &mut Supervisor, source: &QueueSource) -> Result<(), Findings> {
+async fn reload(supervisor: &mut Supervisor, source: &QueueSource) -> Result<bool, Findings> {
     let queues = source
         .load(&|name| std::env::var(name).ok())
         .map_err(|e| match e {

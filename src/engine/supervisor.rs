@@ -159,7 +159,8 @@ impl Supervisor {
 
     /// Runs the queues in `queues` from now on, touching only those that changed;
     /// if any changed queue cannot start, nothing changes and the findings say why.
-    pub async fn reload(&mut self, queues: Vec<QueueConfig>) -> Result<(), Findings> {
+    /// False if shutdown came first (nothing changed either).
+    pub async fn reload(&mut self, queues: Vec<QueueConfig>) -> Result<bool, Findings> {
         let (unchanged, fresh): (Vec<_>, Vec<_>) = queues.into_iter().partition(|queue| {
             self.current
                 .get(&queue.name)
@@ -172,7 +173,7 @@ impl Supervisor {
             .collect();
         let url = self.options.database_url.clone();
         let Some(prepared) = prepare(fresh, url.as_deref(), &self.shutdown).await? else {
-            return Ok(());
+            return Ok(false);
         };
         for queue in &unchanged {
             info!(queue = %queue.name, "reload: queue unchanged; it keeps running");
@@ -199,7 +200,7 @@ impl Supervisor {
                 self.retire(old, true);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Waits for the next thing the caller must act on: shutdown, every queue
