@@ -26,6 +26,15 @@ sql = "UPDATE job SET state = '{label}' WHERE id = :id"
     )
 }
 
+/// Sends SIGHUP and waits until the log says `outcome` ("reloaded", "reload refused").
+async fn hangup(daemon: &Daemon, outcome: &str) {
+    let before = daemon.stderr().matches(outcome).count();
+    daemon.signal(libc::SIGHUP);
+    daemon
+        .wait_for_log_times(outcome, before + 1, Duration::from_secs(30))
+        .await;
+}
+
 async fn state(db: &TestDb, id: u32) -> String {
     db.scalar(&format!("SELECT state FROM job WHERE id = {id}"))
         .await
@@ -52,10 +61,7 @@ async fn sighup_reloads_without_dropping_work_in_flight() {
     })
     .await;
     files.write("jobs.toml", &version("v2", 0));
-    daemon.signal(libc::SIGHUP);
-    daemon
-        .wait_for_log("reloaded", Duration::from_secs(30))
-        .await;
+    hangup(&daemon, "reloaded").await;
     eventually(
         "the item in flight finishes under the old file",
         Duration::from_secs(30),
@@ -76,10 +82,7 @@ async fn sighup_reloads_without_dropping_work_in_flight() {
         "jobs.toml",
         &version("v3", 0).replace("UPDATE job", "UPDTE job"),
     );
-    daemon.signal(libc::SIGHUP);
-    daemon
-        .wait_for_log("reload refused", Duration::from_secs(30))
-        .await;
+    hangup(&daemon, "reload refused").await;
     assert!(
         daemon.stderr().contains("ERROR 1064"),
         "{}",
@@ -116,10 +119,7 @@ async fn a_reload_without_a_database_is_refused() {
         .await;
 
     files.write("other.toml", &version("v9", 0));
-    daemon.signal(libc::SIGHUP);
-    daemon
-        .wait_for_log("reload refused", Duration::from_secs(30))
-        .await;
+    hangup(&daemon, "reload refused").await;
     assert!(
         daemon.stderr().contains("no database"),
         "{}",
@@ -200,10 +200,7 @@ async fn a_reload_with_unchanged_files_leaves_a_long_command_running_once() {
     })
     .await;
 
-    daemon.signal(libc::SIGHUP);
-    daemon
-        .wait_for_log("reloaded", Duration::from_secs(30))
-        .await;
+    hangup(&daemon, "reloaded").await;
     assert!(
         daemon.stderr().contains("queue unchanged"),
         "{}",
@@ -243,10 +240,7 @@ async fn a_reload_that_changes_one_queue_leaves_the_other_untouched() {
     .await;
 
     slow_queue("a", "job_a", "a2").write(&files);
-    daemon.signal(libc::SIGHUP);
-    daemon
-        .wait_for_log("reloaded", Duration::from_secs(30))
-        .await;
+    hangup(&daemon, "reloaded").await;
     let log = daemon.stderr();
     let line = |queue: &str, change: &str| {
         log.lines()

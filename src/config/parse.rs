@@ -175,12 +175,17 @@ fn plain_words(message: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The findings for `source`, as lines.
+    fn findings(source: &str) -> Vec<String> {
+        let found = parse(Path::new("q.toml"), source).unwrap_err();
+        found.iter().map(|f| f.to_string()).collect()
+    }
+
     /// Four mistakes, four findings, each at its own line, in the file's order.
     #[test]
     fn every_problem_of_a_file_at_once() {
         let source = "wrokers = 4\nbatch = \"ten\"\nselect = \"SELECT id FROM job\"\n\n[action]\ntype = \"command\"\ncommand = [\"true\"]\ntimeout = \"soon\"\nretries = 3\n";
-        let findings = parse(Path::new("q.toml"), source).unwrap_err();
-        let lines: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+        let lines = findings(source);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         for (finding, expected) in lines.iter().zip([
             "q.toml:1: error: unknown field `wrokers`",
@@ -196,8 +201,7 @@ mod tests {
     #[test]
     fn outcome_tables_key_by_key() {
         let source = "select = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n[on_success]\nsql = 5\n[on_failure]\n";
-        let findings = parse(Path::new("q.toml"), source).unwrap_err();
-        let lines: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+        let lines = findings(source);
         assert_eq!(lines.len(), 2, "{lines:#?}");
         assert!(
             lines[0].starts_with("q.toml:6: error: `on_success.sql`: invalid type"),
