@@ -28,7 +28,8 @@ pub async fn count_waiting(
     cap: usize,
 ) -> Result<Waiting, OpenError> {
     // One more than the cap tells "exactly cap" from "more than cap".
-    let mut session = Session::open_with_limit(queue, database, cap + 1).await?;
+    let mut session =
+        Session::open_with_limit(queue, database, cap + 1, Default::default()).await?;
     let claimed = session.claim(&queue.name).await;
     let committed = session.commit().await;
     session.close().await;

@@ -50,6 +50,7 @@ mod engine;
 mod sql;
 pub mod telemetry;
 
+pub use check::{check, CheckOptions, CheckReport};
 pub use config::{load_paths, ActionConfig, QueueConfig};
 pub use db::prepared::claim_sql;
 pub use engine::supervisor::{run, RunOptions, RunSummary};

@@ -5,7 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use support::daemon::{tableq, Daemon};
+use support::daemon::tableq;
+use support::endpoint::{get, start_with_metrics};
 use support::web::closed_port;
 use support::{eventually, QueueFile, QueueFiles, TestDb};
 
@@ -16,41 +17,6 @@ fn queue(name: &str) -> QueueFile {
         .poll_interval("100ms")
         .error_backoff("100ms")
         .action_sql("UPDATE job SET state = 'done' WHERE id = :id")
-}
-
-/// `tableq run --metrics-addr 127.0.0.1:0` on the queues in `files`, logging JSON;
-/// returns it and the base URL of its metrics endpoint.
-async fn start_with_metrics(files: &QueueFiles, url: &str) -> (Daemon, String) {
-    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
-    cmd.arg(files.path())
-        .env("TABLEQ_DATABASE_URL", url)
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let daemon = Daemon::spawn(cmd);
-    let base = format!("http://{}", metrics_address(&daemon).await);
-    (daemon, base)
-}
-
-/// The address the daemon logged it listens on.
-async fn metrics_address(daemon: &Daemon) -> String {
-    daemon
-        .wait_for_log("metrics listening", Duration::from_secs(30))
-        .await;
-    let log = daemon.stderr();
-    let line = log
-        .lines()
-        .find(|l| l.contains("metrics listening"))
-        .unwrap();
-    let event: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
-    event["addr"].as_str().expect("the address").to_string()
-}
-
-async fn get(url: &str) -> (u16, String) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let response = reqwest::get(url)
-        .await
-        .expect("the metrics endpoint answers");
-    let status = response.status().as_u16();
-    (status, response.text().await.unwrap())
 }
 
 /// /metrics counts each queue's items, /healthz answers, and /readyz is 503 while a

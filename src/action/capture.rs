@@ -5,6 +5,20 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// How much of `:output` is kept: the first 64 KiB.
 pub const OUTPUT_LIMIT: usize = 64 * 1024;
+/// The longest `:error`, in bytes: 8 KiB.
+pub const ERROR_LIMIT: usize = 8 * 1024;
+
+/// `error` cut to at most [`ERROR_LIMIT`] bytes, on a character boundary.
+pub fn clip_error(mut error: String) -> String {
+    if error.len() > ERROR_LIMIT {
+        let mut end = ERROR_LIMIT;
+        while !error.is_char_boundary(end) {
+            end -= 1;
+        }
+        error.truncate(end);
+    }
+    error
+}
 
 /// Reads `reader` to its end, keeping the first `limit` bytes.
 pub async fn read_head<R: AsyncRead + Unpin>(reader: R, limit: usize) -> Vec<u8> {
@@ -59,6 +73,13 @@ pub fn last_lines(text: &[u8], lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_are_clipped_on_a_character_boundary() {
+        let clipped = clip_error("é".repeat(ERROR_LIMIT));
+        assert!(clipped.len() <= ERROR_LIMIT && clipped.len() >= ERROR_LIMIT - 1);
+        assert_eq!(clip_error("short".into()), "short");
+    }
 
     #[tokio::test]
     async fn keeps_the_head_or_the_tail() {

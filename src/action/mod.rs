@@ -75,7 +75,7 @@ impl Outcome {
 
     pub fn failure(error: impl Into<String>) -> Self {
         Outcome {
-            error: Some(error.into()),
+            error: Some(capture::clip_error(error.into())),
             ..Outcome::default()
         }
     }

@@ -128,6 +128,7 @@ pub async fn check(
         let findings = online::check_queue(queue, options, &mut servers).await;
         report.findings.extend(findings);
     }
+    report.findings.extend(servers.connection_findings());
     report.servers = servers.described();
     report
 }

@@ -23,6 +23,9 @@ use crate::diagnostic::{Finding, Severity};
 #[derive(Default)]
 pub struct Servers {
     facts: BTreeMap<String, Result<ServerFacts, String>>,
+    /// Per server (`host:port`): the workers of the queues checked on it, its facts,
+    /// and the first of those queues, to point a finding at.
+    workers: BTreeMap<String, (usize, ServerFacts, QueueConfig)>,
 }
 
 impl Servers {
@@ -40,6 +43,27 @@ impl Servers {
         .await;
         self.facts.insert(named, read.clone());
         read
+    }
+
+    /// Counts `queue`'s workers against its server's connection limits.
+    fn count_workers(&mut self, database: &Database, queue: &QueueConfig, facts: &ServerFacts) {
+        let entry = self
+            .workers
+            .entry(database.server())
+            .or_insert_with(|| (0, facts.clone(), queue.clone()));
+        entry.0 += queue.workers;
+    }
+
+    /// A warning per server whose queues' workers would take more than half its
+    /// connections.
+    pub fn connection_findings(&self) -> Vec<Finding> {
+        self.workers
+            .iter()
+            .filter_map(|(server, (workers, facts, queue))| {
+                let message = server::connection_problem(facts, *workers, server)?;
+                Some(queue.finding(Severity::Warning, &["workers"], message))
+            })
+            .collect()
     }
 
     /// `MariaDB 10.11.19`, once per distinct server kind reached.
@@ -77,6 +101,7 @@ pub async fn check_queue(
         }
     };
     findings.extend(server_findings(queue, &facts, options.allow_multi_primary));
+    servers.count_workers(&database, queue, &facts);
     let mut session = match Session::open(queue, &database).await {
         Ok(session) => session,
         Err(e) => {

@@ -16,7 +16,7 @@ use crate::config::QueueConfig;
 use crate::db::error::is_statement_error;
 use crate::db::item::value_text;
 use crate::db::prepared::{claim_sql, PreparedQueue};
-use crate::db::session::worker_connection;
+use crate::db::session::{worker_connection, SessionSettings};
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::from_tables;
@@ -248,7 +248,7 @@ async fn session(
     queue: &QueueConfig,
     lock_wait_seconds: u32,
 ) -> Result<Conn, mysql_async::Error> {
-    let mut conn = worker_connection(database, queue.action.timeout())
+    let mut conn = worker_connection(database, &SessionSettings::for_queue(queue))
         .await
         .map_err(|e| mysql_async::Error::Other(e.to_string().into()))?;
     queries::limit_lock_waits(&mut conn, lock_wait_seconds).await?;

@@ -21,6 +21,10 @@ pub struct ServerFacts {
     pub wsrep_on: Option<bool>,
     /// Group replication, where it is running: whether it is in single-primary mode.
     pub group_replication_single_primary: Option<bool>,
+    /// `@@max_connections`.
+    pub max_connections: Option<u64>,
+    /// `@@max_user_connections` (0: no limit of its own).
+    pub max_user_connections: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +61,8 @@ pub async fn read_facts(conn: &mut Conn) -> Result<ServerFacts, mysql_async::Err
     )
     .await?;
     let group_running = members.as_ref().and_then(truthy).unwrap_or(false);
+    let max_connections = optional(conn, "SELECT @@max_connections").await?;
+    let max_user_connections = optional(conn, "SELECT @@max_user_connections").await?;
     Ok(ServerFacts {
         version,
         comment,
@@ -68,6 +74,37 @@ pub async fn read_facts(conn: &mut Conn) -> Result<ServerFacts, mysql_async::Err
         } else {
             None
         },
+        max_connections: max_connections.as_ref().and_then(whole_number),
+        max_user_connections: max_user_connections.as_ref().and_then(whole_number),
+    })
+}
+
+/// A value as a whole number, if it is one.
+fn whole_number(value: &mysql_async::Value) -> Option<u64> {
+    crate::db::item::value_text(value).parse().ok()
+}
+
+/// The connection limit the queues on one server run into, if `workers` is more
+/// than half of it: the application needs connections too.
+pub fn connection_problem(facts: &ServerFacts, workers: usize, server: &str) -> Option<String> {
+    let limits = [
+        ("max_connections", facts.max_connections),
+        (
+            "max_user_connections",
+            facts.max_user_connections.filter(|n| *n > 0),
+        ),
+    ];
+    let (name, limit) = limits
+        .into_iter()
+        .filter_map(|(name, limit)| Some((name, limit?)))
+        .min_by_key(|(_, limit)| *limit)?;
+    (workers as u64 * 2 > limit).then(|| {
+        format!(
+            "the queues on {server} run {workers} workers, more than half of the server's \
+             {name} ({limit}): each worker holds a connection while it works, so the \
+             application may be left without; lower `workers` (summed over every copy of \
+             tableq) or raise {name}"
+        )
     })
 }
 

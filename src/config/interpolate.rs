@@ -49,6 +49,16 @@ pub fn interpolate(
     Ok(out)
 }
 
+/// The names of the `${NAME}`s in `text`.
+pub fn variables(text: &str) -> Vec<String> {
+    let names = std::cell::RefCell::new(Vec::new());
+    let _ = interpolate(text, &|name| {
+        names.borrow_mut().push(name.to_string());
+        Some(String::new())
+    });
+    names.into_inner()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +69,11 @@ mod tests {
             "PASS" => Some("p$w".into()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn lists_the_variables_a_value_names() {
+        assert_eq!(variables("mysql://${USER}:${PASS}@h/$$x"), ["USER", "PASS"]);
     }
 
     #[test]

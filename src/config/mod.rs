@@ -23,13 +23,15 @@ pub use action::{
     find_program, host_from_row, ActionConfig, CommandAction, HttpAction, SigningKey, SqlAction,
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
 };
-pub use interpolate::{interpolate, InterpolateError};
+pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
 
 /// `poll_interval` when the file does not set it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 /// `error_backoff` when the file does not set it.
 pub const DEFAULT_ERROR_BACKOFF: Duration = Duration::from_secs(1);
+/// `database_timeout` when the file does not set it.
+pub const DEFAULT_DATABASE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest wait between retries after database errors.
 pub const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(60);
 /// The largest `batch`: one transaction holds this many row locks at most.
@@ -47,8 +49,14 @@ pub struct QueueConfig {
     pub batch: usize,
     pub poll_interval: Duration,
     pub error_backoff: Duration,
+    /// How long tableq waits for any one answer from the database (a claim, outcome
+    /// SQL, a savepoint, COMMIT, a ping) before it gives the connection up.
+    pub database_timeout: Duration,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
+    /// The `${VARS}` the file puts into `database_url` or a signing secret: a command
+    /// must not be handed them.
+    pub secret_variables: Vec<String>,
     pub select: ParsedStatement,
     /// The column that identifies a row; `None` means the first column.
     pub key: Option<String>,

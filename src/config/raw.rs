@@ -17,6 +17,8 @@ pub struct RawQueue {
     pub poll_interval: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     pub error_backoff: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub database_timeout: Option<Duration>,
     pub database_url: Option<String>,
     pub select: String,
     pub key: Option<String>,

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::raw::RawQueue;
 use super::{
-    action, interpolate, line_of, QueueConfig, DEFAULT_ERROR_BACKOFF, DEFAULT_POLL_INTERVAL,
-    MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
+    action, interpolate, line_of, QueueConfig, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
+    DEFAULT_POLL_INTERVAL, MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
 };
 use crate::diagnostic::Finding;
 
@@ -90,14 +90,11 @@ pub fn validate(
     check_name(&mut v, &name, raw.name.is_some());
     let workers = v.in_range("workers", raw.workers, 1, MAX_WORKERS);
     let batch = v.in_range("batch", raw.batch, 1, MAX_BATCH);
-    let poll_interval = v.positive(&["poll_interval"], raw.poll_interval, DEFAULT_POLL_INTERVAL);
-    let error_backoff = v.positive(&["error_backoff"], raw.error_backoff, DEFAULT_ERROR_BACKOFF);
-    if error_backoff > MAX_ERROR_BACKOFF {
-        v.error(
-            &["error_backoff"],
-            "`error_backoff` must be at most 1m: it doubles up to one minute",
-        );
-    }
+    let Timings {
+        poll_interval,
+        error_backoff,
+        database_timeout,
+    } = timings(&mut v, &raw);
     let database_url = raw.database_url.as_ref().and_then(|url| {
         interpolate(url, env)
             .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
@@ -131,6 +128,8 @@ pub fn validate(
         batch,
         poll_interval,
         error_backoff,
+        database_timeout,
+        secret_variables: secret_variables(&raw),
         database_url,
         select,
         key: raw.key,
@@ -146,6 +145,50 @@ pub fn validate(
         return Err(findings);
     }
     Ok(queue)
+}
+
+/// The queue's durations, checked.
+struct Timings {
+    poll_interval: Duration,
+    error_backoff: Duration,
+    database_timeout: Duration,
+}
+
+fn timings(v: &mut Validator, raw: &RawQueue) -> Timings {
+    let poll_interval = v.positive(&["poll_interval"], raw.poll_interval, DEFAULT_POLL_INTERVAL);
+    let error_backoff = v.positive(&["error_backoff"], raw.error_backoff, DEFAULT_ERROR_BACKOFF);
+    if error_backoff > MAX_ERROR_BACKOFF {
+        let message = "`error_backoff` must be at most 1m: it doubles up to one minute";
+        v.error(&["error_backoff"], message);
+    }
+    let database_timeout = v.positive(
+        &["database_timeout"],
+        raw.database_timeout,
+        DEFAULT_DATABASE_TIMEOUT,
+    );
+    Timings {
+        poll_interval,
+        error_backoff,
+        database_timeout,
+    }
+}
+
+/// The variables `database_url` and `signing_secret` name.
+fn secret_variables(raw: &RawQueue) -> Vec<String> {
+    let mut names = raw
+        .database_url
+        .as_deref()
+        .map(super::variables)
+        .unwrap_or_default();
+    if let super::raw::RawAction::Http(http) = &raw.action {
+        names.extend(
+            http.signing_secret
+                .as_deref()
+                .map(super::variables)
+                .unwrap_or_default(),
+        );
+    }
+    names
 }
 
 /// `name`, else the file's stem.

@@ -77,24 +77,28 @@ impl Database {
     /// Opens a connection, giving up after [`QUICK_TIMEOUT`]. A failure that is not
     /// the server's own answer names the address it could not reach.
     pub async fn connect(&self) -> Result<Conn, DbError> {
-        let address = self.address();
-        match tokio::time::timeout(QUICK_TIMEOUT, Conn::new(self.opts.clone())).await {
-            Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e @ mysql_async::Error::Server(_))) => Err(e.into()),
-            Ok(Err(e)) => Err(DbError::other(format!(
-                "cannot connect to {address}: {}",
-                describe_error(&e)
-            ))),
-            Err(_) => Err(DbError::timed_out(
-                &format!("connecting to {address}"),
-                QUICK_TIMEOUT,
-            )),
-        }
+        self.connect_within(QUICK_TIMEOUT).await
     }
 
-    /// `host:port`.
-    pub fn address(&self) -> String {
-        format!("{}:{}", self.opts.ip_or_hostname(), self.opts.tcp_port())
+    /// Opens a connection, giving up after `limit`. A failure that is not the
+    /// server's own answer names the address it could not reach.
+    pub async fn connect_within(&self, limit: Duration) -> Result<Conn, DbError> {
+        match tokio::time::timeout(limit, Conn::new(self.opts.clone())).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e @ mysql_async::Error::Server(_))) => Err(e.into()),
+            Ok(Err(e)) => Err(DbError::Driver(mysql_async::Error::Other(
+                format!(
+                    "cannot connect to {}: {}",
+                    self.server(),
+                    describe_error(&e)
+                )
+                .into(),
+            ))),
+            Err(_) => Err(DbError::Deadline {
+                waiting_for: "a connection",
+                limit,
+            }),
+        }
     }
 
     /// Why the server refused to let this URL's user in, in words that name the user,
@@ -103,7 +107,7 @@ impl Database {
         format!(
             "the server at {} refused user `{}` for database `{}` ({error}): check the user \
              and password in the database URL, and the user's grants",
-            self.address(),
+            self.server(),
             self.opts.user().unwrap_or(""),
             self.opts.db_name().unwrap_or("")
         )
@@ -112,12 +116,22 @@ impl Database {
     /// Stops `what` in session `connection_id` from a fresh side connection: the only
     /// way to interrupt a statement that is still running.
     pub async fn kill(&self, connection_id: u32, what: Kill) -> Result<(), DbError> {
+        self.kill_within(connection_id, what, QUICK_TIMEOUT).await
+    }
+
+    /// As [`Database::kill`], waiting at most `limit` for each of connecting and KILL.
+    pub async fn kill_within(
+        &self,
+        connection_id: u32,
+        what: Kill,
+        limit: Duration,
+    ) -> Result<(), DbError> {
         let verb = match what {
             Kill::Query => "QUERY",
             Kill::Connection => "CONNECTION",
         };
         let kill = async {
-            let mut conn = self.connect().await?;
+            let mut conn = self.connect_within(limit).await?;
             let result = conn
                 .query_drop(format!("KILL {verb} {connection_id}"))
                 .await;
@@ -128,10 +142,20 @@ impl Database {
                 other => Ok(other?),
             }
         };
-        match tokio::time::timeout(QUICK_TIMEOUT + QUICK_TIMEOUT / 2, kill).await {
+        match tokio::time::timeout(limit * 2, kill).await {
             Ok(result) => result,
-            Err(_) => Err(DbError::other("timed out sending KILL")),
+            Err(_) => Err(DbError::Deadline {
+                waiting_for: "a KILL",
+                limit,
+            }),
         }
+    }
+}
+
+impl Database {
+    /// `host:port`: the server, whichever database and user.
+    pub fn server(&self) -> String {
+        format!("{}:{}", self.opts.ip_or_hostname(), self.opts.tcp_port())
     }
 }
 
@@ -142,7 +166,7 @@ impl std::fmt::Display for Database {
             f,
             "{}@{}/{}",
             self.opts.user().unwrap_or(""),
-            self.address(),
+            self.server(),
             self.opts.db_name().unwrap_or("")
         )
     }

@@ -46,31 +46,26 @@ const TRANSACTION_LOST: &[u16] = &[
 
 /// A database error, in one line for a user when displayed.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", describe_error(.0))]
-pub struct DbError(#[from] mysql_async::Error);
+pub enum DbError {
+    #[error("{}", describe_error(.0))]
+    Driver(#[from] mysql_async::Error),
+    /// No answer within the deadline: the connection may be half-read, and is given up.
+    #[error("no answer from the database within {} while waiting for {waiting_for}", humantime::format_duration(*.limit))]
+    Deadline {
+        waiting_for: &'static str,
+        limit: Duration,
+    },
+}
 
 impl DbError {
-    /// An error of tableq's own making (a timeout, a statement that would not stop).
-    pub fn other(message: impl Into<String>) -> DbError {
-        DbError(mysql_async::Error::Other(message.into().into()))
-    }
-
-    /// `what` did not finish within `limit`.
-    pub fn timed_out(what: &str, limit: Duration) -> DbError {
-        DbError::other(format!(
-            "timed out after {} {what}",
-            humantime::format_duration(limit)
-        ))
-    }
-
     /// One statement's own failure: the transaction and its locks live on.
     pub fn is_statement_error(&self) -> bool {
-        is_statement_error(&self.0)
+        matches!(self, DbError::Driver(e) if is_statement_error(e))
     }
 
     /// A deadlock or lock wait timeout: expected now and then on a busy queue.
     pub fn is_contention(&self) -> bool {
-        is_expected_contention(&self.0)
+        matches!(self, DbError::Driver(e) if is_expected_contention(e))
     }
 
     /// The statement was stopped by KILL QUERY.
@@ -87,8 +82,8 @@ impl DbError {
 
     /// The server's error code, for a server error.
     pub fn server_code(&self) -> Option<u16> {
-        match &self.0 {
-            mysql_async::Error::Server(s) => Some(s.code),
+        match self {
+            DbError::Driver(mysql_async::Error::Server(s)) => Some(s.code),
             _ => None,
         }
     }

@@ -10,8 +10,10 @@ pub mod item;
 pub mod prepared;
 pub mod row_json;
 pub mod session;
+pub mod waiting;
 
 pub use connect::{Database, Kill};
 pub use error::DbError;
 pub use item::{Item, OutcomeParams};
 pub use session::{OpenError, Ran, Session, Statements};
+pub use waiting::Waiting;

@@ -3,6 +3,8 @@
 //! things the engine does with it — claim, run a queue's statements for an item,
 //! savepoints, commit. `run`, `count` and `check` all open sessions here.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
@@ -12,7 +14,8 @@ use tokio::time::Instant;
 use super::connect::{Database, Kill, QUICK_TIMEOUT};
 use super::error::{DbError, ER_UNKNOWN_SYSTEM_VARIABLE};
 use super::item::{bind, Item, OutcomeParams};
-use super::prepared::{prepare_queue, BoundStatement, PrepareError, PreparedQueue};
+use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
+use super::waiting::Waiting;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 
@@ -27,6 +30,10 @@ pub struct Session {
     prepared: PreparedQueue,
     last_used: Instant,
     longest_silence: Duration,
+    /// How long one of tableq's own calls may wait for its answer.
+    deadline: Duration,
+    /// Set while a call waits for its answer: the worker's, for readiness.
+    waiting: Arc<Waiting>,
 }
 
 /// Why a session could not be opened.
@@ -58,6 +65,17 @@ pub enum Statements {
     OnFailure,
 }
 
+impl Statements {
+    /// What a worker running them waits for, in a log line.
+    fn waiting_for(self) -> &'static str {
+        match self {
+            Statements::Action => "the SQL action",
+            Statements::OnSuccess => "[on_success]",
+            Statements::OnFailure => "[on_failure]",
+        }
+    }
+}
+
 /// How statements run against a deadline ended.
 #[derive(Debug)]
 pub enum Ran {
@@ -72,35 +90,58 @@ impl Session {
     /// Connects to `database` and prepares `queue` on the new connection, claiming
     /// `queue.batch` rows at a time.
     pub async fn open(queue: &QueueConfig, database: &Database) -> Result<Session, OpenError> {
-        Session::open_with_limit(queue, database, queue.batch).await
+        Session::open_with_limit(queue, database, queue.batch, Arc::default()).await
     }
 
-    /// As [`Session::open`], claiming at most `limit` rows at a time.
+    /// As [`Session::open`], claiming at most `limit` rows at a time, and keeping
+    /// `waiting` up to date while it waits for the database.
     pub async fn open_with_limit(
         queue: &QueueConfig,
         database: &Database,
         limit: usize,
+        waiting: Arc<Waiting>,
     ) -> Result<Session, OpenError> {
-        let longest_silence = queue.action.timeout().max(queue.poll_interval);
-        let mut conn = match worker_connection(database, longest_silence).await {
+        waiting.begin("a connection");
+        let settings = SessionSettings::for_queue(queue);
+        let mut conn = match worker_connection(database, &settings).await {
             Ok(conn) => conn,
             Err(SessionError::Database(e)) => return Err(OpenError::Unreachable(e)),
             Err(e @ SessionError::Isolation(_)) => {
+                waiting.answered();
                 let finding = queue.finding(Severity::Error, &["database_url"], e.to_string());
                 return Err(OpenError::Invalid(vec![finding]));
             }
         };
-        let prepared = match prepare_queue(&mut conn, queue, limit).await {
-            Ok(prepared) => prepared,
-            Err(PrepareError::Invalid(findings)) => return Err(OpenError::Invalid(findings)),
-            Err(PrepareError::Database(e)) => return Err(OpenError::Unreachable(e)),
+        let preparing = prepare_queue(&mut conn, queue, limit);
+        let prepared = match tokio::time::timeout(settings.database_timeout, preparing).await {
+            Err(_) => {
+                return Err(OpenError::Unreachable(DbError::Deadline {
+                    waiting_for: "the queue's statements to be prepared",
+                    limit: settings.database_timeout,
+                }))
+            }
+            Ok(Ok(prepared)) => prepared,
+            Ok(Err(PrepareError::Invalid(findings))) => {
+                waiting.answered();
+                return Err(OpenError::Invalid(findings));
+            }
+            Ok(Err(PrepareError::Database(e))) => return Err(OpenError::Unreachable(e)),
         };
+        waiting.answered();
         Ok(Session {
             conn,
             prepared,
             last_used: Instant::now(),
-            longest_silence,
+            longest_silence: settings.longest_silence,
+            deadline: queue.database_timeout,
+            waiting,
         })
+    }
+
+    /// Keeps `waiting` up to date from now on (a session opened before its worker).
+    pub fn watched_by(mut self, waiting: Arc<Waiting>) -> Session {
+        self.waiting = waiting;
+        self
     }
 
     /// The server's id for this session, for KILL.
@@ -133,20 +174,18 @@ impl Session {
     /// end: one dropped between request and reply would leave every later reply on
     /// the connection one statement late.
     pub async fn ping(&mut self) -> Result<(), DbError> {
-        match tokio::time::timeout(QUICK_TIMEOUT, self.conn.ping()).await {
-            Ok(result) => Ok(result?),
-            Err(_) => Err(DbError::other("the database did not answer a ping")),
-        }
+        let limit = self.deadline.min(QUICK_TIMEOUT);
+        answer(&self.waiting, limit, "a ping", self.conn.ping()).await
     }
 
     /// Claims up to the session's limit of waiting rows: the claim opens the
     /// transaction (autocommit is off) and locks them.
     pub async fn claim(&mut self, queue: &str) -> Result<Vec<Item>, DbError> {
         let prepared = &self.prepared;
-        let rows: Vec<Row> = self
+        let claim = self
             .conn
-            .exec(&prepared.claim, prepared.claim_params(queue))
-            .await?;
+            .exec(&prepared.claim, prepared.claim_params(queue));
+        let rows: Vec<Row> = answer(&self.waiting, self.deadline, "the claim", claim).await?;
         Ok(rows
             .into_iter()
             .map(|row| Item::new(prepared.columns.clone(), row.unwrap(), prepared.key_index))
@@ -166,16 +205,20 @@ impl Session {
         queue: &str,
         outcome: &OutcomeParams<'_>,
     ) -> Result<(), DbError> {
+        let what = which.waiting_for();
         for bound in self.prepared.statements(which) {
             let params = bind(&bound.sources, item, queue, outcome);
-            self.conn.exec_drop(&bound.statement, params).await?;
+            let statement = self.conn.exec_drop(&bound.statement, params);
+            answer(&self.waiting, self.deadline, what, statement).await?;
         }
         Ok(())
     }
 
     /// Runs `which` for `item` until `deadline`. A statement still running then is
     /// interrupted with KILL QUERY from a side connection to `database`; one that will
-    /// not stop ends the session, so the server lets go of the locks now.
+    /// not stop (or a server that cannot be reached) ends the session, so the server
+    /// lets go of the locks now. Each of those steps waits at most the queue's
+    /// `database_timeout`.
     pub async fn run_until(
         &mut self,
         which: Statements,
@@ -184,8 +227,7 @@ impl Session {
         deadline: Instant,
         database: &Database,
     ) -> Result<Ran, DbError> {
-        let statements: &[BoundStatement] = self.prepared.statements(which);
-        for bound in statements {
+        for bound in self.prepared.statements(which) {
             let params = bind(&bound.sources, item, queue, &OutcomeParams::NONE);
             let connection_id = self.conn.id();
             let execution = self.conn.exec_drop(&bound.statement, params);
@@ -193,23 +235,16 @@ impl Session {
             let result = match tokio::time::timeout_at(deadline, &mut execution).await {
                 Ok(result) => result.map_err(DbError::from),
                 Err(_elapsed) => {
-                    let stopped = match database.kill(connection_id, Kill::Query).await {
-                        Ok(()) => tokio::time::timeout(QUICK_TIMEOUT, execution).await.ok(),
-                        Err(_) => None,
+                    // From here on the worker waits for the database, not for its work.
+                    self.waiting.begin(which.waiting_for());
+                    let limit = self.deadline;
+                    let stop = Interrupt {
+                        database,
+                        connection_id,
+                        limit,
+                        what: which.waiting_for(),
                     };
-                    return match stopped.map(|r| r.map_err(DbError::from)) {
-                        Some(Ok(())) => Ok(Ran::TimedOut),
-                        Some(Err(e)) if e.is_statement_error() || e.is_interrupted() => {
-                            Ok(Ran::TimedOut)
-                        }
-                        Some(Err(e)) => Err(e),
-                        None => {
-                            let _ = database.kill(connection_id, Kill::Connection).await;
-                            Err(DbError::other(
-                                "the action's statement could not be interrupted",
-                            ))
-                        }
-                    };
+                    return stop.statement(execution).await;
                 }
             };
             match result {
@@ -222,15 +257,16 @@ impl Session {
     }
 
     pub async fn savepoint(&mut self) -> Result<(), DbError> {
-        Ok(self.conn.query_drop(SAVEPOINT).await?)
+        self.simple(SAVEPOINT, "a SAVEPOINT").await
     }
 
     pub async fn rollback_to_savepoint(&mut self) -> Result<(), DbError> {
-        Ok(self.conn.query_drop(ROLLBACK_TO_SAVEPOINT).await?)
+        self.simple(ROLLBACK_TO_SAVEPOINT, "a ROLLBACK TO SAVEPOINT")
+            .await
     }
 
     pub async fn rollback(&mut self) -> Result<(), DbError> {
-        Ok(self.conn.query_drop("ROLLBACK").await?)
+        self.simple("ROLLBACK", "a ROLLBACK").await
     }
 
     /// ROLLBACK within [`QUICK_TIMEOUT`]; false if the connection cannot be trusted.
@@ -242,7 +278,118 @@ impl Session {
     }
 
     pub async fn commit(&mut self) -> Result<(), DbError> {
-        Ok(self.conn.query_drop("COMMIT").await?)
+        self.simple("COMMIT", "the COMMIT").await
+    }
+
+    async fn simple(&mut self, sql: &'static str, what: &'static str) -> Result<(), DbError> {
+        answer(
+            &self.waiting,
+            self.deadline,
+            what,
+            self.conn.query_drop(sql),
+        )
+        .await
+    }
+}
+
+/// Awaits `call` for at most `limit`, keeping `waiting` up to date: any answer from
+/// the server — a statement's own error included — ends the wait; no answer leaves
+/// it set, and the connection is given up.
+async fn answer<T>(
+    waiting: &Waiting,
+    limit: Duration,
+    what: &'static str,
+    call: impl Future<Output = Result<T, mysql_async::Error>>,
+) -> Result<T, DbError> {
+    waiting.begin(what);
+    let result = match tokio::time::timeout(limit, call).await {
+        Ok(result) => result.map_err(DbError::from),
+        Err(_) => {
+            return Err(DbError::Deadline {
+                waiting_for: what,
+                limit,
+            })
+        }
+    };
+    if result.is_ok() || matches!(&result, Err(e) if e.server_code().is_some()) {
+        waiting.answered();
+    }
+    result
+}
+
+/// Stopping a statement that ran past its deadline, from a side connection.
+struct Interrupt<'a> {
+    database: &'a Database,
+    connection_id: u32,
+    /// How long each step may wait: the queue's `database_timeout`.
+    limit: Duration,
+    what: &'static str,
+}
+
+impl Interrupt<'_> {
+    /// KILL QUERY, then the statement's return; if either does not come, KILL
+    /// CONNECTION and give the session up.
+    async fn statement(
+        &self,
+        execution: impl Future<Output = Result<(), mysql_async::Error>>,
+    ) -> Result<Ran, DbError> {
+        let killed = self
+            .database
+            .kill_within(self.connection_id, Kill::Query, self.limit);
+        let stopped = match killed.await {
+            Ok(()) => tokio::time::timeout(self.limit, execution).await.ok(),
+            Err(_) => None,
+        };
+        match stopped.map(|result| result.map_err(DbError::from)) {
+            Some(Ok(())) => Ok(Ran::TimedOut),
+            Some(Err(e)) if e.is_statement_error() || e.is_interrupted() => Ok(Ran::TimedOut),
+            Some(Err(e)) => Err(e),
+            None => {
+                let kill = Kill::Connection;
+                let _ = self
+                    .database
+                    .kill_within(self.connection_id, kill, self.limit)
+                    .await;
+                Err(DbError::Deadline {
+                    waiting_for: self.what,
+                    limit: self.limit,
+                })
+            }
+        }
+    }
+}
+
+/// How a worker's session is set up for its queue.
+pub struct SessionSettings {
+    /// The longest the connection may sit silent: the action's timeout or the poll
+    /// interval. The server's `wait_timeout` sits just above it.
+    pub longest_silence: Duration,
+    /// The queue's `database_timeout`: the server gives up on a silent client after
+    /// it too (`net_read_timeout`, `net_write_timeout`), and a row lock is waited for
+    /// at most three quarters of it (`innodb_lock_wait_timeout`, if the server's is
+    /// longer), so a lock wait ends as an error before the deadline would cut it.
+    pub database_timeout: Duration,
+}
+
+impl SessionSettings {
+    pub fn for_queue(queue: &QueueConfig) -> SessionSettings {
+        SessionSettings {
+            longest_silence: queue.action.timeout().max(queue.poll_interval),
+            database_timeout: queue.database_timeout,
+        }
+    }
+
+    fn statement(&self) -> String {
+        let wait_timeout = (self.longest_silence + WAIT_TIMEOUT_MARGIN)
+            .as_secs()
+            .max(1);
+        let net_timeout = self.database_timeout.as_secs().max(1);
+        let lock_wait = (self.database_timeout.as_secs() * 3 / 4).max(1);
+        format!(
+            "SET SESSION autocommit = 0, SESSION wait_timeout = {wait_timeout}, \
+             SESSION net_read_timeout = {net_timeout}, SESSION net_write_timeout = {net_timeout}, \
+             SESSION innodb_lock_wait_timeout = LEAST(@@SESSION.innodb_lock_wait_timeout, {lock_wait})"
+        )
     }
 }
 
@@ -252,20 +399,22 @@ impl Session {
 /// vanished worker's locks soon after its action could have ended.
 pub async fn worker_connection(
     database: &Database,
-    longest_silence: Duration,
+    settings: &SessionSettings,
 ) -> Result<Conn, SessionError> {
-    let mut conn = database.connect().await?;
-    let wait_timeout = (longest_silence + WAIT_TIMEOUT_MARGIN).as_secs().max(1);
+    let mut conn = database.connect_within(settings.database_timeout).await?;
     let setup = async {
         conn.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
             .await?;
-        conn.query_drop(format!(
-            "SET SESSION autocommit = 0, SESSION wait_timeout = {wait_timeout}"
-        ))
-        .await?;
+        conn.query_drop(settings.statement()).await?;
         isolation_level(&mut conn).await
     };
-    let isolation = setup.await.map_err(DbError::from)?;
+    let isolation = tokio::time::timeout(settings.database_timeout, setup)
+        .await
+        .map_err(|_| DbError::Deadline {
+            waiting_for: "the session's settings",
+            limit: settings.database_timeout,
+        })?
+        .map_err(DbError::from)?;
     if isolation != "READ-COMMITTED" {
         return Err(SessionError::Isolation(isolation));
     }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::idle::Idle;
+use super::once::OncePerKey;
+use super::refusals::Refusals;
 use super::stop_when_empty::StopWhenEmpty;
 use crate::action::Action;
 use crate::config::QueueConfig;
@@ -26,4 +28,8 @@ pub struct QueueRuntime {
     pub stop: CancellationToken,
     /// Roll back whatever is in flight, now: the shutdown timeout has passed.
     pub abort: CancellationToken,
+    /// The keys whose outcome SQL failed, so each is logged in full once.
+    pub outcome_sql_failed: OncePerKey,
+    /// Connections the server refused for being full, for a warning a minute.
+    pub refusals: Refusals,
 }

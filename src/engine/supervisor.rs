@@ -300,10 +300,10 @@ impl Supervisor {
             session,
         } = queue;
         let stop = self.shutdown.child_token();
-        let stats = self
-            .options
-            .monitor
-            .start_queue(&config.name, config.workers);
+        let stats =
+            self.options
+                .monitor
+                .start_queue(&config.name, config.workers, config.database_timeout);
         let progress = Progress::new(&config, &action, &stats);
         let runtime = Arc::new(QueueRuntime {
             action,
@@ -314,6 +314,8 @@ impl Supervisor {
             database,
             stop,
             abort: self.abort.clone(),
+            outcome_sql_failed: Default::default(),
+            refusals: Default::default(),
         });
         let tracker = TaskTracker::new();
         tracker.spawn(start_queue(

@@ -14,6 +14,7 @@ use super::backoff::{pause, Backoff};
 use super::batch::claim_and_process;
 use super::idle::{Turn, Watch};
 use super::queue::QueueRuntime;
+use super::refusals::is_full;
 use super::report::BatchReport;
 use crate::db::{DbError, Kill, OpenError, Session};
 use crate::diagnostic::messages;
@@ -82,7 +83,7 @@ impl<'a> Worker<'a> {
             queue,
             index,
             session: session.map(|session| Held {
-                session,
+                session: session.watched_by(queue.stats.waiting(index)),
                 _connected: queue.stats.connection(),
             }),
             backoff: Backoff::new(queue.config.error_backoff),
@@ -277,7 +278,7 @@ impl<'a> Worker<'a> {
         loop {
             let opened = tokio::select! {
                 _ = queue.stop.cancelled() => return None,
-                opened = Session::open(&queue.config, &queue.database) => opened,
+                opened = Session::open_with_limit(&queue.config, &queue.database, queue.config.batch, queue.stats.waiting(self.index)) => opened,
             };
             let wait = self.backoff.next_wait();
             match opened {
@@ -302,6 +303,13 @@ impl<'a> Worker<'a> {
         let retry_in = humantime::format_duration(wait);
         let first = self.index == 0;
         match e {
+            OpenError::Unreachable(error) if is_full(error.server_code()) => {
+                if let Some(refused) = self.queue.refusals.record() {
+                    warn!(%error, refused, database = %self.queue.database,
+                        "the database refused connections: it is full (max_connections or max_user_connections); \
+                         lower `workers` (summed over every copy of tableq) or raise the server's limit");
+                }
+            }
             OpenError::Unreachable(error) if first => {
                 warn!(%error, database = %self.queue.database, %retry_in, "cannot connect to the database; retrying")
             }

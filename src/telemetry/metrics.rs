@@ -3,8 +3,12 @@
 //! - `GET /metrics`: Prometheus text format — per queue, claims and items (done,
 //!   failed, returned) as counters, workers and connected workers as gauges.
 //! - `GET /healthz`: 200 while the process serves (liveness).
-//! - `GET /readyz`: 200 when every running queue has a database connection, else 503
-//!   with the reasons (readiness).
+//! - `GET /readyz`: 200 when every running queue has a database connection and no
+//!   worker has waited for the database past its deadline, else 503 with the reasons
+//!   (readiness).
+//!
+//! It has no authentication: serve it on loopback or a private interface. What a
+//! flood of clients can cost is bounded (see [`super::listener`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,11 +46,9 @@ pub async fn start(
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .with_state(state);
-    Ok(tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await;
-    }))
+    Ok(tokio::spawn(super::listener::serve(
+        listener, app, shutdown,
+    )))
 }
 
 struct Endpoint {
@@ -99,6 +101,16 @@ impl Collector for QueueCollector {
         )?;
         for q in &queues {
             ConstCounter::new(q.counts.claims)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "outcome_sql_failures",
+            "Outcome SQL ([on_success], [on_failure]) that failed, leaving its item waiting",
+            None,
+            claims.metric_type(),
+        )?;
+        for q in &queues {
+            ConstCounter::new(q.counts.outcome_sql_failures)
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
         let mut family = encoder.encode_descriptor(

@@ -1,6 +1,7 @@
 //! What the process tells about itself: counters, the progress line, the metrics
 //! endpoint, and logging.
 
+pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod monitor;

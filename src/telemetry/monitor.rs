@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::telemetry::stats::{Counts, QueueStats};
 
@@ -34,7 +35,7 @@ pub struct QueueView {
 impl Monitor {
     /// The counters of queue `name`, now running with `workers` workers: the ones it
     /// had before a reload, or new ones.
-    pub fn start_queue(&self, name: &str, workers: usize) -> Arc<QueueStats> {
+    pub fn start_queue(&self, name: &str, workers: usize, deadline: Duration) -> Arc<QueueStats> {
         let mut queues = self.lock();
         let watched = queues.entry(name.to_string()).or_insert_with(|| Watched {
             stats: Arc::new(QueueStats::default()),
@@ -43,6 +44,7 @@ impl Monitor {
         });
         watched.workers = workers;
         watched.running = true;
+        watched.stats.expect_workers(workers, deadline);
         watched.stats.clone()
     }
 
@@ -81,11 +83,15 @@ impl Monitor {
         if !queues.iter().any(|q| q.running) {
             return Err(vec!["no queue is running yet".to_string()]);
         }
-        let waiting: Vec<String> = queues
+        let mut waiting: Vec<String> = queues
             .iter()
             .filter(|q| q.running && q.connected == 0)
             .map(|q| format!("queue {} has no database connection", q.name))
             .collect();
+        for (name, watched) in self.lock().iter().filter(|(_, w)| w.running) {
+            let stalled = watched.stats.stalled();
+            waiting.extend(stalled.iter().map(|s| format!("queue {name}: {s}")));
+        }
         if waiting.is_empty() {
             Ok(())
         } else {
@@ -108,7 +114,7 @@ mod tests {
     fn counters_survive_a_restart_and_readiness_needs_connections() {
         let monitor = Monitor::default();
         assert!(monitor.readiness().is_err(), "nothing runs yet");
-        let stats = monitor.start_queue("email", 4);
+        let stats = monitor.start_queue("email", 4, Duration::from_secs(30));
         stats.record_claim();
         assert_eq!(
             monitor.readiness(),
@@ -118,7 +124,7 @@ mod tests {
         assert_eq!(monitor.readiness(), Ok(()));
         drop(connected);
         monitor.stop_queue("email");
-        let again = monitor.start_queue("email", 8);
+        let again = monitor.start_queue("email", 8, Duration::from_secs(30));
         assert_eq!(again.counts().claims, 1, "the same counters after a reload");
         assert_eq!(monitor.queues()[0].workers, 8);
         monitor.set_stopping();

@@ -1,10 +1,13 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tracing::info;
+
+use crate::db::Waiting;
 
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]
@@ -15,6 +18,16 @@ pub struct QueueStats {
     done: AtomicU64,
     failed: AtomicU64,
     returned: AtomicU64,
+    /// Outcome SQL that failed, leaving its item waiting.
+    outcome_sql_failures: AtomicU64,
+    /// Each worker's wait for the database, and how long a wait may last.
+    waits: Mutex<Waits>,
+}
+
+#[derive(Debug, Default)]
+struct Waits {
+    workers: Vec<Arc<Waiting>>,
+    deadline: Duration,
 }
 
 /// A worker's database session, counted in [`QueueStats::connected`] while it lives.
@@ -35,6 +48,8 @@ pub struct Counts {
     pub done: u64,
     pub failed: u64,
     pub returned: u64,
+    /// Outcome SQL that failed, leaving its item waiting.
+    pub outcome_sql_failures: u64,
 }
 
 impl QueueStats {
@@ -42,6 +57,40 @@ impl QueueStats {
     pub fn connection(self: &std::sync::Arc<Self>) -> Connected {
         self.connected.fetch_add(1, Ordering::Relaxed);
         Connected(self.clone())
+    }
+
+    /// Gets ready for `workers` workers whose database calls may each wait `deadline`.
+    pub fn expect_workers(&self, workers: usize, deadline: Duration) {
+        let mut waits = self.waits();
+        waits.workers = (0..workers).map(|_| Arc::default()).collect();
+        waits.deadline = deadline;
+    }
+
+    /// Where worker `index` keeps its wait for the database.
+    pub fn waiting(&self, index: usize) -> Arc<Waiting> {
+        self.waits().workers.get(index).cloned().unwrap_or_default()
+    }
+
+    /// `worker 3 has waited 12s for the claim`, for each worker that has waited for
+    /// the database longer than the deadline.
+    pub fn stalled(&self) -> Vec<String> {
+        let waits = self.waits();
+        waits
+            .workers
+            .iter()
+            .enumerate()
+            .filter_map(|(index, waiting)| {
+                let (waited, what) = waiting.longer_than(waits.deadline)?;
+                let waited = humantime::format_duration(Duration::from_secs(waited.as_secs()));
+                Some(format!("worker {index} has waited {waited} for {what}"))
+            })
+            .collect()
+    }
+
+    fn waits(&self) -> std::sync::MutexGuard<'_, Waits> {
+        self.waits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn connected(&self) -> usize {
@@ -60,12 +109,18 @@ impl QueueStats {
         self.returned.fetch_add(returned as u64, Ordering::Relaxed);
     }
 
+    /// Records outcome SQL that failed (its item is waiting again).
+    pub fn record_outcome_sql_failure(&self) {
+        self.outcome_sql_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn counts(&self) -> Counts {
         Counts {
             claims: self.claims.load(Ordering::Relaxed),
             done: self.done.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             returned: self.returned.load(Ordering::Relaxed),
+            outcome_sql_failures: self.outcome_sql_failures.load(Ordering::Relaxed),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod daemon;
+pub mod endpoint;
 pub mod logs;
 pub mod mariadb;
 pub mod process;

@@ -16,8 +16,9 @@ mod process_group;
 pub use process_group::kill_all;
 use process_group::ProcessGroup;
 
-use super::capture::{last_lines, read_head, read_tail, OUTPUT_LIMIT};
+use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use crate::action::Outcome;
+use crate::config::action::command::inherited;
 use crate::config::CommandAction;
 use crate::db::row_json::item_json;
 use crate::db::Item;
@@ -26,13 +27,6 @@ use crate::db::Item;
 const STDERR_TAIL: usize = 8 * 1024;
 /// How long output may keep flowing after the process group is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
-
-/// Variables tableq reads that the commands it runs have no business seeing.
-const PRIVATE_ENV: &[&str] = &[
-    "TABLEQ_DATABASE_URL",
-    "DATABASE_URL",
-    "TABLEQ_TEST_DATABASE_URL",
-];
 
 /// Runs the command for `item`.
 pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
@@ -49,9 +43,7 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
     };
     let mut command = Command::new(program);
-    for name in PRIVATE_ENV {
-        command.env_remove(name);
-    }
+    environment(&mut command, config);
     let spawned = command
         .args(args)
         .current_dir(&config.workdir)
@@ -66,6 +58,29 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
     match spawned {
         Ok(child) => supervise(child, stdin, config.timeout, &program_text).await,
         Err(e) => Outcome::failure(format!("cannot run {program_text}: {e}")),
+    }
+}
+
+/// The command's environment is an allowlist: [`inherited`] variables, those the
+/// queue names in `env`, and `TABLEQ_QUEUE`/`TABLEQ_KEY` (set by the caller).
+fn environment(command: &mut Command, config: &CommandAction) {
+    command.env_clear();
+    for (name, value) in std::env::vars_os() {
+        if name.to_str().is_some_and(inherited) {
+            command.env(name, value);
+        }
+    }
+    for (name, value) in &config.env {
+        match value {
+            Some(value) => {
+                command.env(name, value);
+            }
+            None => {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
+        }
     }
 }
 
@@ -167,7 +182,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         error.push_str(&tail);
     }
     Outcome {
-        error: Some(error),
+        error: Some(clip_error(error)),
         status: code.map(i64::from),
         output: Some(output),
         retry_after: None,

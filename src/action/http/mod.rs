@@ -13,8 +13,9 @@ use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use reqwest::{redirect, Client, Method, Response, Url};
 
-use super::capture::OUTPUT_LIMIT;
+use super::capture::{clip_error, OUTPUT_LIMIT};
 use crate::action::{ActionError, Outcome};
+use crate::config::template::Part;
 use crate::config::HttpAction;
 use crate::db::row_json::item_json;
 use crate::db::Item;
@@ -168,23 +169,23 @@ impl HttpDelivery {
     /// which supplies the URL (or its start) as it is.
     fn url(&self, item: &Item, queue: &str) -> Result<Url, String> {
         let dot_segment = std::cell::RefCell::new(None);
+        let parts = &self.config.url.parts;
         let rendered =
             self.config
                 .url
                 .render(&|p| item.placeholder_bytes(p, queue), &|index, value| {
                     if index == 0 {
-                        value
-                    } else {
-                        if value == b"." || value == b".." {
-                            *dot_segment.borrow_mut() =
-                                Some(String::from_utf8_lossy(&value).into_owned());
-                        }
-                        percent_encode(&value, PLACEHOLDER).to_string().into_bytes()
+                        return value;
                     }
+                    if (value == b"." || value == b"..") && is_path_segment(parts, index) {
+                        *dot_segment.borrow_mut() =
+                            Some(String::from_utf8_lossy(&value).into_owned());
+                    }
+                    percent_encode(&value, PLACEHOLDER).to_string().into_bytes()
                 });
         if let Some(dots) = dot_segment.into_inner() {
             return Err(format!(
-                "refused: a placeholder in the URL is {dots:?}, which would move up the path"
+                "refused: a placeholder in the URL's path is {dots:?}, which would move up the path"
             ));
         }
         // Messages name the scheme and host at most: the rest may hold secrets.
@@ -236,7 +237,7 @@ impl HttpDelivery {
             };
             error.push_str(&format!(": redirect to {location} not followed{hint}"));
         }
-        outcome.error = Some(error);
+        outcome.error = Some(clip_error(error));
         outcome.retry_after = response
             .headers()
             .get(RETRY_AFTER)
@@ -246,9 +247,27 @@ impl HttpDelivery {
     }
 }
 
+/// True when the placeholder at part `index` is a whole segment of the URL's path:
+/// no `?` or `#` before it, a `/` (or another placeholder) just before it, and a
+/// `/`, `?`, `#`, the end or another placeholder just after it. Only there does
+/// `.` or `..` move the request up the path; in the query or mid-segment it is text.
+fn is_path_segment(parts: &[Part], index: usize) -> bool {
+    let in_path = parts[..index]
+        .iter()
+        .all(|part| !matches!(part, Part::Literal(l) if l.contains(['?', '#'])));
+    let starts = match parts[..index].last() {
+        Some(Part::Literal(before)) => before.ends_with('/'),
+        _ => true,
+    };
+    let ends = match parts.get(index + 1) {
+        Some(Part::Literal(after)) => after.starts_with(['/', '?', '#']),
+        _ => true,
+    };
+    in_path && starts && ends
+}
+
 /// The host of a URL written in full in the file (no placeholders before its host).
 fn literal_host(config: &HttpAction) -> Option<String> {
-    use crate::config::template::Part;
     let Some(Part::Literal(prefix)) = config.url.parts.first() else {
         return None;
     };
@@ -372,6 +391,23 @@ fn tls_error(io: &std::io::Error) -> Option<&rustls::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dots_are_refused_only_as_a_whole_path_segment() {
+        let parts = |url: &str| {
+            crate::config::template::Template::parse(url, &|_| None)
+                .unwrap()
+                .parts
+        };
+        let url = parts("https://h.example/files/{name}/raw?v={v}#{f}");
+        assert!(is_path_segment(&url, 1), "/files/{{name}}/");
+        assert!(!is_path_segment(&url, 3), "in the query");
+        assert!(!is_path_segment(&url, 5), "in the fragment");
+        let mid = parts("https://h.example/v{n}/x");
+        assert!(!is_path_segment(&mid, 1), "mid-segment");
+        let last = parts("https://h.example/a/{n}");
+        assert!(is_path_segment(&last, 1), "the last segment");
+    }
 
     #[test]
     fn reads_retry_after_as_seconds_or_a_date() {

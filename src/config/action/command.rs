@@ -1,6 +1,7 @@
 //! `type = "command"`: the `[action]` table of a command — its TOML keys, and what
 //! each must be. Running it is `crate::action::command`.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +19,16 @@ pub struct RawCommandAction {
     #[serde(default, with = "humantime_serde")]
     pub timeout: Option<Duration>,
     pub workdir: Option<PathBuf>,
+    pub env: Option<RawEnv>,
+}
+
+/// `env = ["NAME", …]` passes variables through; `env = { NAME = "value", … }` sets
+/// them (`${VAR}` allowed in the values).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawEnv {
+    Pass(Vec<String>),
+    Set(BTreeMap<String, String>),
 }
 
 /// `type = "command"`: one process per item, the row as JSON on its stdin.
@@ -26,6 +37,19 @@ pub struct CommandAction {
     pub argv: Vec<Template>,
     pub timeout: Duration,
     pub workdir: PathBuf,
+    /// Variables the command sees besides [`INHERITED`]: a value set in the file, or
+    /// `None` to pass tableq's own through.
+    pub env: Vec<(String, Option<String>)>,
+}
+
+/// What every command sees of tableq's environment without being told: the
+/// variables a program needs to run, and no others — none of tableq's secrets.
+/// (`LC_*` too, and `TABLEQ_QUEUE` and `TABLEQ_KEY`, which tableq sets.)
+pub const INHERITED: &[&str] = &["PATH", "HOME", "LANG", "TZ"];
+
+/// True for a variable every command sees.
+pub fn inherited(name: &str) -> bool {
+    INHERITED.contains(&name) || name.starts_with("LC_")
 }
 
 /// Validates `type = "command"`.
@@ -62,7 +86,48 @@ pub(in crate::config) fn validate(raw: &RawCommandAction, v: &mut Validator) -> 
         argv,
         timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_COMMAND_TIMEOUT),
         workdir,
+        env: environment(raw.env.as_ref(), v),
     }
+}
+
+/// The `env` key, checked: names a shell could use, values with `${VAR}` replaced.
+fn environment(raw: Option<&RawEnv>, v: &mut Validator) -> Vec<(String, Option<String>)> {
+    let wanted: Vec<(String, Option<&String>)> = match raw {
+        None => Vec::new(),
+        Some(RawEnv::Pass(names)) => names.iter().map(|n| (n.clone(), None)).collect(),
+        Some(RawEnv::Set(pairs)) => pairs
+            .iter()
+            .map(|(n, value)| (n.clone(), Some(value)))
+            .collect(),
+    };
+    let mut env = Vec::new();
+    for (name, value) in wanted {
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            let message = format!(
+                "`action.env`: {name:?} is not a variable name: use letters, digits and `_`"
+            );
+            v.error(&["action", "env"], message);
+            continue;
+        }
+        let value = match value.map(|value| super::super::interpolate(value, v.env)) {
+            None => None,
+            Some(Ok(value)) => Some(value),
+            Some(Err(e)) => {
+                v.error(
+                    &["action", "env", &name],
+                    format!("`action.env.{name}`: {e}"),
+                );
+                continue;
+            }
+        };
+        env.push((name, value));
+    }
+    env
 }
 
 /// Where `program` is: a path (relative to `workdir`) or a name on `PATH`.

@@ -67,15 +67,7 @@ pub async fn careful(
         let fate = async {
             session.savepoint().await?;
             let outcome = run_action(session, queue, item).await?;
-            settle(
-                session,
-                &queue.config.name,
-                item,
-                &outcome,
-                Undo::Savepoint,
-                true,
-            )
-            .await
+            settle(session, queue, item, &outcome, Undo::Savepoint, true).await
         }
         .instrument(item_span(item))
         .await?;

@@ -44,7 +44,7 @@ pub async fn process(
             if undo == Undo::Savepoint {
                 session.savepoint().await?;
             }
-            settle(session, name, item, outcome, undo, false).await
+            settle(session, queue, item, outcome, undo, false).await
         }
         .instrument(item_span(item))
         .await?;

@@ -1,10 +1,11 @@
 //! An item's outcome SQL — `[on_success]` or `[on_failure]` — and what happens when
 //! that SQL itself fails: the item is put back as it was claimed.
 
-use tracing::{error, warn};
+use tracing::{debug, error, warn};
 
 use crate::action::Outcome;
 use crate::db::{DbError, Item, Session, Statements};
+use crate::engine::queue::QueueRuntime;
 use crate::engine::report::Fate;
 
 /// How an item whose outcome SQL failed is returned to the state it was claimed in.
@@ -23,21 +24,23 @@ pub enum Undo {
 /// the action ran SQL in the item's savepoint, to be undone before `[on_failure]`.
 pub async fn settle(
     session: &mut Session,
-    queue: &str,
+    queue: &QueueRuntime,
     item: &Item,
     outcome: &Outcome,
     undo_by: Undo,
     action_wrote: bool,
 ) -> Result<Fate, DbError> {
+    let name = queue.config.name.as_str();
+    let params = outcome.params();
     if outcome.succeeded() {
         return match session
-            .run(Statements::OnSuccess, item, queue, &outcome.params())
+            .run(Statements::OnSuccess, item, name, &params)
             .await
         {
             Ok(()) => Ok(Fate::Done),
             Err(e) if e.is_statement_error() => {
                 undo(session, undo_by).await?;
-                error!(error = %e, "[on_success] SQL failed; the item is rolled back and waiting again");
+                outcome_sql_failed(queue, item, "[on_success]", &e, "");
                 Ok(Fate::Returned)
             }
             Err(e) => Err(e),
@@ -53,7 +56,7 @@ pub async fn settle(
         return Ok(Fate::Returned);
     }
     match session
-        .run(Statements::OnFailure, item, queue, &outcome.params())
+        .run(Statements::OnFailure, item, name, &params)
         .await
     {
         Ok(()) => {
@@ -62,11 +65,29 @@ pub async fn settle(
         }
         Err(e) if e.is_statement_error() => {
             undo(session, undo_by).await?;
-            error!(error = %reason, on_failure_error = %e, "item failed and [on_failure] SQL failed too; the item is rolled back and waiting again");
+            outcome_sql_failed(queue, item, "[on_failure]", &e, reason);
             Ok(Fate::Returned)
         }
         Err(e) => Err(e),
     }
+}
+
+/// Outcome SQL failed for `item`: it is back as it was claimed, and will be tried
+/// again. Said in full once per key — with what to fix — and counted every time, so
+/// a row that can never be recorded does not flood the log at each retry.
+fn outcome_sql_failed(queue: &QueueRuntime, item: &Item, which: &str, e: &DbError, reason: &str) {
+    queue.stats.record_outcome_sql_failure();
+    if !queue.outcome_sql_failed.first(&item.key_text()) {
+        debug!(error = %e, "{which} SQL failed again; the item is rolled back and waiting again");
+        return;
+    }
+    error!(
+        error = %e,
+        action_error = %reason,
+        "{which} SQL failed; the item is rolled back and waiting again, and is retried until the SQL \
+         works: fix it (a column too small for :error or :output? :error holds up to 8 KiB and :output \
+         up to 64 KiB: use TEXT or MEDIUMBLOB, or LEFT(:error, n)); said once per item"
+    );
 }
 
 /// Returns an item to the state it was claimed in, after its outcome SQL failed.

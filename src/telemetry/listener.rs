@@ -1,0 +1,95 @@
+//! Serving the metrics endpoint to whoever can reach it, at a bounded cost: a client
+//! gets a few seconds to send its request headers and a connection a bounded life,
+//! and at most [`MAX_CONNECTIONS`] are open at once — past that, the oldest is closed
+//! to make room, so a flood of slow clients cannot keep the orchestrator's `/healthz`
+//! out, nor grow memory without end.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// Connections served at once; a new one closes the oldest past this.
+pub const MAX_CONNECTIONS: usize = 256;
+/// How long a client may take to send its request headers.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a connection lives, requests and keep-alive included.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
+/// How long to wait before accepting again when accepting failed (out of file
+/// descriptors, say).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
+
+/// Serves `app` on `listener` until `shutdown`.
+pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken) {
+    let open = Open::default();
+    loop {
+        let stream = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                    continue;
+                }
+            },
+        };
+        let (id, closed) = open.admit(&shutdown);
+        tokio::spawn(serve_one(stream, app.clone(), closed, open.clone(), id));
+    }
+}
+
+async fn serve_one(stream: TcpStream, app: Router, closed: CancellationToken, open: Open, id: u64) {
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+    tokio::select! {
+        _ = connection => {}
+        _ = closed.cancelled() => {}
+        _ = tokio::time::sleep(CONNECTION_LIFETIME) => {}
+    }
+    open.release(id);
+}
+
+/// The open connections, oldest first, each with the token that closes it.
+#[derive(Clone, Default)]
+struct Open(Arc<Mutex<OpenState>>);
+
+#[derive(Default)]
+struct OpenState {
+    next_id: u64,
+    connections: VecDeque<(u64, CancellationToken)>,
+}
+
+impl Open {
+    /// Makes room for one more connection, closing the oldest if full.
+    fn admit(&self, shutdown: &CancellationToken) -> (u64, CancellationToken) {
+        let mut state = self.lock();
+        if state.connections.len() >= MAX_CONNECTIONS {
+            if let Some((_, oldest)) = state.connections.pop_front() {
+                oldest.cancel();
+            }
+        }
+        let id = state.next_id;
+        state.next_id += 1;
+        let closed = shutdown.child_token();
+        state.connections.push_back((id, closed.clone()));
+        (id, closed)
+    }
+
+    fn release(&self, id: u64) {
+        self.lock().connections.retain(|(open, _)| *open != id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, OpenState> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
