@@ -12,8 +12,8 @@ source scripts/lib/mariadb.sh
 
 EMAILS=${EMAILS:-5000}
 
-echo "==> building tableq (release)"
-cargo build --release --quiet
+echo "==> building tableq (release; the first build takes a few minutes)"
+cargo build --release
 TABLEQ=${CARGO_TARGET_DIR:-target}/release/tableq
 
 workdir=$(mktemp -d)

@@ -12,10 +12,13 @@
 //! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic
 //! ```
 //!
-//! - [`commands`]: the command line ([`commands::cli`]), signals, and what each
-//!   subcommand does, with its exit status.
-//! - `engine`: running queues — `supervisor` (N workers per queue, start-up
-//!   validation, graceful shutdown), `reload` (SIGHUP), `queue` (what a queue's
+//! - [`commands`]: the command line ([`commands::cli`]), signals, systemd's notify
+//!   socket, reaping orphaned processes, and what each subcommand does, with its
+//!   exit status.
+//! - `engine`: running queues — `supervisor` (one version per queue: start, reload
+//!   without harm, the watchdog, graceful shutdown), `launch` (prepare, then start
+//!   a queue's workers), `reload` (SIGHUP), `lifecycle` and `liveness` (what the
+//!   service manager hears, and whether queues progress), `queue` (what a queue's
 //!   workers share), `worker` (one loop: claim once, decide the next step), `batch`
 //!   (one transaction: SQL actions in it, HTTP/command actions outside it, the outcome
 //!   SQL), `report`, `idle` (one worker polls an empty queue), `stop_when_empty`,

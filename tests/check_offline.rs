@@ -242,3 +242,39 @@ async fn run_logs_warnings_and_runs() {
         3
     );
 }
+
+/// A file with four mistakes gets four findings in one run, each at its line, for
+/// `check` as for `run` (which refuses it with exit 2).
+#[tokio::test]
+async fn every_mistake_of_a_file_at_once() {
+    let contents = "wrokers = 4\nbatch = \"ten\"\nselect = \"SELECT id FROM job\"\n\n[action]\ntype = \"command\"\ncommand = [\"true\"]\ntimeout = \"soon\"\nretries = 3\n";
+    let (done, shown) = check_offline(contents).await;
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    let expected = [
+        format!("{shown}:1: error: unknown field `wrokers`"),
+        format!("{shown}:2: error: `batch`: invalid type"),
+        format!("{shown}:8: error: `action.timeout`: invalid value"),
+        format!("{shown}:9: error: `action`: unknown field `retries`"),
+    ];
+    assert_eq!(lines.len(), 5, "{}", done.stdout);
+    for (line, expected) in lines.iter().zip(&expected) {
+        assert!(line.starts_with(expected.as_str()), "{line}");
+    }
+    assert!(
+        lines[4].ends_with(": 4 errors, 0 warnings"),
+        "{}",
+        done.stdout
+    );
+    let (_files, path, _) = support::check::jobs_file(contents);
+    let mut run = tableq(&["run"]);
+    run.arg(&path)
+        .env("TABLEQ_DATABASE_URL", "mysql://root@127.0.0.1:1/none");
+    let refused = run_to_end(run, Duration::from_secs(30)).await;
+    assert_eq!(refused.code(), Some(2));
+    assert_eq!(
+        refused.stderr.matches(": error: ").count(),
+        4,
+        "{}",
+        refused.stderr
+    );
+}

@@ -135,7 +135,7 @@ async fn a_view_check_cannot_see_through() {
     );
 }
 
-/// A database that cannot be reached is an error for its queues.
+/// A database that cannot be reached is an error for its queues, naming host:port.
 #[tokio::test]
 async fn an_unreachable_database() {
     let (_files, path, shown) = jobs_file(GOOD);
@@ -143,7 +143,7 @@ async fn an_unreachable_database() {
     let lines: Vec<&str> = done.stdout.lines().collect();
     assert!(
         lines[0].starts_with(&format!(
-            "{shown}: queue jobs: error: cannot reach the database: network error: "
+            "{shown}: queue jobs: error: cannot reach the database: cannot connect to 127.0.0.1:1: network error: "
         )),
         "{}",
         done.stdout

@@ -81,3 +81,26 @@ async fn max_in_flight_caps_the_actions_running_at_once() {
     let most = arrivals.iter().map(|a| busy(*a)).max().unwrap();
     assert_eq!(most, 3, "at most 3 at once, and 3 reached");
 }
+
+/// A `rate_limit` that is not a rate, and a `loop_limit` of 0, are refused with the
+/// key's line and what would be right.
+#[tokio::test]
+async fn bad_limits_are_refused_with_their_lines() {
+    let contents = "select = \"SELECT id FROM job\"\nrate_limit = \"fast\"\nloop_limit = 0\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n";
+    let (done, shown) = support::check::check_offline(contents).await;
+    assert_eq!(done.code(), Some(1), "{}", done.stdout);
+    assert!(
+        done.stdout.contains(&format!(
+            "{shown}:2: queue jobs: error: `rate_limit` = \"fast\" is not a rate: write items per second, minute or hour, e.g. \"50/s\", \"600/m\""
+        )),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout.contains(&format!(
+            "{shown}:3: queue jobs: error: `loop_limit` = 0 is out of range: use 1 to 1000"
+        )),
+        "{}",
+        done.stdout
+    );
+}

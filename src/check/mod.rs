@@ -22,10 +22,11 @@ pub mod tables;
 
 use std::path::PathBuf;
 
+use crate::action::Action;
 use crate::config::load_all;
 use crate::config::names::key_name;
 use crate::db::Database;
-use crate::diagnostic::Finding;
+use crate::diagnostic::{Finding, Severity};
 
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
@@ -104,6 +105,13 @@ pub async fn check(
     };
     let mut servers = online::Servers::default();
     for queue in &loaded.queues {
+        // `run` builds every action before it starts (for HTTP: its client, which
+        // needs the system's root certificates): so does `check`.
+        if let Err(e) = Action::new(&queue.action) {
+            report
+                .findings
+                .push(queue.finding(Severity::Error, &["action"], e.to_string()));
+        }
         if options.offline {
             // The database is not asked, but its URL must be one `run` can use.
             if queue.database_url.is_some() {

@@ -46,7 +46,41 @@ pub enum Command {
     Check(CheckArgs),
     /// Print how many rows are waiting in each queue: "NAME<TAB>COUNT".
     Count(CountArgs),
+    /// Ask a running tableq's /healthz (or /readyz) whether it is well: exit 0 if so.
+    Health(HealthArgs),
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `tableq man > tableq.1`.
+    Man,
 }
+
+/// Where `run --metrics-addr` listens when it is not told (the container's default).
+pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9187";
+
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// The address `run --metrics-addr` listens on; 0.0.0.0 means this machine.
+    #[arg(long, env = "TABLEQ_METRICS_ADDR", default_value = DEFAULT_METRICS_ADDR, value_name = "ADDR")]
+    pub metrics_addr: std::net::SocketAddr,
+
+    /// Ask /readyz (every queue has its database) instead of /healthz.
+    #[arg(long)]
+    pub ready: bool,
+
+    /// How long to wait for the answer.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `run --shutdown-timeout` when not given; the systemd unit, the supervisor file
+/// and the container wait longer than this before SIGKILL (tests/deploy.rs).
+pub const DEFAULT_SHUTDOWN_TIMEOUT: &str = "30s";
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -54,12 +88,17 @@ pub struct RunArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
-    /// Run only these queues (repeatable).
-    #[arg(long = "queue", value_name = "NAME")]
+    /// Run only these queues (repeatable; in the environment, comma-separated).
+    #[arg(
+        long = "queue",
+        env = "TABLEQ_QUEUES",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
     pub queues: Vec<String>,
 
     /// Exit 0 once nothing is waiting and nothing is in flight.
-    #[arg(long)]
+    #[arg(long, env = "TABLEQ_STOP_WHEN_EMPTY")]
     pub stop_when_empty: bool,
 
     /// Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9187).
@@ -68,7 +107,12 @@ pub struct RunArgs {
 
     /// How long items in flight may take to finish after SIGTERM/SIGINT; past it,
     /// they are rolled back and return to the queue.
-    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    #[arg(
+        long,
+        env = "TABLEQ_SHUTDOWN_TIMEOUT",
+        default_value = DEFAULT_SHUTDOWN_TIMEOUT,
+        value_name = "DURATION"
+    )]
     pub shutdown_timeout: humantime::Duration,
 }
 

@@ -2,6 +2,9 @@
 //! the exit status each kind of failure maps to.
 
 pub mod cli;
+mod health;
+mod notify;
+mod reaper;
 mod signals;
 
 use std::process::ExitCode;
@@ -54,6 +57,25 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Run(args) => run_command(args, database_url).await,
         Command::Check(args) => check_command(args, database_url).await,
         Command::Count(args) => count_command(args, database_url).await,
+        Command::Health(args) => {
+            match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
+                Ok(body) => {
+                    println!("{body}");
+                    Ok(())
+                }
+                Err(why) => Err(Failure::Runtime(format!("not healthy: {why}"))),
+            }
+        }
+        Command::Completions(args) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(args.shell, &mut command, "tableq", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
+            page.render(&mut std::io::stdout())
+                .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}")))
+        }
     }
 }
 
@@ -84,10 +106,14 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
     let shutdown = CancellationToken::new();
     signals::install(shutdown.clone())
         .map_err(|e| Failure::Runtime(format!("cannot listen for signals: {e}")))?;
+    if let Err(e) = reaper::start() {
+        tracing::warn!(error = %e, "cannot become the reaper of orphaned command processes");
+    }
     let options = RunOptions {
         database_url,
         stop_when_empty: args.stop_when_empty,
         shutdown_timeout: args.shutdown_timeout.into(),
+        lifecycle: std::sync::Arc::new(notify::Systemd::from_env()),
         ..RunOptions::default()
     };
     let monitor = options.monitor.clone();

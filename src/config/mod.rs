@@ -6,6 +6,7 @@ pub mod action;
 mod interpolate;
 mod locate;
 pub mod names;
+mod parse;
 mod raw;
 mod statements;
 pub mod template;
@@ -23,7 +24,7 @@ pub use action::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
 };
 pub use interpolate::{interpolate, variables, InterpolateError};
-pub use locate::{key_at, line_at, line_of, statement_path};
+pub use locate::{line_of, statement_path};
 
 /// `rate_limit = "50/s"`: `count` items per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +104,13 @@ pub struct QueueConfig {
 }
 
 impl QueueConfig {
+    /// Whether `other` is this same queue, unchanged: the same file, the same text,
+    /// and the same values from outside it (`${ENV}`, a `ca_file`'s certificates).
+    /// Compared through `Debug`, which shows every field, those added later too.
+    pub fn same_as(&self, other: &QueueConfig) -> bool {
+        format!("{self:?}") == format!("{other:?}")
+    }
+
     /// The 1-based line of `path` in this queue's file, if it is there.
     pub fn line_of(&self, path: &[&str]) -> Option<usize> {
         line_of(&self.source, path)
@@ -187,39 +195,8 @@ pub fn load_file(
             format!("cannot read the queue file: {e}"),
         )]
     })?;
-    let raw: raw::RawQueue = toml::from_str(&source).map_err(|e| {
-        let start = e.span().map(|span| span.start);
-        let mut line = start.map(|at| line_at(&source, at));
-        let mut message = plain_words(e.message().trim());
-        if let Some(key) = start.and_then(|at| key_at(&source, at)) {
-            // Point at an unknown key itself, not at the table that holds it.
-            let unknown = message
-                .strip_prefix("unknown field `")
-                .and_then(|rest| rest.split('`').next());
-            if let Some(unknown) = unknown {
-                let mut path: Vec<&str> = key.split('.').collect();
-                path.push(unknown);
-                line = line_of(&source, &path).or(line);
-            }
-            message = format!("`{key}`: {message}");
-        }
-        vec![Finding::error(file, message).at_line(line)]
-    })?;
+    let raw = parse::parse(file, &source)?;
     validate::validate(raw, file, Arc::from(source), env)
-}
-
-/// Serde's words for types, in the words of the queue file.
-fn plain_words(message: &str) -> String {
-    let message = message
-        .replace("expected u32", "expected a whole number")
-        .replace(
-            "expected a duration",
-            "expected a duration such as \"5s\", \"250ms\" or \"2m\"",
-        );
-    if message == "missing field `select`" {
-        return "missing field `select`: the SELECT that returns the rows waiting for work".into();
-    }
-    message
 }
 
 /// Expands `paths` into queue files: a file stands for itself, a directory for the

@@ -96,6 +96,7 @@ pub fn validate(
         error_backoff,
         database_timeout,
     } = timings(&mut v, &raw);
+    let flow = flow(&mut v, &raw);
     let database_url = raw.database_url.as_ref().and_then(|url| {
         interpolate(url, env)
             .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
@@ -130,17 +131,10 @@ pub fn validate(
         poll_interval,
         error_backoff,
         database_timeout,
-        loop_window: loop_window(&mut v, &raw),
-        rate_limit: rate_limit(&mut v, &raw),
-        max_in_flight: raw
-            .max_in_flight
-            .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
-        loop_limit: v.in_range(
-            "loop_limit",
-            raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT)),
-            1,
-            1000,
-        ) as u32,
+        loop_window: flow.loop_window,
+        loop_limit: flow.loop_limit,
+        rate_limit: flow.rate_limit,
+        max_in_flight: flow.max_in_flight,
         secret_variables: secret_variables(&raw),
         database_url,
         select,
@@ -182,6 +176,26 @@ fn timings(v: &mut Validator, raw: &RawQueue) -> Timings {
         poll_interval,
         error_backoff,
         database_timeout,
+    }
+}
+
+/// The queue's flow control, checked.
+struct Flow {
+    loop_window: Duration,
+    loop_limit: u32,
+    rate_limit: Option<super::Rate>,
+    max_in_flight: Option<usize>,
+}
+
+fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
+    let loop_limit = raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT));
+    Flow {
+        loop_window: loop_window(v, raw),
+        loop_limit: v.in_range("loop_limit", loop_limit, 1, 1000) as u32,
+        rate_limit: rate_limit(v, raw),
+        max_in_flight: raw
+            .max_in_flight
+            .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
     }
 }
 

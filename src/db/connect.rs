@@ -7,7 +7,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
-use super::error::{DbError, ER_NO_SUCH_THREAD};
+use super::error::{describe_error, DbError, ER_NO_SUCH_THREAD};
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 
@@ -74,20 +74,43 @@ impl Database {
         &self.opts
     }
 
-    /// Opens a connection, giving up after [`QUICK_TIMEOUT`].
+    /// Opens a connection, giving up after [`QUICK_TIMEOUT`]. A failure that is not
+    /// the server's own answer names the address it could not reach.
     pub async fn connect(&self) -> Result<Conn, DbError> {
         self.connect_within(QUICK_TIMEOUT).await
     }
 
-    /// Opens a connection, giving up after `limit`.
+    /// Opens a connection, giving up after `limit`. A failure that is not the
+    /// server's own answer names the address it could not reach.
     pub async fn connect_within(&self, limit: Duration) -> Result<Conn, DbError> {
         match tokio::time::timeout(limit, Conn::new(self.opts.clone())).await {
-            Ok(result) => Ok(result?),
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e @ mysql_async::Error::Server(_))) => Err(e.into()),
+            Ok(Err(e)) => Err(DbError::Driver(mysql_async::Error::Other(
+                format!(
+                    "cannot connect to {}: {}",
+                    self.server(),
+                    describe_error(&e)
+                )
+                .into(),
+            ))),
             Err(_) => Err(DbError::Deadline {
                 waiting_for: "a connection",
                 limit,
             }),
         }
+    }
+
+    /// Why the server refused to let this URL's user in, in words that name the user,
+    /// the server and the database, never the password.
+    pub fn refused_login(&self, error: &DbError) -> String {
+        format!(
+            "the server at {} refused user `{}` for database `{}` ({error}): check the user \
+             and password in the database URL, and the user's grants",
+            self.server(),
+            self.opts.user().unwrap_or(""),
+            self.opts.db_name().unwrap_or("")
+        )
     }
 
     /// Stops `what` in session `connection_id` from a fresh side connection: the only
@@ -141,10 +164,9 @@ impl std::fmt::Display for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}@{}:{}/{}",
+            "{}@{}/{}",
             self.opts.user().unwrap_or(""),
-            self.opts.ip_or_hostname(),
-            self.opts.tcp_port(),
+            self.server(),
             self.opts.db_name().unwrap_or("")
         )
     }

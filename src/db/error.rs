@@ -14,6 +14,8 @@ pub const ER_QUERY_INTERRUPTED: u16 = 1317;
 pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 /// Unknown thread id (a KILL whose session ended meanwhile).
 pub const ER_NO_SUCH_THREAD: u16 = 1094;
+/// Access denied for user to database (1044), or for user with that password (1045).
+const ACCESS_DENIED: &[u16] = &[1044, 1045];
 
 /// Server errors after which the transaction, and with it the item's lock, cannot be
 /// trusted: deadlock, lock wait timeout, the session killed, the server shutting down,
@@ -69,6 +71,13 @@ impl DbError {
     /// The statement was stopped by KILL QUERY.
     pub fn is_interrupted(&self) -> bool {
         self.server_code() == Some(ER_QUERY_INTERRUPTED)
+    }
+
+    /// The server refused the login: wrong user, password, or no access to the
+    /// database. Retrying will not help until someone changes the URL or the grants.
+    pub fn is_access_denied(&self) -> bool {
+        self.server_code()
+            .is_some_and(|code| ACCESS_DENIED.contains(&code))
     }
 
     /// The server's error code, for a server error.

@@ -4,7 +4,10 @@
 pub mod backoff;
 pub mod batch;
 pub mod idle;
+pub mod launch;
+pub mod lifecycle;
 pub mod limits;
+pub mod liveness;
 pub mod loops;
 pub mod once;
 pub mod queue;

@@ -1,28 +1,39 @@
-//! The supervisor: validates every queue against its database, then runs `workers`
-//! worker loops per queue until shutdown (or, with `stop_when_empty`, until every
-//! queue is drained), and bounds how long the items in flight may take to finish by
-//! the shutdown timeout.
+//! The supervisor: keeps one running version of each queue, starts them, swaps them
+//! on a reload without harm, watches that they make progress, and at shutdown bounds
+//! how long their items in flight may take to finish by the shutdown timeout.
+//!
+//! A reload touches only what changed. A queue whose file did not change keeps
+//! running as it was. A changed queue's new version starts at once, while the old
+//! one stops claiming and finishes its items in flight — however long they take: the
+//! shutdown timeout is for shutdown only. A removed queue finishes its items and
+//! stops.
 
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
-use super::backoff::{pause, Backoff};
 use super::idle::Idle;
+use super::launch::{prepare, start_queue, Prepared};
+use super::lifecycle::{Lifecycle, Silent};
 use super::limits::Limits;
+use super::liveness::Progress;
 use super::loops::Loops;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
-use super::worker::run_worker;
-use crate::action::Action;
 use crate::config::QueueConfig;
-use crate::db::{Database, OpenError, Session};
-use crate::diagnostic::{Findings, Severity};
+use crate::diagnostic::Findings;
 use crate::telemetry::monitor::Monitor;
-use crate::telemetry::stats::{report_progress, Counts};
+use crate::telemetry::stats::Counts;
+
+pub use super::launch::resolve_databases;
 
 /// How `run` behaves, beyond the queue files.
 #[derive(Debug, Clone)]
@@ -38,6 +49,8 @@ pub struct RunOptions {
     /// Where the queues' counters and connections are kept, for the metrics
     /// endpoint; shared across reloads so counters only grow.
     pub monitor: Arc<Monitor>,
+    /// Who hears that the daemon is ready, reloading, stopping, or stalled.
+    pub lifecycle: Arc<dyn Lifecycle>,
 }
 
 impl Default for RunOptions {
@@ -48,6 +61,7 @@ impl Default for RunOptions {
             shutdown_timeout: Duration::from_secs(30),
             progress_every: Duration::from_secs(60),
             monitor: Arc::new(Monitor::default()),
+            lifecycle: Arc::new(Silent),
         }
     }
 }
@@ -72,173 +86,329 @@ const ABORT_GRACE: Duration = Duration::from_secs(15);
 
 /// Runs `queues` until `shutdown` is cancelled (or, with `stop_when_empty`, until all
 /// are drained). Fails, before any row is touched, if a queue's SQL is wrong for its
-/// database; a database that cannot be reached is waited for, never a failure.
+/// database or its login is refused; a database that cannot be reached is waited
+/// for, never a failure.
 pub async fn run(
     queues: Vec<QueueConfig>,
     options: RunOptions,
     shutdown: CancellationToken,
 ) -> Result<RunSummary, Findings> {
-    let resolved = resolve_databases(queues, options.database_url.as_deref())?;
-    let Some(opened) = open_first_sessions(&resolved, &shutdown).await? else {
+    let mut supervisor = Supervisor::new(options, shutdown);
+    if !supervisor.start(queues).await? {
         return Ok(RunSummary::default());
-    };
+    }
+    supervisor.next_event(std::future::pending()).await;
+    Ok(supervisor.stop().await)
+}
 
-    // Every action is built before any worker starts: a failure stops them all.
-    let actions = build_actions(&resolved)?;
-    let abort = CancellationToken::new();
-    let tracker = TaskTracker::new();
-    let mut runtimes = Vec::new();
-    for (((config, database), session), action) in resolved.into_iter().zip(opened).zip(actions) {
-        let stop = shutdown.child_token();
+/// What woke the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Every queue stopped by itself (`stop_when_empty`).
+    Finished,
+    /// Shutdown began.
+    Shutdown,
+    /// Someone asked for a reload.
+    Reload,
+}
+
+/// The queues running now, and the old versions still finishing their items.
+pub struct Supervisor {
+    options: RunOptions,
+    shutdown: CancellationToken,
+    /// Roll back whatever is in flight: the shutdown timeout has passed.
+    abort: CancellationToken,
+    current: BTreeMap<String, Version>,
+    retiring: FuturesUnordered<BoxFuture<'static, Retired>>,
+}
+
+/// One running version of a queue.
+struct Version {
+    runtime: Arc<QueueRuntime>,
+    tracker: TaskTracker,
+    progress: Progress,
+}
+
+/// An old version that has finished its last items.
+struct Retired {
+    runtime: Arc<QueueRuntime>,
+    removed: bool,
+}
+
+impl Supervisor {
+    pub fn new(options: RunOptions, shutdown: CancellationToken) -> Supervisor {
+        Supervisor {
+            options,
+            shutdown,
+            abort: CancellationToken::new(),
+            current: BTreeMap::new(),
+            retiring: FuturesUnordered::new(),
+        }
+    }
+
+    /// Prepares every queue, then starts them all; false if shutdown came first.
+    pub async fn start(&mut self, queues: Vec<QueueConfig>) -> Result<bool, Findings> {
+        let url = self.options.database_url.clone();
+        let Some(prepared) = prepare(queues, url.as_deref(), &self.shutdown).await? else {
+            return Ok(false);
+        };
+        for queue in prepared {
+            self.launch(queue);
+        }
+        self.options.lifecycle.ready(&self.status());
+        Ok(true)
+    }
+
+    /// Runs the queues in `queues` from now on, touching only those that changed;
+    /// if any changed queue cannot start, nothing changes and the findings say why.
+    /// False if shutdown came first (nothing changed either).
+    pub async fn reload(&mut self, queues: Vec<QueueConfig>) -> Result<bool, Findings> {
+        let (unchanged, fresh): (Vec<_>, Vec<_>) = queues.into_iter().partition(|queue| {
+            self.current
+                .get(&queue.name)
+                .is_some_and(|running| running.runtime.config.same_as(queue))
+        });
+        let keep: Vec<String> = unchanged
+            .iter()
+            .chain(&fresh)
+            .map(|q| q.name.clone())
+            .collect();
+        let url = self.options.database_url.clone();
+        let Some(prepared) = prepare(fresh, url.as_deref(), &self.shutdown).await? else {
+            return Ok(false);
+        };
+        for queue in &unchanged {
+            info!(queue = %queue.name, "reload: queue unchanged; it keeps running");
+        }
+        for queue in prepared {
+            let name = queue.config.name.clone();
+            match self.launch(queue) {
+                Some(old) => {
+                    info!(queue = %name, "reload: queue changed; its new version starts, the old one finishes its items in flight");
+                    self.retire(old, false);
+                }
+                None => info!(queue = %name, "reload: queue added"),
+            }
+        }
+        let removed: Vec<String> = self
+            .current
+            .keys()
+            .filter(|name| !keep.contains(name))
+            .cloned()
+            .collect();
+        for name in removed {
+            info!(queue = %name, "reload: queue removed; it finishes its items in flight and stops");
+            if let Some(old) = self.current.remove(&name) {
+                self.retire(old, true);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Waits for the next thing the caller must act on: shutdown, every queue
+    /// finished, or `reload` resolving. Meanwhile it sees old versions out and feeds
+    /// the watchdog.
+    pub async fn next_event(&mut self, reload: impl Future<Output = ()>) -> Event {
+        tokio::pin!(reload);
+        let shutdown = self.shutdown.clone();
+        let mut watchdog = self.options.lifecycle.watchdog_every().map(|every| {
+            let every = (every / 2).max(Duration::from_millis(10));
+            tokio::time::interval_at(Instant::now() + every, every)
+        });
+        loop {
+            let finished = self.all_finished();
+            let tick = async {
+                match watchdog.as_mut() {
+                    Some(ticks) => ticks.tick().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let retired = tokio::select! {
+                _ = shutdown.cancelled() => return Event::Shutdown,
+                _ = finished => return Event::Finished,
+                _ = &mut reload => return Event::Reload,
+                Some(retired) = self.retiring.next() => Some(retired),
+                _ = tick => None,
+            };
+            match retired {
+                Some(retired) => self.retired(retired),
+                None => self.feed_watchdog(),
+            }
+        }
+    }
+
+    /// Stops every queue: no new claims; the items in flight get the shutdown
+    /// timeout to finish, then are rolled back. Returns what each queue committed.
+    pub async fn stop(mut self) -> RunSummary {
+        self.options.lifecycle.stopping();
+        for version in self.current.values() {
+            version.runtime.stop.cancel();
+        }
+        let timeout = self.options.shutdown_timeout;
+        if self.shutdown.is_cancelled() {
+            info!(timeout = %humantime::format_duration(timeout),
+                "stopping: no new claims; finishing the items in flight");
+        }
+        if tokio::time::timeout(timeout, self.wait_all())
+            .await
+            .is_err()
+        {
+            self.abort.cancel();
+            if tokio::time::timeout(ABORT_GRACE, self.wait_all())
+                .await
+                .is_err()
+            {
+                error!("workers did not stop after the shutdown timeout; exiting anyway (the server rolls their transactions back)");
+            }
+        }
+        let mut summary = RunSummary::default();
+        for (name, version) in &self.current {
+            self.options.monitor.stop_queue(name);
+            let counts = version.runtime.stats.counts();
+            info!(queue = %name, done = counts.done, failed = counts.failed,
+                returned = counts.returned, "queue stopped");
+            summary.queues.push((name.clone(), counts));
+        }
+        summary
+    }
+
+    /// One line for the service manager: what runs, and what is waiting.
+    pub fn status(&self) -> String {
+        let names: Vec<String> = self
+            .current
+            .values()
+            .map(|v| {
+                let queue = &v.runtime;
+                let connected = queue.stats.connected();
+                format!(
+                    "{} ({connected}/{} connected)",
+                    queue.config.name, queue.config.workers
+                )
+            })
+            .collect();
+        let finishing = match self.retiring.len() {
+            0 => String::new(),
+            n => format!("; {n} old version(s) finishing their items"),
+        };
+        format!("{} queue(s): {}{finishing}", names.len(), names.join(", "))
+    }
+
+    /// Starts `queue`; returns the version it replaces, if any.
+    fn launch(&mut self, queue: Prepared) -> Option<Version> {
+        let Prepared {
+            config,
+            database,
+            action,
+            session,
+        } = queue;
+        let stop = self.shutdown.child_token();
+        let stats =
+            self.options
+                .monitor
+                .start_queue(&config.name, config.workers, config.database_timeout);
+        let progress = Progress::new(&config, &action, &stats);
         let runtime = Arc::new(QueueRuntime {
             action,
-            stop_when_empty: StopWhenEmpty::new(options.stop_when_empty, stop.clone()),
+            stop_when_empty: StopWhenEmpty::new(self.options.stop_when_empty, stop.clone()),
             idle: Idle::default(),
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config),
-            stats: options.monitor.start_queue(
-                &config.name,
-                config.workers,
-                config.database_timeout,
-            ),
+            stats,
             config,
             database,
             stop,
-            abort: abort.clone(),
+            abort: self.abort.clone(),
             outcome_sql_failed: Default::default(),
             refusals: Default::default(),
         });
-        info!(queue = %runtime.config.name, workers = runtime.config.workers, batch = runtime.config.batch,
-            database = %runtime.database, "queue started");
-        let mut first = session;
-        for index in 0..runtime.config.workers {
-            tracker.spawn(supervise_worker(runtime.clone(), index, first.take()));
-        }
-        tracker.spawn(report_progress(
-            runtime.config.name.clone(),
-            runtime.stats.clone(),
-            options.progress_every,
-            runtime.stop.clone(),
+        let tracker = TaskTracker::new();
+        tracker.spawn(start_queue(
+            runtime.clone(),
+            tracker.clone(),
+            session,
+            self.options.progress_every,
         ));
-        runtimes.push(runtime);
+        tracker.close();
+        let name = runtime.config.name.clone();
+        let version = Version {
+            runtime,
+            tracker,
+            progress,
+        };
+        self.current.insert(name, version)
     }
-    tracker.close();
 
-    tokio::select! {
-        _ = tracker.wait() => {}
-        _ = shutdown.cancelled() => {
-            info!(timeout = %humantime::format_duration(options.shutdown_timeout),
-                "stopping: no new claims; finishing the items in flight");
-            if tokio::time::timeout(options.shutdown_timeout, tracker.wait()).await.is_err() {
-                abort.cancel();
-                if tokio::time::timeout(ABORT_GRACE, tracker.wait()).await.is_err() {
-                    error!("workers did not stop after the shutdown timeout; exiting anyway (the server rolls their transactions back)");
+    /// Tells an old version to stop claiming; it finishes its items in flight.
+    fn retire(&mut self, version: Version, removed: bool) {
+        version.runtime.stop.cancel();
+        let Version {
+            runtime, tracker, ..
+        } = version;
+        self.retiring.push(Box::pin(async move {
+            tracker.wait().await;
+            Retired { runtime, removed }
+        }));
+    }
+
+    fn retired(&mut self, retired: Retired) {
+        let name = &retired.runtime.config.name;
+        if retired.removed && !self.current.contains_key(name) {
+            self.options.monitor.stop_queue(name);
+            let counts = retired.runtime.stats.counts();
+            info!(queue = %name, done = counts.done, failed = counts.failed,
+                returned = counts.returned, "queue stopped");
+        } else {
+            info!(queue = %name, "the queue's old version finished its items in flight");
+        }
+    }
+
+    /// Resolves once every current queue has stopped by itself.
+    fn all_finished(&self) -> impl Future<Output = ()> {
+        let trackers: Vec<TaskTracker> = self.current.values().map(|v| v.tracker.clone()).collect();
+        async move {
+            futures::future::join_all(trackers.iter().map(TaskTracker::wait)).await;
+        }
+    }
+
+    /// Waits until every version, current or old, has stopped.
+    async fn wait_all(&mut self) {
+        self.all_finished().await;
+        while let Some(retired) = self.retiring.next().await {
+            self.retired(retired);
+        }
+    }
+
+    /// Tells the watchdog all is well, unless some queue has stopped making progress.
+    fn feed_watchdog(&mut self) {
+        let now = Instant::now();
+        let mut stalled = Vec::new();
+        let mut changed = false;
+        for (name, version) in self.current.iter_mut() {
+            let progress = &mut version.progress;
+            match progress.stalled_for(&version.runtime.stats, now) {
+                Some(quiet) => {
+                    let quiet = humantime::format_duration(Duration::from_secs(quiet.as_secs()));
+                    if !progress.reported {
+                        changed = true;
+                        warn!(queue = %name, %quiet, "the queue holds a database connection but has claimed and finished nothing for longer than its slowest turn; the watchdog is no longer fed");
+                        progress.reported = true;
+                    }
+                    stalled.push(format!("{name} (nothing claimed or finished for {quiet})"));
+                }
+                None => {
+                    changed |= progress.reported;
+                    progress.reported = false;
                 }
             }
         }
-    }
-
-    let mut summary = RunSummary::default();
-    for runtime in runtimes {
-        options.monitor.stop_queue(&runtime.config.name);
-        let counts = runtime.stats.counts();
-        info!(queue = %runtime.config.name, done = counts.done, failed = counts.failed,
-            returned = counts.returned, "queue stopped");
-        summary.queues.push((runtime.config.name.clone(), counts));
-    }
-    Ok(summary)
-}
-
-/// Builds each queue's action (for HTTP: its client), or says which cannot be.
-pub fn build_actions(queues: &[(QueueConfig, Database)]) -> Result<Vec<Action>, Findings> {
-    let mut findings = Vec::new();
-    let mut actions = Vec::new();
-    for (config, _) in queues {
-        match Action::new(&config.action) {
-            Ok(action) => actions.push(action),
-            Err(e) => findings.push(config.finding(Severity::Error, &["action"], e.to_string())),
-        }
-    }
-    if findings.is_empty() {
-        Ok(actions)
-    } else {
-        Err(Findings(findings))
-    }
-}
-
-/// Pairs each queue with its database (see [`Database::for_queue`]).
-pub fn resolve_databases(
-    queues: Vec<QueueConfig>,
-    default_url: Option<&str>,
-) -> Result<Vec<(QueueConfig, Database)>, Findings> {
-    let mut findings = Vec::new();
-    let mut resolved = Vec::new();
-    for queue in queues {
-        match Database::for_queue(&queue, default_url) {
-            Ok(database) => resolved.push((queue, database)),
-            Err(finding) => findings.push(finding),
-        }
-    }
-    if findings.is_empty() {
-        Ok(resolved)
-    } else {
-        Err(Findings(findings))
-    }
-}
-
-/// Tries once to open a session per queue — which prepares, and so validates, all
-/// its SQL — so that a queue that is wrong for its database stops `run` before any
-/// row is touched. A queue whose database cannot be reached gets `None`: its workers
-/// keep trying, and the other queues start meanwhile. `Ok(None)` if shutdown came
-/// first.
-async fn open_first_sessions(
-    queues: &[(QueueConfig, Database)],
-    shutdown: &CancellationToken,
-) -> Result<Option<Vec<Option<Session>>>, Findings> {
-    let attempts = futures::future::join_all(queues.iter().map(|(config, database)| async move {
-        let opened = Session::open(config, database).await;
-        if let Err(OpenError::Unreachable(error)) = &opened {
-            warn!(queue = %config.name, %error, database = %database,
-                "cannot connect to the database; the queue starts once it can");
-        }
-        opened
-    }));
-    let attempts = tokio::select! {
-        _ = shutdown.cancelled() => return Ok(None),
-        attempts = attempts => attempts,
-    };
-    let mut sessions = Vec::with_capacity(queues.len());
-    let mut findings = Vec::new();
-    for attempt in attempts {
-        match attempt {
-            Ok(session) => sessions.push(Some(session)),
-            Err(OpenError::Unreachable(_)) => sessions.push(None),
-            Err(OpenError::Invalid(mut invalid)) => findings.append(&mut invalid),
-        }
-    }
-    if !findings.is_empty() {
-        return Err(Findings(findings));
-    }
-    Ok(Some(sessions))
-}
-
-/// Runs a worker, and runs it again if it panics: its connection is dropped with the
-/// panic, so its transaction rolls back and nothing is lost.
-async fn supervise_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
-    let mut session = session;
-    let mut backoff = Backoff::new(queue.config.error_backoff);
-    loop {
-        let handle = tokio::spawn(run_worker(queue.clone(), index, session.take()));
-        match handle.await {
-            Err(e) if e.is_panic() => {
-                let wait = backoff.next_wait();
-                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
-                    "worker crashed (a bug in tableq; please report it); its transaction is rolled back; restarting it");
-                if !pause(&queue.stop, wait).await {
-                    return;
-                }
+        let lifecycle = &self.options.lifecycle;
+        if stalled.is_empty() {
+            lifecycle.alive();
+            if changed {
+                lifecycle.status(&self.status());
             }
-            _ => return,
+        } else if changed {
+            lifecycle.status(&format!("stalled: {}", stalled.join(", ")));
         }
     }
 }

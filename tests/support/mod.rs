@@ -330,3 +330,29 @@ pub async fn claimable(db: &TestDb, table: &str, condition: &str) -> bool {
     conn.disconnect().await.ok();
     !found.is_empty()
 }
+
+/// Creates `job (id, state)` with the rows `ids` waiting.
+pub async fn job_table(db: &TestDb, ids: &[u32]) {
+    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
+        .await;
+    for id in ids {
+        db.exec(&format!("INSERT INTO job (id) VALUES ({id})"))
+            .await;
+    }
+}
+
+/// The queue `name` on [`job_table`]'s rows: waiting ones in id order, marked done on
+/// success; the caller sets the action.
+pub fn waiting_jobs(name: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+}
+
+/// A loopback port that nothing listens on (just now).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free port")
+}

@@ -88,9 +88,7 @@ impl HttpDelivery {
                 builder = builder.add_root_certificate(certificate);
             }
         }
-        let client = builder
-            .build()
-            .map_err(|e| ActionError(format!("cannot set up the HTTP client: {e}")))?;
+        let client = builder.build().map_err(|e| ActionError(client_error(&e)))?;
         let method = Method::from_bytes(config.method.as_bytes())
             .map_err(|e| ActionError(format!("`action.method`: {e}")))?;
         Ok(HttpDelivery {
@@ -354,6 +352,29 @@ fn describe(error: &reqwest::Error, url: &Url) -> String {
         format!("cannot connect to {target}: {innermost}")
     } else {
         format!("request to {target} failed: {innermost}")
+    }
+}
+
+/// Why the HTTP client could not be built, with its causes: reqwest's own words are
+/// only "builder error". A machine without root certificates is the usual one.
+fn client_error(error: &reqwest::Error) -> String {
+    let mut causes = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    let detail = causes.join(": ");
+    let lower = detail.to_ascii_lowercase();
+    if lower.contains("certificate") || lower.contains("root") {
+        return format!(
+            "cannot set up the HTTP client: no root certificates found ({detail}): install \
+             ca-certificates, or set `ca_file`"
+        );
+    }
+    match causes.is_empty() {
+        true => format!("cannot set up the HTTP client: {error}"),
+        false => format!("cannot set up the HTTP client: {detail}"),
     }
 }
 

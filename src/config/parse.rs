@@ -1,0 +1,216 @@
+//! A queue file's text into its [`RawQueue`], with every problem at once. serde stops
+//! at the first value it cannot take; so each key is also read on its own (and each
+//! key of `[action]` with the action's `type`), and every key that fails is a
+//! finding at its own line. A file with four mistakes needs one run, not four.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use toml::{Table, Value};
+
+use super::locate::{key_at, line_at, line_of};
+use super::raw::{RawAction, RawOutcome, RawQueue};
+use crate::diagnostic::Finding;
+
+/// The keys a queue file must have; and those an action of some `type` must have.
+const REQUIRED: &[&str] = &["select", "action"];
+const REQUIRED_IN_ACTION: &[&str] = &["sql", "url", "command"];
+
+/// Parses `source` (the text of `file`) into a [`RawQueue`], or every problem found.
+pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
+    let table: Table = toml::from_str(source).map_err(|e| vec![syntax_error(file, source, &e)])?;
+    let mut problems = Vec::new();
+    for key in table.keys() {
+        match table.get(key) {
+            Some(Value::Table(action)) if key == "action" && action.contains_key("type") => {
+                problems.extend(table_problems::<RawAction>(
+                    action,
+                    "action",
+                    &["type"],
+                    REQUIRED_IN_ACTION,
+                ));
+            }
+            Some(Value::Table(outcome)) if key == "on_success" || key == "on_failure" => {
+                problems.extend(table_problems::<RawOutcome>(outcome, key, &[], &["sql"]));
+            }
+            _ => problems.extend(key_alone::<RawQueue>(&table, key, &[], REQUIRED, &[])),
+        }
+    }
+    for required in REQUIRED.iter().filter(|key| !table.contains_key(**key)) {
+        let message = plain_words(&format!("missing field `{required}`"));
+        problems.push(Problem {
+            path: Vec::new(),
+            message,
+        });
+    }
+    if problems.is_empty() {
+        // Nothing found key by key: the whole must read too.
+        return RawQueue::deserialize(Value::Table(table))
+            .map_err(|e| vec![Finding::error(file, plain_words(e.message().trim()))]);
+    }
+    // In the file's order: the parsed table holds its keys sorted by name.
+    let mut found: Vec<(Option<usize>, Finding)> = problems
+        .into_iter()
+        .map(|p| p.finding(file, source))
+        .collect();
+    found.sort_by_key(|(line, _)| line.unwrap_or(usize::MAX));
+    Err(found.into_iter().map(|(_, finding)| finding).collect())
+}
+
+/// The problems of the table `name` read as a `T`: each key but `keep` on its own
+/// (next to `keep`, for `[action]` its `type`), then a key it must have.
+fn table_problems<T: DeserializeOwned>(
+    table: &Table,
+    name: &str,
+    keep: &[&str],
+    required: &[&str],
+) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = table
+        .keys()
+        .filter(|key| !keep.contains(&key.as_str()))
+        .filter_map(|key| key_alone::<T>(table, key, keep, required, &[name]))
+        .collect();
+    if problems.is_empty() {
+        if let Err(e) = T::deserialize(Value::Table(table.clone())) {
+            problems.push(Problem {
+                path: vec![name.to_string()],
+                message: format!("`{name}`: {}", plain_words(e.message().trim())),
+            });
+        }
+    }
+    problems
+}
+
+/// One key that could not be read: where it is, and why.
+#[derive(Debug)]
+struct Problem {
+    path: Vec<String>,
+    message: String,
+}
+
+impl Problem {
+    fn finding(self, file: &Path, source: &str) -> (Option<usize>, Finding) {
+        let path: Vec<&str> = self.path.iter().map(String::as_str).collect();
+        // A missing key has no line of its own: the file's first stands for it.
+        let line = if path.is_empty() {
+            Some(1)
+        } else {
+            line_of(source, &path)
+        };
+        (line, Finding::error(file, self.message).at_line(line))
+    }
+}
+
+/// Reads `key` of `table`, next to the keys in `keep`, as a `T`: the problem, if
+/// any. A field of `required` other than `key` is missing because it was left out.
+fn key_alone<T: DeserializeOwned>(
+    table: &Table,
+    key: &str,
+    keep: &[&str],
+    required: &[&str],
+    prefix: &[&str],
+) -> Option<Problem> {
+    let alone: Table = table
+        .iter()
+        .filter(|(k, _)| *k == key || keep.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let message = T::deserialize(Value::Table(alone))
+        .err()?
+        .message()
+        .trim()
+        .to_string();
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    if missing.is_some_and(|field| field != key && required.contains(&field)) {
+        return None;
+    }
+    let mut path: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+    let unknown = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next());
+    let message = plain_words(&message);
+    if let Some(unknown) = unknown {
+        // Point at the unknown key itself, named by the table that holds it.
+        let message = match prefix {
+            [] => message,
+            _ => format!("`{}`: {message}", prefix.join(".")),
+        };
+        path.push(unknown.to_string());
+        return Some(Problem { path, message });
+    }
+    path.push(key.to_string());
+    let message = format!("`{}`: {message}", path.join("."));
+    Some(Problem { path, message })
+}
+
+/// A file that is not TOML at all: the parser's one error, at its line.
+fn syntax_error(file: &Path, source: &str, e: &toml::de::Error) -> Finding {
+    let start = e.span().map(|span| span.start);
+    let line = start.map(|at| line_at(source, at));
+    let mut message = plain_words(e.message().trim());
+    if let Some(key) = start.and_then(|at| key_at(source, at)) {
+        message = format!("`{key}`: {message}");
+    }
+    Finding::error(file, message).at_line(line)
+}
+
+/// Serde's words for types, in the words of the queue file.
+fn plain_words(message: &str) -> String {
+    let message = message
+        .replace("expected u32", "expected a whole number")
+        .replace(
+            "expected a duration",
+            "expected a duration such as \"5s\", \"250ms\" or \"2m\"",
+        );
+    if message == "missing field `select`" {
+        return "missing field `select`: the SELECT that returns the rows waiting for work".into();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The findings for `source`, as lines.
+    fn findings(source: &str) -> Vec<String> {
+        let found = parse(Path::new("q.toml"), source).unwrap_err();
+        found.iter().map(|f| f.to_string()).collect()
+    }
+
+    /// Four mistakes, four findings, each at its own line, in the file's order.
+    #[test]
+    fn every_problem_of_a_file_at_once() {
+        let source = "wrokers = 4\nbatch = \"ten\"\nselect = \"SELECT id FROM job\"\n\n[action]\ntype = \"command\"\ncommand = [\"true\"]\ntimeout = \"soon\"\nretries = 3\n";
+        let lines = findings(source);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        for (finding, expected) in lines.iter().zip([
+            "q.toml:1: error: unknown field `wrokers`",
+            "q.toml:2: error: `batch`: invalid type: string \"ten\", expected a whole number",
+            "q.toml:8: error: `action.timeout`: invalid value",
+            "q.toml:9: error: `action`: unknown field `retries`",
+        ]) {
+            assert!(finding.starts_with(expected), "{finding}");
+        }
+    }
+
+    /// Outcome tables too: a value of the wrong kind at its line, a missing `sql`.
+    #[test]
+    fn outcome_tables_key_by_key() {
+        let source = "select = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n[on_success]\nsql = 5\n[on_failure]\n";
+        let lines = findings(source);
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(
+            lines[0].starts_with("q.toml:6: error: `on_success.sql`: invalid type"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[1],
+            "q.toml:7: error: `on_failure`: missing field `sql`"
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! Getting queues ready and started: each paired with its database and its action
+//! built, one session opened per queue before any starts (which prepares, and so
+//! validates, all its SQL), then — once a queue has a session — its workers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info, warn};
+
+use super::backoff::{pause, Backoff};
+use super::queue::QueueRuntime;
+use super::worker::run_worker;
+use crate::action::Action;
+use crate::config::QueueConfig;
+use crate::db::{Database, OpenError, Session};
+use crate::diagnostic::{messages, Finding, Findings, Severity};
+use crate::telemetry::stats::report_progress;
+
+/// A queue ready to start: its database, its action, and a session if one opened.
+pub struct Prepared {
+    pub config: QueueConfig,
+    pub database: Database,
+    pub action: Action,
+    pub session: Option<Session>,
+}
+
+/// Pairs each queue with its database and builds its action, then opens a session
+/// per queue. Fails, before any row is touched, if a queue's SQL is wrong for its
+/// database or the server refuses its login; a database that cannot be reached is
+/// not a failure (the queue starts once it can). `Ok(None)` if `shutdown` came first.
+pub async fn prepare(
+    queues: Vec<QueueConfig>,
+    default_url: Option<&str>,
+    shutdown: &CancellationToken,
+) -> Result<Option<Vec<Prepared>>, Findings> {
+    let resolved = resolve_databases(queues, default_url)?;
+    let actions = build_actions(&resolved)?;
+    let Some(sessions) = open_first_sessions(&resolved, shutdown).await? else {
+        return Ok(None);
+    };
+    let prepared = resolved
+        .into_iter()
+        .zip(actions)
+        .zip(sessions)
+        .map(|(((config, database), action), session)| Prepared {
+            config,
+            database,
+            action,
+            session,
+        })
+        .collect();
+    Ok(Some(prepared))
+}
+
+/// Builds each queue's action (for HTTP: its client), or says which cannot be.
+pub fn build_actions(queues: &[(QueueConfig, Database)]) -> Result<Vec<Action>, Findings> {
+    let mut findings = Vec::new();
+    let mut actions = Vec::new();
+    for (config, _) in queues {
+        match Action::new(&config.action) {
+            Ok(action) => actions.push(action),
+            Err(e) => findings.push(config.finding(Severity::Error, &["action"], e.to_string())),
+        }
+    }
+    if findings.is_empty() {
+        Ok(actions)
+    } else {
+        Err(Findings(findings))
+    }
+}
+
+/// Pairs each queue with its database (see [`Database::for_queue`]).
+pub fn resolve_databases(
+    queues: Vec<QueueConfig>,
+    default_url: Option<&str>,
+) -> Result<Vec<(QueueConfig, Database)>, Findings> {
+    let mut findings = Vec::new();
+    let mut resolved = Vec::new();
+    for queue in queues {
+        match Database::for_queue(&queue, default_url) {
+            Ok(database) => resolved.push((queue, database)),
+            Err(finding) => findings.push(finding),
+        }
+    }
+    if findings.is_empty() {
+        Ok(resolved)
+    } else {
+        Err(Findings(findings))
+    }
+}
+
+/// Tries once to open a session per queue. A queue whose database cannot be reached
+/// gets `None`; a login the server refuses is a finding, as is SQL it rejects.
+async fn open_first_sessions(
+    queues: &[(QueueConfig, Database)],
+    shutdown: &CancellationToken,
+) -> Result<Option<Vec<Option<Session>>>, Findings> {
+    let attempts = futures::future::join_all(queues.iter().map(|(config, database)| async move {
+        let opened = Session::open(config, database).await;
+        if let Err(OpenError::Unreachable(error)) = &opened {
+            if !error.is_access_denied() {
+                warn!(queue = %config.name, %error, database = %database,
+                    "cannot connect to the database; the queue starts once it can");
+            }
+        }
+        opened
+    }));
+    let attempts = tokio::select! {
+        _ = shutdown.cancelled() => return Ok(None),
+        attempts = attempts => attempts,
+    };
+    let mut sessions = Vec::with_capacity(queues.len());
+    let mut findings = Vec::new();
+    for ((config, database), attempt) in queues.iter().zip(attempts) {
+        match attempt {
+            Ok(session) => sessions.push(Some(session)),
+            Err(OpenError::Unreachable(e)) if e.is_access_denied() => {
+                let message = database.refused_login(&e);
+                findings.push(config.finding(Severity::Error, &["database_url"], message));
+            }
+            Err(OpenError::Unreachable(_)) => sessions.push(None),
+            Err(OpenError::Invalid(mut invalid)) => findings.append(&mut invalid),
+        }
+    }
+    if !findings.is_empty() {
+        return Err(Findings(findings));
+    }
+    Ok(Some(sessions))
+}
+
+/// Starts `queue`: with `session`, or once one opens, logs "queue started" and
+/// spawns its workers (the first takes the session) and its progress line.
+pub async fn start_queue(
+    queue: Arc<QueueRuntime>,
+    tracker: TaskTracker,
+    session: Option<Session>,
+    progress_every: Duration,
+) {
+    let session = match session {
+        Some(session) => session,
+        None => match first_session(&queue).await {
+            Some(session) => session,
+            None => return,
+        },
+    };
+    info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
+        database = %queue.database, "queue started");
+    let mut first = Some(session);
+    for index in 0..queue.config.workers {
+        tracker.spawn(supervise_worker(queue.clone(), index, first.take()));
+    }
+    tracker.spawn(report_progress(
+        queue.config.name.clone(),
+        queue.stats.clone(),
+        progress_every,
+        queue.stop.clone(),
+    ));
+}
+
+/// Opens the queue's first session, retrying with backoff; `None` once told to stop.
+async fn first_session(queue: &QueueRuntime) -> Option<Session> {
+    let mut backoff = Backoff::new(queue.config.error_backoff);
+    loop {
+        let opened = tokio::select! {
+            _ = queue.stop.cancelled() => return None,
+            opened = Session::open(&queue.config, &queue.database) => opened,
+        };
+        let wait = backoff.next_wait();
+        let retry_in = humantime::format_duration(wait);
+        match opened {
+            Ok(session) => return Some(session),
+            Err(OpenError::Unreachable(error)) if error.is_access_denied() => {
+                error!(queue = %queue.config.name, %retry_in, "{}", queue.database.refused_login(&error))
+            }
+            Err(OpenError::Unreachable(error)) => {
+                warn!(queue = %queue.config.name, %error, database = %queue.database, %retry_in,
+                    "cannot connect to the database; retrying")
+            }
+            Err(OpenError::Invalid(findings)) => {
+                error!(queue = %queue.config.name, error = %messages(&findings), %retry_in,
+                    "the queue's SQL does not work on its database; retrying")
+            }
+        }
+        if !pause(&queue.stop, wait).await {
+            return None;
+        }
+    }
+}
+
+/// Runs a worker, and runs it again if it panics: its connection is dropped with the
+/// panic, so its transaction rolls back and nothing is lost.
+async fn supervise_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
+    let mut session = session;
+    let mut backoff = Backoff::new(queue.config.error_backoff);
+    loop {
+        let handle = tokio::spawn(run_worker(queue.clone(), index, session.take()));
+        match handle.await {
+            Err(e) if e.is_panic() => {
+                let wait = backoff.next_wait();
+                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
+                    "worker crashed (a bug in tableq; please report it); its transaction is rolled back; restarting it");
+                if !pause(&queue.stop, wait).await {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Findings as one line each, for a status or a log line.
+pub fn one_line(findings: &[Finding]) -> String {
+    match findings {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [first, rest @ ..] => format!("{first} (and {} more)", rest.len()),
+    }
+}
