@@ -119,9 +119,24 @@ async fn progress_and_failures_are_logged() {
         || {
             let logs = logs.clone();
             async move {
-                logs.lines_with("progress queue=logged")
-                    .iter()
-                    .any(|l| l.contains("done=2") && l.contains("failed=1"))
+                // The counts of the lines so far add up to the work done (a worker
+                // backs off after a batch that failed whole, so the items may be
+                // spread over several lines).
+                let lines = logs.lines_with("progress queue=logged");
+                let sum = |field: &str| -> u64 {
+                    lines
+                        .iter()
+                        .filter_map(|l| {
+                            l.split(field)
+                                .nth(1)?
+                                .split(' ')
+                                .next()?
+                                .parse::<u64>()
+                                .ok()
+                        })
+                        .sum()
+                };
+                sum("done=") == 2 && sum("failed=") == 1
             }
         },
     )
