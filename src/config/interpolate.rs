@@ -29,12 +29,7 @@ pub fn interpolate(
         } else if let Some(body) = after.strip_prefix('{') {
             let end = body.find('}').ok_or(InterpolateError::Unclosed)?;
             let name = &body[..end];
-            let valid = name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
+            if !is_variable_name(name) {
                 return Err(InterpolateError::BadName(name.to_string()));
             }
             let value = lookup(name).ok_or_else(|| InterpolateError::Missing(name.to_string()))?;
@@ -47,6 +42,15 @@ pub fn interpolate(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// True for a name an environment variable can have: a letter or `_`, then
+/// letters, digits and `_`.
+pub fn is_variable_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The names of the `${NAME}`s in `text`.

@@ -102,12 +102,7 @@ fn environment(raw: Option<&RawEnv>, v: &mut Validator) -> Vec<(String, Option<S
     };
     let mut env = Vec::new();
     for (name, value) in wanted {
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
+        if !super::super::interpolate::is_variable_name(&name) {
             let message = format!(
                 "`action.env`: {name:?} is not a variable name: use letters, digits and `_`"
             );
