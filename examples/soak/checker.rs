@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
-use crate::attribution::cause;
+use crate::attribution::{cause, Failure};
 use crate::data::{fails_by_design, values, Values};
 use crate::database::table;
 use crate::deliveries::Arrivals;
@@ -135,6 +135,7 @@ pub async fn delivered(
     faults: &[Fault],
 ) -> anyhow::Result<QueueFigures> {
     let (states, mut figures) = table_states(conn, queue, rows).await?;
+    let failures = failures(conn, queue).await?;
     figures.altered = arrivals.altered.clone();
     let hung = match queue {
         "http" => "the endpoint hung",
@@ -148,8 +149,10 @@ pub async fn delivered(
             continue;
         };
         figures.duplicates += extra.len() as u64;
-        for delivery in extra {
-            match cause(delivery, faults, hung) {
+        let failed = failures.get(id).map_or(&[][..], |f| &f[..]);
+        for (n, delivery) in extra.iter().enumerate() {
+            let next = deliveries[n + 1].at;
+            match cause(delivery, next, failed, faults, hung) {
                 Some(cause) => *figures.causes.entry(cause).or_default() += 1,
                 None => figures.unexplained.push(format!(
                     "row {id}: delivered at {:.3} by {}",
@@ -159,6 +162,22 @@ pub async fn delivered(
         }
     }
     Ok(figures)
+}
+
+/// The failures `queue` recorded, per row, in the order they were recorded.
+async fn failures(conn: &mut Conn, queue: &str) -> anyhow::Result<BTreeMap<u64, Vec<Failure>>> {
+    let found: Vec<(u64, f64, Option<String>)> = conn
+        .exec(
+            "SELECT job_id, at, error FROM failure_log WHERE queue = ? ORDER BY seq",
+            (queue,),
+        )
+        .await?;
+    let mut failures: BTreeMap<u64, Vec<Failure>> = BTreeMap::new();
+    for (id, at, error) in found {
+        let error = error.unwrap_or_default();
+        failures.entry(id).or_default().push(Failure { at, error });
+    }
+    Ok(failures)
 }
 
 /// Everything the soak found.

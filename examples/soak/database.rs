@@ -1,5 +1,10 @@
 //! The soak's database: connecting (with patience: the nemesis restarts the server),
 //! the schema, and how many rows are still waiting.
+//!
+//! The schema: a table per queue; the SQL action's effect log (`sql_effect`, a row
+//! per application, so that one applied twice shows); every failure the queues
+//! recorded (`failure_log`); and the procedure the SQL action calls, which fails
+//! or hangs for some rows.
 
 use std::time::{Duration, Instant};
 
@@ -57,6 +62,18 @@ pub async fn create(base_url: &str) -> anyhow::Result<String> {
            session BIGINT NOT NULL,
            applied_at DATETIME(6) NOT NULL DEFAULT NOW(6),
            INDEX (job_id)
+         )",
+    )
+    .await?;
+    // Every failure any queue recorded, so a duplicate delivery can be matched with
+    // the failed attempt that caused it.
+    conn.query_drop(
+        "CREATE TABLE failure_log (
+           seq BIGINT AUTO_INCREMENT PRIMARY KEY,
+           queue VARCHAR(10) NOT NULL,
+           job_id BIGINT NOT NULL,
+           error TEXT NULL,
+           at DOUBLE NOT NULL
          )",
     )
     .await?;

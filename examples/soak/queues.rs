@@ -59,14 +59,17 @@ ORDER BY id
 sql = "UPDATE {table} SET state = 'done', done_at = NOW(6) WHERE id = :id"
 
 [on_failure]
-sql = """
-UPDATE {table}
-SET state      = IF(attempts + 1 >= {ATTEMPTS}, 'failed', 'waiting'),
-    retry_at   = UNIX_TIMESTAMP() + attempts + 1,
-    last_error = LEFT(:error, 2000),
-    attempts   = attempts + 1
-WHERE id = :id
-"""
+sql = [
+  """
+  UPDATE {table}
+  SET state      = IF(attempts + 1 >= {ATTEMPTS}, 'failed', 'waiting'),
+      retry_at   = UNIX_TIMESTAMP() + attempts + 1,
+      last_error = LEFT(:error, 2000),
+      attempts   = attempts + 1
+  WHERE id = :id
+  """,
+  "INSERT INTO failure_log (queue, job_id, error, at) VALUES (:queue, :id, LEFT(:error, 2000), UNIX_TIMESTAMP(NOW(6)))",
+]
 "#,
         database_timeout = humantime::format_duration(DATABASE_TIMEOUT),
     )
