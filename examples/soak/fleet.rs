@@ -6,7 +6,7 @@
 //! traced to the process that made it.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -124,8 +124,7 @@ impl Fleet {
         let path = self.log_path(index);
         let deadline = Instant::now() + READY_LIMIT;
         while Instant::now() < deadline {
-            let log = std::fs::read(&path).unwrap_or_default();
-            let news = String::from_utf8_lossy(log.get(from as usize..).unwrap_or_default());
+            let news = read_from(&path, from).unwrap_or_default();
             if news.contains("queue started") || news.contains("cannot connect") {
                 return;
             }
@@ -215,6 +214,15 @@ impl Fleet {
     pub fn proxy(&self, index: usize) -> &StallingProxy {
         &self.members[index].proxy
     }
+}
+
+/// The file at `path` from byte `from` on.
+fn read_from(path: &std::path::Path, from: u64) -> std::io::Result<String> {
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut news = Vec::new();
+    file.read_to_end(&mut news)?;
+    Ok(String::from_utf8_lossy(&news).into_owned())
 }
 
 /// Waits up to `limit` for `child` to exit; its status, or None if it is still running.

@@ -30,9 +30,9 @@ impl Options {
         Duration::from_secs(self.seconds)
     }
 
-    /// The producer inserts the rows over the first two thirds of the nemesis's time,
-    /// so faults meet a queue with work in it until near the end.
+    /// The producer inserts the rows over the first five sixths of the nemesis's
+    /// time, so that faults meet queues with work in them until near the end.
     pub fn fill_time(&self) -> Duration {
-        self.nemesis_time() * 2 / 3
+        self.nemesis_time() * 5 / 6
     }
 }
