@@ -41,12 +41,12 @@ pub struct QueueFigures {
     pub altered: Vec<String>,
     /// Duplicates per cause.
     pub causes: BTreeMap<String, u64>,
-    /// Duplicates nothing in the nemesis log explains.
+    /// Duplicates that neither a recorded failure nor a fault explains.
     pub unexplained: Vec<String>,
 }
 
 /// The table of `queue`: each row's state, and the figures the table alone gives.
-pub async fn table_states(
+async fn table_states(
     conn: &mut Conn,
     queue: &'static str,
     rows: u64,
@@ -215,7 +215,7 @@ impl Outcome {
             );
             say(
                 q.unexplained.len() as u64,
-                "duplicates nothing in the nemesis log explains",
+                "duplicates that no recorded failure or fault explains",
             );
             say(q.waiting, "rows still waiting after the drain");
             say(q.by_design_done, "rows that fail every time ended done");
