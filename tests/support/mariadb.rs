@@ -1,7 +1,8 @@
 //! A private, throwaway MariaDB server: its own datadir and port under the target
 //! directory, started with `--no-defaults` so nothing is read from /etc/mysql. Tests
-//! may stop and restart it. It dies with the test process (PR_SET_PDEATHSIG), and
-//! leftovers of earlier runs are removed when the next one starts.
+//! may stop, kill and restart it. It dies with the test process (PR_SET_PDEATHSIG),
+//! and leftovers of earlier runs are removed when the next one starts. The soak
+//! (examples/soak) includes this file too.
 
 use std::io;
 use std::net::{TcpListener, TcpStream};
@@ -29,7 +30,7 @@ impl MariaDb {
     /// Like [`MariaDb::start`], with extra server options, e.g.
     /// `["--log-bin", "--binlog-format=STATEMENT"]`.
     pub fn start_with(extra_args: &[&str]) -> MariaDb {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mariadb");
+        let root = servers_root();
         std::fs::create_dir_all(&root).expect("create the test server root");
         remove_leftovers(&root);
         let dir = tempfile::Builder::new()
@@ -141,6 +142,15 @@ impl MariaDb {
         }
     }
 
+    /// Kills the server (SIGKILL), as a crash would, and waits for it to exit;
+    /// `start_again` recovers it from its datadir.
+    pub fn kill(&self) {
+        if let Some(mut child) = self.child.lock().unwrap().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
     }
@@ -148,11 +158,18 @@ impl MariaDb {
 
 impl Drop for MariaDb {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.lock().unwrap().take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Where private servers keep their datadirs: the target directory's tmp for tests
+/// and benches; for an example, which cargo gives no `CARGO_TARGET_TMPDIR`, the
+/// system's temporary directory.
+fn servers_root() -> PathBuf {
+    match option_env!("CARGO_TARGET_TMPDIR") {
+        Some(tmp) => Path::new(tmp).join("mariadb"),
+        None => std::env::temp_dir().join("tableq-mariadb"),
     }
 }
 
@@ -219,7 +236,8 @@ type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
 /// Spawns `cmd` from a thread that lives as long as the process, with
 /// PR_SET_PDEATHSIG so the child is killed when the test process exits — however it
 /// exits. (The signal fires when the spawning *thread* ends, hence the one thread.)
-fn spawn_tied_to_process(cmd: Command) -> io::Result<Child> {
+/// The soak starts its tableq processes with it too.
+pub fn spawn_tied_to_process(cmd: Command) -> io::Result<Child> {
     static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
     let sender = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<SpawnRequest>();
