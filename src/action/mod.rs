@@ -51,9 +51,22 @@ impl Action {
 impl Outside {
     /// Runs the action for `item`.
     pub async fn run(&self, item: &Item, queue: &str) -> Outcome {
+        self.run_reporting(item, queue, None).await
+    }
+
+    /// Runs the action for `item`, a command with `progress` as its progress file
+    /// (lease mode: see [`command::run_reporting`]).
+    pub async fn run_reporting(
+        &self,
+        item: &Item,
+        queue: &str,
+        progress: Option<&std::path::Path>,
+    ) -> Outcome {
         match self {
             Outside::Http(http) => http.deliver(item, queue).await,
-            Outside::Command(command) => command::run(command, item, queue).await,
+            Outside::Command(command) => {
+                command::run_reporting(command, item, queue, progress).await
+            }
         }
     }
 }
@@ -91,6 +104,7 @@ impl Outcome {
             status: self.status,
             output: self.output.as_deref(),
             retry_after: self.retry_after,
+            lease: Default::default(),
         }
     }
 }

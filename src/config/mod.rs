@@ -4,6 +4,7 @@
 
 pub mod action;
 mod interpolate;
+pub mod lease;
 mod locate;
 pub mod names;
 mod parse;
@@ -99,6 +100,8 @@ pub struct QueueConfig {
     pub action: ActionConfig,
     pub on_success: Vec<ParsedStatement>,
     pub on_failure: Option<Vec<ParsedStatement>>,
+    /// `mode = "lease"`: the `[lease]` table. `None`: transaction mode.
+    pub lease: Option<lease::LeaseConfig>,
     /// The file's text, kept to point findings at lines.
     source: Arc<str>,
 }

@@ -21,6 +21,21 @@ pub enum Special {
     Output,
     /// `:retry_after`, seconds from an HTTP `Retry-After` header.
     RetryAfter,
+    /// `:lease_id`, the claim's own random token (lease mode).
+    LeaseId,
+    /// `:worker`, the process and worker holding the lease: `host:pid:index`.
+    Worker,
+    /// `:progress`, the last progress line the command reported (lease mode).
+    Progress,
+}
+
+/// Which parameters a statement may use besides the select's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    /// It runs after the action: `:error`, `:status`, … exist.
+    pub outcome: bool,
+    /// It belongs to a lease-mode queue: `:lease_id`, `:worker`, `:progress` exist.
+    pub lease: bool,
 }
 
 impl Special {
@@ -28,9 +43,13 @@ impl Special {
     /// the statement runs after the action (where `:error` and friends exist). It wins
     /// over a column of the same name (the article's table has a `status` column):
     /// alias the column to use it.
-    pub fn named(name: &str, outcome: bool) -> Option<Special> {
+    pub fn named(name: &str, context: Context) -> Option<Special> {
+        let outcome = context.outcome;
         match name {
             "queue" => Some(Special::Queue),
+            "lease_id" if context.lease => Some(Special::LeaseId),
+            "worker" if context.lease => Some(Special::Worker),
+            "progress" if context.lease => Some(Special::Progress),
             "error" if outcome => Some(Special::Error),
             "status" if outcome => Some(Special::Status),
             "output" if outcome => Some(Special::Output),
@@ -42,6 +61,8 @@ impl Special {
 
 /// The names of the parameters outcome statements may use besides the columns.
 pub const OUTCOME_PARAMS: &str = ":queue, :error, :status, :output, :retry_after";
+/// The names lease mode adds, in every statement of the queue.
+pub const LEASE_PARAMS: &str = ":lease_id, :worker, :progress";
 
 /// The index of the column called `name`: the exact name, else the only one that
 /// matches ignoring case (MySQL compares column names that way).
@@ -60,8 +81,16 @@ pub fn find_column(columns: &[String], name: &str) -> Option<usize> {
 }
 
 /// `` `on_success.sql` uses `:x`, which is not a column the select returns (id) … ``
-fn unknown_param(key: &str, name: &str, columns: &[String], outcome: bool) -> String {
-    let specials = if outcome { OUTCOME_PARAMS } else { ":queue" };
+fn unknown_param(key: &str, name: &str, columns: &[String], context: Context) -> String {
+    let mut specials = if context.outcome {
+        OUTCOME_PARAMS
+    } else {
+        ":queue"
+    }
+    .to_string();
+    if context.lease {
+        specials = format!("{specials}, {LEASE_PARAMS}");
+    }
     format!(
         "`{key}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
         columns.join(", ")
@@ -100,13 +129,15 @@ pub fn unknown_literal_names(queue: &QueueConfig) -> Vec<Finding> {
 /// message for one mistake.
 pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     let mut found: Vec<(Vec<String>, String)> = Vec::new();
+    let lease = queue.lease.is_some();
     let mut statements = |path: &[&str], list: &[ParsedStatement], outcome: bool| {
+        let context = Context { outcome, lease };
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {
                 let known =
-                    Special::named(name, outcome).is_some() || find_column(columns, name).is_some();
+                    Special::named(name, context).is_some() || find_column(columns, name).is_some();
                 if !known {
-                    let message = unknown_param(&path.join("."), name, columns, outcome);
+                    let message = unknown_param(&path.join("."), name, columns, context);
                     found.push((statement_path(path, index, list.len()), message));
                 }
             }
@@ -118,6 +149,17 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     statements(&["on_success", "sql"], &queue.on_success, true);
     if let Some(on_failure) = &queue.on_failure {
         statements(&["on_failure", "sql"], on_failure, true);
+    }
+    if let Some(lease) = &queue.lease {
+        statements(&["lease", "sql"], &lease.sql, false);
+        for (path, list) in [
+            ("renew_sql", &lease.renew_sql),
+            ("release_sql", &lease.release_sql),
+        ] {
+            if let Some(list) = list {
+                statements(&["lease", path], list, false);
+            }
+        }
     }
     for (key, name) in queue.action.placeholders() {
         if name != "queue" && find_column(columns, name).is_none() {
@@ -166,8 +208,22 @@ mod tests {
 
     #[test]
     fn outcome_parameters_exist_only_after_the_action() {
-        assert_eq!(Special::named("error", true), Some(Special::Error));
-        assert_eq!(Special::named("error", false), None);
-        assert_eq!(Special::named("queue", false), Some(Special::Queue));
+        let before = Context {
+            outcome: false,
+            lease: false,
+        };
+        let after = Context {
+            outcome: true,
+            ..before
+        };
+        assert_eq!(Special::named("error", after), Some(Special::Error));
+        assert_eq!(Special::named("error", before), None);
+        assert_eq!(Special::named("queue", before), Some(Special::Queue));
+        assert_eq!(Special::named("lease_id", after), None);
+        let leased = Context {
+            lease: true,
+            ..before
+        };
+        assert_eq!(Special::named("lease_id", leased), Some(Special::LeaseId));
     }
 }

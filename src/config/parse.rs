@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use toml::{Table, Value};
 
+use super::lease::RawLease;
 use super::locate::{key_at, line_at, line_of};
 use super::raw::{RawAction, RawOutcome, RawQueue};
 use crate::diagnostic::Finding;
@@ -30,6 +31,9 @@ pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
                     &["type"],
                     REQUIRED_IN_ACTION,
                 ));
+            }
+            Some(Value::Table(lease)) if key == "lease" => {
+                problems.extend(table_problems::<RawLease>(lease, key, &[], &["sql"]));
             }
             Some(Value::Table(outcome)) if key == "on_success" || key == "on_failure" => {
                 problems.extend(table_problems::<RawOutcome>(outcome, key, &[], &["sql"]));

@@ -24,6 +24,9 @@ pub struct RawQueue {
     pub loop_limit: Option<u32>,
     pub rate_limit: Option<String>,
     pub max_in_flight: Option<u32>,
+    /// `"transaction"` (the default) or `"lease"`.
+    pub mode: Option<String>,
+    pub lease: Option<super::lease::RawLease>,
     pub database_url: Option<String>,
     pub select: String,
     pub key: Option<String>,

@@ -103,13 +103,9 @@ pub fn validate(
             .ok()
     });
     let select = v.select(&raw.select);
-    if raw.key.as_deref().is_some_and(|k| k.trim().is_empty()) {
-        v.error(
-            &["key"],
-            "`key` is empty: name the column that identifies a row, e.g. key = \"id\"",
-        );
-    }
+    check_key(&mut v, raw.key.as_deref());
     let action = action::validate(&raw.action, &mut v);
+    let lease = super::lease::validate(&mut v, &raw);
     let on_success = raw
         .on_success
         .as_ref()
@@ -142,11 +138,13 @@ pub fn validate(
         action,
         on_success: on_success.unwrap_or_default(),
         on_failure,
+        lease,
         source,
     };
     // With a literal column list, a name that is not a column is known now: the
     // same finding preparing the queue on its database would give.
     findings.extend(super::names::unknown_literal_names(&queue));
+    findings.extend(super::lease::unguarded(&queue));
     if !findings.is_empty() {
         return Err(findings);
     }
@@ -251,6 +249,15 @@ fn directory_of(file: &Path) -> PathBuf {
         _ => PathBuf::from("."),
     };
     std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+fn check_key(v: &mut Validator, key: Option<&str>) {
+    if key.is_some_and(|k| k.trim().is_empty()) {
+        v.error(
+            &["key"],
+            "`key` is empty: name the column that identifies a row, e.g. key = \"id\"",
+        );
+    }
 }
 
 fn check_name(v: &mut Validator, name: &str, named: bool) {

@@ -69,6 +69,14 @@ impl Database {
         }
     }
 
+    /// The same database, with UPDATE's row count telling the rows matched rather
+    /// than changed (`CLIENT_FOUND_ROWS`): a lease renewed twice within a second
+    /// changes nothing the second time, yet still holds.
+    pub fn counting_matched_rows(&self) -> Database {
+        let opts = OptsBuilder::from_opts(self.opts.clone()).client_found_rows(true);
+        Database { opts: opts.into() }
+    }
+
     #[cfg(test)]
     fn opts(&self) -> &Opts {
         &self.opts

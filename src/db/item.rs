@@ -79,6 +79,17 @@ pub struct OutcomeParams<'a> {
     pub status: Option<i64>,
     pub output: Option<&'a [u8]>,
     pub retry_after: Option<u64>,
+    /// Lease mode: `:lease_id`, `:worker` and `:progress`.
+    pub lease: LeaseParams<'a>,
+}
+
+/// What a lease-mode statement knows of the lease: `:lease_id`, `:worker`,
+/// `:progress` (NULL when not known).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeaseParams<'a> {
+    pub lease_id: Option<&'a str>,
+    pub worker: Option<&'a str>,
+    pub progress: Option<&'a str>,
 }
 
 impl OutcomeParams<'_> {
@@ -88,6 +99,11 @@ impl OutcomeParams<'_> {
         status: None,
         output: None,
         retry_after: None,
+        lease: LeaseParams {
+            lease_id: None,
+            worker: None,
+            progress: None,
+        },
     };
 }
 
@@ -111,9 +127,16 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
             ParamSource::Special(Special::RetryAfter) => {
                 outcome.retry_after.map_or(Value::NULL, Value::from)
             }
+            ParamSource::Special(Special::LeaseId) => text(outcome.lease.lease_id),
+            ParamSource::Special(Special::Worker) => text(outcome.lease.worker),
+            ParamSource::Special(Special::Progress) => text(outcome.lease.progress),
         })
         .collect();
     Params::Positional(values)
+}
+
+fn text(value: Option<&str>) -> Value {
+    value.map_or(Value::NULL, Value::from)
 }
 
 /// A value as a person would write it: text as itself (invalid UTF-8 replaced),

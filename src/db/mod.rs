@@ -7,6 +7,7 @@
 pub mod connect;
 pub mod error;
 pub mod item;
+pub mod pool;
 pub mod prepared;
 pub mod row_json;
 pub mod session;
@@ -14,6 +15,7 @@ pub mod waiting;
 
 pub use connect::{Database, Kill};
 pub use error::DbError;
-pub use item::{Item, OutcomeParams};
+pub use item::{Item, LeaseParams, OutcomeParams};
+pub use pool::SessionPool;
 pub use session::{OpenError, Ran, Session, Statements};
 pub use waiting::Waiting;

@@ -12,7 +12,7 @@ use mysql_async::{Conn, Statement};
 use super::error::DbError;
 use super::item::{Columns, ParamSource};
 use super::session::Statements;
-use crate::config::names::{find_column, unknown_names, Special};
+use crate::config::names::{find_column, unknown_names, Context, Special};
 use crate::config::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
@@ -46,6 +46,16 @@ pub struct PreparedQueue {
     pub action: Vec<BoundStatement>,
     pub on_success: Vec<BoundStatement>,
     pub on_failure: Option<Vec<BoundStatement>>,
+    /// Lease mode's `[lease]` statements (empty in transaction mode).
+    pub lease: LeaseStatements,
+}
+
+/// A lease-mode queue's `[lease]` statements, prepared.
+#[derive(Debug, Clone, Default)]
+pub struct LeaseStatements {
+    pub sql: Vec<BoundStatement>,
+    pub renew: Vec<BoundStatement>,
+    pub release: Vec<BoundStatement>,
 }
 
 impl PreparedQueue {
@@ -63,6 +73,9 @@ impl PreparedQueue {
             Statements::Action => &self.action,
             Statements::OnSuccess => &self.on_success,
             Statements::OnFailure => self.on_failure.as_deref().unwrap_or_default(),
+            Statements::Lease => &self.lease.sql,
+            Statements::Renew => &self.lease.renew,
+            Statements::Release => &self.lease.release,
         }
     }
 }
@@ -132,6 +145,7 @@ pub async fn prepare_queue(
         ),
         None => None,
     };
+    let lease = preparer.prepare_lease().await?;
     if !preparer.findings.is_empty() {
         return Err(PrepareError::Invalid(preparer.findings));
     }
@@ -147,6 +161,7 @@ pub async fn prepare_queue(
         action,
         on_success,
         on_failure,
+        lease,
     })
 }
 
@@ -188,6 +203,31 @@ impl Preparer<'_> {
         Ok(prepared)
     }
 
+    /// Prepares `[lease]`'s statements, if the queue has them.
+    async fn prepare_lease(&mut self) -> Result<LeaseStatements, PrepareError> {
+        let Some(lease) = &self.queue.lease else {
+            return Ok(LeaseStatements::default());
+        };
+        let empty = Vec::new();
+        Ok(LeaseStatements {
+            sql: self
+                .prepare_all(&["lease", "sql"], &lease.sql, false)
+                .await?,
+            renew: (self.prepare_all(
+                &["lease", "renew_sql"],
+                lease.renew_sql.as_ref().unwrap_or(&empty),
+                false,
+            ))
+            .await?,
+            release: (self.prepare_all(
+                &["lease", "release_sql"],
+                lease.release_sql.as_ref().unwrap_or(&empty),
+                false,
+            ))
+            .await?,
+        })
+    }
+
     /// Maps each `:name` of `statement` to a special parameter or a column. A name
     /// that resolves to neither is among the findings of [`unknown_names`].
     fn resolve(&self, statement: &ParsedStatement, outcome: bool) -> Vec<ParamSource> {
@@ -195,7 +235,8 @@ impl Preparer<'_> {
             .params
             .iter()
             .filter_map(|name| {
-                Special::named(name, outcome)
+                let lease = self.queue.lease.is_some();
+                Special::named(name, Context { outcome, lease })
                     .map(ParamSource::Special)
                     .or_else(|| find_column(&self.columns.names, name).map(ParamSource::Column))
             })

@@ -63,6 +63,12 @@ pub enum Statements {
     Action,
     OnSuccess,
     OnFailure,
+    /// `[lease] sql`: takes a claimed row out of the select.
+    Lease,
+    /// `[lease] renew_sql`.
+    Renew,
+    /// `[lease] release_sql`.
+    Release,
 }
 
 impl Statements {
@@ -72,6 +78,9 @@ impl Statements {
             Statements::Action => "the SQL action",
             Statements::OnSuccess => "[on_success]",
             Statements::OnFailure => "[on_failure]",
+            Statements::Lease => "[lease] sql",
+            Statements::Renew => "[lease] renew_sql",
+            Statements::Release => "[lease] release_sql",
         }
     }
 }
@@ -212,6 +221,26 @@ impl Session {
             answer(&self.waiting, self.deadline, what, statement).await?;
         }
         Ok(())
+    }
+
+    /// As [`Session::run`], and says how many rows the first statement matched (the
+    /// lease's guard in lease mode, whose sessions count matched rows, not changed).
+    pub async fn run_counted(
+        &mut self,
+        which: Statements,
+        item: &Item,
+        queue: &str,
+        outcome: &OutcomeParams<'_>,
+    ) -> Result<u64, DbError> {
+        let what = which.waiting_for();
+        let mut first = None;
+        for bound in self.prepared.statements(which) {
+            let params = bind(&bound.sources, item, queue, outcome);
+            let statement = self.conn.exec_drop(&bound.statement, params);
+            answer(&self.waiting, self.deadline, what, statement).await?;
+            first.get_or_insert(self.conn.affected_rows());
+        }
+        Ok(first.unwrap_or_default())
     }
 
     /// Runs `which` for `item` until `deadline`. A statement still running then is

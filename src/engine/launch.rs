@@ -147,9 +147,13 @@ pub async fn start_queue(
     };
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
-    let mut first = Some(session);
-    for index in 0..queue.config.workers {
-        tracker.spawn(supervise_worker(queue.clone(), index, first.take()));
+    if queue.config.is_lease() {
+        super::lease::start(queue.clone(), &tracker, session).await;
+    } else {
+        let mut first = Some(session);
+        for index in 0..queue.config.workers {
+            tracker.spawn(supervise_worker(queue.clone(), index, first.take()));
+        }
     }
     tracker.spawn(report_progress(
         queue.config.name.clone(),

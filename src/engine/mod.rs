@@ -5,6 +5,7 @@ pub mod backoff;
 pub mod batch;
 pub mod idle;
 pub mod launch;
+pub mod lease;
 pub mod lifecycle;
 pub mod limits;
 pub mod liveness;

@@ -22,6 +22,8 @@ pub struct QueueStats {
     outcome_sql_failures: AtomicU64,
     /// Items completed again within the loop window.
     loops: AtomicU64,
+    /// Lease mode: leases found lost by a renewal or an outcome.
+    leases_lost: AtomicU64,
     /// The queue stopped claiming because a row kept coming back.
     looping: AtomicBool,
     /// Each worker's wait for the database, and how long a wait may last.
@@ -56,6 +58,8 @@ pub struct Counts {
     pub outcome_sql_failures: u64,
     /// Items completed again within the loop window.
     pub loops: u64,
+    /// Lease mode: leases found lost by a renewal or an outcome.
+    pub leases_lost: u64,
 }
 
 impl QueueStats {
@@ -127,6 +131,12 @@ impl QueueStats {
         self.loops.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records a lease found lost (lease mode): its action cancelled or its outcome
+    /// not recorded.
+    pub fn record_lease_lost(&self) {
+        self.leases_lost.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The queue stopped claiming: a row kept coming back.
     pub fn set_looping(&self) {
         self.looping.store(true, Ordering::Release);
@@ -144,6 +154,7 @@ impl QueueStats {
             returned: self.returned.load(Ordering::Relaxed),
             outcome_sql_failures: self.outcome_sql_failures.load(Ordering::Relaxed),
             loops: self.loops.load(Ordering::Relaxed),
+            leases_lost: self.leases_lost.load(Ordering::Relaxed),
         }
     }
 }

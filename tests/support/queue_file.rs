@@ -28,6 +28,7 @@ pub struct QueueFile {
     name: String,
     top: Vec<(String, Value)>,
     action: Vec<(String, Value)>,
+    lease: Vec<(String, Value)>,
     on_success: Option<Sql>,
     on_failure: Option<Sql>,
 }
@@ -69,6 +70,7 @@ impl QueueFile {
             name: name.to_string(),
             top: Vec::new(),
             action: Vec::new(),
+            lease: Vec::new(),
             on_success: None,
             on_failure: None,
         }
@@ -125,6 +127,12 @@ impl QueueFile {
         self
     }
 
+    /// Sets a key of `[lease]` (`sql`, `renew_sql`, `renew_every`, …).
+    pub fn lease_set(mut self, key: &str, value: impl Into<Value>) -> QueueFile {
+        put(&mut self.lease, key, value.into());
+        self
+    }
+
     pub fn on_success(mut self, sql: impl Into<Sql>) -> QueueFile {
         self.on_success = Some(sql.into());
         self
@@ -164,6 +172,10 @@ impl fmt::Display for QueueFile {
         if !self.action.is_empty() {
             writeln!(f, "\n[action]")?;
             keys(f, &self.action)?;
+        }
+        if !self.lease.is_empty() {
+            writeln!(f, "\n[lease]")?;
+            keys(f, &self.lease)?;
         }
         for (table, sql) in [
             ("on_success", &self.on_success),

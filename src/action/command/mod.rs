@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -28,8 +29,14 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// How long output may keep flowing after the process group is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the command for `item`.
-pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
+/// Runs the command for `item`; with `progress`, the command finds that file's path
+/// in `TABLEQ_PROGRESS` and may append lines to it (lease mode's `:progress`).
+pub async fn run_reporting(
+    config: &CommandAction,
+    item: &Item,
+    queue: &str,
+    progress: Option<&Path>,
+) -> Outcome {
     let argv = match arguments(config, item, queue) {
         Ok(argv) => argv,
         Err(refused) => return refused,
@@ -44,6 +51,9 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
     };
     let mut command = Command::new(program);
     environment(&mut command, config);
+    if let Some(progress) = progress {
+        command.env("TABLEQ_PROGRESS", progress);
+    }
     let spawned = command
         .args(args)
         .current_dir(&config.workdir)

@@ -1,0 +1,227 @@
+//! `mode = "lease"` and its `[lease]` table: for long jobs, a row is claimed in a
+//! short transaction (the lease SQL takes it out of the select), worked on with no
+//! transaction held, kept by renewals, and settled by outcome SQL guarded by the
+//! lease. Here: the keys, their checks, and the rule that every statement touching
+//! a leased row restricts by the key and `:lease_id`.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::names::key_name;
+use super::raw::{RawQueue, Statements};
+use super::validate::Validator;
+use super::{statement_path, QueueConfig};
+use crate::diagnostic::{Finding, Severity};
+use crate::sql::shape::restricts_to_key;
+use crate::sql::statement::{first_word, ParsedStatement};
+
+/// `[lease] connections` when the file does not set it.
+pub const DEFAULT_LEASE_CONNECTIONS: usize = 4;
+/// The most connections a lease-mode queue may keep.
+pub const MAX_LEASE_CONNECTIONS: usize = 100;
+
+/// The `[lease]` table as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLease {
+    pub sql: Statements,
+    pub renew_sql: Option<Statements>,
+    pub release_sql: Option<Statements>,
+    #[serde(default, with = "humantime_serde")]
+    pub renew_every: Option<Duration>,
+    pub connections: Option<u32>,
+}
+
+/// A lease-mode queue's lease, validated.
+#[derive(Debug, Clone)]
+pub struct LeaseConfig {
+    /// Runs for each claimed row in the claim's transaction: takes the row out of
+    /// the select, stamping it with `:lease_id`.
+    pub sql: Vec<ParsedStatement>,
+    /// Runs every `renew_every` while the action runs; 0 rows changed means the lease
+    /// is lost. None: no renewals (the lease must outlast the action's timeout).
+    pub renew_sql: Option<Vec<ParsedStatement>>,
+    /// Runs when shutdown cancels an action, so the row is waiting again at once.
+    pub release_sql: Option<Vec<ParsedStatement>>,
+    /// How often `renew_sql` runs; `None` without it.
+    pub renew_every: Option<Duration>,
+    /// The most connections the queue's workers share.
+    pub connections: usize,
+}
+
+/// Reads `mode` and `[lease]`: `None` for transaction mode (the default).
+pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Option<LeaseConfig> {
+    let lease_mode = match raw.mode.as_deref() {
+        None | Some("transaction") => false,
+        Some("lease") => true,
+        Some(other) => {
+            v.error(
+                &["mode"],
+                format!("`mode` = {other:?} is not a mode: use \"transaction\" (the default) or \"lease\""),
+            );
+            return None;
+        }
+    };
+    let Some(lease) = &raw.lease else {
+        if lease_mode {
+            v.error(
+                &["mode"],
+                "`mode = \"lease\"` needs a [lease] table with `sql`, the UPDATE that takes a claimed \
+                 row out of the select, e.g. sql = \"UPDATE video SET state = 'rendering', lease_until = \
+                 NOW() + INTERVAL 2 MINUTE, lease_id = :lease_id WHERE id = :id\"",
+            );
+        }
+        return None;
+    };
+    if !lease_mode {
+        v.error(
+            &["lease"],
+            "a [lease] table is only read with `mode = \"lease\"`; add it, or remove [lease]",
+        );
+        return None;
+    }
+    if matches!(raw.action, super::raw::RawAction::Sql(_)) {
+        v.error(
+            &["action", "type"],
+            "`mode = \"lease\"` runs the action with no transaction held, so an SQL action has \
+             nothing to protect it: use mode = \"transaction\" for SQL, or an http or command action",
+        );
+    }
+    Some(lease_config(v, lease))
+}
+
+fn lease_config(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
+    let sql = v.statements(&["lease", "sql"], &lease.sql);
+    let renew_sql = lease
+        .renew_sql
+        .as_ref()
+        .map(|s| v.statements(&["lease", "renew_sql"], s));
+    let release_sql = lease
+        .release_sql
+        .as_ref()
+        .map(|s| v.statements(&["lease", "release_sql"], s));
+    let renew_every = match (lease.renew_every, &renew_sql) {
+        (Some(every), _) => Some(v.positive(&["lease", "renew_every"], Some(every), every)),
+        (None, Some(_)) => {
+            v.error(
+                &["lease", "renew_sql"],
+                "`renew_sql` needs `renew_every`: how often to renew, a third of the lease it gives \
+                 (e.g. renew_every = \"40s\" for INTERVAL 2 MINUTE)",
+            );
+            None
+        }
+        (None, None) => None,
+    };
+    let connections = lease.connections.map_or(DEFAULT_LEASE_CONNECTIONS, |n| {
+        let n = n as usize;
+        if !(1..=MAX_LEASE_CONNECTIONS).contains(&n) {
+            v.error(
+                &["lease", "connections"],
+                format!(
+                    "`lease.connections` = {n} is out of range: use 1 to {MAX_LEASE_CONNECTIONS}"
+                ),
+            );
+        }
+        n
+    });
+    LeaseConfig {
+        sql,
+        renew_sql,
+        release_sql,
+        renew_every,
+        connections,
+    }
+}
+
+/// Every statement of a lease-mode queue that touches its leased row and does not
+/// restrict by the key (and, but for the lease SQL, by `:lease_id`), as errors: a
+/// renewal or outcome that does not check the lease would record a worker's result
+/// after another worker took the row over.
+pub fn unguarded(queue: &QueueConfig) -> Vec<Finding> {
+    let Some(lease) = &queue.lease else {
+        return Vec::new();
+    };
+    let key = key_name(queue);
+    let mut findings = Vec::new();
+    let mut check = |path: &[&str], statements: &[ParsedStatement], by_lease: bool| {
+        for (index, statement) in statements.iter().enumerate() {
+            if let Some(problem) = guard_problem(&statement.text, key.as_deref(), by_lease) {
+                let at = statement_path(path, index, statements.len());
+                let at: Vec<&str> = at.iter().map(String::as_str).collect();
+                let message = format!("`{}` {problem}", path.join("."));
+                findings.push(queue.finding(Severity::Error, &at, message));
+            }
+        }
+    };
+    check(&["lease", "sql"], &lease.sql, false);
+    if let Some(renew) = &lease.renew_sql {
+        check(&["lease", "renew_sql"], renew, true);
+    }
+    if let Some(release) = &lease.release_sql {
+        check(&["lease", "release_sql"], release, true);
+    }
+    check(&["on_success", "sql"], &queue.on_success, true);
+    if let Some(on_failure) = &queue.on_failure {
+        check(&["on_failure", "sql"], on_failure, true);
+    }
+    findings
+}
+
+/// What is wrong with one statement's guard, if anything. It must be an UPDATE or
+/// DELETE (its row count says whether the lease still holds) whose WHERE uses the
+/// key and, when `by_lease`, `:lease_id`.
+fn guard_problem(sql: &str, key: Option<&str>, by_lease: bool) -> Option<String> {
+    let example = match key {
+        Some(key) => format!("WHERE {key} = :{key} AND lease_id = :lease_id"),
+        None => "WHERE id = :id AND lease_id = :lease_id".to_string(),
+    };
+    if !matches!(first_word(sql).as_deref(), Some("UPDATE" | "DELETE")) {
+        return Some(format!(
+            "must be an UPDATE or DELETE of the leased row (its row count tells whether the lease \
+             still holds), restricted by `{example}`"
+        ));
+    }
+    if let Some(key) = key {
+        if restricts_to_key(sql, key) != Some(true) {
+            return Some(format!(
+                "does not restrict by the key (no `:{key}` in its WHERE): in lease mode it must \
+                 touch only the leased row; write `{example}`"
+            ));
+        }
+    }
+    if by_lease && restricts_to_key(sql, "lease_id") != Some(true) {
+        return Some(format!(
+            "does not check the lease (no `:lease_id` in its WHERE): after the lease expired and \
+             another worker took the row, it would overwrite that worker's work; write `{example}`"
+        ));
+    }
+    None
+}
+
+impl QueueConfig {
+    /// Whether the queue runs in lease mode.
+    pub fn is_lease(&self) -> bool {
+        self.lease.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guard_needs_the_key_and_the_lease_id_in_its_where() {
+        let good = "UPDATE v SET state = 'done' WHERE id = :id AND lease_id = :lease_id";
+        assert_eq!(guard_problem(good, Some("id"), true), None);
+        let no_lease = "UPDATE v SET state = 'done' WHERE id = :id";
+        let problem = guard_problem(no_lease, Some("id"), true).unwrap();
+        assert!(problem.contains(":lease_id"), "{problem}");
+        assert_eq!(guard_problem(no_lease, Some("id"), false), None);
+        let no_key = "UPDATE v SET state = 'done' WHERE lease_id = :lease_id";
+        let problem = guard_problem(no_key, Some("id"), true).unwrap();
+        assert!(problem.contains("key"), "{problem}");
+        let insert = "INSERT INTO log (id) VALUES (:id)";
+        assert!(guard_problem(insert, Some("id"), true).is_some());
+    }
+}

@@ -1,0 +1,115 @@
+//! A small pool of sessions shared by a lease-mode queue's workers: claims,
+//! renewals and outcomes are short, so a few connections serve many workers whose
+//! actions run with none held. At most `size` sessions exist at once; a worker waits
+//! for one rather than opening more.
+
+use std::sync::Mutex;
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use super::connect::Database;
+use super::error::DbError;
+use super::session::{OpenError, Session};
+use crate::config::QueueConfig;
+
+/// Sessions for one queue, at most `size` of them.
+pub struct SessionPool {
+    queue: QueueConfig,
+    database: Database,
+    permits: Semaphore,
+    idle: Mutex<Vec<Session>>,
+}
+
+/// A session taken from the pool; it goes back when dropped, unless discarded.
+pub struct Pooled<'a> {
+    session: Option<Session>,
+    pool: &'a SessionPool,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl SessionPool {
+    /// A pool of at most `size` sessions on `database` (counting matched rows, so a
+    /// guard that matches its row says so even when it changes nothing).
+    pub fn new(queue: &QueueConfig, database: &Database, size: usize) -> SessionPool {
+        SessionPool {
+            queue: queue.clone(),
+            database: database.counting_matched_rows(),
+            permits: Semaphore::new(size),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A session: an idle one still alive, else a new one. Waits while all `size`
+    /// are in use.
+    pub async fn get(&self) -> Result<Pooled<'_>, OpenError> {
+        let Ok(permit) = self.permits.acquire().await else {
+            unreachable!("the pool's semaphore is never closed")
+        };
+        loop {
+            let Some(mut session) = self.lock().pop() else {
+                break;
+            };
+            if session.still_alive().await {
+                return Ok(self.pooled(session, permit));
+            }
+        }
+        let session = Session::open(&self.queue, &self.database).await?;
+        Ok(self.pooled(session, permit))
+    }
+
+    /// Closes the idle sessions (the daemon is stopping).
+    pub async fn close(&self) {
+        let idle = std::mem::take(&mut *self.lock());
+        for session in idle {
+            session.close().await;
+        }
+    }
+
+    fn pooled<'a>(&'a self, session: Session, permit: SemaphorePermit<'a>) -> Pooled<'a> {
+        Pooled {
+            session: Some(session),
+            pool: self,
+            _permit: permit,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Session>> {
+        self.idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Pooled<'_> {
+    /// The session.
+    pub fn session(&mut self) -> &mut Session {
+        self.session
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("a pooled session is only taken on drop or discard"))
+    }
+
+    /// Returns the session after `result`: kept when it succeeded, rolled back and
+    /// kept after the statement's own error, given up otherwise.
+    pub async fn finish<T>(mut self, result: &Result<T, DbError>) {
+        match result {
+            Ok(_) => {}
+            Err(e) if e.is_statement_error() && self.session().rollback_quickly().await => {}
+            Err(_) => self.discard(),
+        }
+    }
+
+    /// Gives the session up instead of returning it: its connection failed, or it
+    /// may be in a transaction tableq no longer knows the state of.
+    pub fn discard(mut self) {
+        self.session = None;
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(mut session) = self.session.take() {
+            session.touch();
+            self.pool.lock().push(session);
+        }
+    }
+}

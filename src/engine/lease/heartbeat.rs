@@ -1,0 +1,105 @@
+//! The action, held by its lease: every `renew_every`, `[lease] renew_sql` runs
+//! (committed at once) with the command's last progress line as `:progress`. A
+//! renewal that matches no row means another worker has the row now, or the
+//! application changed it: the action is dropped — its command's process group
+//! killed, its HTTP request aborted — and nothing is recorded.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tracing::warn;
+
+use super::progress::ProgressFile;
+use super::{Lease, LeaseError};
+use crate::action::Outcome;
+use crate::db::{DbError, Session, SessionPool, Statements};
+use crate::engine::queue::QueueRuntime;
+
+/// How holding a lease through its action ended.
+#[derive(Debug)]
+pub enum Held {
+    /// The action ended with this outcome, the lease still held at the last renewal.
+    Finished(Outcome),
+    /// A renewal matched no row: the action was cancelled.
+    Lost,
+    /// The shutdown timeout passed: the action was cancelled.
+    Aborted,
+}
+
+/// Runs `action` to its end, renewing `lease` meanwhile; cancels it when the lease
+/// is lost or the shutdown timeout passes.
+pub async fn hold(
+    queue: &QueueRuntime,
+    pool: &SessionPool,
+    lease: &Lease,
+    progress: Option<&ProgressFile>,
+    action: impl Future<Output = Outcome>,
+) -> Held {
+    let every = queue
+        .config
+        .lease
+        .as_ref()
+        .and_then(|l| l.renew_every)
+        .unwrap_or(Duration::MAX);
+    tokio::pin!(action);
+    loop {
+        tokio::select! {
+            biased;
+            _ = queue.abort.cancelled() => return Held::Aborted,
+            outcome = &mut action => return Held::Finished(outcome),
+            _ = sleep(every) => {}
+        }
+        // The action runs on while the renewal waits: a command is its own process,
+        // and its output is read by tasks of their own.
+        let line = progress.and_then(ProgressFile::last_line);
+        match renew(queue, pool, lease, line.as_deref()).await {
+            Ok(true) => {}
+            Ok(false) => {
+                queue.stats.record_lease_lost();
+                warn!(lease_id = %lease.id,
+                    "lease lost: the renewal matched no row (the lease expired and another worker \
+                     took the row, or the row was changed); the action is cancelled and its outcome \
+                     is not recorded");
+                return Held::Lost;
+            }
+            Err(e) => warn!(error = %e,
+                "could not renew the lease; trying again at the next renewal (the outcome SQL's \
+                 lease check says whether it still held)"),
+        }
+    }
+}
+
+/// `tokio::time::sleep`, for any duration (a far one never ends).
+async fn sleep(duration: Duration) {
+    match tokio::time::Instant::now().checked_add(duration) {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Renews `lease` once; `false` if it matched no row.
+async fn renew(
+    queue: &QueueRuntime,
+    pool: &SessionPool,
+    lease: &Lease,
+    progress: Option<&str>,
+) -> Result<bool, LeaseError> {
+    let mut pooled = pool.get().await?;
+    let result = renew_on(pooled.session(), &queue.config.name, lease, progress).await;
+    pooled.finish(&result).await;
+    Ok(result?)
+}
+
+async fn renew_on(
+    session: &mut Session,
+    queue: &str,
+    lease: &Lease,
+    progress: Option<&str>,
+) -> Result<bool, DbError> {
+    let params = lease.params(progress);
+    let matched = session
+        .run_counted(Statements::Renew, &lease.item, queue, &params)
+        .await?;
+    session.commit().await?;
+    Ok(matched > 0)
+}

@@ -1,0 +1,112 @@
+//! Recording a leased item's end: `[on_success]` or `[on_failure]` in a new short
+//! transaction, committed only if its first statement — guarded by the key and
+//! `:lease_id` — matched the row; else the lease was lost meanwhile, and nothing is
+//! recorded. And `[lease] release_sql`, which puts a row whose work was cut short
+//! back in the select at once instead of when its lease expires.
+
+use tracing::{error, info, warn};
+
+use super::{Lease, LeaseError};
+use crate::action::Outcome;
+use crate::db::{DbError, OutcomeParams, Session, SessionPool, Statements};
+use crate::engine::queue::QueueRuntime;
+use crate::engine::report::Fate;
+
+/// Records `outcome` for `lease`, and says what became of the item.
+pub async fn settle(
+    queue: &QueueRuntime,
+    pool: &SessionPool,
+    lease: &Lease,
+    outcome: &Outcome,
+) -> Fate {
+    let (which, fate) = match (outcome.succeeded(), &queue.config.on_failure) {
+        (true, _) => (Statements::OnSuccess, Fate::Done),
+        (false, Some(_)) => (Statements::OnFailure, Fate::Failed),
+        (false, None) => {
+            let reason = outcome.error.as_deref().unwrap_or_default();
+            warn!(error = %reason, "item failed; with no [on_failure] its lease is released (or left to expire)");
+            release(queue, pool, lease).await;
+            return Fate::Returned;
+        }
+    };
+    let mut params = outcome.params();
+    params.lease = lease.lease_params(None);
+    match record(queue, pool, lease, which, &params).await {
+        Ok(true) => {
+            if fate == Fate::Failed {
+                warn!(error = %outcome.error.as_deref().unwrap_or_default(), "item failed");
+            }
+            fate
+        }
+        Ok(false) => {
+            queue.stats.record_lease_lost();
+            warn!(lease_id = %lease.id,
+                "lease lost: the outcome SQL matched no row (the lease expired and another worker \
+                 took the row, or the row was changed); this worker's outcome is not recorded");
+            Fate::Returned
+        }
+        Err(LeaseError::Database(e)) if e.is_statement_error() => {
+            queue.stats.record_outcome_sql_failure();
+            error!(error = %e, "outcome SQL failed; it is rolled back, and the row is worked on \
+                   again when its lease expires: fix the SQL");
+            Fate::Returned
+        }
+        Err(e) => {
+            warn!(error = %e, "could not record the outcome; the row is worked on again when its lease expires");
+            Fate::Returned
+        }
+    }
+}
+
+/// Runs `which` for `lease` and commits if its guard matched the row; `false`
+/// (rolled back) if it did not.
+async fn record(
+    queue: &QueueRuntime,
+    pool: &SessionPool,
+    lease: &Lease,
+    which: Statements,
+    params: &OutcomeParams<'_>,
+) -> Result<bool, LeaseError> {
+    let mut pooled = pool.get().await?;
+    let result = record_on(pooled.session(), &queue.config.name, lease, which, params).await;
+    pooled.finish(&result).await;
+    Ok(result?)
+}
+
+async fn record_on(
+    session: &mut Session,
+    queue: &str,
+    lease: &Lease,
+    which: Statements,
+    params: &OutcomeParams<'_>,
+) -> Result<bool, DbError> {
+    let matched = session
+        .run_counted(which, &lease.item, queue, params)
+        .await?;
+    if matched == 0 {
+        session.rollback().await?;
+        return Ok(false);
+    }
+    session.commit().await?;
+    Ok(true)
+}
+
+/// Runs `[lease] release_sql` for `lease`, if the queue has it; without it the row
+/// waits for its lease to expire.
+pub async fn release(queue: &QueueRuntime, pool: &SessionPool, lease: &Lease) {
+    let has_release = queue
+        .config
+        .lease
+        .as_ref()
+        .is_some_and(|l| l.release_sql.is_some());
+    if !has_release {
+        info!(lease_id = %lease.id, "no [lease] release_sql: the row waits for its lease to expire");
+        return;
+    }
+    match record(queue, pool, lease, Statements::Release, &lease.params(None)).await {
+        Ok(true) => info!(lease_id = %lease.id, "lease released: the row is waiting again"),
+        Ok(false) => info!(lease_id = %lease.id, "lease already lost; nothing to release"),
+        Err(e) => warn!(error = %e, lease_id = %lease.id,
+            "could not release the lease; the row waits for it to expire"),
+    }
+}

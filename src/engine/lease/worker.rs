@@ -1,0 +1,154 @@
+//! One lease-mode worker: claim (a short transaction), work each leased row with no
+//! connection held, record each outcome; idle as transaction mode's workers do —
+//! one watcher polls an empty queue, the others sleep until a full claim wakes them.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use tracing::{info, info_span, warn, Instrument};
+
+use super::heartbeat::{hold, Held};
+use super::outcome::{release, settle};
+use super::progress::ProgressFile;
+use super::{claim::claim, worker_name, Lease};
+use crate::action::{Action, Outcome};
+use crate::db::SessionPool;
+use crate::engine::backoff::{pause, Backoff};
+use crate::engine::idle::{Turn, Watch};
+use crate::engine::queue::QueueRuntime;
+use crate::engine::report::{BatchReport, Fate};
+
+/// Runs worker `index` of a lease-mode `queue` until it is told to stop.
+pub async fn run(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize) {
+    let span = info_span!("worker", queue = %queue.config.name, worker = index);
+    let worker = LeaseWorker {
+        queue: &queue,
+        pool: &pool,
+        name: worker_name(index),
+        backoff: Backoff::new(queue.config.error_backoff),
+        watch: None,
+    };
+    worker.run().instrument(span).await;
+    // The last worker to stop closes the idle sessions politely.
+    if let Some(pool) = Arc::into_inner(pool) {
+        pool.close().await;
+    }
+}
+
+struct LeaseWorker<'a> {
+    queue: &'a QueueRuntime,
+    pool: &'a SessionPool,
+    name: Arc<str>,
+    backoff: Backoff,
+    /// Held while this worker is the one that polls the empty queue.
+    watch: Option<Watch<'a>>,
+}
+
+impl<'a> LeaseWorker<'a> {
+    async fn run(mut self) {
+        while !self.queue.stop.is_cancelled() {
+            if !self.turn().await {
+                break;
+            }
+        }
+    }
+
+    /// One claim and its work; false when the worker is to stop.
+    async fn turn(&mut self) -> bool {
+        let queue = self.queue;
+        let ticket = queue.stop_when_empty.begin();
+        let leases = match claim(queue, self.pool, &self.name).await {
+            Ok(leases) => leases,
+            Err(e) => {
+                drop(ticket);
+                let wait = self.backoff.next_wait();
+                warn!(error = %e, retry_in = %humantime::format_duration(wait),
+                    "could not claim; the rows are waiting");
+                return pause(&queue.stop, wait).await;
+            }
+        };
+        if leases.is_empty() {
+            if ticket.finish_empty() {
+                info!("the queue is drained");
+                return false;
+            }
+            self.backoff.reset();
+            return self.idle().await;
+        }
+        self.watch = None;
+        if leases.len() == queue.config.batch {
+            queue.idle.wake_all();
+        }
+        let report = self.work_all(leases).await;
+        queue
+            .stats
+            .record(report.done, report.failed, report.returned);
+        ticket.finish(report.returned > 0);
+        if report.returned > 0 {
+            return pause(&queue.stop, self.backoff.next_wait()).await;
+        }
+        self.backoff.reset();
+        true
+    }
+
+    /// Works the leased rows concurrently, each to its recorded end.
+    async fn work_all(&self, leases: Vec<Lease>) -> BatchReport {
+        let mut report = BatchReport::claimed(leases.len());
+        let fates = join_all(leases.iter().map(|lease| {
+            let span = info_span!("item", key = %lease.item.key_text());
+            self.work(lease).instrument(span)
+        }))
+        .await;
+        for (lease, fate) in leases.iter().zip(fates) {
+            report.count(fate, || lease.item.key_text());
+        }
+        report
+    }
+
+    /// One leased row: its action held by renewals, then its outcome.
+    async fn work(&self, lease: &Lease) -> Fate {
+        let queue = self.queue;
+        let Action::Outside(action) = &queue.action else {
+            // Refused by the loader: lease mode has no SQL action.
+            return Fate::Returned;
+        };
+        let progress = ProgressFile::create(&lease.id)
+            .map_err(|e| warn!(error = %e, "cannot create the progress file; :progress stays NULL"))
+            .ok();
+        let name = queue.config.name.as_str();
+        let path = progress.as_ref().map(ProgressFile::path);
+        let running = async {
+            let _admitted = queue.limits.admit().await;
+            action.run_reporting(&lease.item, name, path).await
+        };
+        match hold(queue, self.pool, lease, progress.as_ref(), running).await {
+            Held::Finished(outcome) => self.settle(lease, &outcome).await,
+            Held::Lost => Fate::Returned,
+            Held::Aborted => {
+                warn!("the shutdown timeout passed; the action is cancelled");
+                release(queue, self.pool, lease).await;
+                Fate::Returned
+            }
+        }
+    }
+
+    async fn settle(&self, lease: &Lease, outcome: &Outcome) -> Fate {
+        settle(self.queue, self.pool, lease, outcome).await
+    }
+
+    /// After an empty claim: poll again after `poll_interval` as the queue's watcher,
+    /// or sleep until woken.
+    async fn idle(&mut self) -> bool {
+        let queue = self.queue;
+        if self.watch.is_none() {
+            match queue.idle.turn() {
+                Turn::Watch(role) => self.watch = Some(role),
+                Turn::Sleep(sleep) => {
+                    sleep.until_woken(&queue.stop).await;
+                    return true;
+                }
+            }
+        }
+        pause(&queue.stop, queue.config.poll_interval).await
+    }
+}

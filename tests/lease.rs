@@ -1,0 +1,264 @@
+//! `mode = "lease"` against a real MariaDB with real commands and signals: the
+//! claim commits at once, progress reaches the row while the command runs, a lease
+//! taken over by another worker cancels the first worker's command and discards its
+//! outcome, a killed tableq's rows come back only when their leases expire, and a
+//! stop past the shutdown timeout releases the rows.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::daemon::{run_binary_until_empty, tableq, Daemon};
+use support::process::{is_gone, wait_for_pid};
+use support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
+
+/// Videos to render: a state, and the lease's columns.
+const VIDEO_TABLE: &str = "CREATE TABLE video (id INT PRIMARY KEY,
+    state VARCHAR(12) NOT NULL DEFAULT 'waiting', lease_until DATETIME(3) NULL,
+    lease_id CHAR(32) NULL, worker VARCHAR(200) NULL, progress VARCHAR(200) NULL,
+    result VARCHAR(200) NULL) DEFAULT CHARSET=utf8mb4";
+
+/// Waiting videos, and those whose lease has expired.
+const SELECT: &str = "SELECT id FROM video
+    WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < NOW(3)) ORDER BY id";
+
+/// Whether a claim now would find the video `id` (waiting, or its lease expired).
+const CLAIMABLE: &str = "SELECT COUNT(*) FROM video
+    WHERE (state = 'waiting' OR (state = 'rendering' AND lease_until < NOW(3)))";
+
+async fn videos(db: &TestDb, count: u32) {
+    db.exec(VIDEO_TABLE).await;
+    for id in 1..=count {
+        db.exec(&format!("INSERT INTO video (id) VALUES ({id})"))
+            .await;
+    }
+}
+
+/// The `render` queue: a lease of `lease_seconds`, renewed every `renew_every`,
+/// running `script`; the outcome records who held the lease and what it printed.
+fn render(script: &Path, lease_seconds: f64, renew_every: &str) -> QueueFile {
+    let until = format!(
+        "NOW(3) + INTERVAL {} MICROSECOND",
+        (lease_seconds * 1e6) as u64
+    );
+    QueueFile::new("render")
+        .set("mode", "lease")
+        .select(SELECT)
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .action_command(&[script.to_str().unwrap()])
+        .lease_set("sql", format!("UPDATE video SET state = 'rendering', lease_until = {until}, lease_id = :lease_id, worker = :worker WHERE id = :id"))
+        .lease_set("renew_sql", format!("UPDATE video SET lease_until = {until}, progress = :progress WHERE id = :id AND lease_id = :lease_id"))
+        .lease_set("renew_every", renew_every)
+        .on_success("UPDATE video SET state = 'done', result = CONCAT(:worker, ' ', :output) WHERE id = :id AND lease_id = :lease_id")
+        .on_failure("UPDATE video SET state = 'failed', result = :error WHERE id = :id AND lease_id = :lease_id")
+}
+
+async fn video(db: &TestDb, id: u32) -> (String, Option<String>, Option<String>) {
+    db.rows(&format!(
+        "SELECT state, progress, result FROM video WHERE id = {id}"
+    ))
+    .await
+    .pop()
+    .unwrap()
+}
+
+/// No transaction and no lock is held while the command runs; its progress lines
+/// reach the row through `:progress` at the renewals; the outcome lands once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_row_while_no_transaction_is_open() {
+    let db = TestDb::new().await;
+    videos(&db, 1).await;
+    let files = QueueFiles::new();
+    let dir = files.path();
+    let script = files.script(
+        "render.sh",
+        &format!(
+            r#"echo "25%" >> "$TABLEQ_PROGRESS"
+while [ ! -f {dir}/go ]; do sleep 0.05; done
+echo "75%" >> "$TABLEQ_PROGRESS"
+while [ ! -f {dir}/go2 ]; do sleep 0.05; done
+printf rendered"#,
+            dir = dir.display()
+        ),
+    );
+    let file = render(&script, 5.0, "200ms").write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("25% reaches the row", Duration::from_secs(30), || async {
+        video(&db, 1).await.1.as_deref() == Some("25%")
+    })
+    .await;
+    let open = db
+        .count(&format!(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX t
+             JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+             WHERE p.DB = '{}'",
+            db.name
+        ))
+        .await;
+    assert_eq!(open, 0, "no transaction is open while the command runs");
+    std::fs::write(dir.join("go"), "").unwrap();
+    eventually("75% reaches the row", Duration::from_secs(30), || async {
+        video(&db, 1).await.1.as_deref() == Some("75%")
+    })
+    .await;
+    assert_eq!(video(&db, 1).await.0, "rendering");
+    std::fs::write(dir.join("go2"), "").unwrap();
+    eventually("the video is done", Duration::from_secs(30), || async {
+        video(&db, 1).await.0 == "done"
+    })
+    .await;
+    let summary = engine.stop().await;
+    let counts = summary.counts("render").unwrap();
+    assert_eq!((counts.done, counts.leases_lost), (1, 0));
+    let result = video(&db, 1).await.2.unwrap();
+    assert!(result.ends_with(" rendered"), "{result}");
+    assert!(
+        result.contains(&format!(":{}:", std::process::id())),
+        "`:worker` names the process: {result}"
+    );
+}
+
+/// A lease too short for its job, renewed too late: a second worker takes the row
+/// over; the first one's renewal matches no row, its command is killed, its outcome
+/// never runs, and the second worker's result is the one recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_taken_over_cancels_the_first_worker() {
+    let db = TestDb::new().await;
+    videos(&db, 1).await;
+    let files = QueueFiles::new();
+    let dir = files.path();
+    // The first run waits for ever; the second prints "second" at once.
+    let script = files.script(
+        "render.sh",
+        &format!(
+            r#"cd {dir}
+if mkdir first 2>/dev/null; then echo $$ > first_pid; exec sleep 600; fi
+printf second"#,
+            dir = dir.display()
+        ),
+    );
+    let file = render(&script, 1.0, "3s").workers(2).write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    let first = wait_for_pid(&dir.join("first_pid")).await;
+    eventually(
+        "the second worker records its result",
+        Duration::from_secs(30),
+        || async { video(&db, 1).await.0 == "done" },
+    )
+    .await;
+    eventually(
+        "the first command is killed",
+        Duration::from_secs(30),
+        || async { is_gone(first) },
+    )
+    .await;
+    let summary = engine.stop().await;
+    let counts = summary.counts("render").unwrap();
+    assert_eq!((counts.done, counts.leases_lost), (1, 1), "{counts:?}");
+    let result = video(&db, 1).await.2.unwrap();
+    assert!(
+        result.ends_with(" second"),
+        "the second worker's result: {result}"
+    );
+}
+
+fn start(file: &Path, db: &TestDb, extra: &[&str]) -> Daemon {
+    let mut cmd = tableq(&["run"]);
+    cmd.args(extra)
+        .arg(file)
+        .env("TABLEQ_DATABASE_URL", &db.url);
+    Daemon::spawn(cmd)
+}
+
+/// tableq killed -9 mid-action: its rows stay leased until the leases expire (not
+/// before), a second tableq then finishes them, and the killed run's outcomes never
+/// land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_a_killed_tableq_come_back_when_their_leases_expire() {
+    let db = TestDb::new().await;
+    videos(&db, 2).await;
+    let files = QueueFiles::new();
+    let dir = files.path();
+    let script = files.script(
+        "render.sh",
+        &format!(
+            r#"echo $$ >> {dir}/pids
+while [ ! -f {dir}/go ]; do sleep 0.05; done
+printf ok"#,
+            dir = dir.display()
+        ),
+    );
+    let file = render(&script, 4.0, "1s").workers(2).write(&files);
+    let mut first = start(&file, &db, &[]);
+    eventually(
+        "both videos are rendering",
+        Duration::from_secs(30),
+        || async {
+            std::fs::read_to_string(dir.join("pids")).map_or(0, |p| p.lines().count()) == 2
+        },
+    )
+    .await;
+    let killed = format!(":{}:", first.pid());
+    first.signal(libc::SIGKILL);
+    first.wait(Duration::from_secs(10)).await;
+    assert_eq!(
+        db.count(CLAIMABLE).await,
+        0,
+        "leased rows are out of the select"
+    );
+    // The killed run's commands finish; nobody records their outcome.
+    std::fs::write(dir.join("go"), "").unwrap();
+    let rendering = db
+        .count("SELECT COUNT(*) FROM video WHERE state = 'rendering'")
+        .await;
+    assert_eq!(rendering, 2, "the leases still hold");
+    eventually("the leases expire", Duration::from_secs(30), || async {
+        db.count(CLAIMABLE).await == 2
+    })
+    .await;
+    let second = run_binary_until_empty(&file, &db.url).await;
+    assert!(
+        second.stderr.contains("the queue is drained"),
+        "{}",
+        second.stderr
+    );
+    let results: Vec<(String, String)> = db.rows("SELECT state, result FROM video").await;
+    for (state, result) in results {
+        assert_eq!(state, "done");
+        assert!(
+            !result.contains(&killed),
+            "the killed run's outcome landed: {result}"
+        );
+    }
+}
+
+/// SIGTERM with a command running past the shutdown timeout: the command is killed
+/// and `release_sql` puts the row back in the select at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_past_the_shutdown_timeout_releases_the_row() {
+    let db = TestDb::new().await;
+    videos(&db, 1).await;
+    let files = QueueFiles::new();
+    let dir = files.path();
+    let script = files.script(
+        "render.sh",
+        &format!("echo $$ > {}/pid\nexec sleep 600", dir.display()),
+    );
+    let file = render(&script, 600.0, "1s")
+        .lease_set("release_sql", "UPDATE video SET state = 'waiting', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let mut daemon = start(&file, &db, &["--shutdown-timeout", "1s"]);
+    let pid = wait_for_pid(&dir.join("pid")).await;
+    daemon.signal(libc::SIGTERM);
+    let status = daemon.wait(Duration::from_secs(30)).await;
+    assert!(status.success(), "{}", daemon.stderr());
+    assert!(is_gone(pid), "the command is killed");
+    assert_eq!(video(&db, 1).await.0, "waiting", "{}", daemon.stderr());
+    assert!(
+        daemon.stderr().contains("lease released"),
+        "{}",
+        daemon.stderr()
+    );
+}
