@@ -54,7 +54,17 @@ impl Database {
     /// The database `queue` uses: its own `database_url`, else `default_url` (from
     /// `--database-url`); a finding when there is none or it cannot be used. `run`,
     /// `check` and `count` all choose here.
+    /// A lease-mode queue's database counts matched rows (see
+    /// [`Database::counting_matched_rows`]).
     pub fn for_queue(queue: &QueueConfig, default_url: Option<&str>) -> Result<Database, Finding> {
+        let database = Database::for_queue_url(queue, default_url)?;
+        Ok(match queue.is_lease() {
+            true => database.counting_matched_rows(),
+            false => database,
+        })
+    }
+
+    fn for_queue_url(queue: &QueueConfig, default_url: Option<&str>) -> Result<Database, Finding> {
         match (&queue.database_url, default_url) {
             (Some(url), _) => Database::from_url(url).map_err(|e| {
                 queue.finding(Severity::Error, &["database_url"], format!("`database_url`: {e}"))
@@ -72,7 +82,7 @@ impl Database {
     /// The same database, with UPDATE's row count telling the rows matched rather
     /// than changed (`CLIENT_FOUND_ROWS`): a lease renewed twice within a second
     /// changes nothing the second time, yet still holds.
-    pub fn counting_matched_rows(&self) -> Database {
+    fn counting_matched_rows(&self) -> Database {
         let opts = OptsBuilder::from_opts(self.opts.clone()).client_found_rows(true);
         Database { opts: opts.into() }
     }

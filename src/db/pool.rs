@@ -28,14 +28,20 @@ pub struct Pooled<'a> {
 }
 
 impl SessionPool {
-    /// A pool of at most `size` sessions on `database` (counting matched rows, so a
-    /// guard that matches its row says so even when it changes nothing).
-    pub fn new(queue: &QueueConfig, database: &Database, size: usize) -> SessionPool {
+    /// A pool of at most `size` sessions on `database` (for a lease-mode queue it
+    /// counts matched rows, so a guard that matches its row says so even when it
+    /// changes nothing), starting with `first`, one opened already.
+    pub fn new(
+        queue: &QueueConfig,
+        database: &Database,
+        size: usize,
+        first: Session,
+    ) -> SessionPool {
         SessionPool {
             queue: queue.clone(),
-            database: database.counting_matched_rows(),
+            database: database.clone(),
             permits: Semaphore::new(size),
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(vec![first]),
         }
     }
 

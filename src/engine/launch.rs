@@ -148,7 +148,7 @@ pub async fn start_queue(
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
     if queue.config.is_lease() {
-        super::lease::start(queue.clone(), &tracker, session).await;
+        super::lease::start(queue.clone(), &tracker, session);
     } else {
         let mut first = Some(session);
         for index in 0..queue.config.workers {

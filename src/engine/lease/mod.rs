@@ -63,10 +63,8 @@ pub enum LeaseError {
 }
 
 /// Starts a lease-mode queue's workers, sharing a pool of `[lease] connections`
-/// sessions. `first`, the session the queue was validated with, is closed: the
-/// pool's sessions count matched rows, as the lease's guards need.
-pub async fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
-    first.close().await;
+/// sessions, the first of them `first`, the session the queue was validated with.
+pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
     let Some(lease) = &queue.config.lease else {
         return;
     };
@@ -74,6 +72,7 @@ pub async fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Sessi
         &queue.config,
         &queue.database,
         lease.connections,
+        first,
     ));
     for index in 0..queue.config.workers {
         tracker.spawn(worker::run(queue.clone(), pool.clone(), index));
