@@ -45,13 +45,14 @@ impl Servers {
         read
     }
 
-    /// Counts `queue`'s workers against its server's connection limits.
+    /// Counts `queue`'s connections (its workers, or its lease pool) against its
+    /// server's connection limits.
     fn count_workers(&mut self, database: &Database, queue: &QueueConfig, facts: &ServerFacts) {
         let entry = self
             .workers
             .entry(database.server())
             .or_insert_with(|| (0, facts.clone(), queue.clone()));
-        entry.0 += queue.workers;
+        entry.0 += queue.connections();
     }
 
     /// A warning per server whose queues' workers would take more than half its

@@ -204,6 +204,12 @@ impl QueueConfig {
     pub fn is_lease(&self) -> bool {
         self.lease.is_some()
     }
+
+    /// The most database connections the queue holds: one per worker, or in lease
+    /// mode the pool's `[lease] connections`.
+    pub fn connections(&self) -> usize {
+        self.lease.as_ref().map_or(self.workers, |l| l.connections)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! *now*. Inside XA the server refuses a COMMIT, even in a procedure, so nothing the
 //! queue's SQL does is committed. HTTP and command actions never run here.
 
+mod lease;
 mod words;
 
 use mysql_async::prelude::Queryable;
@@ -68,6 +69,8 @@ struct Proof<'a> {
 enum Path {
     Success,
     Failure,
+    /// Lease mode's whole life of a lease: see [`lease`].
+    Lease,
 }
 
 /// What one XA transaction of the proof found.
@@ -92,6 +95,12 @@ enum Ending {
 
 impl Proof<'_> {
     async fn run(&self, conn: &mut Conn) -> Result<Option<Vec<Finding>>, mysql_async::Error> {
+        if self.queue.is_lease() {
+            return Ok(match self.in_xa(conn, Path::Lease).await? {
+                Tried::NoRow => None,
+                Tried::Followed(findings) | Tried::Stop(findings) => Some(findings),
+            });
+        }
         let mut findings = match self.in_xa(conn, Path::Success).await? {
             Tried::NoRow => return Ok(None),
             Tried::Stop(findings) => return Ok(Some(findings)),
@@ -163,10 +172,11 @@ impl Proof<'_> {
             return Ok(Tried::Stop(vec![problem]));
         }
         let found = match path {
-            Path::Success => self.success(conn, &item).await?,
-            Path::Failure => self.failure(conn, &item).await?,
+            Path::Success => self.success(conn, &item).await?.into_iter().collect(),
+            Path::Failure => self.failure(conn, &item).await?.into_iter().collect(),
+            Path::Lease => self.lease(conn, &item).await?,
         };
-        Ok(Tried::Followed(found.into_iter().collect()))
+        Ok(Tried::Followed(found))
     }
 
     /// A key that is NULL, or that several waiting rows share, names no one row:

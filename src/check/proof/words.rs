@@ -134,6 +134,7 @@ impl Proof<'_> {
         let at: &[&str] = match path {
             Path::Success => &["action"],
             Path::Failure => &["on_failure"],
+            Path::Lease => &["lease"],
         };
         self.queue.finding(
             Severity::Error,

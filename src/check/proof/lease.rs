@@ -1,0 +1,183 @@
+//! The proof for `mode = "lease"`, in the same rolled-back XA transaction as
+//! transaction mode's: with a claimed sample row, `[lease] sql` must take it out of
+//! the select; renewal and outcome SQL must match it with the right `:lease_id` and
+//! not with a wrong one; a day later (the session's clock moved on with `SET
+//! timestamp`) the select must return it again — an expired lease is waiting — but
+//! not once `[on_success]` has recorded it.
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+
+use super::{Ending, Proof};
+use crate::action::Outcome;
+use crate::check::samples;
+use crate::config::statement_path;
+use crate::db::item::{bind, Item, LeaseParams, OutcomeParams};
+use crate::db::prepared::BoundStatement;
+use crate::diagnostic::{Finding, Severity};
+
+/// The lease the proof takes, and one it never took.
+const RIGHT: &str = "tableq-check-lease";
+const WRONG: &str = "tableq-check-wrong";
+/// How far the proof moves the session's clock to let the lease expire.
+const A_DAY_LATER: &str = "SET SESSION timestamp = UNIX_TIMESTAMP() + 86400";
+const NOW_AGAIN: &str = "SET SESSION timestamp = DEFAULT";
+
+/// One lease statement list and how many rows it should match with each lease.
+struct Expect<'a> {
+    path: &'a [&'a str],
+    statements: &'a [BoundStatement],
+    outcome: Outcome,
+}
+
+impl Proof<'_> {
+    /// Follows a lease's life with `item`; the findings of every step that fails.
+    pub(super) async fn lease(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<Vec<Finding>, mysql_async::Error> {
+        let lease = &self.prepared.lease;
+        let took = Expect {
+            path: &["lease", "sql"],
+            statements: &lease.sql,
+            outcome: Outcome::success(),
+        };
+        match self.matched(conn, item, &took, RIGHT).await? {
+            Ok(0) => {
+                return Ok(vec![self.lease_finding(
+                    &took,
+                    "matched no row: it must update the claimed row by its key",
+                )])
+            }
+            Ok(_) => {}
+            Err(stopped) => return Ok(vec![stopped]),
+        }
+        if !matches!(self.still_waiting(conn, item).await?, Ending::Leaves) {
+            return Ok(vec![self.lease_finding(&took, "leaves the row in the select: it must change the row so that the select no longer returns it (a state, a lease_until in the future)")]);
+        }
+        let mut findings = Vec::new();
+        for expect in self.guarded() {
+            findings.extend(self.guards(conn, item, &expect).await?);
+        }
+        findings.extend(self.expires(conn, item).await?);
+        Ok(findings)
+    }
+
+    /// The renewal and outcome statements, each guarded by the lease.
+    fn guarded(&self) -> Vec<Expect<'_>> {
+        let mut all = vec![Expect {
+            path: &["lease", "renew_sql"],
+            statements: &self.prepared.lease.renew,
+            outcome: Outcome::success(),
+        }];
+        if let Some(on_failure) = &self.prepared.on_failure {
+            all.push(Expect {
+                path: &["on_failure", "sql"],
+                statements: on_failure,
+                outcome: samples::failure(&self.queue.action),
+            });
+        }
+        all
+    }
+
+    /// `expect` matches no row with a wrong `:lease_id`, and the row with the right one.
+    async fn guards(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+        expect: &Expect<'_>,
+    ) -> Result<Option<Finding>, mysql_async::Error> {
+        if expect.statements.is_empty() {
+            return Ok(None);
+        }
+        match self.matched(conn, item, expect, WRONG).await? {
+            Ok(0) => {}
+            Ok(_) => return Ok(Some(self.lease_finding(expect, "matched the row with a wrong :lease_id: it must check the lease (`AND lease_id = :lease_id`)"))),
+            Err(stopped) => return Ok(Some(stopped)),
+        }
+        // [on_failure] with the right lease would record the failure: not here.
+        if expect.path[0] == "on_failure" {
+            return Ok(None);
+        }
+        Ok(match self.matched(conn, item, expect, RIGHT).await? {
+            Ok(0) => Some(self.lease_finding(expect, "did not match the leased row with its own :lease_id: every renewal would find the lease lost")),
+            Ok(_) => None,
+            Err(stopped) => Some(stopped),
+        })
+    }
+
+    /// A day later the leased row is waiting again; after `[on_success]`, not even then.
+    async fn expires(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<Option<Finding>, mysql_async::Error> {
+        conn.query_drop(A_DAY_LATER).await?;
+        let expired = self.still_waiting(conn, item).await;
+        conn.query_drop(NOW_AGAIN).await?;
+        if matches!(expired?, Ending::Leaves) {
+            return Ok(Some(self.queue.finding(
+                Severity::Error,
+                &["select"],
+                "a day after its lease, the row is still not in the select: a crashed worker's row \
+                 would never come back; return expired leases too, e.g. `WHERE state = 'waiting' OR \
+                 (state = 'rendering' AND lease_until < NOW())`",
+            )));
+        }
+        let success = Expect {
+            path: &["on_success", "sql"],
+            statements: &self.prepared.on_success,
+            outcome: samples::success(&self.queue.action),
+        };
+        match self.matched(conn, item, &success, RIGHT).await? {
+            Ok(0) => return Ok(Some(self.lease_finding(&success, "did not match the leased row with its own :lease_id: no success would ever be recorded"))),
+            Ok(_) => {}
+            Err(stopped) => return Ok(Some(stopped)),
+        }
+        conn.query_drop(A_DAY_LATER).await?;
+        let after = self.still_waiting(conn, item).await;
+        conn.query_drop(NOW_AGAIN).await?;
+        Ok(match after? {
+            Ending::Leaves => None,
+            _ => Some(self.lease_finding(&success, "leaves the row in the select once its lease would have expired: the row would be worked on again; change its state too")),
+        })
+    }
+
+    /// Runs `expect` with `lease_id`: how many rows its first statement matched, or the
+    /// finding of a statement that failed.
+    async fn matched(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+        expect: &Expect<'_>,
+        lease_id: &str,
+    ) -> Result<Result<u64, Finding>, mysql_async::Error> {
+        let mut params: OutcomeParams = expect.outcome.params();
+        params.lease = LeaseParams {
+            lease_id: Some(lease_id),
+            worker: Some("tableq-check"),
+            progress: Some("50%"),
+        };
+        let mut first = None;
+        for (index, bound) in expect.statements.iter().enumerate() {
+            let values = bind(&bound.sources, item, &self.queue.name, &params);
+            if let Err(e) = conn.exec_drop(&bound.statement, values).await {
+                let at = statement_path(expect.path, index, expect.statements.len());
+                let at: Vec<&str> = at.iter().map(String::as_str).collect();
+                return match self.stopped_by(&at, item, &e) {
+                    Some(finding) => Ok(Err(finding)),
+                    None => Err(e),
+                };
+            }
+            first.get_or_insert(conn.affected_rows());
+        }
+        Ok(Ok(first.unwrap_or_default()))
+    }
+
+    fn lease_finding(&self, expect: &Expect<'_>, problem: &str) -> Finding {
+        let key = expect.path.join(".");
+        self.queue
+            .finding(Severity::Error, expect.path, format!("`{key}` {problem}"))
+    }
+}

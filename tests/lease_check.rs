@@ -1,0 +1,142 @@
+//! Lease mode's configuration and its proof: the loader refuses an SQL action, a
+//! `[lease]` without `mode = "lease"`, and renewal or outcome SQL that does not
+//! check the lease; `check` proves on the database that the lease SQL takes the row
+//! out of the select, that an expired lease is waiting again, and that only the
+//! right `:lease_id` matches.
+
+mod support;
+
+use support::check::{assert_report, check_offline, check_online};
+use support::TestDb;
+
+/// A lease-mode queue that keeps every rule; each test breaks it one way.
+const GOOD: &str = r#"mode = "lease"
+select = "SELECT id FROM video WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < NOW()) ORDER BY id"
+[action]
+type = "command"
+command = ["true"]
+[lease]
+sql = "UPDATE video SET state = 'rendering', lease_until = NOW() + INTERVAL 2 MINUTE, lease_id = :lease_id, worker = :worker WHERE id = :id"
+renew_sql = "UPDATE video SET lease_until = NOW() + INTERVAL 2 MINUTE, progress = :progress WHERE id = :id AND lease_id = :lease_id"
+renew_every = "40s"
+[on_success]
+sql = "UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id"
+[on_failure]
+sql = "UPDATE video SET state = 'failed', error = :error WHERE id = :id AND lease_id = :lease_id"
+"#;
+
+async fn video_db() -> TestDb {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE video (id INT PRIMARY KEY, state VARCHAR(12) NOT NULL DEFAULT 'waiting',
+         lease_until DATETIME NULL, lease_id CHAR(32) NULL, worker VARCHAR(200) NULL,
+         progress VARCHAR(200) NULL, error TEXT NULL, INDEX (state, id)) DEFAULT CHARSET=utf8mb4;
+         INSERT INTO video (id) VALUES (1), (2)",
+    )
+    .await;
+    db
+}
+
+/// The good lease-mode queue passes check, and check changes nothing.
+#[tokio::test]
+async fn a_good_lease_queue_is_proven() {
+    let db = video_db().await;
+    let (done, _) = check_online(&db, GOOD).await;
+    assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
+    let waiting = db
+        .count("SELECT COUNT(*) FROM video WHERE state = 'waiting' AND lease_id IS NULL")
+        .await;
+    assert_eq!(waiting, 2, "check rolled everything back");
+}
+
+/// A select that never returns an expired lease: a crashed worker's row would never
+/// come back.
+#[tokio::test]
+async fn a_select_without_expired_leases_is_refused() {
+    let db = video_db().await;
+    let contents = GOOD.replace(" OR (state = 'rendering' AND lease_until < NOW())", "");
+    let (done, shown) = check_online(&db, &contents).await;
+    assert_report(
+        &done,
+        &[format!(
+            "{shown}:2: queue jobs: error: a day after its lease, the row is still not in the \
+             select: a crashed worker's row would never come back; return expired leases too, \
+             e.g. `WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < NOW())`"
+        )],
+        ": 1 error, 0 warnings",
+        1,
+    );
+}
+
+/// Lease SQL that does not record `:lease_id`: no renewal could ever match.
+#[tokio::test]
+async fn lease_sql_that_forgets_the_lease_id_is_refused() {
+    let db = video_db().await;
+    let contents = GOOD.replace(", lease_id = :lease_id, worker", ", worker");
+    let (done, shown) = check_online(&db, &contents).await;
+    assert_report(
+        &done,
+        &[
+            format!(
+                "{shown}:8: queue jobs: error: `lease.renew_sql` did not match the leased row with \
+                 its own :lease_id: every renewal would find the lease lost"
+            ),
+            format!(
+                "{shown}:11: queue jobs: error: `on_success.sql` did not match the leased row \
+                 with its own :lease_id: no success would ever be recorded"
+            ),
+        ],
+        ": 2 errors, 0 warnings",
+        1,
+    );
+}
+
+/// Without a database: an SQL action, a `[lease]` without the mode, a bad mode, and
+/// renewal or outcome SQL that does not check the lease are each refused by name.
+#[tokio::test]
+async fn mistakes_are_refused_before_any_database() {
+    let cases = [
+        (
+            GOOD.replace("type = \"command\"\ncommand = [\"true\"]", "type = \"sql\"\nsql = \"DO :id\""),
+            "4: queue jobs: error: `mode = \"lease\"` runs the action with no transaction held, so \
+             an SQL action has nothing to protect it: use mode = \"transaction\" for SQL, or an \
+             http or command action",
+        ),
+        (
+            GOOD.replace("mode = \"lease\"", "mode = \"leased\""),
+            "1: queue jobs: error: `mode` = \"leased\" is not a mode: use \"transaction\" (the \
+             default) or \"lease\"",
+        ),
+        (
+            GOOD.replace("mode = \"lease\"", ""),
+            "6: queue jobs: error: a [lease] table is only read with `mode = \"lease\"`; add it, \
+             or remove [lease]",
+        ),
+        (
+            GOOD.replace("WHERE id = :id AND lease_id = :lease_id\"\n[on_failure]", "WHERE id = :id\"\n[on_failure]"),
+            "11: queue jobs: error: `on_success.sql` does not check the lease (no `:lease_id` in \
+             its WHERE): after the lease expired and another worker took the row, it would \
+             overwrite that worker's work; write `WHERE id = :id AND lease_id = :lease_id`",
+        ),
+        (
+            GOOD.replace("progress = :progress WHERE id = :id AND", "progress = :progress WHERE"),
+            "8: queue jobs: error: `lease.renew_sql` does not restrict by the key (no `:id` in its \
+             WHERE): in lease mode it must touch only the leased row; write `WHERE id = :id AND \
+             lease_id = :lease_id`",
+        ),
+        (
+            GOOD.replace("renew_every = \"40s\"\n", ""),
+            "8: queue jobs: error: `renew_sql` needs `renew_every`: how often to renew, a third \
+             of the lease it gives (e.g. renew_every = \"40s\" for INTERVAL 2 MINUTE)",
+        ),
+    ];
+    for (contents, expected) in cases {
+        let (done, shown) = check_offline(&contents).await;
+        assert!(
+            done.stdout.contains(&format!("{shown}:{expected}")),
+            "expected {expected:?} in:\n{}",
+            done.stdout
+        );
+        assert_eq!(done.code(), Some(1), "{}", done.stdout);
+    }
+}
