@@ -67,3 +67,18 @@ sql "$url" --table -e "
 awk -v s="$start" -v e="$end" -v n="$EMAILS" 'BEGIN { printf "%d emails in %.2f s: %.0f emails/s\n", n, e - s, n / (e - s) }'
 echo "==> tableq count config/email.toml (waiting now: the failed ones retry in a minute)"
 "$TABLEQ" count config/email.toml
+
+VIDEOS=${VIDEOS:-40}
+echo "==> lease mode: config/render.toml renders $VIDEOS videos of 2-4 s each, 20 at a time, on 2 connections"
+sql "$url" < config/render.sql
+sql "$url" -e "
+  INSERT INTO video (title, seconds)
+  SELECT CONCAT('video #', n), 2 + n % 3
+  FROM (SELECT a.d + 10 * b.d + 1 AS n
+        FROM (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+              UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
+             (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+              UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b) seq
+  WHERE n <= $VIDEOS"
+"$TABLEQ" run --stop-when-empty config/render.toml
+sql "$url" --table -e "SELECT state, progress, attempts, COUNT(*) AS videos FROM video GROUP BY state, progress, attempts"

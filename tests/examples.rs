@@ -91,7 +91,7 @@ fn the_commented_example_actions_load() {
 fn every_config_example_loads() {
     let queues = load_with(&[repo("config")], &config_env);
     let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
-    assert_eq!(names, ["email-outbox", "email", "webhook"]);
+    assert_eq!(names, ["email-outbox", "email", "render", "webhook"]);
 }
 
 async fn email_database(rows: usize, invalid_every: usize) -> TestDb {
@@ -157,6 +157,27 @@ async fn the_email_outbox_example_runs() {
             .await,
         10
     );
+}
+
+/// config/render.toml, the lease-mode sibling: every video is rendered once, its
+/// progress reached the row, and no lease is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_render_example_runs() {
+    let db = TestDb::new().await;
+    db.exec(&std::fs::read_to_string(repo("config/render.sql")).unwrap())
+        .await;
+    db.fill("video", "title, seconds", 6, |i| format!("'video {i}', 2"))
+        .await;
+    let counts = run_until_empty(
+        load_with(&[repo("config/render.toml")], &config_env),
+        &db.url,
+    )
+    .await
+    .counts("render")
+    .unwrap();
+    assert_eq!((counts.done, counts.failed, counts.leases_lost), (6, 0, 0));
+    let done = "SELECT COUNT(*) FROM video WHERE state = 'done' AND attempts = 1 AND progress = '100%' AND lease_id IS NULL";
+    assert_eq!(db.count(done).await, 6);
 }
 
 /// The commented example runs too, pointed at a test database.
