@@ -21,10 +21,12 @@
 //!   service manager hears, and whether queues progress), `queue` (what a queue's
 //!   workers share), `worker` (one loop: claim once, decide the next step), `batch`
 //!   (one transaction: SQL actions in it, HTTP/command actions outside it, the outcome
-//!   SQL), `report`, `idle` (one worker polls an empty queue), `stop_when_empty`,
-//!   `backoff`.
+//!   SQL), `lease` (`mode = "lease"`: a short claim that leases rows, the action with
+//!   no connection held, renewals, outcome SQL guarded by the lease), `report`, `idle`
+//!   (one worker polls an empty queue), `stop_when_empty`, `backoff`.
 //! - `check`: `tableq check` — the files, the server, the two-session SKIP LOCKED
-//!   self-test, the claim's index and the leave-the-query proof, all rolled back.
+//!   self-test, the claim's index and the leave-the-query proof (and lease mode's),
+//!   all rolled back.
 //! - `count`: `tableq count`.
 //! - [`telemetry`]: per-queue counters and the progress line, the metrics and health
 //!   endpoint, logging.
@@ -32,9 +34,11 @@
 //!   `command`), each reporting an `Outcome`.
 //! - `db`: the only place outside `check` that talks to the driver — connecting and
 //!   KILL, error classes, the worker `Session` (claim, statements, savepoints,
-//!   commit), a queue's SQL prepared, the claimed row as parameters and as JSON.
+//!   commit), a lease-mode queue's small `SessionPool`, a queue's SQL prepared, the
+//!   claimed row as parameters and as JSON.
 //! - [`config`]: queue files — locating lines, `${ENV}`, `{column}` templates, the
-//!   queue-level keys and each action kind's table, validation, names.
+//!   queue-level keys and each action kind's table, `mode` and `[lease]`, validation,
+//!   names.
 //! - `sql`: the user's SQL as text — one lexer, statements and their `:params`, what
 //!   a statement's shape tells (literal columns, tables, the index a claim wants).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.

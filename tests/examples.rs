@@ -86,6 +86,27 @@ fn the_commented_example_actions_load() {
     }
 }
 
+/// The commented lease-mode queue at the end of queues.example.toml loads, with the
+/// values it documents.
+#[test]
+fn the_commented_lease_example_loads() {
+    let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
+    let file: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("#lease> "))
+        .map(|l| format!("{l}\n"))
+        // The program is the deployment's; stand in for it here.
+        .map(|l| l.replace("/usr/local/bin/render-video", "/bin/cat"))
+        .collect();
+    let files = support::QueueFiles::new();
+    let path = files.write("render.toml", &file);
+    let queues = load_with(&[path], &example_env);
+    let lease = queues[0].lease.as_ref().expect("lease mode");
+    assert_eq!((queues[0].workers, lease.connections), (200, 4));
+    assert_eq!(lease.renew_every, Some(std::time::Duration::from_secs(40)));
+    assert!(lease.release_sql.is_some());
+}
+
 /// Every queue file under config/ loads.
 #[test]
 fn every_config_example_loads() {
