@@ -125,9 +125,9 @@ async fn mistakes_are_refused_before_any_database() {
              lease_id = :lease_id`",
         ),
         (
-            GOOD.replace("renew_every = \"40s\"\n", ""),
-            "8: queue jobs: error: `renew_sql` needs `renew_every`: how often to renew, a third \
-             of the lease it gives (e.g. renew_every = \"40s\" for INTERVAL 2 MINUTE)",
+            GOOD.replace("renew_every = \"40s\"", "renew_every = \"2m\""),
+            "9: queue jobs: error: `renew_every` = 2m is not shorter than the lease `renew_sql` \
+             gives (2m): the lease would expire between renewals; renew every third of it",
         ),
     ];
     for (contents, expected) in cases {
@@ -139,4 +139,16 @@ async fn mistakes_are_refused_before_any_database() {
         );
         assert_eq!(done.code(), Some(1), "{}", done.stdout);
     }
+}
+
+/// Without `renew_every`, a lease renews every third of the one `INTERVAL` its
+/// `renew_sql` gives.
+#[test]
+fn renew_every_defaults_to_a_third_of_the_lease() {
+    let files = support::QueueFiles::new();
+    let path = files.write("jobs.toml", &GOOD.replace("renew_every = \"40s\"\n", ""));
+    let queues = tableq::load_paths(&[path], &|name| std::env::var(name).ok())
+        .unwrap_or_else(|f| panic!("{f}"));
+    let lease = queues[0].lease.as_ref().unwrap();
+    assert_eq!(lease.renew_every, Some(std::time::Duration::from_secs(40)));
 }

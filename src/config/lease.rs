@@ -13,6 +13,7 @@ use super::raw::{RawQueue, Statements};
 use super::validate::Validator;
 use super::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
+use crate::sql::lex::{is_kw, spans, Lex};
 use crate::sql::shape::restricts_to_key;
 use crate::sql::statement::{first_word, ParsedStatement};
 
@@ -101,18 +102,7 @@ fn lease_config(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
         .release_sql
         .as_ref()
         .map(|s| v.statements(&["lease", "release_sql"], s));
-    let renew_every = match (lease.renew_every, &renew_sql) {
-        (Some(every), _) => Some(v.positive(&["lease", "renew_every"], Some(every), every)),
-        (None, Some(_)) => {
-            v.error(
-                &["lease", "renew_sql"],
-                "`renew_sql` needs `renew_every`: how often to renew, a third of the lease it gives \
-                 (e.g. renew_every = \"40s\" for INTERVAL 2 MINUTE)",
-            );
-            None
-        }
-        (None, None) => None,
-    };
+    let renew_every = renew_every(v, lease);
     let connections = lease.connections.map_or(DEFAULT_LEASE_CONNECTIONS, |n| {
         let n = n as usize;
         if !(1..=MAX_LEASE_CONNECTIONS).contains(&n) {
@@ -132,6 +122,72 @@ fn lease_config(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
         renew_every,
         connections,
     }
+}
+
+/// `renew_every`: as given, else a third of the lease `renew_sql` gives; refused
+/// when it is not shorter than that lease. `None` without `renew_sql`.
+fn renew_every(v: &mut Validator, lease: &RawLease) -> Option<Duration> {
+    let renew = lease.renew_sql.as_ref()?;
+    let length = match renew.0.as_slice() {
+        [one] => lease_length(one),
+        _ => None,
+    };
+    let path = ["lease", "renew_every"];
+    match (lease.renew_every, length) {
+        (Some(every), Some(length)) if every >= length => {
+            let (every, length) = (
+                humantime::format_duration(every),
+                humantime::format_duration(length),
+            );
+            v.error(
+                &path,
+                format!(
+                    "`renew_every` = {every} is not shorter than the lease `renew_sql` gives \
+                     ({length}): the lease would expire between renewals; renew every third of it"
+                ),
+            );
+            None
+        }
+        (Some(every), _) => Some(v.positive(&path, Some(every), every)),
+        (None, Some(length)) => Some(length / 3),
+        (None, None) => {
+            v.error(
+                &["lease", "renew_sql"],
+                "`renew_sql` needs `renew_every`: how often to renew, a third of the lease it gives \
+                 (e.g. renew_every = \"40s\" for INTERVAL 2 MINUTE); tableq reads it by itself only \
+                 from one `INTERVAL <n> SECOND|MINUTE|HOUR|DAY`",
+            );
+            None
+        }
+    }
+}
+
+/// The lease's length as one statement gives it: its only `INTERVAL <n> <unit>`, in
+/// seconds, minutes, hours or days. `None` if there is not exactly one.
+fn lease_length(sql: &str) -> Option<Duration> {
+    let pieces = spans(sql);
+    let mut found = None;
+    for window in pieces.windows(3) {
+        let [(first, _), (Lex::Literal, number), (Lex::Word(unit), _)] = window else {
+            continue;
+        };
+        if !is_kw(first, "INTERVAL") {
+            continue;
+        }
+        let count: u64 = sql[number.clone()].parse().ok()?;
+        let seconds = match unit.to_ascii_uppercase().as_str() {
+            "SECOND" => 1,
+            "MINUTE" => 60,
+            "HOUR" => 3600,
+            "DAY" => 86400,
+            _ => return None,
+        };
+        if found.is_some() {
+            return None;
+        }
+        found = Some(Duration::from_secs(count.checked_mul(seconds)?));
+    }
+    found
 }
 
 /// Every statement of a lease-mode queue that touches its leased row and does not
@@ -229,5 +285,16 @@ mod tests {
         assert!(problem.contains("key"), "{problem}");
         let insert = "INSERT INTO log (id) VALUES (:id)";
         assert!(guard_problem(insert, Some("id"), true).is_some());
+    }
+
+    #[test]
+    fn reads_the_lease_length_from_one_interval() {
+        let renew = "UPDATE v SET lease_until = NOW() + INTERVAL 2 MINUTE WHERE id = :id";
+        assert_eq!(lease_length(renew), Some(Duration::from_secs(120)));
+        let two = "UPDATE v SET a = NOW() + INTERVAL 2 MINUTE, b = NOW() + INTERVAL 1 HOUR";
+        assert_eq!(lease_length(two), None);
+        let micro = "UPDATE v SET a = NOW(3) + INTERVAL 500000 MICROSECOND";
+        assert_eq!(lease_length(micro), None);
+        assert_eq!(lease_length("UPDATE v SET a = 1"), None);
     }
 }
