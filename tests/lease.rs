@@ -262,3 +262,49 @@ async fn a_stop_past_the_shutdown_timeout_releases_the_row() {
         daemon.stderr()
     );
 }
+
+/// An HTTP action in lease mode whose row the application takes back while the
+/// webhook hangs: the next renewal finds the lease lost, the request is dropped, and
+/// no outcome is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_lost_drops_a_hanging_request() {
+    use support::web::{Reply, WebServer};
+    let logs = support::logs::capture();
+    let server = WebServer::start(|_| Reply::status(200).after(Duration::from_secs(600))).await;
+    let db = TestDb::new().await;
+    videos(&db, 1).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("hooks")
+        .set("mode", "lease")
+        .select(SELECT)
+        .poll_interval("100ms")
+        .action_http(&server.url("/render/{id}"))
+        .action_set("timeout", "10m")
+        .lease_set("sql", "UPDATE video SET state = 'rendering', lease_until = NOW(3) + INTERVAL 1 MINUTE, lease_id = :lease_id WHERE id = :id")
+        .lease_set("renew_sql", "UPDATE video SET lease_until = NOW(3) + INTERVAL 1 MINUTE WHERE id = :id AND lease_id = :lease_id")
+        .lease_set("renew_every", "200ms")
+        .on_success("UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually(
+        "the request is in flight",
+        Duration::from_secs(30),
+        || async { video(&db, 1).await.0 == "rendering" },
+    )
+    .await;
+    db.exec("UPDATE video SET state = 'cancelled', lease_id = 'the application' WHERE id = 1")
+        .await;
+    eventually(
+        "the lease is found lost",
+        Duration::from_secs(30),
+        || async {
+            logs.lines_with("hooks")
+                .iter()
+                .any(|l| l.contains("lease lost"))
+        },
+    )
+    .await;
+    let counts = engine.stop().await.counts("hooks").unwrap();
+    assert_eq!((counts.done, counts.leases_lost), (0, 1), "{counts:?}");
+    assert_eq!(video(&db, 1).await.0, "cancelled", "no outcome recorded");
+}

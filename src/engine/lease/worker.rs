@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use futures::future::join_all;
-use tracing::{info, info_span, warn, Instrument};
+use tracing::{debug, info, info_span, warn, Instrument};
 
 use super::heartbeat::{hold, Held};
 use super::outcome::{release, settle};
@@ -17,6 +17,7 @@ use crate::engine::backoff::{pause, Backoff};
 use crate::engine::idle::{Turn, Watch};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::{BatchReport, Fate};
+use crate::telemetry::stats::Connected;
 
 /// Runs worker `index` of a lease-mode `queue` until it is told to stop.
 pub async fn run(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize) {
@@ -24,7 +25,9 @@ pub async fn run(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize)
     let worker = LeaseWorker {
         queue: &queue,
         pool: &pool,
+        index,
         name: worker_name(index),
+        connected: None,
         backoff: Backoff::new(queue.config.error_backoff),
         watch: None,
     };
@@ -38,7 +41,12 @@ pub async fn run(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize)
 struct LeaseWorker<'a> {
     queue: &'a QueueRuntime,
     pool: &'a SessionPool,
+    index: usize,
     name: Arc<str>,
+    /// Counted as connected while its claims reach the database, so the watchdog
+    /// watches the queue as it watches transaction mode's (one that cannot reach its
+    /// database is waiting, not stalled).
+    connected: Option<Connected>,
     backoff: Backoff,
     /// Held while this worker is the one that polls the empty queue.
     watch: Option<Watch<'a>>,
@@ -61,12 +69,21 @@ impl<'a> LeaseWorker<'a> {
             Ok(leases) => leases,
             Err(e) => {
                 drop(ticket);
+                self.connected = None;
                 let wait = self.backoff.next_wait();
-                warn!(error = %e, retry_in = %humantime::format_duration(wait),
-                    "could not claim; the rows are waiting");
+                let retry_in = humantime::format_duration(wait);
+                // Every worker would say the same: the first says it loud.
+                if self.index == 0 {
+                    warn!(error = %e, %retry_in, "could not claim; the rows are waiting");
+                } else {
+                    debug!(error = %e, %retry_in, "could not claim; the rows are waiting");
+                }
                 return pause(&queue.stop, wait).await;
             }
         };
+        if self.connected.is_none() {
+            self.connected = Some(queue.stats.connection());
+        }
         if leases.is_empty() {
             if ticket.finish_empty() {
                 info!("the queue is drained");
@@ -144,6 +161,7 @@ impl<'a> LeaseWorker<'a> {
             match queue.idle.turn() {
                 Turn::Watch(role) => self.watch = Some(role),
                 Turn::Sleep(sleep) => {
+                    self.connected = None;
                     sleep.until_woken(&queue.stop).await;
                     return true;
                 }
