@@ -182,7 +182,11 @@ async fn statement_binlog_is_an_error() {
 async fn the_shipped_examples_pass() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let db = TestDb::new().await;
-    for schema in ["config/email.sql", "config/webhook.sql"] {
+    for schema in [
+        "config/email.sql",
+        "config/webhook.sql",
+        "config/render.sql",
+    ] {
         db.exec(&std::fs::read_to_string(repo.join(schema)).unwrap())
             .await;
     }
@@ -192,7 +196,8 @@ async fn the_shipped_examples_pass() {
     .await;
     db.exec(
         "INSERT INTO webhook_delivery (endpoint_url, event_type, payload)
-         VALUES ('https://hooks.example.com/in', 'order.paid', '{\"order\": 1}')",
+         VALUES ('https://hooks.example.com/in', 'order.paid', '{\"order\": 1}');
+         INSERT INTO video (title, seconds) VALUES ('intro', 3)",
     )
     .await;
     let mut cmd = tableq(&["check"]);

@@ -129,6 +129,12 @@ async fn mistakes_are_refused_before_any_database() {
             "9: queue jobs: error: `renew_every` = 2m is not shorter than the lease `renew_sql` \
              gives (2m): the lease would expire between renewals; renew every third of it",
         ),
+        (
+            GOOD.replace("[on_success]\nsql = \"UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id\"\n", ""),
+            "1: queue jobs: error: `mode = \"lease\"` needs [on_success]: the leased row stays out \
+             of the select only until its lease expires, so record the work done, e.g. sql = \
+             \"UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id\"",
+        ),
     ];
     for (contents, expected) in cases {
         let (done, shown) = check_offline(&contents).await;

@@ -89,6 +89,14 @@ pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Option<LeaseConfig>
              nothing to protect it: use mode = \"transaction\" for SQL, or an http or command action",
         );
     }
+    if raw.on_success.is_none() {
+        v.error(
+            &["mode"],
+            "`mode = \"lease\"` needs [on_success]: the leased row stays out of the select only \
+             until its lease expires, so record the work done, e.g. sql = \"UPDATE video SET state = \
+             'done' WHERE id = :id AND lease_id = :lease_id\"",
+        );
+    }
     Some(lease_config(v, lease))
 }
 
