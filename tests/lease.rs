@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::daemon::{run_binary_until_empty, tableq, Daemon};
@@ -33,6 +33,17 @@ async fn videos(db: &TestDb, count: u32) {
         db.exec(&format!("INSERT INTO video (id) VALUES ({id})"))
             .await;
     }
+}
+
+/// A database with `count` videos waiting, and the script `render.sh` running
+/// `body`, in which `{dir}` is the test's own directory.
+async fn setup(count: u32, body: &str) -> (TestDb, QueueFiles, PathBuf) {
+    let db = TestDb::new().await;
+    videos(&db, count).await;
+    let files = QueueFiles::new();
+    let body = body.replace("{dir}", &files.path().display().to_string());
+    let script = files.script("render.sh", &body);
+    (db, files, script)
 }
 
 /// The `render` queue: a lease of `lease_seconds`, renewed every `renew_every`,
@@ -68,21 +79,16 @@ async fn video(db: &TestDb, id: u32) -> (String, Option<String>, Option<String>)
 /// reach the row through `:progress` at the renewals; the outcome lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_the_row_while_no_transaction_is_open() {
-    let db = TestDb::new().await;
-    videos(&db, 1).await;
-    let files = QueueFiles::new();
-    let dir = files.path();
-    let script = files.script(
-        "render.sh",
-        &format!(
-            r#"echo "25%" >> "$TABLEQ_PROGRESS"
+    let (db, files, script) = setup(
+        1,
+        r#"echo "25%" >> "$TABLEQ_PROGRESS"
 while [ ! -f {dir}/go ]; do sleep 0.05; done
 echo "75%" >> "$TABLEQ_PROGRESS"
 while [ ! -f {dir}/go2 ]; do sleep 0.05; done
 printf rendered"#,
-            dir = dir.display()
-        ),
-    );
+    )
+    .await;
+    let dir = files.path();
     let file = render(&script, 5.0, "200ms").write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     eventually("25% reaches the row", Duration::from_secs(30), || async {
@@ -125,20 +131,15 @@ printf rendered"#,
 /// never runs, and the second worker's result is the one recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_taken_over_cancels_the_first_worker() {
-    let db = TestDb::new().await;
-    videos(&db, 1).await;
-    let files = QueueFiles::new();
-    let dir = files.path();
     // The first run waits for ever; the second prints "second" at once.
-    let script = files.script(
-        "render.sh",
-        &format!(
-            r#"cd {dir}
+    let (db, files, script) = setup(
+        1,
+        r#"cd {dir}
 if mkdir first 2>/dev/null; then echo $$ > first_pid; exec sleep 600; fi
 printf second"#,
-            dir = dir.display()
-        ),
-    );
+    )
+    .await;
+    let dir = files.path();
     let file = render(&script, 1.0, "3s").workers(2).write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     let first = wait_for_pid(&dir.join("first_pid")).await;
@@ -177,19 +178,14 @@ fn start(file: &Path, db: &TestDb, extra: &[&str]) -> Daemon {
 /// land.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_of_a_killed_tableq_come_back_when_their_leases_expire() {
-    let db = TestDb::new().await;
-    videos(&db, 2).await;
-    let files = QueueFiles::new();
-    let dir = files.path();
-    let script = files.script(
-        "render.sh",
-        &format!(
-            r#"echo $$ >> {dir}/pids
+    let (db, files, script) = setup(
+        2,
+        r#"echo $$ >> {dir}/pids
 while [ ! -f {dir}/go ]; do sleep 0.05; done
 printf ok"#,
-            dir = dir.display()
-        ),
-    );
+    )
+    .await;
+    let dir = files.path();
     let file = render(&script, 4.0, "1s").workers(2).write(&files);
     let mut first = start(&file, &db, &[]);
     eventually(
@@ -238,14 +234,8 @@ printf ok"#,
 /// and `release_sql` puts the row back in the select at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_past_the_shutdown_timeout_releases_the_row() {
-    let db = TestDb::new().await;
-    videos(&db, 1).await;
-    let files = QueueFiles::new();
+    let (db, files, script) = setup(1, "echo $$ > {dir}/pid\nexec sleep 600").await;
     let dir = files.path();
-    let script = files.script(
-        "render.sh",
-        &format!("echo $$ > {}/pid\nexec sleep 600", dir.display()),
-    );
     let file = render(&script, 600.0, "1s")
         .lease_set("release_sql", "UPDATE video SET state = 'waiting', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
