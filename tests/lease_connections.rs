@@ -107,6 +107,13 @@ async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
         "{}",
         daemon.stderr()
     );
+    assert!(
+        daemon
+            .stderr()
+            .contains("done=100 failed=0 returned=0 leases_lost=0"),
+        "{}",
+        daemon.stderr()
+    );
     eprintln!("{samples} samples; at most {most_connections} connections");
 }
 

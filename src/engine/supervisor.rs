@@ -266,7 +266,7 @@ impl Supervisor {
             self.options.monitor.stop_queue(name);
             let counts = version.runtime.stats.counts();
             info!(queue = %name, done = counts.done, failed = counts.failed,
-                returned = counts.returned, "queue stopped");
+                returned = counts.returned, leases_lost = counts.leases_lost, "queue stopped");
             summary.queues.push((name.clone(), counts));
         }
         summary
