@@ -46,14 +46,14 @@ async fn setup(count: u32, body: &str) -> (TestDb, QueueFiles, PathBuf) {
     (db, files, script)
 }
 
-/// The `render` queue: a lease of `lease_seconds`, renewed every `renew_every`,
+/// The queue `name`: a lease of `lease_seconds`, renewed every `renew_every`,
 /// running `script`; the outcome records who held the lease and what it printed.
-fn render(script: &Path, lease_seconds: f64, renew_every: &str) -> QueueFile {
+fn render(name: &str, script: &Path, lease_seconds: f64, renew_every: &str) -> QueueFile {
     let until = format!(
         "NOW(3) + INTERVAL {} MICROSECOND",
         (lease_seconds * 1e6) as u64
     );
-    QueueFile::new("render")
+    QueueFile::new(name)
         .set("mode", "lease")
         .select(SELECT)
         .poll_interval("100ms")
@@ -89,7 +89,7 @@ printf rendered"#,
     )
     .await;
     let dir = files.path();
-    let file = render(&script, 5.0, "200ms").write(&files);
+    let file = render("render", &script, 5.0, "200ms").write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     eventually("25% reaches the row", Duration::from_secs(30), || async {
         video(&db, 1).await.1.as_deref() == Some("25%")
@@ -140,7 +140,9 @@ printf second"#,
     )
     .await;
     let dir = files.path();
-    let file = render(&script, 1.0, "3s").workers(2).write(&files);
+    let file = render("render", &script, 1.0, "3s")
+        .workers(2)
+        .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     let first = wait_for_pid(&dir.join("first_pid")).await;
     eventually(
@@ -186,7 +188,9 @@ printf ok"#,
     )
     .await;
     let dir = files.path();
-    let file = render(&script, 4.0, "1s").workers(2).write(&files);
+    let file = render("render", &script, 4.0, "1s")
+        .workers(2)
+        .write(&files);
     let mut first = start(&file, &db, &[]);
     eventually(
         "both videos are rendering",
@@ -236,7 +240,7 @@ printf ok"#,
 async fn a_stop_past_the_shutdown_timeout_releases_the_row() {
     let (db, files, script) = setup(1, "echo $$ > {dir}/pid\nexec sleep 600").await;
     let dir = files.path();
-    let file = render(&script, 600.0, "1s")
+    let file = render("render", &script, 600.0, "1s")
         .lease_set("release_sql", "UPDATE video SET state = 'waiting', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
     let mut daemon = start(&file, &db, &["--shutdown-timeout", "1s"]);
@@ -297,4 +301,53 @@ async fn a_lease_lost_drops_a_hanging_request() {
     let counts = engine.stop().await.counts("hooks").unwrap();
     assert_eq!((counts.done, counts.leases_lost), (0, 1), "{counts:?}");
     assert_eq!(video(&db, 1).await.0, "cancelled", "no outcome recorded");
+}
+
+/// The database out of reach when a long job ends: the outcome is tried again until
+/// it can be recorded, so the job is not done twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_waits_out_a_short_outage() {
+    use support::proxy::StallingProxy;
+    let logs = support::logs::capture();
+    let (db, files, script) = setup(
+        1,
+        r#"echo $$ >> {dir}/pids
+while [ ! -f {dir}/go ]; do sleep 0.05; done
+printf ok"#,
+    )
+    .await;
+    let dir = files.path();
+    let authority = db
+        .url
+        .trim_start_matches("mysql://")
+        .split('/')
+        .next()
+        .unwrap();
+    let authority = authority.rsplit('@').next().unwrap().to_string();
+    let proxy = StallingProxy::start(authority.parse().unwrap()).await;
+    let proxied = db.url.replacen(&authority, &proxy.addr.to_string(), 1);
+    let file = render("outage", &script, 600.0, "1m")
+        .error_backoff("200ms")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &proxied);
+    wait_for_pid(&dir.join("pids")).await;
+    proxy.reset();
+    std::fs::write(dir.join("go"), "").unwrap();
+    eventually("a try fails", Duration::from_secs(30), || async {
+        logs.lines_with("outage")
+            .iter()
+            .any(|l| l.contains("could not record the outcome; trying again"))
+    })
+    .await;
+    proxy.resume();
+    eventually(
+        "the outcome is recorded",
+        Duration::from_secs(30),
+        || async { video(&db, 1).await.0 == "done" },
+    )
+    .await;
+    let counts = engine.stop().await.counts("outage").unwrap();
+    assert_eq!((counts.done, counts.leases_lost), (1, 0), "{counts:?}");
+    let runs = std::fs::read_to_string(dir.join("pids")).unwrap();
+    assert_eq!(runs.lines().count(), 1, "the job ran once");
 }

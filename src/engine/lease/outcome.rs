@@ -9,8 +9,12 @@ use tracing::{error, info, warn};
 use super::{Lease, LeaseError};
 use crate::action::Outcome;
 use crate::db::{DbError, OutcomeParams, Session, SessionPool, Statements};
+use crate::engine::backoff::{pause, Backoff};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::Fate;
+
+/// How many times an outcome is tried while the database cannot be reached.
+const RECORD_TRIES: u32 = 6;
 
 /// Records `outcome` for `lease`, and says what became of the item.
 pub async fn settle(
@@ -31,7 +35,7 @@ pub async fn settle(
     };
     let mut params = outcome.params();
     params.lease = lease.lease_params(None);
-    match record(queue, pool, lease, which, &params).await {
+    match record_retrying(queue, pool, lease, which, &params).await {
         Ok(true) => {
             if fate == Fate::Failed {
                 warn!(error = %outcome.error.as_deref().unwrap_or_default(), "item failed");
@@ -55,6 +59,38 @@ pub async fn settle(
             warn!(error = %e, "could not record the outcome; the row is worked on again when its lease expires");
             Fate::Returned
         }
+    }
+}
+
+/// [`record`], tried again while the database cannot be reached (a job of minutes
+/// is worth a minute of retries) — at most [`RECORD_TRIES`] times, waiting
+/// `error_backoff`, doubling, and not past the shutdown timeout. The guard keeps a
+/// late try harmless: once another worker holds the row, it matches nothing.
+async fn record_retrying(
+    queue: &QueueRuntime,
+    pool: &SessionPool,
+    lease: &Lease,
+    which: Statements,
+    params: &OutcomeParams<'_>,
+) -> Result<bool, LeaseError> {
+    let mut backoff = Backoff::new(queue.config.error_backoff);
+    let mut tries = 1;
+    loop {
+        let error = match record(queue, pool, lease, which, params).await {
+            // The SQL's own error would come again: not worth a retry.
+            Err(LeaseError::Database(e)) if e.is_statement_error() => {
+                return Err(LeaseError::Database(e))
+            }
+            Err(e) if tries < RECORD_TRIES => e,
+            done => return done,
+        };
+        let wait = backoff.next_wait();
+        warn!(%error, retry_in = %humantime::format_duration(wait),
+            "could not record the outcome; trying again");
+        if !pause(&queue.abort, wait).await {
+            return Err(error);
+        }
+        tries += 1;
     }
 }
 
