@@ -10,7 +10,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 use super::heartbeat::{hold, Held};
 use super::outcome::{release, settle};
 use super::progress::ProgressFile;
-use super::{claim::claim, worker_name, Lease};
+use super::{claim::claim, worker_name, Lease, LeaseError};
 use crate::action::{Action, Outcome};
 use crate::db::SessionPool;
 use crate::engine::backoff::{pause, Backoff};
@@ -69,16 +69,7 @@ impl<'a> LeaseWorker<'a> {
             Ok(leases) => leases,
             Err(e) => {
                 drop(ticket);
-                self.connected = None;
-                let wait = self.backoff.next_wait();
-                let retry_in = humantime::format_duration(wait);
-                // Every worker would say the same: the first says it loud.
-                if self.index == 0 {
-                    warn!(error = %e, %retry_in, "could not claim; the rows are waiting");
-                } else {
-                    debug!(error = %e, %retry_in, "could not claim; the rows are waiting");
-                }
-                return pause(&queue.stop, wait).await;
+                return self.not_claimed(&e).await;
             }
         };
         if self.connected.is_none() {
@@ -96,6 +87,11 @@ impl<'a> LeaseWorker<'a> {
         if leases.len() == queue.config.batch {
             queue.idle.wake_all();
         }
+        if queue.stop.is_cancelled() {
+            self.give_back(&leases).await;
+            ticket.finish(true);
+            return false;
+        }
         let report = self.work_all(leases).await;
         queue
             .stats
@@ -106,6 +102,28 @@ impl<'a> LeaseWorker<'a> {
         }
         self.backoff.reset();
         true
+    }
+
+    /// After a claim that failed: back off, and say so — loud from the first worker
+    /// only, as every worker would say the same. False when the worker is to stop.
+    async fn not_claimed(&mut self, e: &LeaseError) -> bool {
+        self.connected = None;
+        let wait = self.backoff.next_wait();
+        let retry_in = humantime::format_duration(wait);
+        if self.index == 0 {
+            warn!(error = %e, %retry_in, "could not claim; the rows are waiting");
+        } else {
+            debug!(error = %e, %retry_in, "could not claim; the rows are waiting");
+        }
+        pause(&self.queue.stop, wait).await
+    }
+
+    /// Stopping since the claim began: start nothing, and release the rows.
+    async fn give_back(&self, leases: &[Lease]) {
+        for lease in leases {
+            release(self.queue, self.pool, lease).await;
+        }
+        self.queue.stats.record(0, 0, leases.len());
     }
 
     /// Works the leased rows concurrently, each to its recorded end.
