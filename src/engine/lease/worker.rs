@@ -11,7 +11,7 @@ use super::heartbeat::{hold, Held};
 use super::outcome::{release, settle};
 use super::progress::ProgressFile;
 use super::{claim::claim, worker_name, Lease, LeaseError};
-use crate::action::{Action, Outcome};
+use crate::action::{Action, Outside};
 use crate::db::SessionPool;
 use crate::engine::backoff::{pause, Backoff};
 use crate::engine::idle::{Turn, Watch};
@@ -147,9 +147,15 @@ impl<'a> LeaseWorker<'a> {
             // Refused by the loader: lease mode has no SQL action.
             return Fate::Returned;
         };
-        let progress = ProgressFile::create(&lease.id)
-            .map_err(|e| warn!(error = %e, "cannot create the progress file; :progress stays NULL"))
-            .ok();
+        // Only a command can write to a file of ours.
+        let progress = match action {
+            Outside::Command(_) => ProgressFile::create(&lease.id)
+                .map_err(
+                    |e| warn!(error = %e, "cannot create the progress file; :progress stays NULL"),
+                )
+                .ok(),
+            Outside::Http(_) => None,
+        };
         let name = queue.config.name.as_str();
         let path = progress.as_ref().map(ProgressFile::path);
         let running = async {
@@ -157,7 +163,7 @@ impl<'a> LeaseWorker<'a> {
             action.run_reporting(&lease.item, name, path).await
         };
         match hold(queue, self.pool, lease, progress.as_ref(), running).await {
-            Held::Finished(outcome) => self.settle(lease, &outcome).await,
+            Held::Finished(outcome) => settle(queue, self.pool, lease, &outcome).await,
             Held::Lost => Fate::Returned,
             Held::Aborted => {
                 warn!("the shutdown timeout passed; the action is cancelled");
@@ -165,10 +171,6 @@ impl<'a> LeaseWorker<'a> {
                 Fate::Returned
             }
         }
-    }
-
-    async fn settle(&self, lease: &Lease, outcome: &Outcome) -> Fate {
-        settle(self.queue, self.pool, lease, outcome).await
     }
 
     /// After an empty claim: poll again after `poll_interval` as the queue's watcher,
