@@ -135,6 +135,12 @@ async fn mistakes_are_refused_before_any_database() {
              of the select only until its lease expires, so record the work done, e.g. sql = \
              \"UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id\"",
         ),
+        (
+            GOOD.replace("renew_sql = ", "# renew_sql = "),
+            "9: queue jobs: error: `renew_every` without `renew_sql` renews nothing: add \
+             renew_sql, the UPDATE that moves the lease on (`WHERE id = :id AND lease_id = \
+             :lease_id`), or remove renew_every",
+        ),
     ];
     for (contents, expected) in cases {
         let (done, shown) = check_offline(&contents).await;

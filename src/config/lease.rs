@@ -135,7 +135,16 @@ fn lease_config(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
 /// `renew_every`: as given, else a third of the lease `renew_sql` gives; refused
 /// when it is not shorter than that lease. `None` without `renew_sql`.
 fn renew_every(v: &mut Validator, lease: &RawLease) -> Option<Duration> {
-    let renew = lease.renew_sql.as_ref()?;
+    let Some(renew) = &lease.renew_sql else {
+        if lease.renew_every.is_some() {
+            v.error(
+                &["lease", "renew_every"],
+                "`renew_every` without `renew_sql` renews nothing: add renew_sql, the UPDATE that \
+                 moves the lease on (`WHERE id = :id AND lease_id = :lease_id`), or remove renew_every",
+            );
+        }
+        return None;
+    };
     let length = match renew.0.as_slice() {
         [one] => lease_length(one),
         _ => None,
