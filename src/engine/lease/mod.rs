@@ -21,7 +21,9 @@ mod worker;
 use std::sync::Arc;
 
 use tokio_util::task::TaskTracker;
+use tracing::error;
 
+use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
 use crate::db::{DbError, Item, LeaseParams, OpenError, OutcomeParams, Session, SessionPool};
 
@@ -75,7 +77,31 @@ pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
         first,
     ));
     for index in 0..queue.config.workers {
-        tracker.spawn(worker::run(queue.clone(), pool.clone(), index));
+        tracker.spawn(supervise(queue.clone(), pool.clone(), index));
+    }
+}
+
+/// Runs worker `index`, and runs it again if it panics (a bug in tableq): the leases
+/// it held expire, and their rows come back. The last worker to stop closes the
+/// pool's idle sessions politely.
+async fn supervise(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize) {
+    let mut backoff = Backoff::new(queue.config.error_backoff);
+    loop {
+        let handle = tokio::spawn(worker::run(queue.clone(), pool.clone(), index));
+        match handle.await {
+            Err(e) if e.is_panic() => {
+                let wait = backoff.next_wait();
+                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
+                    "worker crashed (a bug in tableq; please report it); its leases expire and their rows come back; restarting it");
+                if !pause(&queue.stop, wait).await {
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    if let Some(pool) = Arc::into_inner(pool) {
+        pool.close().await;
     }
 }
 

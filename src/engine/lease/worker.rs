@@ -32,10 +32,6 @@ pub async fn run(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize)
         watch: None,
     };
     worker.run().instrument(span).await;
-    // The last worker to stop closes the idle sessions politely.
-    if let Some(pool) = Arc::into_inner(pool) {
-        pool.close().await;
-    }
 }
 
 struct LeaseWorker<'a> {
