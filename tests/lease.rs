@@ -126,6 +126,41 @@ printf rendered"#,
     );
 }
 
+/// A command's stdout lines `progress: …` reach the row through `:progress` too,
+/// and stay in `:output`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_lines_on_stdout_reach_the_row() {
+    let (db, files, script) = setup(
+        1,
+        r#"echo "progress: frame 1 of 2"
+while [ ! -f {dir}/go ]; do sleep 0.05; done
+echo "progress: frame 2 of 2"
+while [ ! -f {dir}/go2 ]; do sleep 0.05; done
+echo done"#,
+    )
+    .await;
+    let dir = files.path();
+    let file = render("render", &script, 5.0, "200ms").write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    for (step, progress) in [("go", "frame 1 of 2"), ("go2", "frame 2 of 2")] {
+        eventually(progress, Duration::from_secs(30), || async {
+            video(&db, 1).await.1.as_deref() == Some(progress)
+        })
+        .await;
+        std::fs::write(dir.join(step), "").unwrap();
+    }
+    eventually("the video is done", Duration::from_secs(30), || async {
+        video(&db, 1).await.0 == "done"
+    })
+    .await;
+    engine.stop().await;
+    let result = video(&db, 1).await.2.unwrap();
+    assert!(
+        result.ends_with(" progress: frame 1 of 2\nprogress: frame 2 of 2\ndone\n"),
+        "{result:?}"
+    );
+}
+
 /// A lease too short for its job, renewed too late: a second worker takes the row
 /// over; the first one's renewal matches no row, its command is killed, its outcome
 /// never runs, and the second worker's result is the one recorded.

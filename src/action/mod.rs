@@ -54,13 +54,13 @@ impl Outside {
         self.run_reporting(item, queue, None).await
     }
 
-    /// Runs the action for `item`, a command with `progress` as its progress file
-    /// (lease mode: see [`command::run_reporting`]).
+    /// Runs the action for `item`, a command reporting to `progress` (lease mode:
+    /// see [`command::run_reporting`]).
     pub async fn run_reporting(
         &self,
         item: &Item,
         queue: &str,
-        progress: Option<&std::path::Path>,
+        progress: Option<std::sync::Arc<command::Progress>>,
     ) -> Outcome {
         match self {
             Outside::Http(http) => http.deliver(item, queue).await,

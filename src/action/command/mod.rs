@@ -5,17 +5,20 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 
 mod process_group;
+mod progress;
 
 pub use process_group::kill_all;
 use process_group::ProcessGroup;
+use progress::Listening;
+pub use progress::Progress;
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use crate::action::Outcome;
@@ -29,13 +32,14 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// How long output may keep flowing after the process group is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the command for `item`; with `progress`, the command finds that file's path
-/// in `TABLEQ_PROGRESS` and may append lines to it (lease mode's `:progress`).
+/// Runs the command for `item`; with `progress` (lease mode's `:progress`), the
+/// command finds its file in `TABLEQ_PROGRESS`, and its stdout is listened to for
+/// `progress: …` lines.
 pub async fn run_reporting(
     config: &CommandAction,
     item: &Item,
     queue: &str,
-    progress: Option<&Path>,
+    progress: Option<Arc<Progress>>,
 ) -> Outcome {
     let argv = match arguments(config, item, queue) {
         Ok(argv) => argv,
@@ -51,8 +55,8 @@ pub async fn run_reporting(
     };
     let mut command = Command::new(program);
     environment(&mut command, config);
-    if let Some(progress) = progress {
-        command.env("TABLEQ_PROGRESS", progress);
+    if let Some(progress) = &progress {
+        command.env("TABLEQ_PROGRESS", progress.path());
     }
     let spawned = command
         .args(args)
@@ -66,7 +70,7 @@ pub async fn run_reporting(
         .kill_on_drop(true)
         .spawn();
     match spawned {
-        Ok(child) => supervise(child, stdin, config.timeout, &program_text).await,
+        Ok(child) => supervise(child, stdin, config.timeout, &program_text, progress).await,
         Err(e) => Outcome::failure(format!("cannot run {program_text}: {e}")),
     }
 }
@@ -111,7 +115,13 @@ fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsS
 
 /// Feeds the child its stdin, reads its output, and waits for it until `timeout`;
 /// then nothing of its process group survives.
-async fn supervise(mut child: Child, stdin: Vec<u8>, timeout: Duration, program: &str) -> Outcome {
+async fn supervise(
+    mut child: Child,
+    stdin: Vec<u8>,
+    timeout: Duration,
+    program: &str,
+    progress: Option<Arc<Progress>>,
+) -> Outcome {
     let group = child.id().map(|pid| ProcessGroup::new(pid as i32));
 
     let mut stdin_pipe = child.stdin.take();
@@ -122,10 +132,10 @@ async fn supervise(mut child: Child, stdin: Vec<u8>, timeout: Duration, program:
             let _ = pipe.shutdown().await;
         }
     });
-    let stdout = child
-        .stdout
-        .take()
-        .map(|out| tokio::spawn(read_head(out, OUTPUT_LIMIT)));
+    let stdout = child.stdout.take().map(|out| match progress {
+        Some(progress) => tokio::spawn(read_head(Listening::new(out, progress), OUTPUT_LIMIT)),
+        None => tokio::spawn(read_head(out, OUTPUT_LIMIT)),
+    });
     let stderr = child
         .stderr
         .take()

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use super::progress::ProgressFile;
 use super::{Lease, LeaseError};
+use crate::action::command::Progress;
 use crate::action::Outcome;
 use crate::db::{DbError, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
@@ -32,7 +32,7 @@ pub async fn hold(
     queue: &QueueRuntime,
     pool: &SessionPool,
     lease: &Lease,
-    progress: Option<&ProgressFile>,
+    progress: Option<&Progress>,
     action: impl Future<Output = Outcome>,
 ) -> Held {
     let every = queue
@@ -51,7 +51,7 @@ pub async fn hold(
         }
         // The action runs on while the renewal waits: a command is its own process,
         // and its output is read by tasks of their own.
-        let line = progress.and_then(ProgressFile::last_line);
+        let line = progress.and_then(Progress::last);
         match renew(queue, pool, lease, line.as_deref()).await {
             Ok(true) => {}
             Ok(false) => {

@@ -10,12 +10,10 @@
 //! - [`claim`]: the claim's transaction.
 //! - [`heartbeat`]: the action, held by its renewals.
 //! - [`outcome`]: `[on_success]`/`[on_failure]` under the lease, and `release_sql`.
-//! - [`progress`]: the file a command reports its progress in.
 
 mod claim;
 mod heartbeat;
 mod outcome;
-mod progress;
 mod worker;
 
 use std::sync::Arc;

@@ -9,8 +9,8 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 use super::heartbeat::{hold, Held};
 use super::outcome::{release, settle};
-use super::progress::ProgressFile;
 use super::{claim::claim, worker_name, Lease, LeaseError};
+use crate::action::command::Progress;
 use crate::action::{Action, Outside};
 use crate::db::SessionPool;
 use crate::engine::backoff::{pause, Backoff};
@@ -143,28 +143,35 @@ impl<'a> LeaseWorker<'a> {
             // Refused by the loader: lease mode has no SQL action.
             return Fate::Returned;
         };
-        // Only a command can write to a file of ours.
-        let progress = match action {
-            Outside::Command(_) => ProgressFile::create(&lease.id)
-                .map_err(
-                    |e| warn!(error = %e, "cannot create the progress file; :progress stays NULL"),
-                )
-                .ok(),
-            Outside::Http(_) => None,
-        };
+        let progress = self.progress(action, &lease.id);
         let name = queue.config.name.as_str();
-        let path = progress.as_ref().map(ProgressFile::path);
+        let reporting = progress.clone();
         let running = async {
             let _admitted = queue.limits.admit().await;
-            action.run_reporting(&lease.item, name, path).await
+            action.run_reporting(&lease.item, name, reporting).await
         };
-        match hold(queue, self.pool, lease, progress.as_ref(), running).await {
+        match hold(queue, self.pool, lease, progress.as_deref(), running).await {
             Held::Finished(outcome) => settle(queue, self.pool, lease, &outcome).await,
             Held::Lost => Fate::Returned,
             Held::Aborted => {
                 warn!("the shutdown timeout passed; the action is cancelled");
                 release(queue, self.pool, lease).await;
                 Fate::Returned
+            }
+        }
+    }
+
+    /// Where a command reports its progress: a file of its own (named after the
+    /// lease) and its stdout. An HTTP action reports none.
+    fn progress(&self, action: &Outside, lease_id: &str) -> Option<Arc<Progress>> {
+        let Outside::Command(_) = action else {
+            return None;
+        };
+        match Progress::create(lease_id) {
+            Ok(progress) => Some(Arc::new(progress)),
+            Err(e) => {
+                warn!(error = %e, "cannot create the progress file; :progress stays NULL");
+                None
             }
         }
     }
