@@ -1,5 +1,5 @@
 //! Lease mode's point: many long jobs at once on few connections. 100 commands of
-//! 10 s each with `workers = 100`, on a private server with `max_connections = 30`:
+//! 20 s each with `workers = 100`, on a private server with `max_connections = 30`:
 //! every row completes exactly once, tableq never holds more connections than its
 //! pool (4), and no transaction of its lives longer than 2 s.
 
@@ -12,12 +12,11 @@ use support::daemon::{tableq, Daemon};
 use support::{MariaDb, QueueFile, QueueFiles, TestDb};
 
 const ROWS: usize = 100;
-/// Each job's length. The issue asks for 20 s; 10 s keeps the suite short and still
-/// spans five renewals per job, which is what the test is about.
-const JOB_SECONDS: u32 = 10;
+/// Each job's length: ten renewals of a 6 s lease.
+const JOB_SECONDS: u32 = 20;
 const POOL: u64 = 4;
 
-/// 100 jobs of 10 s, 100 workers, `max_connections = 30`: all done exactly once,
+/// 100 jobs of 20 s, 100 workers, `max_connections = 30`: all done exactly once,
 /// never more than the pool's 4 connections, no transaction older than 2 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
