@@ -386,3 +386,45 @@ printf ok"#,
     let runs = std::fs::read_to_string(dir.join("pids")).unwrap();
     assert_eq!(runs.lines().count(), 1, "the job ran once");
 }
+
+/// SIGHUP while a leased job runs: the job finishes and is recorded under the old
+/// file; a row that comes later is done under the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_lets_a_leased_job_finish() {
+    let (db, files, script) = setup(
+        1,
+        r#"echo $$ >> {dir}/pids
+while [ ! -f {dir}/go ]; do sleep 0.05; done
+printf "$1""#,
+    )
+    .await;
+    let dir = files.path();
+    let version = |label: &str| {
+        render("render", &script, 60.0, "1s")
+            .action_set("command", vec![script.to_str().unwrap(), label])
+            .write(&files)
+    };
+    let file = version("v1");
+    let mut daemon = start(&file, &db, &[]);
+    wait_for_pid(&dir.join("pids")).await;
+    version("v2");
+    daemon.signal(libc::SIGHUP);
+    daemon
+        .wait_for_log("reloaded", Duration::from_secs(30))
+        .await;
+    std::fs::write(dir.join("go"), "").unwrap();
+    eventually(
+        "the job in flight is recorded",
+        Duration::from_secs(30),
+        || async { video(&db, 1).await.0 == "done" },
+    )
+    .await;
+    assert!(video(&db, 1).await.2.unwrap().ends_with(" v1"));
+    db.exec("INSERT INTO video (id) VALUES (2)").await;
+    eventually("the new row is done", Duration::from_secs(30), || async {
+        video(&db, 2).await.0 == "done"
+    })
+    .await;
+    assert!(video(&db, 2).await.2.unwrap().ends_with(" v2"));
+    daemon.terminate().await;
+}
