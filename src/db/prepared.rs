@@ -208,23 +208,18 @@ impl Preparer<'_> {
         let Some(lease) = &self.queue.lease else {
             return Ok(LeaseStatements::default());
         };
-        let empty = Vec::new();
+        let renew = lease.renew_sql.as_deref().unwrap_or_default();
+        let release = lease.release_sql.as_deref().unwrap_or_default();
         Ok(LeaseStatements {
             sql: self
                 .prepare_all(&["lease", "sql"], &lease.sql, false)
                 .await?,
-            renew: (self.prepare_all(
-                &["lease", "renew_sql"],
-                lease.renew_sql.as_ref().unwrap_or(&empty),
-                false,
-            ))
-            .await?,
-            release: (self.prepare_all(
-                &["lease", "release_sql"],
-                lease.release_sql.as_ref().unwrap_or(&empty),
-                false,
-            ))
-            .await?,
+            renew: self
+                .prepare_all(&["lease", "renew_sql"], renew, false)
+                .await?,
+            release: self
+                .prepare_all(&["lease", "release_sql"], release, false)
+                .await?,
         })
     }
 
