@@ -31,7 +31,7 @@ pub enum Special {
 
 /// Which parameters a statement may use besides the select's columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Context {
+pub struct ParamScope {
     /// It runs after the action: `:error`, `:status`, … exist.
     pub outcome: bool,
     /// It belongs to a lease-mode queue: `:lease_id`, `:worker`, `:progress` exist.
@@ -43,13 +43,13 @@ impl Special {
     /// the statement runs after the action (where `:error` and friends exist). It wins
     /// over a column of the same name (the article's table has a `status` column):
     /// alias the column to use it.
-    pub fn named(name: &str, context: Context) -> Option<Special> {
-        let outcome = context.outcome;
+    pub fn named(name: &str, scope: ParamScope) -> Option<Special> {
+        let outcome = scope.outcome;
         match name {
             "queue" => Some(Special::Queue),
-            "lease_id" if context.lease => Some(Special::LeaseId),
-            "worker" if context.lease => Some(Special::Worker),
-            "progress" if context.lease => Some(Special::Progress),
+            "lease_id" if scope.lease => Some(Special::LeaseId),
+            "worker" if scope.lease => Some(Special::Worker),
+            "progress" if scope.lease => Some(Special::Progress),
             "error" if outcome => Some(Special::Error),
             "status" if outcome => Some(Special::Status),
             "output" if outcome => Some(Special::Output),
@@ -81,14 +81,14 @@ pub fn find_column(columns: &[String], name: &str) -> Option<usize> {
 }
 
 /// `` `on_success.sql` uses `:x`, which is not a column the select returns (id) … ``
-fn unknown_param(key: &str, name: &str, columns: &[String], context: Context) -> String {
-    let mut specials = if context.outcome {
+fn unknown_param(key: &str, name: &str, columns: &[String], scope: ParamScope) -> String {
+    let mut specials = if scope.outcome {
         OUTCOME_PARAMS
     } else {
         ":queue"
     }
     .to_string();
-    if context.lease {
+    if scope.lease {
         specials = format!("{specials}, {LEASE_PARAMS}");
     }
     format!(
@@ -131,13 +131,13 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     let mut found: Vec<(Vec<String>, String)> = Vec::new();
     let lease = queue.lease.is_some();
     let mut statements = |path: &[&str], list: &[ParsedStatement], outcome: bool| {
-        let context = Context { outcome, lease };
+        let scope = ParamScope { outcome, lease };
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {
                 let known =
-                    Special::named(name, context).is_some() || find_column(columns, name).is_some();
+                    Special::named(name, scope).is_some() || find_column(columns, name).is_some();
                 if !known {
-                    let message = unknown_param(&path.join("."), name, columns, context);
+                    let message = unknown_param(&path.join("."), name, columns, scope);
                     found.push((statement_path(path, index, list.len()), message));
                 }
             }
@@ -208,11 +208,11 @@ mod tests {
 
     #[test]
     fn outcome_parameters_exist_only_after_the_action() {
-        let before = Context {
+        let before = ParamScope {
             outcome: false,
             lease: false,
         };
-        let after = Context {
+        let after = ParamScope {
             outcome: true,
             ..before
         };
@@ -220,7 +220,7 @@ mod tests {
         assert_eq!(Special::named("error", before), None);
         assert_eq!(Special::named("queue", before), Some(Special::Queue));
         assert_eq!(Special::named("lease_id", after), None);
-        let leased = Context {
+        let leased = ParamScope {
             lease: true,
             ..before
         };

@@ -12,7 +12,7 @@ use mysql_async::{Conn, Statement};
 use super::error::DbError;
 use super::item::{Columns, ParamSource};
 use super::session::Statements;
-use crate::config::names::{find_column, unknown_names, Context, Special};
+use crate::config::names::{find_column, unknown_names, ParamScope, Special};
 use crate::config::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
@@ -231,7 +231,7 @@ impl Preparer<'_> {
             .iter()
             .filter_map(|name| {
                 let lease = self.queue.lease.is_some();
-                Special::named(name, Context { outcome, lease })
+                Special::named(name, ParamScope { outcome, lease })
                     .map(ParamSource::Special)
                     .or_else(|| find_column(&self.columns.names, name).map(ParamSource::Column))
             })
