@@ -39,8 +39,8 @@ pub struct ParamScope {
 }
 
 impl Special {
-    /// The special parameter called `name`, if there is one; `outcome` says whether
-    /// the statement runs after the action (where `:error` and friends exist). It wins
+    /// The special parameter called `name`, if there is one in `scope` (`:error` and
+    /// friends after the action; `:lease_id` and friends in lease mode). It wins
     /// over a column of the same name (the article's table has a `status` column):
     /// alias the column to use it.
     pub fn named(name: &str, scope: ParamScope) -> Option<Special> {
