@@ -5,6 +5,7 @@
 pub mod action;
 mod interpolate;
 mod locate;
+pub mod monitoring;
 pub mod names;
 mod parse;
 mod raw;
@@ -25,6 +26,7 @@ pub use action::{
 };
 pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
+pub use monitoring::Monitoring;
 
 /// `rate_limit = "50/s"`: `count` items per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +101,8 @@ pub struct QueueConfig {
     pub action: ActionConfig,
     pub on_success: Vec<ParsedStatement>,
     pub on_failure: Option<Vec<ParsedStatement>>,
+    /// `stats_interval`, `waiting_cap`, `waiting_since`.
+    pub monitoring: Monitoring,
     /// The file's text, kept to point findings at lines.
     source: Arc<str>,
 }

@@ -25,6 +25,10 @@ pub struct RawQueue {
     pub rate_limit: Option<String>,
     pub max_in_flight: Option<u32>,
     pub database_url: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub stats_interval: Option<Duration>,
+    pub waiting_cap: Option<u64>,
+    pub waiting_since: Option<String>,
     pub select: String,
     pub key: Option<String>,
     pub action: RawAction,

@@ -97,6 +97,7 @@ pub fn validate(
         database_timeout,
     } = timings(&mut v, &raw);
     let flow = flow(&mut v, &raw);
+    let monitoring = super::monitoring::monitoring(&mut v, &raw);
     let database_url = raw.database_url.as_ref().and_then(|url| {
         interpolate(url, env)
             .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
@@ -142,6 +143,7 @@ pub fn validate(
         action,
         on_success: on_success.unwrap_or_default(),
         on_failure,
+        monitoring,
         source,
     };
     // With a literal column list, a name that is not a column is known now: the

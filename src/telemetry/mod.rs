@@ -1,8 +1,10 @@
 //! What the process tells about itself: counters, the progress line, the metrics
 //! endpoint, and logging.
 
+pub mod histograms;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod monitor;
+pub mod observed;
 pub mod stats;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use super::observed::Observed;
 use crate::db::Waiting;
 
 /// Counts of committed work, since the daemon started.
@@ -26,6 +27,8 @@ pub struct QueueStats {
     looping: AtomicBool,
     /// Each worker's wait for the database, and how long a wait may last.
     waits: Mutex<Waits>,
+    /// Timings, rollbacks, errors, the backlog, recent history and failures.
+    pub observed: Observed,
 }
 
 #[derive(Debug, Default)]
@@ -115,6 +118,7 @@ impl QueueStats {
         self.done.fetch_add(done as u64, Ordering::Relaxed);
         self.failed.fetch_add(failed as u64, Ordering::Relaxed);
         self.returned.fetch_add(returned as u64, Ordering::Relaxed);
+        self.observed.record_minute(done, failed, returned);
     }
 
     /// Records outcome SQL that failed (its item is waiting again).

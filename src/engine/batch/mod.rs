@@ -22,7 +22,7 @@ use crate::db::{DbError, Item, Session};
 /// Claims and processes one batch on `session`. An `Err` means the transaction is
 /// lost (and with it every lock): the caller drops the session; the rows are waiting.
 ///
-/// `claimed` hears how many rows the claim locked, as soon as it knows: the worker
+/// `claimed` hears which rows the claim locked, as soon as it knows: the worker
 /// then hands on its watch, and wakes the others when the claim came back full.
 ///
 /// SQL actions run optimistically: no savepoints, so an item costs one round trip
@@ -34,10 +34,10 @@ pub async fn claim_and_process(
     session: &mut Session,
     queue: &QueueRuntime,
     careful: bool,
-    claimed: impl FnOnce(usize),
+    claimed: impl FnOnce(&[Item]),
 ) -> Result<BatchReport, DbError> {
     let items = session.claim(&queue.config.name).await?;
-    claimed(items.len());
+    claimed(&items);
     let mut report = BatchReport::claimed(items.len());
     if let Action::Outside(action) = &queue.action {
         outside::process(session, queue, action, &items, &mut report).await?;

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use futures::future::join_all;
+use tokio::time::Instant;
 use tracing::{warn, Instrument};
 
 use super::item_span;
@@ -12,7 +13,6 @@ use super::settle::{settle, Undo};
 use crate::action::{Outcome, Outside};
 use crate::config::QueueConfig;
 use crate::db::{DbError, Item, Session};
-use crate::engine::limits::Limits;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::BatchReport;
 use crate::sql::statement::{first_word, ParsedStatement};
@@ -30,7 +30,7 @@ pub async fn process(
     report: &mut BatchReport,
 ) -> Result<(), DbError> {
     let name = queue.config.name.as_str();
-    let outcomes = run_actions(session, action, &queue.limits, items, name).await?;
+    let outcomes = run_actions(session, action, queue, items, name).await?;
     // The actions wrote nothing to the database; only outcome SQL may need
     // undoing, and one statement that fails undoes itself.
     let undo = if items.len() == 1 {
@@ -60,14 +60,17 @@ pub async fn process(
 async fn run_actions(
     session: &mut Session,
     action: &Outside,
-    limits: &Limits,
+    runtime: &QueueRuntime,
     items: &[Item],
     queue: &str,
 ) -> Result<Vec<Outcome>, DbError> {
     let actions = join_all(items.iter().map(|item| {
         async move {
-            let _admitted = limits.admit().await;
-            action.run(item, queue).await
+            let _admitted = runtime.limits.admit().await;
+            let started = Instant::now();
+            let outcome = action.run(item, queue).await;
+            runtime.stats.observed.action.observe(started.elapsed());
+            outcome
         }
         .instrument(item_span(item))
     }));
