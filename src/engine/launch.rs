@@ -146,6 +146,8 @@ pub async fn start_queue(
             None => return,
         },
     };
+    let lag = queue.config.monitoring.waiting_since.is_some();
+    queue.stats.observed.set_measures_lag(lag);
     read_clock(&queue, &mut session).await;
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");

@@ -22,12 +22,14 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::telemetry::monitor::Monitor;
+use crate::telemetry::process::ProcessCollector;
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
 pub async fn start(
@@ -40,7 +42,12 @@ pub async fn start(
     info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz");
     let mut registry = Registry::with_prefix("tableq");
     registry.register_collector(Box::new(QueueCollector(monitor.clone())));
-    let state = Arc::new(Endpoint { monitor, registry });
+    let mut process = Registry::default();
+    process.register_collector(Box::new(ProcessCollector));
+    let state = Arc::new(Endpoint {
+        monitor,
+        registries: [registry, process],
+    });
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -53,12 +60,18 @@ pub async fn start(
 
 struct Endpoint {
     monitor: Arc<Monitor>,
-    registry: Registry,
+    /// tableq's own metrics, then the process's (`process_*`, no prefix).
+    registries: [Registry; 2],
 }
 
 async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
     let mut text = String::new();
-    match prometheus_client::encoding::text::encode(&mut text, &endpoint.registry) {
+    let encoded = endpoint
+        .registries
+        .iter()
+        .try_for_each(|registry| encode_registry(&mut text, registry))
+        .and_then(|()| encode_eof(&mut text));
+    match encoded {
         Ok(()) => (
             StatusCode::OK,
             [(
@@ -91,7 +104,8 @@ struct QueueCollector(Arc<Monitor>);
 
 impl Collector for QueueCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let queues = self.0.queues();
+        let watched = self.0.watched();
+        let queues: Vec<_> = watched.iter().map(|(view, _)| view.clone()).collect();
         let claims = ConstCounter::new(0u64);
         let mut family = encoder.encode_descriptor(
             "claims",
@@ -125,15 +139,16 @@ impl Collector for QueueCollector {
         }
         let mut family = encoder.encode_descriptor(
             "items",
-            "Items committed: done (on_success), failed (on_failure), returned (left waiting)",
+            "Items claimed: done (on_success), failed (on_failure), returned (left waiting), rolled_back (their transaction did not commit)",
             None,
             claims.metric_type(),
         )?;
-        for q in &queues {
+        for (q, stats) in &watched {
             for (outcome, value) in [
                 ("done", q.counts.done),
                 ("failed", q.counts.failed),
                 ("returned", q.counts.returned),
+                ("rolled_back", stats.observed.rolled_back()),
             ] {
                 let labels = [("queue", q.name.as_str()), ("outcome", outcome)];
                 ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
@@ -160,6 +175,6 @@ impl Collector for QueueCollector {
             ConstGauge::new(q.connected as i64)
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
-        Ok(())
+        super::exports::encode(&watched, &mut encoder)
     }
 }

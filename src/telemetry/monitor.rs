@@ -61,14 +61,22 @@ impl Monitor {
     }
 
     pub fn queues(&self) -> Vec<QueueView> {
+        self.watched().into_iter().map(|(view, _)| view).collect()
+    }
+
+    /// Each queue with its statistics, for the metrics and the status page.
+    pub fn watched(&self) -> Vec<(QueueView, Arc<QueueStats>)> {
         self.lock()
             .iter()
-            .map(|(name, watched)| QueueView {
-                name: name.clone(),
-                counts: watched.stats.counts(),
-                workers: watched.workers,
-                connected: watched.stats.connected(),
-                running: watched.running,
+            .map(|(name, watched)| {
+                let view = QueueView {
+                    name: name.clone(),
+                    counts: watched.stats.counts(),
+                    workers: watched.workers,
+                    connected: watched.stats.connected(),
+                    running: watched.running,
+                };
+                (view, watched.stats.clone())
             })
             .collect()
     }

@@ -5,7 +5,7 @@
 //! ask the database.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -29,6 +29,8 @@ pub struct Observed {
     pub claim: Timings,
     /// How long each claimed item had waited (`waiting_since`), by the database clock.
     pub queue_wait: Timings,
+    /// The queue has `waiting_since`: its lag is measured.
+    lag: AtomicBool,
     rolled_back: AtomicU64,
     db_errors: [AtomicU64; ErrorKind::ALL.len()],
     busy: AtomicUsize,
@@ -89,6 +91,15 @@ impl Observed {
 
     pub fn busy_workers(&self) -> usize {
         self.busy.load(Ordering::Relaxed)
+    }
+
+    /// Whether the queue measures its lag (it has `waiting_since`).
+    pub fn set_measures_lag(&self, lag: bool) {
+        self.lag.store(lag, Ordering::Relaxed);
+    }
+
+    pub fn measures_lag(&self) -> bool {
+        self.lag.load(Ordering::Relaxed)
     }
 
     /// Items claimed whose transaction did not commit: shutdown, a lost connection,
