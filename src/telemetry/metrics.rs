@@ -1,8 +1,11 @@
 //! `--metrics-addr`: an HTTP endpoint for the supervisor and the monitoring system.
 //!
 //! - `GET /metrics`: Prometheus text format — per queue, claims and items (done,
-//!   failed, returned) as counters, workers and connected workers as gauges.
+//!   failed, returned, rolled back) as counters, workers as gauges, and the rest of
+//!   [`super::exports`]; the process's own (`process_*`).
 //! - `GET /healthz`: 200 while the process serves (liveness).
+//! - `GET /` and `GET /status.json`: the status page and its data (see
+//!   [`super::status`]).
 //! - `GET /readyz`: 200 when every running queue has a database connection and no
 //!   worker has waited for the database past its deadline, else 503 with the reasons
 //!   (readiness).
@@ -30,6 +33,7 @@ use tracing::info;
 
 use crate::telemetry::monitor::Monitor;
 use crate::telemetry::process::ProcessCollector;
+use crate::telemetry::status;
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
 pub async fn start(
@@ -39,7 +43,7 @@ pub async fn start(
 ) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz");
+    info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz; status page on / and /status.json");
     let mut registry = Registry::with_prefix("tableq");
     registry.register_collector(Box::new(QueueCollector(monitor.clone())));
     let mut process = Registry::default();
@@ -52,6 +56,8 @@ pub async fn start(
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .route("/", get(status_page))
+        .route("/status.json", get(status_json))
         .with_state(state);
     Ok(tokio::spawn(super::listener::serve(
         listener, app, shutdown,
@@ -86,6 +92,14 @@ async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
             "cannot encode the metrics\n".to_string(),
         ),
     }
+}
+
+async fn status_page(State(endpoint): State<Arc<Endpoint>>) -> axum::response::Response {
+    status::page_response(&endpoint.monitor)
+}
+
+async fn status_json(State(endpoint): State<Arc<Endpoint>>) -> axum::response::Response {
+    status::json_response(&endpoint.monitor)
 }
 
 async fn readyz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {

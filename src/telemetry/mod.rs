@@ -10,3 +10,4 @@ pub mod monitor;
 pub mod observed;
 pub mod process;
 pub mod stats;
+pub mod status;
