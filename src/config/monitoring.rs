@@ -54,7 +54,10 @@ pub(super) fn monitoring(v: &mut Validator, raw: &RawQueue) -> Monitoring {
         }
     };
     let waiting_since = raw.waiting_since.clone();
-    if waiting_since.as_deref().is_some_and(|c| c.trim().is_empty()) {
+    if waiting_since
+        .as_deref()
+        .is_some_and(|c| c.trim().is_empty())
+    {
         v.error(
             &["waiting_since"],
             "`waiting_since` is empty: name the select's column that holds when a row started waiting, e.g. waiting_since = \"created_at\"",

@@ -25,10 +25,8 @@ impl DbClock {
     /// Reads the clock on `session`, then commits (the session has autocommit off).
     pub async fn read(session: &mut Session) -> Result<DbClock, DbError> {
         let (conn, _) = session.parts();
-        let query = conn.exec_first::<(Value, Value), _, _>(
-            "SELECT NOW(6), UNIX_TIMESTAMP(NOW(6))",
-            (),
-        );
+        let query =
+            conn.exec_first::<(Value, Value), _, _>("SELECT NOW(6), UNIX_TIMESTAMP(NOW(6))", ());
         let here = unix_micros(SystemTime::now());
         let row = tokio::time::timeout(QUICK_TIMEOUT, query)
             .await
@@ -56,7 +54,9 @@ impl DbClock {
             }
             _ => (number_micros(since)?, here + self.unix_offset_micros),
         };
-        Some(Duration::from_micros(db_now.saturating_sub(then).max(0) as u64))
+        Some(Duration::from_micros(
+            db_now.saturating_sub(then).max(0) as u64
+        ))
     }
 }
 
@@ -99,7 +99,10 @@ fn datetime_micros(value: &Value) -> Option<i64> {
 type Parts = (u16, u8, u8, u8, u8, u8, u32);
 
 fn parse_datetime(text: &str) -> Option<Parts> {
-    let (date, time) = text.trim().split_once([' ', 'T']).unwrap_or((text.trim(), "0:0:0"));
+    let (date, time) = text
+        .trim()
+        .split_once([' ', 'T'])
+        .unwrap_or((text.trim(), "0:0:0"));
     let mut date = date.split('-').map(str::parse::<u32>);
     let (y, mo, d) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
     let (time, fraction) = time.split_once('.').unwrap_or((time, ""));
@@ -144,7 +147,10 @@ mod tests {
         let unix = Value::Int(1_800_000_000 - 50);
         assert_eq!(clock.age(&unix, now), Some(Duration::from_secs(60)));
         let decimal = Value::Bytes(b"1799999990.25".to_vec());
-        assert_eq!(clock.age(&decimal, now), Some(Duration::from_micros(19_750_000)));
+        assert_eq!(
+            clock.age(&decimal, now),
+            Some(Duration::from_micros(19_750_000))
+        );
         assert_eq!(clock.age(&Value::NULL, now), None);
         let future = Value::Int(1_900_000_000);
         assert_eq!(clock.age(&future, now), Some(Duration::ZERO));

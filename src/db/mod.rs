@@ -4,6 +4,7 @@
 //! ([`prepared`]), and the claimed row with its binding and JSON form ([`item`],
 //! [`row_json`]).
 
+pub mod backlog;
 pub mod clock;
 pub mod connect;
 pub mod error;
@@ -14,8 +15,8 @@ pub mod row_json;
 pub mod session;
 pub mod waiting;
 
-pub use connect::{Database, Kill};
 pub use clock::DbClock;
+pub use connect::{Database, Kill};
 pub use error::DbError;
 pub use error_kind::ErrorKind;
 pub use item::{Item, OutcomeParams};

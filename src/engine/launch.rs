@@ -169,7 +169,9 @@ pub async fn start_queue(
 async fn read_clock(queue: &QueueRuntime, session: &mut Session) {
     match DbClock::read(session).await {
         Ok(clock) => queue.stats.observed.set_clock(clock),
-        Err(e) => debug!(queue = %queue.config.name, error = %e, "could not read the database's clock"),
+        Err(e) => {
+            debug!(queue = %queue.config.name, error = %e, "could not read the database's clock")
+        }
     }
 }
 

@@ -1,17 +1,19 @@
 //! The queue's backlog, counted in the background: every `stats_interval`, a
-//! connection of its own (outside the workers, closed after) counts the waiting rows the way
-//! `tableq count` does — the claim, capped at `waiting_cap`, committed at once — and,
-//! with `waiting_since`, how long the oldest of them has waited, by the database's
-//! clock. A scrape only reads what it found: it never reaches the database.
+//! connection of its own (outside the workers, closed after) counts the rows the
+//! queue's select returns, up to `waiting_cap`, without locking any (see
+//! [`crate::db::backlog`]) — and, with `waiting_since`, how long the first of them in
+//! the claim's order has waited, by the database's clock. A scrape only reads what
+//! it found: it never reaches the database.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use tracing::debug;
 
 use super::backoff::pause;
 use super::queue::QueueRuntime;
-use crate::db::{DbClock, DbError, ErrorKind, Item, OpenError, Session};
+use crate::db::backlog::read_backlog;
+use crate::db::{DbClock, DbError, ErrorKind, OpenError, Session};
 
 /// Counts `queue`'s backlog now and every `stats_interval`, until it stops. The
 /// connection lives only for the count: an idle queue keeps holding one connection,
@@ -43,12 +45,10 @@ async fn count_once(queue: &QueueRuntime) {
     }
 }
 
-/// A session claiming one row more than the cap, to tell "exactly the cap" from
-/// "more".
+/// A session for the count.
 async fn open(queue: &QueueRuntime) -> Option<Session> {
     let config = &queue.config;
-    let limit = config.monitoring.waiting_cap + 1;
-    match Session::open_with_limit(config, &queue.database, limit, Arc::default()).await {
+    match Session::open(config, &queue.database).await {
         Ok(session) => Some(session),
         Err(e) => {
             if let OpenError::Unreachable(_) = e {
@@ -60,30 +60,18 @@ async fn open(queue: &QueueRuntime) -> Option<Session> {
     }
 }
 
-/// Counts the waiting rows, reads the database's clock, commits.
+/// Reads the backlog and the database's clock (which commits).
 async fn refresh_once(session: &mut Session, queue: &QueueRuntime) -> Result<(), DbError> {
-    let monitoring = &queue.config.monitoring;
-    let rows = session.claim(&queue.config.name).await?;
+    let backlog = read_backlog(session, &queue.config).await?;
     let clock = DbClock::read(session).await?;
     let observed = &queue.stats.observed;
     observed.set_clock(clock);
-    let oldest = monitoring
-        .waiting_since
-        .as_deref()
-        .map(|since| oldest_age(&rows, since, &clock));
-    let cap = monitoring.waiting_cap;
-    observed.set_backlog(rows.len().min(cap), rows.len() > cap, oldest);
+    let oldest = queue.config.monitoring.waiting_since.as_ref().map(|_| {
+        backlog
+            .oldest_since
+            .and_then(|since| clock.age(&since, SystemTime::now()))
+            .unwrap_or_default()
+    });
+    observed.set_backlog(backlog.waiting, backlog.capped, oldest);
     Ok(())
-}
-
-/// The longest any of `rows` has waited since its `since` column; zero for none.
-fn oldest_age(rows: &[Item], since: &str, clock: &DbClock) -> Duration {
-    let now = SystemTime::now();
-    rows.iter()
-        .filter_map(|row| {
-            let index = row.columns.find(since)?;
-            clock.age(&row.values[index], now)
-        })
-        .max()
-        .unwrap_or_default()
 }

@@ -336,7 +336,10 @@ impl<'a> Worker<'a> {
 
     fn not_opened(&self, e: &OpenError, wait: Duration) {
         if let OpenError::Unreachable(_) = e {
-            self.queue.stats.observed.record_db_error(ErrorKind::Connect);
+            self.queue
+                .stats
+                .observed
+                .record_db_error(ErrorKind::Connect);
         }
         let retry_in = humantime::format_duration(wait);
         let first = self.index == 0;

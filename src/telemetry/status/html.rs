@@ -153,7 +153,10 @@ mod tests {
 
     #[test]
     fn escapes_what_a_row_holds_and_formats_times() {
-        assert_eq!(escape("<b a=\"1\">&'"), "&lt;b a=&quot;1&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            escape("<b a=\"1\">&'"),
+            "&lt;b a=&quot;1&quot;&gt;&amp;&#39;"
+        );
         assert_eq!(seconds(Some(0.0125)), "13 ms");
         assert_eq!(seconds(Some(2.5)), "2.5 s");
         assert_eq!(seconds(Some(200.0)), "3m 20s");
