@@ -293,3 +293,74 @@ async fn items_rolled_back_at_the_shutdown_timeout_are_counted() {
         3
     );
 }
+
+/// A database restart, counted by kind: the watcher's claim on the connection the
+/// server closed is one `lost`; each failed reconnection is one `connect` (as many
+/// as the log's "cannot connect" lines); nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_errors_are_counted_by_kind_across_a_restart() {
+    // A server of this test's own: it is going to be stopped.
+    let server = tokio::task::spawn_blocking(support::MariaDb::start)
+        .await
+        .unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    support::job_table(&db, &[1]).await;
+    let files = QueueFiles::new();
+    support::waiting_jobs("jobs")
+        .poll_interval("200ms")
+        .error_backoff("100ms")
+        .set("stats_interval", "1h")
+        .action_sql("DO :id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    scrape_until(
+        &base,
+        r#"tableq_items_total{queue="jobs",outcome="done"}"#,
+        1.0,
+    )
+    .await;
+
+    tokio::task::block_in_place(|| server.stop());
+    scrape_until(
+        &base,
+        r#"tableq_db_errors_total{queue="jobs",kind="lost"}"#,
+        1.0,
+    )
+    .await;
+    let url = format!("{base}/metrics");
+    eventually("a reconnection fails", Duration::from_secs(30), || async {
+        sample(
+            &get(&url).await.1,
+            r#"tableq_db_errors_total{queue="jobs",kind="connect"}"#,
+        )
+        .is_some_and(|n| n >= 1.0)
+    })
+    .await;
+    tokio::task::block_in_place(|| server.start_again());
+    db.exec("INSERT INTO job (id) VALUES (2)").await;
+    let text = scrape_until(
+        &base,
+        r#"tableq_items_total{queue="jobs",outcome="done"}"#,
+        2.0,
+    )
+    .await;
+
+    let value = |kind: &str| {
+        let series = format!(r#"tableq_db_errors_total{{queue="jobs",kind="{kind}"}}"#);
+        sample(&text, &series).unwrap_or_else(|| panic!("{series}: {text}"))
+    };
+    let refused = daemon
+        .stderr()
+        .lines()
+        .filter(|line| line.contains("cannot connect to the database; retrying"))
+        .count();
+    assert!(refused >= 1, "{}", daemon.stderr());
+    assert_eq!(value("connect"), refused as f64, "{}", daemon.stderr());
+    assert_eq!(value("lost"), 1.0);
+    for kind in ["deadlock", "lock_wait", "deadline", "other"] {
+        assert_eq!(value(kind), 0.0, "{kind}");
+    }
+    daemon.terminate().await;
+    drop(db);
+    drop(server);
+}

@@ -15,7 +15,7 @@ use super::stats_refresher::refresh_stats;
 use super::worker::run_worker;
 use crate::action::Action;
 use crate::config::QueueConfig;
-use crate::db::{Database, DbClock, OpenError, Session};
+use crate::db::{Database, DbClock, ErrorKind, OpenError, Session};
 use crate::diagnostic::{messages, Finding, Findings, Severity};
 use crate::telemetry::stats::report_progress;
 
@@ -185,6 +185,9 @@ async fn first_session(queue: &QueueRuntime) -> Option<Session> {
         };
         let wait = backoff.next_wait();
         let retry_in = humantime::format_duration(wait);
+        if let Err(OpenError::Unreachable(_)) = &opened {
+            queue.stats.observed.record_db_error(ErrorKind::Connect);
+        }
         match opened {
             Ok(session) => return Some(session),
             Err(OpenError::Unreachable(error)) if error.is_access_denied() => {
