@@ -52,7 +52,15 @@ impl Outside {
     /// Runs the action for `item`.
     pub async fn run(&self, item: &Item, queue: &str) -> Outcome {
         match self {
-            Outside::Http(http) => http.deliver(item, queue).await,
+            Outside::Http(http) => {
+                let trace = http::trace::Trace::for_item(item);
+                tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+                let outcome = http.deliver(item, queue, &trace).await;
+                Outcome {
+                    trace_id: Some(trace.trace_id),
+                    ..outcome
+                }
+            }
             Outside::Command(command) => command::run(command, item, queue).await,
         }
     }
@@ -66,6 +74,8 @@ pub struct Outcome {
     pub status: Option<i64>,
     pub output: Option<Vec<u8>>,
     pub retry_after: Option<u64>,
+    /// The W3C trace id an HTTP action sent (`traceparent`), for the item's log lines.
+    pub trace_id: Option<String>,
 }
 
 impl Outcome {

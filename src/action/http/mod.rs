@@ -4,6 +4,7 @@
 
 mod signing;
 mod ssrf;
+pub mod trace;
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use crate::db::row_json::item_json;
 use crate::db::Item;
 use signing::signature;
 use ssrf::{check_literal, PrivateDestination, PublicOnly};
+use trace::Trace;
 
 /// Placeholder values keep only RFC 3986's unreserved characters unencoded.
 const PLACEHOLDER: &AsciiSet = &NON_ALPHANUMERIC
@@ -100,7 +102,9 @@ impl HttpDelivery {
     }
 
     /// Delivers `item`; the outcome carries the status, the body and any Retry-After.
-    pub async fn deliver(&self, item: &Item, queue: &str) -> Outcome {
+    /// Delivers `item`, sending `trace` as its `traceparent` (unless the queue sets
+    /// that header itself).
+    pub async fn deliver(&self, item: &Item, queue: &str, trace: &Trace) -> Outcome {
         let url = match self.url(item, queue) {
             Ok(url) => url,
             Err(error) => return Outcome::failure(error),
@@ -116,14 +120,11 @@ impl HttpDelivery {
             body
         };
         let mut request = self.client.request(self.method.clone(), url.clone());
-        if !body.is_empty()
-            && !self
-                .config
-                .headers
-                .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-        {
+        if !body.is_empty() && !self.sets_header("content-type") {
             request = request.header(CONTENT_TYPE, "application/json");
+        }
+        if !self.sets_header(trace::COLUMN) {
+            request = request.header(trace::COLUMN, trace.header());
         }
         for (name, template) in &self.config.headers {
             let value = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
@@ -209,6 +210,14 @@ impl HttpDelivery {
         Ok(url)
     }
 
+    /// Whether the queue's `headers` set `name`.
+    fn sets_header(&self, name: &str) -> bool {
+        self.config
+            .headers
+            .iter()
+            .any(|(header, _)| header.eq_ignore_ascii_case(name))
+    }
+
     fn judge(&self, response: Response, output: Vec<u8>) -> Outcome {
         let status = response.status();
         let mut outcome = Outcome {
@@ -216,6 +225,7 @@ impl HttpDelivery {
             status: Some(i64::from(status.as_u16())),
             output: Some(output),
             retry_after: None,
+            trace_id: None,
         };
         if status.is_success() {
             return outcome;

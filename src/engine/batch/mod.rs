@@ -68,7 +68,8 @@ fn stopping_at(
     true
 }
 
-/// The span an item's work runs in: its key on every log line.
+/// The span an item's work runs in: its key on every log line, and the trace id
+/// of its HTTP delivery once it has one.
 fn item_span(item: &Item) -> Span {
-    info_span!("item", key = %item.key_text())
+    info_span!("item", key = %item.key_text(), trace_id = tracing::field::Empty)
 }

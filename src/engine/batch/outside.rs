@@ -41,13 +41,17 @@ pub async fn process(
         Undo::Savepoint
     };
     for (item, outcome) in items.iter().zip(&outcomes) {
+        let span = item_span(item);
+        if let Some(trace_id) = &outcome.trace_id {
+            span.record("trace_id", trace_id.as_str());
+        }
         let fate = async {
             if undo == Undo::Savepoint {
                 session.savepoint().await?;
             }
             settle(session, queue, item, outcome, undo, false).await
         }
-        .instrument(item_span(item))
+        .instrument(span)
         .await?;
         report.count(fate, || item.key_text());
     }
