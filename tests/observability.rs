@@ -53,27 +53,7 @@ async fn outcomes_and_histograms_account_for_every_item() {
         .on_failure("UPDATE job SET state = 'failed' WHERE id = :id")
         .write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
-    let text = scrape_until(
-        &base,
-        r#"tableq_items_total{queue="jobs",outcome="done"}"#,
-        8.0,
-    )
-    .await;
-    let text = if sample(
-        &text,
-        r#"tableq_items_total{queue="jobs",outcome="failed"}"#,
-    ) == Some(2.0)
-    {
-        text
-    } else {
-        scrape_until(
-            &base,
-            r#"tableq_items_total{queue="jobs",outcome="failed"}"#,
-            2.0,
-        )
-        .await
-    };
-    // The empty claim that finds the queue drained comes after the backoff.
+    // The last claim: the empty one that finds the queue drained, after the backoff.
     let text = scrape_until(
         &base,
         r#"tableq_claim_duration_seconds_count{queue="jobs"}"#,
@@ -81,6 +61,14 @@ async fn outcomes_and_histograms_account_for_every_item() {
     )
     .await;
     let value = |series: &str| sample(&text, series).unwrap_or_else(|| panic!("{series}: {text}"));
+    assert_eq!(
+        value(r#"tableq_items_total{queue="jobs",outcome="done"}"#),
+        8.0
+    );
+    assert_eq!(
+        value(r#"tableq_items_total{queue="jobs",outcome="failed"}"#),
+        2.0
+    );
     assert_eq!(
         value(r#"tableq_items_total{queue="jobs",outcome="returned"}"#),
         0.0

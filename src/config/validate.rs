@@ -97,7 +97,6 @@ pub fn validate(
         database_timeout,
     } = timings(&mut v, &raw);
     let flow = flow(&mut v, &raw);
-    let monitoring = super::monitoring::monitoring(&mut v, &raw);
     let database_url = raw.database_url.as_ref().and_then(|url| {
         interpolate(url, env)
             .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
@@ -143,7 +142,7 @@ pub fn validate(
         action,
         on_success: on_success.unwrap_or_default(),
         on_failure,
-        monitoring,
+        monitoring: flow.monitoring,
         source,
     };
     // With a literal column list, a name that is not a column is known now: the
@@ -187,6 +186,8 @@ struct Flow {
     loop_limit: u32,
     rate_limit: Option<super::Rate>,
     max_in_flight: Option<usize>,
+    /// `stats_interval`, `waiting_cap`, `waiting_since`.
+    monitoring: super::Monitoring,
 }
 
 fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
@@ -198,6 +199,7 @@ fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
         max_in_flight: raw
             .max_in_flight
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
+        monitoring: super::monitoring::monitoring(v, raw),
     }
 }
 

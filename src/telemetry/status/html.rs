@@ -42,11 +42,11 @@ pub fn render(status: &Status) -> String {
     for queue in &status.queues {
         queue_rows(&mut page, queue);
     }
-    let _ = write!(
+    let _ = writeln!(
         page,
         "</tbody></table></div><footer>tableq {} · read at {} · refreshes every {REFRESH_SECONDS} s · \
          the same data as JSON: <a href=\"status.json\">status.json</a> · \
-         <a href=\"metrics\">metrics</a></footer></body></html>\n",
+         <a href=\"metrics\">metrics</a></footer></body></html>",
         escape(status.version),
         time(status.generated_at)
     );

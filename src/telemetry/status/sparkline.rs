@@ -20,7 +20,8 @@ pub fn sparkline(minutes: &[Minute]) -> String {
         r#"<svg class="spark" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="done, failed and returned per minute, last {} minutes">"#,
         minutes.len()
     );
-    let lines: [(&str, fn(&Minute) -> u64); 3] = [
+    type Line = (&'static str, fn(&Minute) -> u64);
+    let lines: [Line; 3] = [
         ("#2e7d32", |m| m.done),
         ("#c62828", |m| m.failed),
         ("#f9a825", |m| m.returned),
