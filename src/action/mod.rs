@@ -53,11 +53,13 @@ impl Outside {
     pub async fn run(&self, item: &Item, queue: &str) -> Outcome {
         match self {
             Outside::Http(http) => {
-                let trace = http::trace::Trace::for_item(item);
-                tracing::Span::current().record("trace_id", trace.trace_id.as_str());
-                let outcome = http.deliver(item, queue, &trace).await;
+                let trace = http.traces().then(|| http::trace::Trace::for_item(item));
+                if let Some(trace) = &trace {
+                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+                }
+                let outcome = http.deliver(item, queue, trace.as_ref()).await;
                 Outcome {
-                    trace_id: Some(trace.trace_id),
+                    trace_id: trace.map(|t| t.trace_id),
                     ..outcome
                 }
             }

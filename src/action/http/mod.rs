@@ -102,9 +102,8 @@ impl HttpDelivery {
     }
 
     /// Delivers `item`; the outcome carries the status, the body and any Retry-After.
-    /// Delivers `item`, sending `trace` as its `traceparent` (unless the queue sets
-    /// that header itself).
-    pub async fn deliver(&self, item: &Item, queue: &str, trace: &Trace) -> Outcome {
+    /// Delivers `item`, sending `trace` as its `traceparent`.
+    pub async fn deliver(&self, item: &Item, queue: &str, trace: Option<&Trace>) -> Outcome {
         let url = match self.url(item, queue) {
             Ok(url) => url,
             Err(error) => return Outcome::failure(error),
@@ -123,7 +122,7 @@ impl HttpDelivery {
         if !body.is_empty() && !self.sets_header("content-type") {
             request = request.header(CONTENT_TYPE, "application/json");
         }
-        if !self.sets_header(trace::COLUMN) {
+        if let Some(trace) = trace {
             request = request.header(trace::COLUMN, trace.header());
         }
         for (name, template) in &self.config.headers {
@@ -208,6 +207,12 @@ impl HttpDelivery {
             }
         }
         Ok(url)
+    }
+
+    /// Whether tableq sends the trace context: unless the queue's `headers` set
+    /// `traceparent` themselves.
+    pub fn traces(&self) -> bool {
+        !self.sets_header(trace::COLUMN)
     }
 
     /// Whether the queue's `headers` set `name`.
