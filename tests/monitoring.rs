@@ -109,3 +109,26 @@ async fn dashboard_alerts_and_readme_name_the_exported_metrics() {
         "the README's Monitoring section leaves out {unlisted:?}"
     );
 }
+
+/// Wrong monitoring keys are findings naming the key, its line and what is right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_monitoring_keys_are_named() {
+    let (done, shown) = support::check::check_offline(
+        "select = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\n\
+         waiting_since = \"created_at\"\n\
+         waiting_cap = 0\n\
+         stats_interval = \"0s\"\n\
+         [action]\ntype = \"sql\"\nsql = \"DO :id\"\n",
+    )
+    .await;
+    support::check::assert_report(
+        &done,
+        &[
+            format!("{shown}:4: queue jobs: error: `stats_interval` must be longer than zero, e.g. \"15s\""),
+            format!("{shown}:3: queue jobs: error: `waiting_cap` = 0 is out of range: use 1 to 1000000"),
+            format!("{shown}:2: queue jobs: error: `waiting_since` = \"created_at\" is not a column the select returns (id); add it to the select, or name one it returns"),
+        ],
+        "1 queue offline: 3 errors, 0 warnings",
+        1,
+    );
+}
