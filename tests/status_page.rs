@@ -1,6 +1,6 @@
 //! The status page in a real browser: headless Chromium opens it during a run and
 //! finds every queue with the numbers `/status.json` gives, and a failing queue's
-//! last errors; a screenshot is left under the target directory.
+//! last errors; screenshots (desktop, phone) are left under the target directory.
 
 mod support;
 
@@ -170,17 +170,15 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         .parent()
         .unwrap()
         .to_path_buf();
-    let shot = target.join("status.png");
-    let _ = std::fs::remove_file(&shot);
-    let arg = format!("--screenshot={}", shot.display());
-    browse(
-        &chromium,
-        &[&arg, "--window-size=1280,800"],
-        &format!("{base}/"),
-    );
-    assert!(std::fs::metadata(&shot)
-        .map(|m| m.len() > 1000)
-        .unwrap_or(false));
-    println!("the status page's screenshot: {}", shot.display());
+    // On a desktop, and on a phone's screen.
+    for (file, size) in [("status.png", "1280,800"), ("status-phone.png", "390,844")] {
+        let shot = target.join(file);
+        let _ = std::fs::remove_file(&shot);
+        let arg = format!("--screenshot={}", shot.display());
+        let size = format!("--window-size={size}");
+        browse(&chromium, &[&arg, &size], &format!("{base}/"));
+        assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000));
+        println!("the status page's screenshot: {}", shot.display());
+    }
     daemon.terminate().await;
 }

@@ -12,14 +12,19 @@ use crate::telemetry::observed::Failure;
 /// How often the page reloads itself, in seconds.
 pub const REFRESH_SECONDS: u32 = 5;
 
-/// The page's only style, inline; the endpoint allows exactly it by its hash.
+/// The page's only style, inline; the endpoint allows exactly it by its hash. On a
+/// narrow screen each queue becomes a card of labelled lines.
 pub const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#222}\
 h1{font-size:1.3em}.scroll{overflow-x:auto}table{border-collapse:collapse;min-width:100%}\
 th,td{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}\
 td.num{text-align:right;font-variant-numeric:tabular-nums}tr.failures td{white-space:normal;background:#fafafa}\
 .failures table{min-width:0}.failures td{border:0;font-size:.9em}.error{color:#b71c1c}\
 .stopped{color:#888}.legend span{margin-right:1em}.done{color:#2e7d32}.failed{color:#c62828}\
-.returned{color:#f9a825}footer{margin-top:1em;color:#666;font-size:.85em}";
+.returned{color:#f9a825}footer{margin-top:1em;color:#666;font-size:.85em}\
+@media (max-width:700px){.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll th{display:block;min-width:0}\
+.scroll thead{display:none}tr.queue{border-top:2px solid #999;padding-top:.4em}\
+td[data-label]{border:0;text-align:left;white-space:normal}\
+td[data-label]::before{content:attr(data-label) \": \";font-weight:600}.failures tr{border-bottom:1px solid #ddd}.failures tr:first-child{display:none}}";
 
 /// The whole page.
 pub fn render(status: &Status) -> String {
@@ -69,11 +74,15 @@ fn queue_rows(page: &mut String, q: &QueueStatus) {
     let _ = write!(
         page,
         "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\">{name}</th>\
-         <td data-field=\"workers\">{} / {} / {}</td><td>{}</td>\
-         <td class=\"num\" data-field=\"done\">{}</td><td class=\"num\" data-field=\"failed\">{}</td>\
-         <td class=\"num\" data-field=\"returned\">{}</td><td class=\"num\" data-field=\"rolled_back\">{}</td>\
-         <td class=\"num\" data-field=\"waiting\">{waiting}</td>\
-         <td class=\"num\" data-field=\"oldest_waiting\">{}</td><td data-field=\"action\">{action}</td></tr>",
+         <td data-label=\"Workers busy / connected / all\" data-field=\"workers\">{} / {} / {}</td>\
+         <td data-label=\"Last 15 min\">{}</td>\
+         <td class=\"num\" data-label=\"Done\" data-field=\"done\">{}</td>\
+         <td class=\"num\" data-label=\"Failed\" data-field=\"failed\">{}</td>\
+         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}</td>\
+         <td class=\"num\" data-label=\"Rolled back\" data-field=\"rolled_back\">{}</td>\
+         <td class=\"num\" data-label=\"Waiting\" data-field=\"waiting\">{waiting}</td>\
+         <td class=\"num\" data-label=\"Oldest waiting\" data-field=\"oldest_waiting\">{}</td>\
+         <td data-label=\"Action p50 / p99\" data-field=\"action\">{action}</td></tr>",
         q.busy,
         q.connected,
         q.workers,
@@ -106,8 +115,9 @@ fn failures(page: &mut String, name: &str, failures: &[Failure]) {
         let status = failure.status.map(|s| s.to_string()).unwrap_or_default();
         let _ = write!(
             page,
-            "<tr class=\"failure\"><td data-field=\"key\">{}</td><td>{}</td><td data-field=\"status\">{status}</td>\
-             <td class=\"error\" data-field=\"error\">{}</td></tr>",
+            "<tr class=\"failure\"><td data-label=\"Key\" data-field=\"key\">{}</td><td data-label=\"Time\">{}</td>\
+             <td data-label=\"Status\" data-field=\"status\">{status}</td>\
+             <td class=\"error\" data-label=\"Error\" data-field=\"error\">{}</td></tr>",
             escape(&failure.key),
             time(failure.at),
             escape(&failure.error)
