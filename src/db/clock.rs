@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mysql_async::prelude::Queryable;
-use mysql_async::Value;
+use mysql_async::{Conn, Value};
 
 use super::connect::QUICK_TIMEOUT;
 use super::error::DbError;
@@ -24,9 +24,14 @@ pub struct DbClock {
 impl DbClock {
     /// Reads the clock on `session`, then commits (the session has autocommit off).
     pub async fn read(session: &mut Session) -> Result<DbClock, DbError> {
-        let (conn, _) = session.parts();
-        let query =
-            conn.exec_first::<(Value, Value), _, _>("SELECT NOW(6), UNIX_TIMESTAMP(NOW(6))", ());
+        let clock = DbClock::read_on(session.parts().0).await?;
+        session.commit().await?;
+        Ok(clock)
+    }
+
+    /// Reads the clock on `conn`.
+    pub async fn read_on(conn: &mut Conn) -> Result<DbClock, DbError> {
+        let query = conn.query_first::<(Value, Value), _>("SELECT NOW(6), UNIX_TIMESTAMP(NOW(6))");
         let here = unix_micros(SystemTime::now());
         let row = tokio::time::timeout(QUICK_TIMEOUT, query)
             .await
@@ -34,7 +39,6 @@ impl DbClock {
                 waiting_for: "the database's clock",
                 limit: QUICK_TIMEOUT,
             })??;
-        session.commit().await?;
         let (now, unix) = row.unwrap_or((Value::NULL, Value::NULL));
         Ok(DbClock {
             local_offset_micros: datetime_micros(&now).unwrap_or(here) - here,

@@ -13,7 +13,6 @@ use tracing::debug;
 use super::backoff::pause;
 use super::queue::QueueRuntime;
 use crate::db::backlog::read_backlog;
-use crate::db::{DbClock, DbError, ErrorKind, OpenError, Session};
 
 /// Counts `queue`'s backlog now and every `stats_interval`, until it stops. The
 /// connection lives only for the count: an idle queue keeps holding one connection,
@@ -31,47 +30,23 @@ pub async fn refresh_stats(queue: Arc<QueueRuntime>) {
     }
 }
 
-/// Opens a connection, counts, closes it; a failure is counted and logged quietly.
+/// Reads the backlog; a failure is counted and logged quietly.
 async fn count_once(queue: &QueueRuntime) {
-    let Some(mut session) = open(queue).await else {
-        return;
-    };
-    match refresh_once(&mut session, queue).await {
-        Ok(()) => session.close().await,
+    let observed = &queue.stats.observed;
+    match read_backlog(&queue.database, &queue.config).await {
+        Ok(backlog) => {
+            observed.set_clock(backlog.clock);
+            let oldest = queue.config.monitoring.waiting_since.as_ref().map(|_| {
+                backlog
+                    .oldest_since
+                    .and_then(|since| backlog.clock.age(&since, SystemTime::now()))
+                    .unwrap_or_default()
+            });
+            observed.set_backlog(backlog.waiting, backlog.capped, oldest);
+        }
         Err(e) => {
-            queue.stats.observed.record_db_error(e.kind());
+            observed.record_db_error(e.kind());
             debug!(queue = %queue.config.name, error = %e, "could not count the waiting rows; trying again later");
         }
     }
-}
-
-/// A session for the count.
-async fn open(queue: &QueueRuntime) -> Option<Session> {
-    let config = &queue.config;
-    match Session::open(config, &queue.database).await {
-        Ok(session) => Some(session),
-        Err(e) => {
-            if let OpenError::Unreachable(_) = e {
-                queue.stats.observed.record_db_error(ErrorKind::Connect);
-            }
-            debug!(queue = %config.name, error = %e, "cannot open the connection that counts the waiting rows");
-            None
-        }
-    }
-}
-
-/// Reads the backlog and the database's clock (which commits).
-async fn refresh_once(session: &mut Session, queue: &QueueRuntime) -> Result<(), DbError> {
-    let backlog = read_backlog(session, &queue.config).await?;
-    let clock = DbClock::read(session).await?;
-    let observed = &queue.stats.observed;
-    observed.set_clock(clock);
-    let oldest = queue.config.monitoring.waiting_since.as_ref().map(|_| {
-        backlog
-            .oldest_since
-            .and_then(|since| clock.age(&since, SystemTime::now()))
-            .unwrap_or_default()
-    });
-    observed.set_backlog(backlog.waiting, backlog.capped, oldest);
-    Ok(())
 }
