@@ -55,8 +55,9 @@ pub struct Backlog {
 /// One minute's committed items.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Minute {
-    /// Minutes since the epoch.
-    #[serde(skip)]
+    /// Minutes since the epoch; in JSON, `at`: when the minute began, in seconds
+    /// since the epoch.
+    #[serde(rename = "at", serialize_with = "minute_start")]
     pub minute: u64,
     pub done: u64,
     pub failed: u64,
@@ -198,6 +199,10 @@ impl Observed {
     pub fn backlog(&self) -> Backlog {
         *lock(&self.backlog)
     }
+}
+
+fn minute_start<S: serde::Serializer>(minute: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(minute * 60)
 }
 
 fn minute_now() -> u64 {
