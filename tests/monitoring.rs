@@ -132,3 +132,20 @@ async fn wrong_monitoring_keys_are_named() {
         1,
     );
 }
+
+/// `check` reads the plan of the oldest-row read of a queue with `waiting_since`:
+/// on the claim's own index, it has nothing to say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_finds_the_oldest_row_read_on_the_claims_index() {
+    let db = support::check::job_db().await;
+    db.exec("ALTER TABLE job ADD COLUMN created_at DATETIME NULL")
+        .await;
+    let queue = support::check::GOOD
+        .replace(
+            "SELECT id, attempts FROM job WHERE",
+            "SELECT id, attempts, created_at FROM job FORCE INDEX (state_id) WHERE",
+        )
+        .replace("[action]", "waiting_since = \"created_at\"\n[action]");
+    let (done, _) = support::check::check_online(&db, &queue).await;
+    support::check::assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
+}
