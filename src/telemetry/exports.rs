@@ -70,7 +70,8 @@ fn histograms(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
     Ok(())
 }
 
-/// Busy workers, waiting rows and the oldest one's age.
+/// Busy workers, waiting rows and the oldest one's age, for the running queues (a
+/// removed queue's last count would go stale).
 fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(
         "workers_busy",
@@ -88,7 +89,7 @@ fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::
         None,
         MetricType::Gauge,
     )?;
-    for (view, stats) in queues {
+    for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
         if let Some(waiting) = stats.observed.backlog().waiting {
             let labels = [("queue", view.name.as_str())];
             ConstGauge::new(waiting as i64).encode(family.encode_family(&labels)?)?;
@@ -100,7 +101,7 @@ fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::
         None,
         MetricType::Gauge,
     )?;
-    for (view, stats) in queues {
+    for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
         if let Some(oldest) = stats.observed.backlog().oldest_seconds {
             let labels = [("queue", view.name.as_str())];
             ConstGauge::new(oldest).encode(family.encode_family(&labels)?)?;
