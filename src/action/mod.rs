@@ -66,6 +66,20 @@ pub struct Outcome {
     pub status: Option<i64>,
     pub output: Option<Vec<u8>>,
     pub retry_after: Option<u64>,
+    /// Whose fault a failure looks like.
+    pub blame: Blame,
+}
+
+/// Whose fault a failure looks like: the circuit breaker counts only failures
+/// downstream, which say nothing about the item.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Blame {
+    /// The item's own: its values, or the receiver's verdict on it.
+    #[default]
+    Item,
+    /// Not the item's: the receiver unreachable or overloaded, a timeout, a
+    /// program that cannot start.
+    Downstream,
 }
 
 impl Outcome {
@@ -77,6 +91,14 @@ impl Outcome {
         Outcome {
             error: Some(capture::clip_error(error.into())),
             ..Outcome::default()
+        }
+    }
+
+    /// A failure that is not the item's fault (see [`Blame::Downstream`]).
+    pub fn downstream(error: impl Into<String>) -> Self {
+        Outcome {
+            blame: Blame::Downstream,
+            ..Outcome::failure(error)
         }
     }
 

@@ -135,6 +135,7 @@ pub fn validate(
         loop_limit: flow.loop_limit,
         rate_limit: flow.rate_limit,
         max_in_flight: flow.max_in_flight,
+        circuit: flow.circuit,
         secret_variables: secret_variables(&raw),
         database_url,
         select,
@@ -185,6 +186,7 @@ struct Flow {
     loop_limit: u32,
     rate_limit: Option<super::Rate>,
     max_in_flight: Option<usize>,
+    circuit: Option<super::CircuitConfig>,
 }
 
 fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
@@ -196,6 +198,7 @@ fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
         max_in_flight: raw
             .max_in_flight
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
+        circuit: super::circuit::validate(v, raw.circuit.as_ref(), &raw.action),
     }
 }
 

@@ -17,7 +17,7 @@ pub use process_group::kill_all;
 use process_group::ProcessGroup;
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
-use crate::action::Outcome;
+use crate::action::{Blame, Outcome};
 use crate::config::action::command::inherited;
 use crate::config::CommandAction;
 use crate::db::row_json::item_json;
@@ -57,7 +57,8 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         .spawn();
     match spawned {
         Ok(child) => supervise(child, stdin, config.timeout, &program_text).await,
-        Err(e) => Outcome::failure(format!("cannot run {program_text}: {e}")),
+        // A program that cannot start fails every item alike: not the item's fault.
+        Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
     }
 }
 
@@ -140,7 +141,7 @@ async fn supervise(mut child: Child, stdin: Vec<u8>, timeout: Duration, program:
     match status {
         None => Outcome {
             output: Some(output),
-            ..Outcome::failure(format!(
+            ..Outcome::downstream(format!(
                 "timed out after {}",
                 humantime::format_duration(timeout)
             ))
@@ -186,6 +187,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         status: code.map(i64::from),
         output: Some(output),
         retry_after: None,
+        blame: Blame::Item,
     }
 }
 

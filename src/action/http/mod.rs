@@ -11,10 +11,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
-use reqwest::{redirect, Client, Method, Response, Url};
+use reqwest::{redirect, Client, Method, Response, StatusCode, Url};
 
 use super::capture::{clip_error, OUTPUT_LIMIT};
-use crate::action::{ActionError, Outcome};
+use crate::action::{ActionError, Blame, Outcome};
 use crate::config::template::Part;
 use crate::config::HttpAction;
 use crate::db::row_json::item_json;
@@ -157,8 +157,9 @@ impl HttpDelivery {
         let timeout = self.config.timeout;
         match tokio::time::timeout(timeout, exchange(request)).await {
             Ok(Ok((response, output))) => self.judge(response, output),
-            Ok(Err(e)) => Outcome::failure(describe(&e, &url)),
-            Err(_) => Outcome::failure(format!(
+            Ok(Err(e)) if refused_destination(&e) => Outcome::failure(describe(&e, &url)),
+            Ok(Err(e)) => Outcome::downstream(describe(&e, &url)),
+            Err(_) => Outcome::downstream(format!(
                 "timed out after {}",
                 humantime::format_duration(timeout)
             )),
@@ -216,6 +217,7 @@ impl HttpDelivery {
             status: Some(i64::from(status.as_u16())),
             output: Some(output),
             retry_after: None,
+            blame: Blame::Item,
         };
         if status.is_success() {
             return outcome;
@@ -238,6 +240,9 @@ impl HttpDelivery {
             error.push_str(&format!(": redirect to {location} not followed{hint}"));
         }
         outcome.error = Some(clip_error(error));
+        if DOWNSTREAM_STATUSES.contains(&status) {
+            outcome.blame = Blame::Downstream;
+        }
         outcome.retry_after = response
             .headers()
             .get(RETRY_AFTER)
@@ -306,6 +311,28 @@ pub fn retry_after_seconds(value: &str) -> Option<u64> {
             .unwrap_or(Duration::ZERO)
             .as_secs(),
     )
+}
+
+/// Answers that say "not now" rather than "not this item": the receiver is
+/// overloaded or its upstream is down.
+const DOWNSTREAM_STATUSES: [StatusCode; 4] = [
+    StatusCode::TOO_MANY_REQUESTS,
+    StatusCode::BAD_GATEWAY,
+    StatusCode::SERVICE_UNAVAILABLE,
+    StatusCode::GATEWAY_TIMEOUT,
+];
+
+/// True when the request was refused before it left: its destination is a private
+/// address the queue may not reach (the row's doing, not an outage).
+fn refused_destination(error: &reqwest::Error) -> bool {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if cause.is::<PrivateDestination>() {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// One line for `:error`: "connection refused to 127.0.0.1:9", a TLS problem, a

@@ -12,9 +12,8 @@ use super::settle::{settle, Undo};
 use crate::action::{Outcome, Outside};
 use crate::config::QueueConfig;
 use crate::db::{DbError, Item, Session};
-use crate::engine::limits::Limits;
 use crate::engine::queue::QueueRuntime;
-use crate::engine::report::BatchReport;
+use crate::engine::report::{BatchReport, Fate};
 use crate::sql::statement::{first_word, ParsedStatement};
 
 /// How often a worker pings its connection while HTTP or command actions run: if the
@@ -29,8 +28,7 @@ pub async fn process(
     items: &[Item],
     report: &mut BatchReport,
 ) -> Result<(), DbError> {
-    let name = queue.config.name.as_str();
-    let outcomes = run_actions(session, action, &queue.limits, items, name).await?;
+    let outcomes = run_actions(session, queue, action, items).await?;
     // The actions wrote nothing to the database; only outcome SQL may need
     // undoing, and one statement that fails undoes itself.
     let undo = if items.len() == 1 {
@@ -41,6 +39,11 @@ pub async fn process(
         Undo::Savepoint
     };
     for (item, outcome) in items.iter().zip(&outcomes) {
+        let Some(outcome) = outcome else {
+            // Not run, or failed downstream, while the circuit is open: untouched.
+            report.count(Fate::Returned, String::new);
+            continue;
+        };
         let fate = async {
             if undo == Undo::Savepoint {
                 session.savepoint().await?;
@@ -57,17 +60,22 @@ pub async fn process(
 /// Runs the actions of a batch concurrently, pinging the session meanwhile. If the
 /// connection is lost, the locks are gone: the actions are cancelled (dropping them
 /// kills commands and aborts requests) and the items are left to the next claim.
+///
+/// An item's outcome is `None` when the circuit breaker kept it from running, or
+/// its failure downstream is not to be recorded: it stays as it was claimed.
 async fn run_actions(
     session: &mut Session,
+    queue: &QueueRuntime,
     action: &Outside,
-    limits: &Limits,
     items: &[Item],
-    queue: &str,
-) -> Result<Vec<Outcome>, DbError> {
+) -> Result<Vec<Option<Outcome>>, DbError> {
+    let name = queue.config.name.as_str();
     let actions = join_all(items.iter().map(|item| {
         async move {
-            let _admitted = limits.admit().await;
-            action.run(item, queue).await
+            let _admitted = queue.limits.admit().await;
+            let ticket = queue.circuit.admit()?;
+            let outcome = action.run(item, name).await;
+            ticket.finished(&outcome).then_some(outcome)
         }
         .instrument(item_span(item))
     }));
