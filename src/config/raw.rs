@@ -24,6 +24,7 @@ pub struct RawQueue {
     pub loop_limit: Option<u32>,
     pub rate_limit: Option<String>,
     pub max_in_flight: Option<u32>,
+    pub scope: Option<String>,
     pub database_url: Option<String>,
     pub select: String,
     pub key: Option<String>,

@@ -8,9 +8,10 @@ use futures::future::join_all;
 use tracing::{warn, Instrument};
 
 use super::item_span;
+use super::set_based;
 use super::settle::{settle, Undo};
 use crate::action::{Outcome, Outside};
-use crate::config::QueueConfig;
+use crate::config::{QueueConfig, Scope};
 use crate::db::{DbError, Item, Session};
 use crate::engine::limits::Limits;
 use crate::engine::queue::QueueRuntime;
@@ -31,6 +32,9 @@ pub async fn process(
 ) -> Result<(), DbError> {
     let name = queue.config.name.as_str();
     let outcomes = run_actions(session, action, &queue.limits, items, name).await?;
+    if queue.config.scope == Scope::Batch {
+        return set_based::settle_sets(session, queue, items, &outcomes, report).await;
+    }
     // The actions wrote nothing to the database; only outcome SQL may need
     // undoing, and one statement that fails undoes itself.
     let undo = if items.len() == 1 {
@@ -87,7 +91,7 @@ async fn run_actions(
 
 /// True when `[on_success]` and `[on_failure]` are one statement each, and not a
 /// `CALL` (whose inner statements survive its failure).
-fn outcomes_are_single_statements(config: &QueueConfig) -> bool {
+pub(super) fn outcomes_are_single_statements(config: &QueueConfig) -> bool {
     let single = |statements: &[ParsedStatement]| {
         statements.len() <= 1
             && statements
