@@ -245,7 +245,7 @@ async fn refused_offline(file: &std::path::Path) -> String {
 }
 
 /// A `:column` parameter in batch scope is refused at load, with the JSON_TABLE
-/// form to write instead; so is an unknown scope.
+/// form to write instead; so are an unknown scope and a `{column}` placeholder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_column_parameter_in_batch_scope_is_refused_with_the_json_table_form() {
     let files = QueueFiles::new();
@@ -274,6 +274,19 @@ async fn a_column_parameter_in_batch_scope_is_refused_with_the_json_table_form()
     let said = refused_offline(&wrong).await;
     assert!(
         said.contains("`scope` = \"rows\" is not a scope: use \"item\""),
+        "{said}"
+    );
+
+    let placeholder = QueueFile::new("hooks")
+        .set("scope", "batch")
+        .select("SELECT id FROM hook")
+        .action_http("https://hooks.example/{id}")
+        .write(&files);
+    let said = refused_offline(&placeholder).await;
+    assert!(
+        said.contains(
+            "`action.url` uses `{id}`: with scope = \"batch\" one action serves the whole batch"
+        ),
         "{said}"
     );
 }

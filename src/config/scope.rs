@@ -68,6 +68,14 @@ pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
     if let Some(on_failure) = &queue.on_failure {
         statements(&["on_failure", "sql"], on_failure);
     }
+    if let ActionConfig::Http(http) = &queue.action {
+        if http.message_id.is_some() {
+            let message = "`action.message_id` names one item's message: with scope = \"batch\" one \
+                           request carries the batch, and its webhook-id is derived from the batch's \
+                           keys; remove `message_id`";
+            found.push(queue.finding(Severity::Error, &["action", "message_id"], message));
+        }
+    }
     for (key, name) in queue.action.placeholders() {
         if name != "queue" {
             let message = format!(

@@ -37,6 +37,18 @@ pub fn item_json(item: &Item) -> Json {
     Json::Object(object)
 }
 
+/// The items as a JSON array of [`item_json`] objects: a batch's HTTP body, or a
+/// command's stdin, in batch scope.
+pub fn items_json(items: &[Item]) -> Json {
+    Json::Array(items.iter().map(item_json).collect())
+}
+
+/// The items' keys as a JSON array, each typed as in [`item_json`].
+pub fn keys_json(items: &[Item]) -> Json {
+    let key = |item: &Item| value_json(item.key(), item.columns.types[item.key_index]);
+    Json::Array(items.iter().map(key).collect())
+}
+
 /// `:batch` in batch scope: the items as a JSON array of [`item_json`] objects; with
 /// outcomes, each object also has `error`, `status`, `output` (text, or base64 when
 /// not UTF-8) and `retry_after`, which win over columns of the same names.

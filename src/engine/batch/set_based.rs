@@ -5,16 +5,18 @@
 //! Failure stays per item. A batch statement that fails puts the batch back on the
 //! item-by-item path: for SQL actions the transaction is rolled back and the batch
 //! claimed again carefully (a savepoint per item, each with a one-element `:batch`:
-//! the same SQL text serves both paths); after HTTP or command actions, which cannot
-//! be undone, only the outcome set whose statement failed is settled item by item,
-//! in the same transaction. An empty outcome set runs no statement.
+//! the same SQL text serves both paths). An HTTP or command action runs once for the
+//! batch (a JSON array body, or stdin) and, if that fails, once per item; its
+//! outcomes cannot be undone, so only an outcome set whose statement fails is
+//! settled item by item, in the same transaction. An empty outcome set runs no
+//! statement.
 
 use tracing::{debug, warn, Instrument};
 
-use super::outside::outcomes_are_single_statements;
+use super::outside::{outcomes_are_single_statements, run_actions, while_pinging};
 use super::settle::{settle, Undo};
 use super::{item_span, stopping_at};
-use crate::action::{self, Outcome};
+use crate::action::{self, Outcome, Outside};
 use crate::db::{DbError, Item, OutcomeParams, Session, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::{BatchReport, Fate};
@@ -66,6 +68,28 @@ async fn run_action(
     let timeout = queue.config.action.timeout();
     let name = &queue.config.name;
     action::sql::run_batch(session, items, name, timeout, &queue.database).await
+}
+
+/// HTTP and command actions: the action once for the whole batch (one request, one
+/// command); if it fails, once per item, each with a one-element array, so an item
+/// the receiver rejects does not fail the others.
+pub async fn run_outside(
+    session: &mut Session,
+    queue: &QueueRuntime,
+    action: &Outside,
+    items: &[Item],
+) -> Result<Vec<Outcome>, DbError> {
+    let name = queue.config.name.as_str();
+    let whole = while_pinging(session, async {
+        let _admitted = queue.limits.admit().await;
+        action.run_batch(items, name).await
+    })
+    .await?;
+    if whole.succeeded() || items.len() <= 1 {
+        return Ok(vec![whole; items.len()]);
+    }
+    debug!(error = ?whole.error, items = items.len(), "the batch's action failed; running it item by item");
+    run_actions(session, queue, action, items).await
 }
 
 /// After HTTP or command actions: `[on_success]` once for the items that succeeded,
