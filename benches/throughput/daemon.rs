@@ -75,6 +75,25 @@ sql = "UPDATE {table} SET status = 'sent' WHERE id = :id"
     )
 }
 
+/// The same queue in batch scope: one UPDATE per batch, joined with `:batch`.
+pub fn set_based_queue_file(table: &str, claim: Claim, workers: usize, batch: usize) -> String {
+    format!(
+        r#"name = "{table}"
+workers = {workers}
+batch = {batch}
+scope = "batch"
+poll_interval = "1s"
+select = "{select}"
+key = "id"
+
+[action]
+type = "sql"
+sql = "UPDATE {table} JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id BIGINT PATH '$.id')) AS b USING (id) SET {table}.status = 'sent'"
+"#,
+        select = claim.select(table)
+    )
+}
+
 /// Starts tableq with `args` on the benchmark's database, its output in `log`.
 pub fn start(bench: &Bench, args: &[&dyn AsRef<OsStr>], log: &Path) -> anyhow::Result<Process> {
     let mut cmd = Command::new(&bench.bin);
