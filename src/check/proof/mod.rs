@@ -83,25 +83,15 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn action(
+    fn new(
         path: &'a [&'a str],
         statements: (&'a [BoundStatement], &'a [ParsedStatement]),
+        outcome: bool,
     ) -> Self {
         Run {
             path,
             statements,
-            outcome: false,
-        }
-    }
-
-    fn outcome(
-        path: &'a [&'a str],
-        statements: (&'a [BoundStatement], &'a [ParsedStatement]),
-    ) -> Self {
-        Run {
-            path,
-            statements,
-            outcome: true,
+            outcome,
         }
     }
 }
@@ -262,7 +252,7 @@ impl Proof<'_> {
         let mut ending = Ending::Leaves;
         if let ActionConfig::Sql(sql) = &self.queue.action {
             let action = (&self.prepared.action[..], &sql.statements[..]);
-            let run = Run::action(&["action", "sql"], action);
+            let run = Run::new(&["action", "sql"], action, false);
             ending = self
                 .statements(conn, sample, run, &Outcome::success())
                 .await?;
@@ -270,7 +260,7 @@ impl Proof<'_> {
         if matches!(ending, Ending::Leaves) {
             let outcome = samples::success(&self.queue.action);
             let on_success = (&self.prepared.on_success[..], &self.queue.on_success[..]);
-            let run = Run::outcome(&["on_success", "sql"], on_success);
+            let run = Run::new(&["on_success", "sql"], on_success, true);
             ending = self.statements(conn, sample, run, &outcome).await?;
         }
         if matches!(ending, Ending::Leaves) {
@@ -294,7 +284,7 @@ impl Proof<'_> {
             return Ok(None);
         };
         let outcome = samples::failure(&self.queue.action);
-        let run = Run::outcome(&["on_failure", "sql"], (prepared, texts));
+        let run = Run::new(&["on_failure", "sql"], (prepared, texts), true);
         let mut ending = self.statements(conn, sample, run, &outcome).await?;
         if matches!(ending, Ending::Leaves) {
             ending = self.still_waiting(conn, sample).await?;
