@@ -34,20 +34,22 @@ pub async fn optimistic(
         return Ok(true);
     }
     let outcome = run_action(session, queue, items).await?;
-    let mut succeeded = outcome.succeeded();
-    if succeeded {
-        let all: Vec<(&Item, OutcomeParams)> =
-            items.iter().map(|item| (item, outcome.params())).collect();
-        let name = queue.config.name.as_str();
-        match session.run_batch(Statements::OnSuccess, &all, name).await {
-            Ok(()) => {}
-            Err(e) if e.is_statement_error() => succeeded = false,
-            Err(e) => return Err(e),
+    let failed = match &outcome.error {
+        Some(error) => Some(error.clone()),
+        None => {
+            let all: Vec<(&Item, OutcomeParams)> =
+                items.iter().map(|item| (item, outcome.params())).collect();
+            let name = queue.config.name.as_str();
+            match session.run_batch(Statements::OnSuccess, &all, name).await {
+                Ok(()) => None,
+                Err(e) if e.is_statement_error() => Some(e.to_string()),
+                Err(e) => return Err(e),
+            }
         }
-    }
-    if !succeeded {
+    };
+    if let Some(error) = failed {
         session.rollback().await?;
-        debug!(error = ?outcome.error, items = items.len(),
+        debug!(%error, items = items.len(),
             "a batch statement failed; the batch is rolled back and claimed again, item by item");
         return Ok(false);
     }
