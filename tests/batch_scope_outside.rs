@@ -3,9 +3,11 @@
 
 mod support;
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 use support::web::{Recorded, Reply, WebServer};
-use support::{load, run_until_empty, QueueFile, QueueFiles, TestDb};
+use support::{eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -133,6 +135,47 @@ async fn a_rejected_batch_falls_back_to_per_item_delivery() {
             .await,
         9
     );
+}
+
+/// When the batch's `[on_success]` fails (one row cannot be marked done), only that
+/// set is settled item by item, in the same transaction: nine are done, the tenth
+/// waits, and the nine are not delivered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_batch_outcome_sql_is_settled_item_by_item_without_resending() {
+    let server = WebServer::start(|_| Reply::status(200)).await;
+    let db = hook_db().await;
+    db.exec("ALTER TABLE hook ADD CONSTRAINT not_four CHECK (id <> 4 OR state <> 'done')")
+        .await;
+    let files = QueueFiles::new();
+    let file = hook_queue(&server.url("/hooks"))
+        .poll_interval("50ms")
+        .error_backoff("50ms")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("nine hooks are done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
+            .await
+            == 9
+    })
+    .await;
+    eventually(
+        "hook 4 was offered again",
+        Duration::from_secs(30),
+        || async { server.requests().len() >= 2 },
+    )
+    .await;
+    let summary = engine.stop().await;
+    assert_eq!(summary.counts("hooks").unwrap().done, 9);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM hook WHERE id = 4 AND state = 'waiting'")
+            .await,
+        1
+    );
+    let requests = server.requests();
+    assert_eq!(ids(&requests[0]), (1..=10).collect::<Vec<_>>());
+    for later in &requests[1..] {
+        assert_eq!(ids(later), vec![4], "only hook 4 is delivered again");
+    }
 }
 
 /// A command in batch scope runs once for the batch, the rows as a JSON array on
