@@ -21,7 +21,7 @@
 //!   service manager hears, and whether queues progress), `queue` (what a queue's
 //!   workers share), `worker` (one loop: claim once, decide the next step), `batch`
 //!   (one transaction: SQL actions in it, HTTP/command actions outside it, the outcome
-//!   SQL), `report`, `idle` (one worker polls an empty queue), `stop_when_empty`,
+//!   SQL; in batch scope each statement once per batch), `report`, `idle` (one worker polls an empty queue), `stop_when_empty`,
 //!   `backoff`.
 //! - `check`: `tableq check` — the files, the server, the two-session SKIP LOCKED
 //!   self-test, the claim's index and the leave-the-query proof, all rolled back.
@@ -34,7 +34,7 @@
 //!   KILL, error classes, the worker `Session` (claim, statements, savepoints,
 //!   commit), a queue's SQL prepared, the claimed row as parameters and as JSON.
 //! - [`config`]: queue files — locating lines, `${ENV}`, `{column}` templates, the
-//!   queue-level keys and each action kind's table, validation, names.
+//!   queue-level keys and each action kind's table, validation, names, `scope`.
 //! - `sql`: the user's SQL as text — one lexer, statements and their `:params`, what
 //!   a statement's shape tells (literal columns, tables, the index a claim wants).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.

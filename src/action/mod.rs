@@ -56,6 +56,15 @@ impl Outside {
             Outside::Command(command) => command::run(command, item, queue).await,
         }
     }
+
+    /// Runs the action once for all of `items` (`scope = "batch"`): one request with
+    /// a JSON array body, or one command with the array on stdin.
+    pub async fn run_batch(&self, items: &[Item], queue: &str) -> Outcome {
+        match self {
+            Outside::Http(http) => http.deliver_batch(items, queue).await,
+            Outside::Command(command) => command::run_batch(command, items, queue).await,
+        }
+    }
 }
 
 /// What happened to an item's action; outcome SQL sees it as `:error`, `:status`,

@@ -9,6 +9,7 @@ mod locate;
 pub mod names;
 mod parse;
 mod raw;
+pub mod scope;
 mod statements;
 pub mod template;
 mod validate;
@@ -27,6 +28,7 @@ pub use action::{
 pub use circuit::CircuitConfig;
 pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
+pub use scope::Scope;
 
 /// `rate_limit = "50/s"`: `count` items per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +94,8 @@ pub struct QueueConfig {
     pub max_in_flight: Option<usize>,
     /// The circuit breaker: `None` when it is off.
     pub circuit: Option<circuit::CircuitConfig>,
+    /// Whether the statements run once per item or once per batch (`:batch`).
+    pub scope: Scope,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
     /// The `${VARS}` the file puts into `database_url` or a signing secret: a command

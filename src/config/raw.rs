@@ -25,6 +25,7 @@ pub struct RawQueue {
     pub rate_limit: Option<String>,
     pub max_in_flight: Option<u32>,
     pub circuit: Option<super::circuit::RawCircuit>,
+    pub scope: Option<String>,
     pub database_url: Option<String>,
     pub select: String,
     pub key: Option<String>,

@@ -17,7 +17,7 @@ use super::capture::{clip_error, OUTPUT_LIMIT};
 use crate::action::{ActionError, Blame, Outcome};
 use crate::config::template::Part;
 use crate::config::HttpAction;
-use crate::db::row_json::item_json;
+use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
 use signing::signature;
 use ssrf::{check_literal, PrivateDestination, PublicOnly};
@@ -101,11 +101,41 @@ impl HttpDelivery {
 
     /// Delivers `item`; the outcome carries the status, the body and any Retry-After.
     pub async fn deliver(&self, item: &Item, queue: &str) -> Outcome {
+        let id = match &self.config.message_id {
+            Some(template) => String::from_utf8_lossy(
+                &template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v),
+            )
+            .into_owned(),
+            None => format!("{queue}_{}", item.key_text()),
+        };
+        self.send(item, queue, &item_json(item), id).await
+    }
+
+    /// `scope = "batch"`: delivers every item of a batch in one request, the rows as
+    /// a JSON array, signed once, its `webhook-id` derived from the batch's keys (the
+    /// same batch, the same id). A 2xx means every item succeeded.
+    pub async fn deliver_batch(&self, items: &[Item], queue: &str) -> Outcome {
+        let Some(first) = items.first() else {
+            return Outcome::success();
+        };
+        let id = batch_id(queue, items);
+        // Only `{queue}` placeholders exist in batch scope: any item renders them.
+        self.send(first, queue, &items_json(items), id).await
+    }
+
+    /// Sends `body` to the URL rendered for `item`, as message `id`.
+    async fn send(
+        &self,
+        item: &Item,
+        queue: &str,
+        body: &serde_json::Value,
+        id: String,
+    ) -> Outcome {
         let url = match self.url(item, queue) {
             Ok(url) => url,
             Err(error) => return Outcome::failure(error),
         };
-        let body = match serde_json::to_vec(&item_json(item)) {
+        let body = match serde_json::to_vec(body) {
             Ok(body) => body,
             Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
         };
@@ -133,13 +163,6 @@ impl HttpDelivery {
             }
         }
         if !self.config.signing_keys.is_empty() {
-            let id = match &self.config.message_id {
-                Some(template) => String::from_utf8_lossy(
-                    &template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v),
-                )
-                .into_owned(),
-                None => format!("{queue}_{}", item.key_text()),
-            };
             let timestamp = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
@@ -250,6 +273,20 @@ impl HttpDelivery {
             .and_then(retry_after_seconds);
         outcome
     }
+}
+
+/// A batch's `webhook-id`: the queue, then the first 16 bytes of the SHA-256 of the
+/// batch's keys in order, as hex — the same for the same batch sent again.
+fn batch_id(queue: &str, items: &[Item]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for item in items {
+        hash.update(item.key_text().as_bytes());
+        hash.update([0]);
+    }
+    let digest = hash.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{queue}_batch_{hex}")
 }
 
 /// True when the placeholder at part `index` is a whole segment of the URL's path:

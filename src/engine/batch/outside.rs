@@ -2,15 +2,17 @@
 //! batch run them concurrently while the worker keeps its connection alive; then each
 //! item's outcome SQL runs in the batch's transaction.
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures::future::join_all;
 use tracing::{warn, Instrument};
 
 use super::item_span;
+use super::set_based;
 use super::settle::{settle, Undo};
 use crate::action::{Outcome, Outside};
-use crate::config::QueueConfig;
+use crate::config::{QueueConfig, Scope};
 use crate::db::{DbError, Item, Session};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::{BatchReport, Fate};
@@ -28,6 +30,10 @@ pub async fn process(
     items: &[Item],
     report: &mut BatchReport,
 ) -> Result<(), DbError> {
+    if queue.config.scope == Scope::Batch {
+        let outcomes = set_based::run_outside(session, queue, action, items).await?;
+        return set_based::settle_sets(session, queue, items, &outcomes, report).await;
+    }
     let outcomes = run_actions(session, queue, action, items).await?;
     // The actions wrote nothing to the database; only outcome SQL may need
     // undoing, and one statement that fails undoes itself.
@@ -57,32 +63,44 @@ pub async fn process(
     Ok(())
 }
 
-/// Runs the actions of a batch concurrently, pinging the session meanwhile. If the
-/// connection is lost, the locks are gone: the actions are cancelled (dropping them
-/// kills commands and aborts requests) and the items are left to the next claim.
+/// Runs the actions of a batch concurrently, one per item (in batch scope, each with
+/// a one-element array), pinging the session meanwhile.
 ///
 /// An item's outcome is `None` when the circuit breaker kept it from running, or
 /// its failure downstream is not to be recorded: it stays as it was claimed.
-async fn run_actions(
+pub(super) async fn run_actions(
     session: &mut Session,
     queue: &QueueRuntime,
     action: &Outside,
     items: &[Item],
 ) -> Result<Vec<Option<Outcome>>, DbError> {
-    let name = queue.config.name.as_str();
+    let (name, scope) = (queue.config.name.as_str(), queue.config.scope);
     let actions = join_all(items.iter().map(|item| {
         async move {
             let _admitted = queue.limits.admit().await;
             let ticket = queue.circuit.admit()?;
-            let outcome = action.run(item, name).await;
+            let outcome = match scope {
+                Scope::Item => action.run(item, name).await,
+                Scope::Batch => action.run_batch(std::slice::from_ref(item), name).await,
+            };
             ticket.finished(&outcome).then_some(outcome)
         }
         .instrument(item_span(item))
     }));
-    tokio::pin!(actions);
+    while_pinging(session, actions).await
+}
+
+/// Awaits `work` while pinging the session. If the connection is lost, the locks are
+/// gone: the work is cancelled (dropping it kills commands and aborts requests) and
+/// the items are left to the next claim.
+pub(super) async fn while_pinging<T>(
+    session: &mut Session,
+    work: impl Future<Output = T>,
+) -> Result<T, DbError> {
+    tokio::pin!(work);
     loop {
         tokio::select! {
-            outcomes = &mut actions => return Ok(outcomes),
+            done = &mut work => return Ok(done),
             _ = tokio::time::sleep(PING_EVERY) => {}
         }
         // The actions wait while the ping runs; their own deadlines keep running.
@@ -95,7 +113,7 @@ async fn run_actions(
 
 /// True when `[on_success]` and `[on_failure]` are one statement each, and not a
 /// `CALL` (whose inner statements survive its failure).
-fn outcomes_are_single_statements(config: &QueueConfig) -> bool {
+pub(super) fn outcomes_are_single_statements(config: &QueueConfig) -> bool {
     let single = |statements: &[ParsedStatement]| {
         statements.len() <= 1
             && statements
