@@ -21,9 +21,10 @@
 //!   service manager hears, and whether queues progress), `queue` (what a queue's
 //!   workers share), `worker` (one loop: claim once, decide the next step), `batch`
 //!   (one transaction: SQL actions in it, HTTP/command actions outside it, the outcome
-//!   SQL), `observe` (one batch's timings and rollbacks), `stats_refresher` (the
-//!   background count of waiting rows), `report`, `idle` (one worker polls an empty
-//!   queue), `stop_when_empty`, `backoff`.
+//!   SQL; in batch scope each statement once per batch), `observe` (one batch's
+//!   timings and rollbacks), `stats_refresher` (the background count of waiting
+//!   rows), `report`, `idle` (one worker polls an empty queue), `stop_when_empty`,
+//!   `backoff`.
 //! - `check`: `tableq check` — the files, the server, the two-session SKIP LOCKED
 //!   self-test, the claim's index and the leave-the-query proof, all rolled back.
 //! - `count`: `tableq count`.
@@ -33,9 +34,10 @@
 //!   `command`), each reporting an `Outcome`.
 //! - `db`: the only place outside `check` that talks to the driver — connecting and
 //!   KILL, error classes and kinds, the worker `Session` (claim, statements,
-//!   savepoints, commit), the backlog and the database's clock, a queue's SQL prepared, the claimed row as parameters and as JSON.
+//!   savepoints, commit), the backlog and the database's clock, a queue's SQL
+//!   prepared, the claimed row as parameters and as JSON.
 //! - [`config`]: queue files — locating lines, `${ENV}`, `{column}` templates, the
-//!   queue-level keys and each action kind's table, validation, names.
+//!   queue-level keys and each action kind's table, validation, names, `scope`.
 //! - `sql`: the user's SQL as text — one lexer, statements and their `:params`, what
 //!   a statement's shape tells (literal columns, tables, the index a claim wants).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.

@@ -91,7 +91,10 @@ fn the_commented_example_actions_load() {
 fn every_config_example_loads() {
     let queues = load_with(&[repo("config")], &config_env);
     let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
-    assert_eq!(names, ["email-outbox", "email", "webhook"]);
+    assert_eq!(
+        names,
+        ["email-outbox-batch", "email-outbox", "email", "webhook"]
+    );
 }
 
 async fn email_database(rows: usize, invalid_every: usize) -> TestDb {
@@ -156,6 +159,31 @@ async fn the_email_outbox_example_runs() {
         db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
             .await,
         10
+    );
+}
+
+/// config/email-outbox-batch.toml: each batch reaches the outbox in one statement;
+/// the two undeliverable emails fail alone and are scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_scope_outbox_example_runs() {
+    let db = email_database(500, 250).await;
+    let summary = run_until_empty(
+        load_with(&[repo("config/email-outbox-batch.toml")], &config_env),
+        &db.url,
+    )
+    .await;
+    let counts = summary.counts("email-outbox-batch").unwrap();
+    assert_eq!((counts.done, counts.failed), (498, 2));
+    assert_eq!(
+        db.count("SELECT COUNT(DISTINCT email_id) FROM outbox")
+            .await,
+        498
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM outbox").await, 498);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
+            .await,
+        2
     );
 }
 

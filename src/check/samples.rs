@@ -50,6 +50,7 @@ pub fn failure(action: &ActionConfig) -> Outcome {
         output,
         retry_after: None,
         trace_id: None,
+        blame: Default::default(),
     }
 }
 

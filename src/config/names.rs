@@ -3,7 +3,7 @@
 //! select's column list is literal, before any database is asked) and from preparing
 //! the queue on its database, so a user sees one message for one mistake.
 
-use crate::config::{statement_path, ActionConfig, QueueConfig};
+use crate::config::{statement_path, ActionConfig, QueueConfig, Scope};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::literal_columns;
 use crate::sql::statement::ParsedStatement;
@@ -21,14 +21,24 @@ pub enum Special {
     Output,
     /// `:retry_after`, seconds from an HTTP `Retry-After` header.
     RetryAfter,
+    /// `:batch`, in batch scope: the items as a JSON array; with `outcomes`, each
+    /// object also has `error`, `status`, `output` and `retry_after`.
+    Batch { outcomes: bool },
 }
 
 impl Special {
     /// The special parameter called `name`, if there is one; `outcome` says whether
     /// the statement runs after the action (where `:error` and friends exist). It wins
     /// over a column of the same name (the article's table has a `status` column):
-    /// alias the column to use it.
-    pub fn named(name: &str, outcome: bool) -> Option<Special> {
+    /// alias the column to use it. In batch scope only `:batch` and `:queue` exist.
+    pub fn named(name: &str, outcome: bool, scope: Scope) -> Option<Special> {
+        if scope == Scope::Batch {
+            return match name {
+                "queue" => Some(Special::Queue),
+                "batch" => Some(Special::Batch { outcomes: outcome }),
+                _ => None,
+            };
+        }
         match name {
             "queue" => Some(Special::Queue),
             "error" if outcome => Some(Special::Error),
@@ -62,8 +72,13 @@ pub fn find_column(columns: &[String], name: &str) -> Option<usize> {
 /// `` `on_success.sql` uses `:x`, which is not a column the select returns (id) … ``
 fn unknown_param(key: &str, name: &str, columns: &[String], outcome: bool) -> String {
     let specials = if outcome { OUTCOME_PARAMS } else { ":queue" };
+    let batch = if name == "batch" {
+        " (`:batch` exists with scope = \"batch\")"
+    } else {
+        ""
+    };
     format!(
-        "`{key}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
+        "`{key}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}{batch}",
         columns.join(", ")
     )
 }
@@ -105,14 +120,19 @@ pub fn unknown_literal_names(queue: &QueueConfig) -> Vec<Finding> {
 /// Every `:param`, `{placeholder}` and the `key` of `queue` that names none of
 /// `columns` (nor a special parameter), as errors. The loader asks with the select's
 /// literal columns, `run` with the columns its database reports: one rule, one
-/// message for one mistake.
+/// message for one mistake. (In batch scope, statements and placeholders name no
+/// columns: [`super::scope::batch_scope_refusals`] says so.)
 pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     let mut found: Vec<(Vec<String>, String)> = Vec::new();
+    let batch = queue.scope == Scope::Batch;
     let mut statements = |path: &[&str], list: &[ParsedStatement], outcome: bool| {
+        if batch {
+            return;
+        }
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {
-                let known =
-                    Special::named(name, outcome).is_some() || find_column(columns, name).is_some();
+                let known = Special::named(name, outcome, Scope::Item).is_some()
+                    || find_column(columns, name).is_some();
                 if !known {
                     let message = unknown_param(&path.join("."), name, columns, outcome);
                     found.push((statement_path(path, index, list.len()), message));
@@ -128,7 +148,7 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
         statements(&["on_failure", "sql"], on_failure, true);
     }
     for (key, name) in queue.action.placeholders() {
-        if name != "queue" && find_column(columns, name).is_none() {
+        if !batch && name != "queue" && find_column(columns, name).is_none() {
             let message = unknown_placeholder(&key, name, columns);
             found.push((key.split('.').map(str::to_string).collect(), message));
         }
@@ -180,8 +200,19 @@ mod tests {
 
     #[test]
     fn outcome_parameters_exist_only_after_the_action() {
-        assert_eq!(Special::named("error", true), Some(Special::Error));
-        assert_eq!(Special::named("error", false), None);
-        assert_eq!(Special::named("queue", false), Some(Special::Queue));
+        let item = Scope::Item;
+        assert_eq!(Special::named("error", true, item), Some(Special::Error));
+        assert_eq!(Special::named("error", false, item), None);
+        assert_eq!(Special::named("queue", false, item), Some(Special::Queue));
+        assert_eq!(Special::named("batch", true, item), None);
+    }
+
+    #[test]
+    fn batch_scope_has_only_batch_and_queue() {
+        let batch = Scope::Batch;
+        let outcomes = Special::Batch { outcomes: true };
+        assert_eq!(Special::named("batch", true, batch), Some(outcomes));
+        assert_eq!(Special::named("queue", false, batch), Some(Special::Queue));
+        assert_eq!(Special::named("error", true, batch), None);
     }
 }

@@ -24,6 +24,8 @@ pub struct RawQueue {
     pub loop_limit: Option<u32>,
     pub rate_limit: Option<String>,
     pub max_in_flight: Option<u32>,
+    pub circuit: Option<super::circuit::RawCircuit>,
+    pub scope: Option<String>,
     pub database_url: Option<String>,
     #[serde(default, with = "humantime_serde")]
     pub stats_interval: Option<Duration>,

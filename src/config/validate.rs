@@ -97,18 +97,14 @@ pub fn validate(
         database_timeout,
     } = timings(&mut v, &raw);
     let flow = flow(&mut v, &raw);
+    let scope = v.scope(raw.scope.as_deref());
     let database_url = raw.database_url.as_ref().and_then(|url| {
         interpolate(url, env)
             .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
             .ok()
     });
     let select = v.select(&raw.select);
-    if raw.key.as_deref().is_some_and(|k| k.trim().is_empty()) {
-        v.error(
-            &["key"],
-            "`key` is empty: name the column that identifies a row, e.g. key = \"id\"",
-        );
-    }
+    check_key(&mut v, raw.key.as_deref());
     let action = action::validate(&raw.action, &mut v);
     let on_success = raw
         .on_success
@@ -135,6 +131,8 @@ pub fn validate(
         loop_limit: flow.loop_limit,
         rate_limit: flow.rate_limit,
         max_in_flight: flow.max_in_flight,
+        circuit: flow.circuit,
+        scope,
         secret_variables: secret_variables(&raw),
         database_url,
         select,
@@ -148,6 +146,7 @@ pub fn validate(
     // With a literal column list, a name that is not a column is known now: the
     // same finding preparing the queue on its database would give.
     findings.extend(super::names::unknown_literal_names(&queue));
+    findings.extend(super::scope::batch_scope_refusals(&queue));
     if !findings.is_empty() {
         return Err(findings);
     }
@@ -188,6 +187,7 @@ struct Flow {
     max_in_flight: Option<usize>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
     monitoring: super::Monitoring,
+    circuit: Option<super::CircuitConfig>,
 }
 
 fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
@@ -200,6 +200,7 @@ fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
             .max_in_flight
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
         monitoring: super::monitoring::monitoring(v, raw),
+        circuit: super::circuit::validate(v, raw.circuit.as_ref(), &raw.action),
     }
 }
 
@@ -255,6 +256,16 @@ fn directory_of(file: &Path) -> PathBuf {
         _ => PathBuf::from("."),
     };
     std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+/// `key`, if given, names something.
+fn check_key(v: &mut Validator, key: Option<&str>) {
+    if key.is_some_and(|k| k.trim().is_empty()) {
+        v.error(
+            &["key"],
+            "`key` is empty: name the column that identifies a row, e.g. key = \"id\"",
+        );
+    }
 }
 
 fn check_name(v: &mut Validator, name: &str, named: bool) {

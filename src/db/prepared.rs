@@ -195,7 +195,7 @@ impl Preparer<'_> {
             .params
             .iter()
             .filter_map(|name| {
-                Special::named(name, outcome)
+                Special::named(name, outcome, self.queue.scope)
                     .map(ParamSource::Special)
                     .or_else(|| find_column(&self.columns.names, name).map(ParamSource::Column))
             })

@@ -3,6 +3,7 @@
 
 pub mod backoff;
 pub mod batch;
+pub mod circuit;
 pub mod idle;
 pub mod launch;
 pub mod lifecycle;

@@ -96,11 +96,17 @@ impl<'a> Worker<'a> {
     }
 
     async fn run(mut self) {
-        while !self.queue.stop.is_cancelled() {
+        let queue = self.queue;
+        while !queue.stop.is_cancelled() {
+            // While the circuit is open, wait here: claiming would spend attempts.
+            let Some(pass) = queue.circuit.pass(&queue.stop).await else {
+                break;
+            };
             let Some(held) = self.ready_session().await else {
                 break;
             };
             let claimed = self.claim_once(held).await;
+            drop(pass);
             let step = self.next_step(claimed);
             if !self.take(step).await {
                 break;

@@ -31,8 +31,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::telemetry::monitor::Monitor;
+use crate::telemetry::monitor::{Monitor, QueueView};
 use crate::telemetry::process::ProcessCollector;
+use crate::telemetry::stats::CircuitState;
 use crate::telemetry::status;
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
@@ -104,7 +105,10 @@ async fn status_json(State(endpoint): State<Arc<Endpoint>>) -> axum::response::R
 
 async fn readyz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
     match endpoint.monitor.readiness() {
-        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
+        Ok(notes) => {
+            let notes: String = notes.iter().map(|note| format!("{note}\n")).collect();
+            (StatusCode::OK, format!("ready\n{notes}"))
+        }
         Err(reasons) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("{}\n", reasons.join("\n")),
@@ -189,6 +193,39 @@ impl Collector for QueueCollector {
             ConstGauge::new(q.connected as i64)
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
+        encode_circuits(&queues, &mut encoder)?;
         super::exports::encode(&watched, &mut encoder)
     }
+}
+
+/// Each queue's circuit breaker: its state, and how often it changed.
+fn encode_circuits(
+    queues: &[QueueView],
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let gauge = ConstGauge::new(0i64);
+    let counter = ConstCounter::new(0u64);
+    let mut family = encoder.encode_descriptor(
+        "circuit_state",
+        "The circuit breaker: 0 closed, 1 open (not claiming), 2 half-open (one probe)",
+        None,
+        gauge.metric_type(),
+    )?;
+    for q in queues.iter().filter(|q| q.running) {
+        ConstGauge::new(q.circuit as i64)
+            .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+    }
+    let mut family = encoder.encode_descriptor(
+        "circuit_transitions",
+        "Changes of the circuit breaker's state, by the state it changed to",
+        None,
+        counter.metric_type(),
+    )?;
+    for q in queues {
+        for (state, value) in CircuitState::ALL.iter().zip(q.circuit_transitions) {
+            let labels = [("queue", q.name.as_str()), ("to", state.name())];
+            ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }

@@ -17,10 +17,10 @@ pub use process_group::kill_all;
 use process_group::ProcessGroup;
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
-use crate::action::Outcome;
+use crate::action::{Blame, Outcome};
 use crate::config::action::command::inherited;
 use crate::config::CommandAction;
-use crate::db::row_json::item_json;
+use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
 
 /// How much of stderr is kept for the error message.
@@ -28,8 +28,31 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// How long output may keep flowing after the process group is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the command for `item`.
+/// Runs the command for `item`: the row on stdin, its key in `TABLEQ_KEY`.
 pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
+    let key = ("TABLEQ_KEY", item.key_text());
+    launch(config, item, queue, &item_json(item), key).await
+}
+
+/// `scope = "batch"`: runs the command once for every item of a batch — the rows as
+/// a JSON array on stdin, their keys as a JSON array in `TABLEQ_KEYS`.
+pub async fn run_batch(config: &CommandAction, items: &[Item], queue: &str) -> Outcome {
+    let Some(first) = items.first() else {
+        return Outcome::success();
+    };
+    let keys = ("TABLEQ_KEYS", keys_json(items).to_string());
+    // Only `{queue}` placeholders exist in batch scope: any item renders them.
+    launch(config, first, queue, &items_json(items), keys).await
+}
+
+/// Starts the command with `input` on stdin and the `key` variable, and supervises it.
+async fn launch(
+    config: &CommandAction,
+    item: &Item,
+    queue: &str,
+    input: &serde_json::Value,
+    key: (&str, String),
+) -> Outcome {
     let argv = match arguments(config, item, queue) {
         Ok(argv) => argv,
         Err(refused) => return refused,
@@ -38,7 +61,7 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         return Outcome::failure("the command is empty");
     };
     let program_text = program.to_string_lossy().into_owned();
-    let stdin = match serde_json::to_vec(&item_json(item)) {
+    let stdin = match serde_json::to_vec(input) {
         Ok(json) => json,
         Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
     };
@@ -48,7 +71,7 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         .args(args)
         .current_dir(&config.workdir)
         .env("TABLEQ_QUEUE", queue)
-        .env("TABLEQ_KEY", item.key_text())
+        .env(key.0, key.1)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -57,12 +80,14 @@ pub async fn run(config: &CommandAction, item: &Item, queue: &str) -> Outcome {
         .spawn();
     match spawned {
         Ok(child) => supervise(child, stdin, config.timeout, &program_text).await,
-        Err(e) => Outcome::failure(format!("cannot run {program_text}: {e}")),
+        // A program that cannot start fails every item alike: not the item's fault.
+        Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
     }
 }
 
 /// The command's environment is an allowlist: [`inherited`] variables, those the
-/// queue names in `env`, and `TABLEQ_QUEUE`/`TABLEQ_KEY` (set by the caller).
+/// queue names in `env`, and `TABLEQ_QUEUE`/`TABLEQ_KEY` (or `TABLEQ_KEYS`, in batch
+/// scope), set by the caller.
 fn environment(command: &mut Command, config: &CommandAction) {
     command.env_clear();
     for (name, value) in std::env::vars_os() {
@@ -140,7 +165,7 @@ async fn supervise(mut child: Child, stdin: Vec<u8>, timeout: Duration, program:
     match status {
         None => Outcome {
             output: Some(output),
-            ..Outcome::failure(format!(
+            ..Outcome::downstream(format!(
                 "timed out after {}",
                 humantime::format_duration(timeout)
             ))
@@ -187,6 +212,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         output: Some(output),
         retry_after: None,
         trace_id: None,
+        blame: Blame::Item,
     }
 }
 

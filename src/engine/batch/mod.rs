@@ -7,9 +7,11 @@
 //! - [`outside`]: HTTP and command actions, run concurrently while the connection
 //!   is kept alive, then their outcome SQL.
 //! - [`settle`]: an item's outcome SQL, and undoing it when it fails.
+//! - [`set_based`]: `scope = "batch"`, each statement once for the whole batch.
 
 mod in_transaction;
 mod outside;
+mod set_based;
 mod settle;
 
 use tracing::{info_span, Span};
@@ -17,6 +19,7 @@ use tracing::{info_span, Span};
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
 use crate::action::Action;
+use crate::config::Scope;
 use crate::db::{DbError, Item, Session};
 
 /// Claims and processes one batch on `session`. An `Err` means the transaction is
@@ -43,7 +46,7 @@ pub async fn claim_and_process(
         outside::process(session, queue, action, &items, &mut report).await?;
     } else if careful {
         in_transaction::careful(session, queue, &items, &mut report).await?;
-    } else if !in_transaction::optimistic(session, queue, &items, &mut report).await? {
+    } else if !optimistic(session, queue, &items, &mut report).await? {
         return Ok(BatchReport {
             rolled_back: true,
             ..BatchReport::claimed(items.len())
@@ -51,6 +54,20 @@ pub async fn claim_and_process(
     }
     session.commit().await?;
     Ok(report)
+}
+
+/// Runs an SQL batch without savepoints, by the queue's scope; false when it was
+/// rolled back, to be claimed again carefully.
+async fn optimistic(
+    session: &mut Session,
+    queue: &QueueRuntime,
+    items: &[Item],
+    report: &mut BatchReport,
+) -> Result<bool, DbError> {
+    match queue.config.scope {
+        Scope::Item => in_transaction::optimistic(session, queue, items, report).await,
+        Scope::Batch => set_based::optimistic(session, queue, items, report).await,
+    }
 }
 
 /// True when the worker is stopping before item `index`: the items not started
