@@ -71,40 +71,32 @@ fn histograms(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
 }
 
 /// Busy workers, waiting rows and the oldest one's age, for the running queues (a
-/// removed queue's last count would go stale).
+/// removed queue's last count would go stale); a queue without a value yet (no
+/// count so far, no `waiting_since`) is left out of that family.
 fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    let mut family = encoder.encode_descriptor(
-        "workers_busy",
-        "Workers holding claimed rows now",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
-        let busy = stats.observed.busy_workers() as i64;
-        ConstGauge::new(busy).encode(family.encode_family(&[("queue", view.name.as_str())])?)?;
-    }
-    let mut family = encoder.encode_descriptor(
-        "waiting",
-        "Rows waiting and not locked, counted in the background every stats_interval, up to waiting_cap",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
-        if let Some(waiting) = stats.observed.backlog().waiting {
-            let labels = [("queue", view.name.as_str())];
-            ConstGauge::new(waiting as i64).encode(family.encode_family(&labels)?)?;
-        }
-    }
-    let mut family = encoder.encode_descriptor(
-        "oldest_waiting_seconds",
-        "How long the oldest waiting row has waited (waiting_since), as of the last background count",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
-        if let Some(oldest) = stats.observed.backlog().oldest_seconds {
-            let labels = [("queue", view.name.as_str())];
-            ConstGauge::new(oldest).encode(family.encode_family(&labels)?)?;
+    type Read = fn(&Observed) -> Option<f64>;
+    let families: [(&str, &str, Read); 3] = [
+        ("workers_busy", "Workers holding claimed rows now", |o| {
+            Some(o.busy_workers() as f64)
+        }),
+        (
+            "waiting",
+            "Rows the select returns (waiting, and in flight), counted without locks every stats_interval, up to waiting_cap",
+            |o| o.backlog().waiting.map(|n| n as f64),
+        ),
+        (
+            "oldest_waiting_seconds",
+            "How long the first waiting row in the claim's order has waited (waiting_since), as of the last count",
+            |o| o.backlog().oldest_seconds,
+        ),
+    ];
+    for (name, help, read) in families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
+            if let Some(value) = read(&stats.observed) {
+                let labels = [("queue", view.name.as_str())];
+                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+            }
         }
     }
     Ok(())
