@@ -9,7 +9,7 @@
 //! `--stop-when-empty`, stop) while rows wait. The price: rows being worked on right
 //! now are counted too.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Value};
@@ -81,12 +81,16 @@ async fn read_on(
         0 => Params::Empty,
         n => Params::Positional(vec![Value::from(queue.name.as_str()); n]),
     };
+    // The count and the clock in one statement.
     let count = format!(
-        "SELECT COUNT(*) FROM ({select}\nLIMIT {}) AS tableq_waiting",
+        "SELECT COUNT(*), NOW(6), UNIX_TIMESTAMP(NOW(6)) FROM ({select}\nLIMIT {}) AS tableq_waiting",
         cap + 1
     );
-    let found: Option<u64> = within(limit, conn.exec_first(count, params.clone())).await?;
-    let found = found.unwrap_or(0) as usize;
+    let here = SystemTime::now();
+    let row: Option<(u64, Value, Value)> =
+        within(limit, conn.exec_first(count, params.clone())).await?;
+    let (found, now, unix) = row.unwrap_or((0, Value::NULL, Value::NULL));
+    let found = found as usize;
     let oldest_since = match &queue.monitoring.waiting_since {
         Some(since) if found > 0 => {
             let first = conn.exec_first::<Row, _, _>(format!("{select}\nLIMIT 1"), params);
@@ -100,7 +104,7 @@ async fn read_on(
         waiting: found.min(cap),
         capped: found > cap,
         oldest_since,
-        clock: DbClock::read_on(conn).await?,
+        clock: DbClock::from_values(&now, &unix, here),
     })
 }
 

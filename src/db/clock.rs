@@ -40,10 +40,19 @@ impl DbClock {
                 limit: QUICK_TIMEOUT,
             })??;
         let (now, unix) = row.unwrap_or((Value::NULL, Value::NULL));
-        Ok(DbClock {
-            local_offset_micros: datetime_micros(&now).unwrap_or(here) - here,
-            unix_offset_micros: number_micros(&unix).unwrap_or(here) - here,
-        })
+        Ok(DbClock::offsets(&now, &unix, here))
+    }
+
+    /// The clock from `NOW(6)` and `UNIX_TIMESTAMP(NOW(6))` read at `here`.
+    pub fn from_values(now: &Value, unix: &Value, here: SystemTime) -> DbClock {
+        DbClock::offsets(now, unix, unix_micros(here))
+    }
+
+    fn offsets(now: &Value, unix: &Value, here: i64) -> DbClock {
+        DbClock {
+            local_offset_micros: datetime_micros(now).unwrap_or(here) - here,
+            unix_offset_micros: number_micros(unix).unwrap_or(here) - here,
+        }
     }
 
     /// How long ago `since` was, by the database's clock, at `now` here: `since` is
