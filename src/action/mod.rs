@@ -71,7 +71,20 @@ impl Outside {
     /// a JSON array body, or one command with the array on stdin.
     pub async fn run_batch(&self, items: &[Item], queue: &str) -> Outcome {
         match self {
-            Outside::Http(http) => http.deliver_batch(items, queue).await,
+            Outside::Http(http) => {
+                let trace = http.traces().then(|| match items {
+                    [item] => http::trace::Trace::for_item(item),
+                    _ => http::trace::Trace::new(),
+                });
+                if let Some(trace) = &trace {
+                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+                }
+                let outcome = http.deliver_batch(items, queue, trace.as_ref()).await;
+                Outcome {
+                    trace_id: trace.map(|t| t.trace_id),
+                    ..outcome
+                }
+            }
             Outside::Command(command) => command::run_batch(command, items, queue).await,
         }
     }

@@ -117,13 +117,18 @@ impl HttpDelivery {
     /// `scope = "batch"`: delivers every item of a batch in one request, the rows as
     /// a JSON array, signed once, its `webhook-id` derived from the batch's keys (the
     /// same batch, the same id). A 2xx means every item succeeded.
-    pub async fn deliver_batch(&self, items: &[Item], queue: &str) -> Outcome {
+    pub async fn deliver_batch(
+        &self,
+        items: &[Item],
+        queue: &str,
+        trace: Option<&Trace>,
+    ) -> Outcome {
         let Some(first) = items.first() else {
             return Outcome::success();
         };
         let id = batch_id(queue, items);
         // Only `{queue}` placeholders exist in batch scope: any item renders them.
-        self.send(first, queue, &items_json(items), id, None).await
+        self.send(first, queue, &items_json(items), id, trace).await
     }
 
     /// Sends `body` to the URL rendered for `item`, as message `id`, with `trace` as

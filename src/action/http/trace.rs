@@ -34,11 +34,16 @@ impl Trace {
                 span_id: random_hex(8),
                 flags,
             },
-            None => Trace {
-                trace_id: random_hex(16),
-                span_id: random_hex(8),
-                flags: "01".to_string(),
-            },
+            None => Trace::new(),
+        }
+    }
+
+    /// The root of a new trace (a batch-scope request: one for all its rows).
+    pub fn new() -> Trace {
+        Trace {
+            trace_id: random_hex(16),
+            span_id: random_hex(8),
+            flags: "01".to_string(),
         }
     }
 

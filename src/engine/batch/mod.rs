@@ -18,7 +18,7 @@ use tracing::{info_span, Span};
 
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
-use crate::action::Action;
+use crate::action::{Action, Outcome};
 use crate::config::Scope;
 use crate::db::{DbError, Item, Session};
 
@@ -89,4 +89,14 @@ fn stopping_at(
 /// of its HTTP delivery once it has one.
 fn item_span(item: &Item) -> Span {
     info_span!("item", key = %item.key_text(), trace_id = tracing::field::Empty)
+}
+
+/// The span an item's outcome SQL runs in: its key, and the trace id its HTTP
+/// delivery sent, if any.
+fn outcome_span(item: &Item, outcome: &Outcome) -> Span {
+    let span = item_span(item);
+    if let Some(trace_id) = &outcome.trace_id {
+        span.record("trace_id", trace_id.as_str());
+    }
+    span
 }

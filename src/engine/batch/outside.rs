@@ -9,9 +9,9 @@ use futures::future::join_all;
 use tokio::time::Instant;
 use tracing::{warn, Instrument};
 
-use super::item_span;
 use super::set_based;
 use super::settle::{settle, Undo};
+use super::{item_span, outcome_span};
 use crate::action::{Outcome, Outside};
 use crate::config::{QueueConfig, Scope};
 use crate::db::{DbError, Item, Session};
@@ -51,17 +51,13 @@ pub async fn process(
             report.count(Fate::Returned, String::new);
             continue;
         };
-        let span = item_span(item);
-        if let Some(trace_id) = &outcome.trace_id {
-            span.record("trace_id", trace_id.as_str());
-        }
         let fate = async {
             if undo == Undo::Savepoint {
                 session.savepoint().await?;
             }
             settle(session, queue, item, outcome, undo, false).await
         }
-        .instrument(span)
+        .instrument(outcome_span(item, outcome))
         .await?;
         report.count(fate, || item.key_text());
     }

@@ -16,7 +16,7 @@ use tracing::{debug, warn, Instrument};
 
 use super::outside::{outcomes_are_single_statements, run_actions, while_pinging};
 use super::settle::{settle, Undo};
-use super::{item_span, stopping_at};
+use super::{outcome_span, stopping_at};
 use crate::action::{self, Blame, Outcome, Outside};
 use crate::db::{DbError, Item, OutcomeParams, Session, Statements};
 use crate::engine::queue::QueueRuntime;
@@ -139,7 +139,7 @@ pub async fn settle_sets(
     }
     for (item, outcome) in failed {
         let reason = outcome.error.as_deref().unwrap_or_default();
-        let _span = item_span(item).entered();
+        let _span = outcome_span(item, outcome).entered();
         warn!(error = %reason, "item failed; with no [on_failure] it is waiting again");
         report.count(Fate::Returned, || item.key_text());
     }
@@ -177,7 +177,7 @@ async fn settle_set(
             for (item, outcome) in set {
                 if fate == Fate::Failed {
                     let reason = outcome.error.as_deref().unwrap_or_default();
-                    let _span = item_span(item).entered();
+                    let _span = outcome_span(item, outcome).entered();
                     warn!(error = %reason, "item failed");
                 }
                 report.count(fate, || item.key_text());
@@ -208,7 +208,7 @@ async fn one_by_one(
             session.savepoint().await?;
             settle(session, queue, item, outcome, Undo::Savepoint, false).await
         }
-        .instrument(item_span(item))
+        .instrument(outcome_span(item, outcome))
         .await?;
         report.count(fate, || item.key_text());
     }
