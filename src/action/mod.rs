@@ -52,7 +52,17 @@ impl Outside {
     /// Runs the action for `item`.
     pub async fn run(&self, item: &Item, queue: &str) -> Outcome {
         match self {
-            Outside::Http(http) => http.deliver(item, queue).await,
+            Outside::Http(http) => {
+                let trace = http.traces().then(|| http::trace::Trace::for_item(item));
+                if let Some(trace) = &trace {
+                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+                }
+                let outcome = http.deliver(item, queue, trace.as_ref()).await;
+                Outcome {
+                    trace_id: trace.map(|t| t.trace_id),
+                    ..outcome
+                }
+            }
             Outside::Command(command) => command::run(command, item, queue).await,
         }
     }
@@ -61,7 +71,20 @@ impl Outside {
     /// a JSON array body, or one command with the array on stdin.
     pub async fn run_batch(&self, items: &[Item], queue: &str) -> Outcome {
         match self {
-            Outside::Http(http) => http.deliver_batch(items, queue).await,
+            Outside::Http(http) => {
+                let trace = http.traces().then(|| match items {
+                    [item] => http::trace::Trace::for_item(item),
+                    _ => http::trace::Trace::new(),
+                });
+                if let Some(trace) = &trace {
+                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+                }
+                let outcome = http.deliver_batch(items, queue, trace.as_ref()).await;
+                Outcome {
+                    trace_id: trace.map(|t| t.trace_id),
+                    ..outcome
+                }
+            }
             Outside::Command(command) => command::run_batch(command, items, queue).await,
         }
     }
@@ -77,6 +100,8 @@ pub struct Outcome {
     pub retry_after: Option<u64>,
     /// Whose fault a failure looks like.
     pub blame: Blame,
+    /// The W3C trace id an HTTP action sent (`traceparent`), for the item's log lines.
+    pub trace_id: Option<String>,
 }
 
 /// Whose fault a failure looks like: the circuit breaker counts only failures

@@ -6,6 +6,7 @@ pub mod action;
 pub mod circuit;
 mod interpolate;
 mod locate;
+pub mod monitoring;
 pub mod names;
 mod parse;
 mod raw;
@@ -28,6 +29,7 @@ pub use action::{
 pub use circuit::CircuitConfig;
 pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
+pub use monitoring::Monitoring;
 pub use scope::Scope;
 
 /// `rate_limit = "50/s"`: `count` items per `per`.
@@ -107,6 +109,8 @@ pub struct QueueConfig {
     pub action: ActionConfig,
     pub on_success: Vec<ParsedStatement>,
     pub on_failure: Option<Vec<ParsedStatement>>,
+    /// `stats_interval`, `waiting_cap`, `waiting_since`.
+    pub monitoring: Monitoring,
     /// The file's text, kept to point findings at lines.
     source: Arc<str>,
 }

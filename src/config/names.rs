@@ -99,6 +99,14 @@ fn unknown_key(key: &str, columns: &[String]) -> String {
     )
 }
 
+/// `` `waiting_since` = "x" is not a column the select returns (id, …) ``
+fn unknown_waiting_since(since: &str, columns: &[String]) -> String {
+    format!(
+        "`waiting_since` = {since:?} is not a column the select returns ({}); add it to the select, or name one it returns",
+        columns.join(", ")
+    )
+}
+
 /// When the select's column list is literal: every `:param`, `{placeholder}` and
 /// the `key` that cannot name one of its columns, as errors. Nothing when the list
 /// is not literal (`*`, expressions without aliases): the database says then.
@@ -148,6 +156,12 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     if let Some(key) = &queue.key {
         if find_column(columns, key).is_none() {
             found.push((vec!["key".to_string()], unknown_key(key, columns)));
+        }
+    }
+    if let Some(since) = &queue.monitoring.waiting_since {
+        if !since.trim().is_empty() && find_column(columns, since).is_none() {
+            let message = unknown_waiting_since(since, columns);
+            found.push((vec!["waiting_since".to_string()], message));
         }
     }
     found

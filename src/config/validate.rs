@@ -140,6 +140,7 @@ pub fn validate(
         action,
         on_success: on_success.unwrap_or_default(),
         on_failure,
+        monitoring: flow.monitoring,
         source,
     };
     // With a literal column list, a name that is not a column is known now: the
@@ -184,6 +185,8 @@ struct Flow {
     loop_limit: u32,
     rate_limit: Option<super::Rate>,
     max_in_flight: Option<usize>,
+    /// `stats_interval`, `waiting_cap`, `waiting_since`.
+    monitoring: super::Monitoring,
     circuit: Option<super::CircuitConfig>,
 }
 
@@ -196,6 +199,7 @@ fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
         max_in_flight: raw
             .max_in_flight
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
+        monitoring: super::monitoring::monitoring(v, raw),
         circuit: super::circuit::validate(v, raw.circuit.as_ref(), &raw.action),
     }
 }

@@ -4,16 +4,21 @@
 //! ([`prepared`]), and the claimed row with its binding and JSON form ([`item`],
 //! [`row_json`]).
 
+pub mod backlog;
+pub mod clock;
 pub mod connect;
 pub mod error;
+pub mod error_kind;
 pub mod item;
 pub mod prepared;
 pub mod row_json;
 pub mod session;
 pub mod waiting;
 
+pub use clock::DbClock;
 pub use connect::{Database, Kill};
 pub use error::DbError;
+pub use error_kind::ErrorKind;
 pub use item::{Item, OutcomeParams};
 pub use session::{OpenError, Ran, Session, Statements};
 pub use waiting::Waiting;

@@ -65,17 +65,25 @@ impl Monitor {
     }
 
     pub fn queues(&self) -> Vec<QueueView> {
+        self.watched().into_iter().map(|(view, _)| view).collect()
+    }
+
+    /// Each queue with its statistics, for the metrics and the status page.
+    pub fn watched(&self) -> Vec<(QueueView, Arc<QueueStats>)> {
         self.lock()
             .iter()
-            .map(|(name, watched)| QueueView {
-                name: name.clone(),
-                counts: watched.stats.counts(),
-                workers: watched.workers,
-                connected: watched.stats.connected(),
-                running: watched.running,
-                circuit: watched.stats.circuit(),
-                circuit_transitions: CircuitState::ALL
-                    .map(|state| watched.stats.circuit_transitions(state)),
+            .map(|(name, watched)| {
+                let view = QueueView {
+                    name: name.clone(),
+                    counts: watched.stats.counts(),
+                    workers: watched.workers,
+                    connected: watched.stats.connected(),
+                    running: watched.running,
+                    circuit: watched.stats.circuit(),
+                    circuit_transitions: CircuitState::ALL
+                        .map(|state| watched.stats.circuit_transitions(state)),
+                };
+                (view, watched.stats.clone())
             })
             .collect()
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use super::observed::Observed;
 use crate::db::Waiting;
 
 /// Counts of committed work, since the daemon started.
@@ -30,6 +31,8 @@ pub struct QueueStats {
     circuit: AtomicU8,
     /// Changes of the circuit's state, by the state it changed to.
     circuit_transitions: [AtomicU64; 3],
+    /// Timings, rollbacks, errors, the backlog, recent history and failures.
+    pub observed: Observed,
 }
 
 /// A queue's circuit breaker, as the metrics and `/readyz` show it.
@@ -148,6 +151,7 @@ impl QueueStats {
         self.done.fetch_add(done as u64, Ordering::Relaxed);
         self.failed.fetch_add(failed as u64, Ordering::Relaxed);
         self.returned.fetch_add(returned as u64, Ordering::Relaxed);
+        self.observed.record_minute(done, failed, returned);
     }
 
     /// Records outcome SQL that failed (its item is waiting again).

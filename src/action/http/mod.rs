@@ -4,6 +4,7 @@
 
 mod signing;
 mod ssrf;
+pub mod trace;
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
 use signing::signature;
 use ssrf::{check_literal, PrivateDestination, PublicOnly};
+use trace::Trace;
 
 /// Placeholder values keep only RFC 3986's unreserved characters unencoded.
 const PLACEHOLDER: &AsciiSet = &NON_ALPHANUMERIC
@@ -100,7 +102,8 @@ impl HttpDelivery {
     }
 
     /// Delivers `item`; the outcome carries the status, the body and any Retry-After.
-    pub async fn deliver(&self, item: &Item, queue: &str) -> Outcome {
+    /// Sends `trace` as its `traceparent`.
+    pub async fn deliver(&self, item: &Item, queue: &str, trace: Option<&Trace>) -> Outcome {
         let id = match &self.config.message_id {
             Some(template) => String::from_utf8_lossy(
                 &template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v),
@@ -108,28 +111,35 @@ impl HttpDelivery {
             .into_owned(),
             None => format!("{queue}_{}", item.key_text()),
         };
-        self.send(item, queue, &item_json(item), id).await
+        self.send(item, queue, &item_json(item), id, trace).await
     }
 
     /// `scope = "batch"`: delivers every item of a batch in one request, the rows as
     /// a JSON array, signed once, its `webhook-id` derived from the batch's keys (the
     /// same batch, the same id). A 2xx means every item succeeded.
-    pub async fn deliver_batch(&self, items: &[Item], queue: &str) -> Outcome {
+    pub async fn deliver_batch(
+        &self,
+        items: &[Item],
+        queue: &str,
+        trace: Option<&Trace>,
+    ) -> Outcome {
         let Some(first) = items.first() else {
             return Outcome::success();
         };
         let id = batch_id(queue, items);
         // Only `{queue}` placeholders exist in batch scope: any item renders them.
-        self.send(first, queue, &items_json(items), id).await
+        self.send(first, queue, &items_json(items), id, trace).await
     }
 
-    /// Sends `body` to the URL rendered for `item`, as message `id`.
+    /// Sends `body` to the URL rendered for `item`, as message `id`, with `trace` as
+    /// its `traceparent`.
     async fn send(
         &self,
         item: &Item,
         queue: &str,
         body: &serde_json::Value,
         id: String,
+        trace: Option<&Trace>,
     ) -> Outcome {
         let url = match self.url(item, queue) {
             Ok(url) => url,
@@ -146,14 +156,11 @@ impl HttpDelivery {
             body
         };
         let mut request = self.client.request(self.method.clone(), url.clone());
-        if !body.is_empty()
-            && !self
-                .config
-                .headers
-                .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-        {
+        if !body.is_empty() && !self.sets_header("content-type") {
             request = request.header(CONTENT_TYPE, "application/json");
+        }
+        if let Some(trace) = trace {
+            request = request.header(trace::COLUMN, trace.header());
         }
         for (name, template) in &self.config.headers {
             let value = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
@@ -233,6 +240,20 @@ impl HttpDelivery {
         Ok(url)
     }
 
+    /// Whether tableq sends the trace context: unless the queue's `headers` set
+    /// `traceparent` themselves.
+    pub fn traces(&self) -> bool {
+        !self.sets_header(trace::COLUMN)
+    }
+
+    /// Whether the queue's `headers` set `name`.
+    fn sets_header(&self, name: &str) -> bool {
+        self.config
+            .headers
+            .iter()
+            .any(|(header, _)| header.eq_ignore_ascii_case(name))
+    }
+
     fn judge(&self, response: Response, output: Vec<u8>) -> Outcome {
         let status = response.status();
         let mut outcome = Outcome {
@@ -240,6 +261,7 @@ impl HttpDelivery {
             status: Some(i64::from(status.as_u16())),
             output: Some(output),
             retry_after: None,
+            trace_id: None,
             blame: Blame::Item,
         };
         if status.is_success() {

@@ -18,14 +18,14 @@ use tracing::{info_span, Span};
 
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
-use crate::action::Action;
+use crate::action::{Action, Outcome};
 use crate::config::Scope;
 use crate::db::{DbError, Item, Session};
 
 /// Claims and processes one batch on `session`. An `Err` means the transaction is
 /// lost (and with it every lock): the caller drops the session; the rows are waiting.
 ///
-/// `claimed` hears how many rows the claim locked, as soon as it knows: the worker
+/// `claimed` hears which rows the claim locked, as soon as it knows: the worker
 /// then hands on its watch, and wakes the others when the claim came back full.
 ///
 /// SQL actions run optimistically: no savepoints, so an item costs one round trip
@@ -37,10 +37,10 @@ pub async fn claim_and_process(
     session: &mut Session,
     queue: &QueueRuntime,
     careful: bool,
-    claimed: impl FnOnce(usize),
+    claimed: impl FnOnce(&[Item]),
 ) -> Result<BatchReport, DbError> {
     let items = session.claim(&queue.config.name).await?;
-    claimed(items.len());
+    claimed(&items);
     let mut report = BatchReport::claimed(items.len());
     if let Action::Outside(action) = &queue.action {
         outside::process(session, queue, action, &items, &mut report).await?;
@@ -85,7 +85,18 @@ fn stopping_at(
     true
 }
 
-/// The span an item's work runs in: its key on every log line.
+/// The span an item's work runs in: its key on every log line, and the trace id
+/// of its HTTP delivery once it has one.
 fn item_span(item: &Item) -> Span {
-    info_span!("item", key = %item.key_text())
+    info_span!("item", key = %item.key_text(), trace_id = tracing::field::Empty)
+}
+
+/// The span an item's outcome SQL runs in: its key, and the trace id its HTTP
+/// delivery sent, if any.
+fn outcome_span(item: &Item, outcome: &Outcome) -> Span {
+    let span = item_span(item);
+    if let Some(trace_id) = &outcome.trace_id {
+        span.record("trace_id", trace_id.as_str());
+    }
+    span
 }

@@ -6,11 +6,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::future::join_all;
+use tokio::time::Instant;
 use tracing::{warn, Instrument};
 
-use super::item_span;
 use super::set_based;
 use super::settle::{settle, Undo};
+use super::{item_span, outcome_span};
 use crate::action::{Outcome, Outside};
 use crate::config::{QueueConfig, Scope};
 use crate::db::{DbError, Item, Session};
@@ -56,7 +57,7 @@ pub async fn process(
             }
             settle(session, queue, item, outcome, undo, false).await
         }
-        .instrument(item_span(item))
+        .instrument(outcome_span(item, outcome))
         .await?;
         report.count(fate, || item.key_text());
     }
@@ -79,10 +80,12 @@ pub(super) async fn run_actions(
         async move {
             let _admitted = queue.limits.admit().await;
             let ticket = queue.circuit.admit()?;
+            let started = Instant::now();
             let outcome = match scope {
                 Scope::Item => action.run(item, name).await,
                 Scope::Batch => action.run_batch(std::slice::from_ref(item), name).await,
             };
+            queue.stats.observed.action.observe(started.elapsed());
             ticket.finished(&outcome).then_some(outcome)
         }
         .instrument(item_span(item))

@@ -11,11 +11,12 @@
 //! settled item by item, in the same transaction. An empty outcome set runs no
 //! statement.
 
+use tokio::time::Instant;
 use tracing::{debug, warn, Instrument};
 
 use super::outside::{outcomes_are_single_statements, run_actions, while_pinging};
 use super::settle::{settle, Undo};
-use super::{item_span, stopping_at};
+use super::{outcome_span, stopping_at};
 use crate::action::{self, Blame, Outcome, Outside};
 use crate::db::{DbError, Item, OutcomeParams, Session, Statements};
 use crate::engine::queue::QueueRuntime;
@@ -69,7 +70,10 @@ async fn run_action(
     let _admitted = queue.limits.admit().await;
     let timeout = queue.config.action.timeout();
     let name = &queue.config.name;
-    action::sql::run_batch(session, items, name, timeout, &queue.database).await
+    let started = Instant::now();
+    let outcome = action::sql::run_batch(session, items, name, timeout, &queue.database).await;
+    queue.stats.observed.action.observe(started.elapsed());
+    outcome
 }
 
 /// HTTP and command actions: the action once for the whole batch (one request, one
@@ -89,7 +93,9 @@ pub async fn run_outside(
     let whole = while_pinging(session, async {
         let _admitted = queue.limits.admit().await;
         let ticket = queue.circuit.admit()?;
+        let started = Instant::now();
         let outcome = action.run_batch(items, name).await;
+        queue.stats.observed.action.observe(started.elapsed());
         ticket.finished(&outcome).then_some(outcome)
     })
     .await?;
@@ -122,13 +128,18 @@ pub async fn settle_sets(
     let (succeeded, failed): (Vec<_>, Vec<_>) = ran
         .into_iter()
         .partition(|(_, outcome)| outcome.succeeded());
+    for (item, outcome) in &failed {
+        let reason = outcome.error.as_deref().unwrap_or_default();
+        let observed = &queue.stats.observed;
+        observed.record_failure(item.key_text(), reason, outcome.status);
+    }
     settle_set(session, queue, Statements::OnSuccess, &succeeded, report).await?;
     if session.has_on_failure() {
         return settle_set(session, queue, Statements::OnFailure, &failed, report).await;
     }
     for (item, outcome) in failed {
         let reason = outcome.error.as_deref().unwrap_or_default();
-        let _span = item_span(item).entered();
+        let _span = outcome_span(item, outcome).entered();
         warn!(error = %reason, "item failed; with no [on_failure] it is waiting again");
         report.count(Fate::Returned, || item.key_text());
     }
@@ -166,7 +177,7 @@ async fn settle_set(
             for (item, outcome) in set {
                 if fate == Fate::Failed {
                     let reason = outcome.error.as_deref().unwrap_or_default();
-                    let _span = item_span(item).entered();
+                    let _span = outcome_span(item, outcome).entered();
                     warn!(error = %reason, "item failed");
                 }
                 report.count(fate, || item.key_text());
@@ -197,7 +208,7 @@ async fn one_by_one(
             session.savepoint().await?;
             settle(session, queue, item, outcome, Undo::Savepoint, false).await
         }
-        .instrument(item_span(item))
+        .instrument(outcome_span(item, outcome))
         .await?;
         report.count(fate, || item.key_text());
     }
