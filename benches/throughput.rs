@@ -13,10 +13,12 @@
 //!    the article's per-item transaction (BEGIN; claim one id FOR UPDATE SKIP LOCKED;
 //!    read the row; mark it sent; COMMIT) until a claim finds nothing, and (b) the real
 //!    `tableq` binary (`run --stop-when-empty`, workers = K, an SQL action that marks
-//!    the row sent) at batch 1 and batch 100. Three claim indexes: the article's
-//!    `(status, retry_at)`; plus `(status, id)`; plus `(status, id)` with
-//!    `FORCE INDEX (status_id)` in the claim. Runs alternate (raw, b1, b100, then
-//!    rotated) and each cell is the median of the repetitions.
+//!    the row sent) at batch 1 and batch 100, and at batch 100 in `scope = "batch"`
+//!    (one UPDATE per batch, joined with `:batch` by `JSON_TABLE`). Three claim
+//!    indexes: the article's `(status, retry_at)`; plus `(status, id)`; plus
+//!    `(status, id)` with `FORCE INDEX (status_id)` in the claim. Runs alternate (raw,
+//!    b1, b100, b100 batch scope, then rotated) and each cell is the median of the
+//!    repetitions.
 //! 2. **Idle economy.** 10 empty queues × 16 workers, poll_interval 1s: the server's
 //!    `Com_select` and `Questions` over a window, and tableq's RSS and CPU.
 //! 3. **Pickup cost vs backlog.** One claim (BEGIN; claim; ROLLBACK) timed at 1,000

@@ -10,6 +10,7 @@ CREATE TABLE webhook_delivery (
     next_attempt  BIGINT NULL,
     last_status   INT NULL,
     last_error    VARCHAR(1000) NULL,
+    created_at    TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (id),
     INDEX (status, next_attempt),
     INDEX status_id (status, id)

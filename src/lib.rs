@@ -21,24 +21,27 @@
 //!   service manager hears, and whether queues progress), `queue` (what a queue's
 //!   workers share), `worker` (one loop: claim once, decide the next step), `batch`
 //!   (one transaction: SQL actions in it, HTTP/command actions outside it, the outcome
-//!   SQL), `lease` (`mode = "lease"`: a short claim that leases rows, the action with
-//!   no connection held, renewals, outcome SQL guarded by the lease), `report`, `idle`
-//!   (one worker polls an empty queue), `stop_when_empty`, `backoff`.
+//!   SQL; in batch scope each statement once per batch), `lease` (`mode = "lease"`: a
+//!   short claim that leases rows, the action with no connection held, renewals,
+//!   outcome SQL guarded by the lease), `observe` (one batch's timings and
+//!   rollbacks), `stats_refresher` (the background count of waiting rows), `report`,
+//!   `idle` (one worker polls an empty queue), `stop_when_empty`, `backoff`.
 //! - `check`: `tableq check` — the files, the server, the two-session SKIP LOCKED
 //!   self-test, the claim's index and the leave-the-query proof (and lease mode's),
 //!   all rolled back.
 //! - `count`: `tableq count`.
-//! - [`telemetry`]: per-queue counters and the progress line, the metrics and health
-//!   endpoint, logging.
+//! - [`telemetry`]: per-queue counters, timings and recent failures, the progress
+//!   line, the metrics and health endpoint, the status page, logging.
 //! - `action`: what to do with one item, one folder per kind (`sql`, `http`,
 //!   `command`), each reporting an `Outcome`.
 //! - `db`: the only place outside `check` that talks to the driver — connecting and
-//!   KILL, error classes, the worker `Session` (claim, statements, savepoints,
-//!   commit), a lease-mode queue's small `SessionPool`, a queue's SQL prepared, the
-//!   claimed row as parameters and as JSON.
+//!   KILL, error classes and kinds, the worker `Session` (claim, statements,
+//!   savepoints, commit), a lease-mode queue's small `SessionPool`, the backlog and
+//!   the database's clock, a queue's SQL prepared, the claimed row as parameters and
+//!   as JSON.
 //! - [`config`]: queue files — locating lines, `${ENV}`, `{column}` templates, the
-//!   queue-level keys and each action kind's table, `mode` and `[lease]`, validation,
-//!   names.
+//!   queue-level keys and each action kind's table, `mode` and `[lease]`, `scope`,
+//!   validation, names.
 //! - `sql`: the user's SQL as text — one lexer, statements and their `:params`, what
 //!   a statement's shape tells (literal columns, tables, the index a claim wants).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.

@@ -112,7 +112,16 @@ fn the_commented_lease_example_loads() {
 fn every_config_example_loads() {
     let queues = load_with(&[repo("config")], &config_env);
     let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
-    assert_eq!(names, ["email-outbox", "email", "render", "webhook"]);
+    assert_eq!(
+        names,
+        [
+            "email-outbox-batch",
+            "email-outbox",
+            "email",
+            "render",
+            "webhook"
+        ]
+    );
 }
 
 async fn email_database(rows: usize, invalid_every: usize) -> TestDb {
@@ -199,6 +208,31 @@ async fn the_render_example_runs() {
     assert_eq!((counts.done, counts.failed, counts.leases_lost), (6, 0, 0));
     let done = "SELECT COUNT(*) FROM video WHERE state = 'done' AND attempts = 1 AND progress = '100%' AND lease_id IS NULL";
     assert_eq!(db.count(done).await, 6);
+}
+
+/// config/email-outbox-batch.toml: each batch reaches the outbox in one statement;
+/// the two undeliverable emails fail alone and are scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_scope_outbox_example_runs() {
+    let db = email_database(500, 250).await;
+    let summary = run_until_empty(
+        load_with(&[repo("config/email-outbox-batch.toml")], &config_env),
+        &db.url,
+    )
+    .await;
+    let counts = summary.counts("email-outbox-batch").unwrap();
+    assert_eq!((counts.done, counts.failed), (498, 2));
+    assert_eq!(
+        db.count("SELECT COUNT(DISTINCT email_id) FROM outbox")
+            .await,
+        498
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM outbox").await, 498);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
+            .await,
+        2
+    );
 }
 
 /// The commented example runs too, pointed at a test database.

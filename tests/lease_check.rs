@@ -91,8 +91,9 @@ async fn lease_sql_that_forgets_the_lease_id_is_refused() {
     );
 }
 
-/// Without a database: an SQL action, a `[lease]` without the mode, a bad mode, and
-/// renewal or outcome SQL that does not check the lease are each refused by name.
+/// Without a database: an SQL action, batch scope, a `[lease]` without the mode, a
+/// bad mode, and renewal or outcome SQL that does not check the lease are each
+/// refused by name.
 #[tokio::test]
 async fn mistakes_are_refused_before_any_database() {
     let cases = [
@@ -101,6 +102,12 @@ async fn mistakes_are_refused_before_any_database() {
             "4: queue jobs: error: `mode = \"lease\"` runs the action with no transaction held, so \
              an SQL action has nothing to protect it: use mode = \"transaction\" for SQL, or an \
              http or command action",
+        ),
+        (
+            GOOD.replace("mode = \"lease\"", "mode = \"lease\"\nscope = \"batch\""),
+            "2: queue jobs: error: `mode = \"lease\"` leases, renews and records each row on its \
+             own, by its key and `:lease_id`, so `scope = \"batch\"` does not apply: remove \
+             `scope`, or use mode = \"transaction\" for set-based batches",
         ),
         (
             GOOD.replace("mode = \"lease\"", "mode = \"leased\""),

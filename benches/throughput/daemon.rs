@@ -59,17 +59,39 @@ pub async fn drain_with(bench: &mut Bench, queue: &str, n: u64) -> anyhow::Resul
 
 /// A queue named after `table` that marks each item sent with an SQL action.
 pub fn queue_file(table: &str, claim: Claim, workers: usize, batch: usize) -> String {
+    let action = format!("UPDATE {table} SET status = 'sent' WHERE id = :id");
+    queue_file_with(table, claim, workers, batch, "item", &action)
+}
+
+/// The same queue in batch scope: one UPDATE per batch, joined with `:batch`.
+pub fn set_based_queue_file(table: &str, claim: Claim, workers: usize, batch: usize) -> String {
+    let action = format!(
+        "UPDATE {table} JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id BIGINT PATH '$.id')) AS b \
+         USING (id) SET {table}.status = 'sent'"
+    );
+    queue_file_with(table, claim, workers, batch, "batch", &action)
+}
+
+fn queue_file_with(
+    table: &str,
+    claim: Claim,
+    workers: usize,
+    batch: usize,
+    scope: &str,
+    action: &str,
+) -> String {
     format!(
         r#"name = "{table}"
 workers = {workers}
 batch = {batch}
+scope = "{scope}"
 poll_interval = "1s"
 select = "{select}"
 key = "id"
 
 [action]
 type = "sql"
-sql = "UPDATE {table} SET status = 'sent' WHERE id = :id"
+sql = "{action}"
 "#,
         select = claim.select(table)
     )

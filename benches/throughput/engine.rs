@@ -1,5 +1,5 @@
 //! What drains the table in a throughput run — the raw clients, or tableq at a
-//! batch size — and what one drain measured.
+//! batch size, in item or batch scope — and what one drain measured.
 
 use crate::claim::Claim;
 use crate::measure::Delta;
@@ -9,21 +9,29 @@ use crate::{daemon, raw};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Engine {
     Raw,
-    Tableq { batch: usize },
+    Tableq {
+        batch: usize,
+    },
+    /// tableq with `scope = "batch"`: one UPDATE per batch, joined with `:batch`.
+    SetBased {
+        batch: usize,
+    },
 }
 
 impl Engine {
     /// Every engine, the raw clients first: the others are compared with them.
-    pub const ALL: [Engine; 3] = [
+    pub const ALL: [Engine; 4] = [
         Engine::Raw,
         Engine::Tableq { batch: 1 },
         Engine::Tableq { batch: 100 },
+        Engine::SetBased { batch: 100 },
     ];
 
     pub fn label(self) -> String {
         match self {
             Engine::Raw => "raw SQL".into(),
             Engine::Tableq { batch } => format!("tableq b={batch}"),
+            Engine::SetBased { batch } => format!("tableq b={batch} scope=batch"),
         }
     }
 
@@ -31,7 +39,7 @@ impl Engine {
     pub fn claim_sql(self, claim: Claim, table: &str) -> String {
         match self {
             Engine::Raw => claim.raw_sql(),
-            Engine::Tableq { batch } => claim.tableq_sql(table, batch),
+            Engine::Tableq { batch } | Engine::SetBased { batch } => claim.tableq_sql(table, batch),
         }
     }
 
@@ -46,6 +54,10 @@ impl Engine {
         match self {
             Engine::Raw => raw::drain(bench, claim, k, n).await,
             Engine::Tableq { batch } => daemon::drain(bench, claim, k, batch, n).await,
+            Engine::SetBased { batch } => {
+                let queue = daemon::set_based_queue_file("email", claim, k, batch);
+                daemon::drain_with(bench, &queue, n).await
+            }
         }
     }
 }

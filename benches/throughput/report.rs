@@ -59,6 +59,7 @@ pub fn throughput(results: &Throughput) -> String {
         .collect();
     out.push_str(&table(&THROUGHPUT_HEADERS, &rows));
     out.push_str(THROUGHPUT_NOTES);
+    out.push_str(&batch_scope(results));
     let fixed_cost = &results.fixed_cost;
     if !fixed_cost.is_empty() {
         let wall: Vec<f64> = fixed_cost.iter().map(|s| s.wall * 1e3).collect();
@@ -69,6 +70,41 @@ pub fn throughput(results: &Throughput) -> String {
 {:.0} ms wall and {:.0} ms CPU; it is inside every tableq items/s above.",
             median(&wall),
             median(&cpu)
+        );
+    }
+    out
+}
+
+/// Batch scope at batch 100 against the raw clients and against item scope at the
+/// same batch, per claim index and K: the figures issue 14 is judged by.
+fn batch_scope(results: &Throughput) -> String {
+    let position = |engine: Engine| Engine::ALL.iter().position(|e| *e == engine);
+    let (Some(item), Some(set)) = (
+        position(Engine::Tableq { batch: 100 }),
+        position(Engine::SetBased { batch: 100 }),
+    ) else {
+        return String::new();
+    };
+    let mut out = String::from("\nscope = \"batch\" at b=100:\n");
+    for group in &results.groups {
+        let (raw, item, set) = (&group.samples[0], &group.samples[item], &group.samples[set]);
+        let ratio = |a: &[Sample], b: &[Sample]| {
+            let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x.rate() / y.rate()).collect();
+            median(&ratios)
+        };
+        let server = |s: &[Sample]| per_item(s, |s| s.server_cpu.unwrap_or(f64::NAN));
+        let _ = writeln!(
+            out,
+            "  {}, K={}: {:.1}× raw, {:.2}× item scope; server CPU per item {:.1}× lower than item \
+scope ({:.0} vs {:.0} µs); {:.3} statements/item",
+            group.claim.label(),
+            group.k,
+            ratio(set, raw),
+            ratio(set, item),
+            server(item) / server(set),
+            server(set) * 1e6,
+            server(item) * 1e6,
+            per_item(set, |s| s.questions as f64),
         );
     }
     out
@@ -111,7 +147,7 @@ fn throughput_row(group: &Group, which: usize) -> Vec<String> {
 fn ratio_cell(engine: Engine, mine: &[Sample], raw: &[Sample]) -> String {
     match engine {
         Engine::Raw => "1.00".to_string(),
-        Engine::Tableq { .. } => {
+        Engine::Tableq { .. } | Engine::SetBased { .. } => {
             let ratios: Vec<f64> = mine
                 .iter()
                 .zip(raw)

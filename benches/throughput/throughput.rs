@@ -1,5 +1,6 @@
 //! Part 1, throughput: for every claim index and every K, each engine drains a
-//! freshly filled `email` table, the runs alternated (raw, b1, b100, then rotated);
+//! freshly filled `email` table, the runs alternated (raw, b1, b100, b100 in batch
+//! scope, then rotated);
 //! plus what a tableq run costs with nothing to do.
 
 use crate::claim::{explain, Claim};

@@ -63,10 +63,42 @@ impl Outside {
         progress: Option<std::sync::Arc<command::Progress>>,
     ) -> Outcome {
         match self {
-            Outside::Http(http) => http.deliver(item, queue).await,
+            Outside::Http(http) => {
+                let trace = http.traces().then(|| http::trace::Trace::for_item(item));
+                if let Some(trace) = &trace {
+                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+                }
+                let outcome = http.deliver(item, queue, trace.as_ref()).await;
+                Outcome {
+                    trace_id: trace.map(|t| t.trace_id),
+                    ..outcome
+                }
+            }
             Outside::Command(command) => {
                 command::run_reporting(command, item, queue, progress).await
             }
+        }
+    }
+
+    /// Runs the action once for all of `items` (`scope = "batch"`): one request with
+    /// a JSON array body, or one command with the array on stdin.
+    pub async fn run_batch(&self, items: &[Item], queue: &str) -> Outcome {
+        match self {
+            Outside::Http(http) => {
+                let trace = http.traces().then(|| match items {
+                    [item] => http::trace::Trace::for_item(item),
+                    _ => http::trace::Trace::new(),
+                });
+                if let Some(trace) = &trace {
+                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+                }
+                let outcome = http.deliver_batch(items, queue, trace.as_ref()).await;
+                Outcome {
+                    trace_id: trace.map(|t| t.trace_id),
+                    ..outcome
+                }
+            }
+            Outside::Command(command) => command::run_batch(command, items, queue).await,
         }
     }
 }
@@ -79,6 +111,22 @@ pub struct Outcome {
     pub status: Option<i64>,
     pub output: Option<Vec<u8>>,
     pub retry_after: Option<u64>,
+    /// Whose fault a failure looks like.
+    pub blame: Blame,
+    /// The W3C trace id an HTTP action sent (`traceparent`), for the item's log lines.
+    pub trace_id: Option<String>,
+}
+
+/// Whose fault a failure looks like: the circuit breaker counts only failures
+/// downstream, which say nothing about the item.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Blame {
+    /// The item's own: its values, or the receiver's verdict on it.
+    #[default]
+    Item,
+    /// Not the item's: the receiver unreachable or overloaded, a timeout, a
+    /// program that cannot start.
+    Downstream,
 }
 
 impl Outcome {
@@ -90,6 +138,14 @@ impl Outcome {
         Outcome {
             error: Some(capture::clip_error(error.into())),
             ..Outcome::default()
+        }
+    }
+
+    /// A failure that is not the item's fault (see [`Blame::Downstream`]).
+    pub fn downstream(error: impl Into<String>) -> Self {
+        Outcome {
+            blame: Blame::Downstream,
+            ..Outcome::failure(error)
         }
     }
 

@@ -12,6 +12,7 @@
 pub mod explain;
 pub mod index;
 pub mod offline;
+pub mod oldest;
 pub mod online;
 pub mod proof;
 pub mod queries;

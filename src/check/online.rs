@@ -11,7 +11,7 @@ use super::queries::{self, WaitingRows};
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
 use super::tables::Engines;
-use super::{index, offline, proof, self_test, tables, CheckOptions};
+use super::{index, offline, oldest, proof, self_test, tables, CheckOptions};
 use crate::config::names::key_name;
 use crate::config::QueueConfig;
 use crate::db::error::{describe_error, is_expected_contention, is_statement_error};
@@ -218,6 +218,7 @@ async fn deeper(
     let self_test = self_test::skip_locked(queue, database, prepared).await?;
     let mut findings: Vec<Finding> = self_test.finding(queue).into_iter().collect();
     findings.extend(index::claim_cost(conn, queue, prepared).await?);
+    findings.extend(oldest::oldest_read(conn, queue, prepared).await?);
     if let Some(not_proven) = proof_not_run(queue, &engines, &self_test) {
         findings.push(not_proven);
         return Ok(findings);

@@ -49,6 +49,8 @@ pub fn failure(action: &ActionConfig) -> Outcome {
         status,
         output,
         retry_after: None,
+        trace_id: None,
+        blame: Default::default(),
     }
 }
 

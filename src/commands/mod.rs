@@ -17,7 +17,7 @@ use crate::config::{LoadError, QueueConfig, QueueSource};
 use crate::count::count_waiting;
 use crate::db::OpenError;
 use crate::diagnostic::Findings;
-use crate::engine::reload::run_with_reload;
+use crate::engine::reload::{listen_for_hangups, run_with_reload};
 use crate::engine::supervisor::{resolve_databases, RunOptions};
 use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
 
@@ -91,6 +91,9 @@ fn load(source: &QueueSource) -> Result<Vec<QueueConfig>, Failure> {
 }
 
 async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), Failure> {
+    // First of all: a SIGHUP sent while the files load must not end the process.
+    let hangups = listen_for_hangups()
+        .map_err(|e| Failure::Runtime(format!("cannot listen for SIGHUP: {e}")))?;
     let source = QueueSource {
         paths: args.paths.clone(),
         names: args.queues.clone(),
@@ -131,7 +134,7 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
     let _stop_metrics = metrics_stop.drop_guard();
     let monitor = options.monitor.clone();
     let stop_when_empty = options.stop_when_empty;
-    run_with_reload(source, queues, options, shutdown)
+    run_with_reload(source, queues, options, shutdown, hangups)
         .await
         .map_err(Failure::Config)?;
     let looping = monitor.looping_queues();

@@ -89,6 +89,14 @@ pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Option<LeaseConfig>
              nothing to protect it: use mode = \"transaction\" for SQL, or an http or command action",
         );
     }
+    if raw.scope.as_deref() == Some("batch") {
+        v.error(
+            &["scope"],
+            "`mode = \"lease\"` leases, renews and records each row on its own, by its key and \
+             `:lease_id`, so `scope = \"batch\"` does not apply: remove `scope`, or use mode = \
+             \"transaction\" for set-based batches",
+        );
+    }
     if raw.on_success.is_none() {
         v.error(
             &["mode"],

@@ -3,12 +3,15 @@
 //! they agree on what a valid queue is and say the same thing when it is not.
 
 pub mod action;
+pub mod circuit;
 mod interpolate;
 pub mod lease;
 mod locate;
+pub mod monitoring;
 pub mod names;
 mod parse;
 mod raw;
+pub mod scope;
 mod statements;
 pub mod template;
 mod validate;
@@ -24,8 +27,11 @@ pub use action::{
     find_program, host_from_row, ActionConfig, CommandAction, HttpAction, SigningKey, SqlAction,
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
 };
+pub use circuit::CircuitConfig;
 pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
+pub use monitoring::Monitoring;
+pub use scope::Scope;
 
 /// `rate_limit = "50/s"`: `count` items per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +95,10 @@ pub struct QueueConfig {
     /// At most this many actions running at once across the queue's workers, per
     /// process.
     pub max_in_flight: Option<usize>,
+    /// The circuit breaker: `None` when it is off.
+    pub circuit: Option<circuit::CircuitConfig>,
+    /// Whether the statements run once per item or once per batch (`:batch`).
+    pub scope: Scope,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
     /// The `${VARS}` the file puts into `database_url` or a signing secret: a command
@@ -102,6 +112,8 @@ pub struct QueueConfig {
     pub on_failure: Option<Vec<ParsedStatement>>,
     /// `mode = "lease"`: the `[lease]` table. `None`: transaction mode.
     pub lease: Option<lease::LeaseConfig>,
+    /// `stats_interval`, `waiting_cap`, `waiting_since`.
+    pub monitoring: Monitoring,
     /// The file's text, kept to point findings at lines.
     source: Arc<str>,
 }

@@ -3,7 +3,7 @@
 //! select's column list is literal, before any database is asked) and from preparing
 //! the queue on its database, so a user sees one message for one mistake.
 
-use crate::config::{statement_path, ActionConfig, QueueConfig};
+use crate::config::{statement_path, ActionConfig, QueueConfig, Scope};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::literal_columns;
 use crate::sql::statement::ParsedStatement;
@@ -27,6 +27,9 @@ pub enum Special {
     Worker,
     /// `:progress`, the last progress line the command reported (lease mode).
     Progress,
+    /// `:batch`, in batch scope: the items as a JSON array; with `outcomes`, each
+    /// object also has `error`, `status`, `output` and `retry_after`.
+    Batch { outcomes: bool },
 }
 
 /// Which parameters a statement may use besides the select's columns.
@@ -36,6 +39,8 @@ pub struct ParamScope {
     pub outcome: bool,
     /// It belongs to a lease-mode queue: `:lease_id`, `:worker`, `:progress` exist.
     pub lease: bool,
+    /// The queue's `scope`: in batch scope only `:batch` and `:queue` exist.
+    pub scope: Scope,
 }
 
 impl Special {
@@ -45,6 +50,13 @@ impl Special {
     /// alias the column to use it.
     pub fn named(name: &str, scope: ParamScope) -> Option<Special> {
         let outcome = scope.outcome;
+        if scope.scope == Scope::Batch {
+            return match name {
+                "queue" => Some(Special::Queue),
+                "batch" => Some(Special::Batch { outcomes: outcome }),
+                _ => None,
+            };
+        }
         match name {
             "queue" => Some(Special::Queue),
             "lease_id" if scope.lease => Some(Special::LeaseId),
@@ -91,8 +103,13 @@ fn unknown_param(key: &str, name: &str, columns: &[String], scope: ParamScope) -
     if scope.lease {
         specials = format!("{specials}, {LEASE_PARAMS}");
     }
+    let batch = if name == "batch" {
+        " (`:batch` exists with scope = \"batch\")"
+    } else {
+        ""
+    };
     format!(
-        "`{key}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}",
+        "`{key}` uses `:{name}`, which is not a column the select returns ({}) nor one of {specials}{batch}",
         columns.join(", ")
     )
 }
@@ -113,6 +130,14 @@ fn unknown_key(key: &str, columns: &[String]) -> String {
     )
 }
 
+/// `` `waiting_since` = "x" is not a column the select returns (id, …) ``
+fn unknown_waiting_since(since: &str, columns: &[String]) -> String {
+    format!(
+        "`waiting_since` = {since:?} is not a column the select returns ({}); add it to the select, or name one it returns",
+        columns.join(", ")
+    )
+}
+
 /// When the select's column list is literal: every `:param`, `{placeholder}` and
 /// the `key` that cannot name one of its columns, as errors. Nothing when the list
 /// is not literal (`*`, expressions without aliases): the database says then.
@@ -126,12 +151,21 @@ pub fn unknown_literal_names(queue: &QueueConfig) -> Vec<Finding> {
 /// Every `:param`, `{placeholder}` and the `key` of `queue` that names none of
 /// `columns` (nor a special parameter), as errors. The loader asks with the select's
 /// literal columns, `run` with the columns its database reports: one rule, one
-/// message for one mistake.
+/// message for one mistake. (In batch scope, statements and placeholders name no
+/// columns: [`super::scope::batch_scope_refusals`] says so.)
 pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     let mut found: Vec<(Vec<String>, String)> = Vec::new();
+    let batch = queue.scope == Scope::Batch;
     let lease = queue.lease.is_some();
     let mut statements = |path: &[&str], list: &[ParsedStatement], outcome: bool| {
-        let scope = ParamScope { outcome, lease };
+        if batch {
+            return;
+        }
+        let scope = ParamScope {
+            outcome,
+            lease,
+            scope: Scope::Item,
+        };
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {
                 let known =
@@ -162,7 +196,7 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
         }
     }
     for (key, name) in queue.action.placeholders() {
-        if name != "queue" && find_column(columns, name).is_none() {
+        if !batch && name != "queue" && find_column(columns, name).is_none() {
             let message = unknown_placeholder(&key, name, columns);
             found.push((key.split('.').map(str::to_string).collect(), message));
         }
@@ -170,6 +204,12 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     if let Some(key) = &queue.key {
         if find_column(columns, key).is_none() {
             found.push((vec!["key".to_string()], unknown_key(key, columns)));
+        }
+    }
+    if let Some(since) = &queue.monitoring.waiting_since {
+        if !since.trim().is_empty() && find_column(columns, since).is_none() {
+            let message = unknown_waiting_since(since, columns);
+            found.push((vec!["waiting_since".to_string()], message));
         }
     }
     found
@@ -211,6 +251,7 @@ mod tests {
         let before = ParamScope {
             outcome: false,
             lease: false,
+            scope: Scope::Item,
         };
         let after = ParamScope {
             outcome: true,
@@ -219,11 +260,29 @@ mod tests {
         assert_eq!(Special::named("error", after), Some(Special::Error));
         assert_eq!(Special::named("error", before), None);
         assert_eq!(Special::named("queue", before), Some(Special::Queue));
+        assert_eq!(Special::named("batch", after), None);
         assert_eq!(Special::named("lease_id", after), None);
         let leased = ParamScope {
             lease: true,
             ..before
         };
         assert_eq!(Special::named("lease_id", leased), Some(Special::LeaseId));
+    }
+
+    #[test]
+    fn batch_scope_has_only_batch_and_queue() {
+        let before = ParamScope {
+            outcome: false,
+            lease: false,
+            scope: Scope::Batch,
+        };
+        let after = ParamScope {
+            outcome: true,
+            ..before
+        };
+        let outcomes = Special::Batch { outcomes: true };
+        assert_eq!(Special::named("batch", after), Some(outcomes));
+        assert_eq!(Special::named("queue", before), Some(Special::Queue));
+        assert_eq!(Special::named("error", after), None);
     }
 }

@@ -27,7 +27,13 @@ pub struct RawQueue {
     /// `"transaction"` (the default) or `"lease"`.
     pub mode: Option<String>,
     pub lease: Option<super::lease::RawLease>,
+    pub circuit: Option<super::circuit::RawCircuit>,
+    pub scope: Option<String>,
     pub database_url: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub stats_interval: Option<Duration>,
+    pub waiting_cap: Option<u64>,
+    pub waiting_since: Option<String>,
     pub select: String,
     pub key: Option<String>,
     pub action: RawAction,

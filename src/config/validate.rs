@@ -97,6 +97,7 @@ pub fn validate(
         database_timeout,
     } = timings(&mut v, &raw);
     let flow = flow(&mut v, &raw);
+    let scope = v.scope(raw.scope.as_deref());
     let database_url = raw.database_url.as_ref().and_then(|url| {
         interpolate(url, env)
             .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
@@ -131,6 +132,8 @@ pub fn validate(
         loop_limit: flow.loop_limit,
         rate_limit: flow.rate_limit,
         max_in_flight: flow.max_in_flight,
+        circuit: flow.circuit,
+        scope,
         secret_variables: secret_variables(&raw),
         database_url,
         select,
@@ -139,12 +142,14 @@ pub fn validate(
         on_success: on_success.unwrap_or_default(),
         on_failure,
         lease,
+        monitoring: flow.monitoring,
         source,
     };
     // With a literal column list, a name that is not a column is known now: the
     // same finding preparing the queue on its database would give.
     findings.extend(super::names::unknown_literal_names(&queue));
     findings.extend(super::lease::unguarded(&queue));
+    findings.extend(super::scope::batch_scope_refusals(&queue));
     if !findings.is_empty() {
         return Err(findings);
     }
@@ -183,6 +188,9 @@ struct Flow {
     loop_limit: u32,
     rate_limit: Option<super::Rate>,
     max_in_flight: Option<usize>,
+    /// `stats_interval`, `waiting_cap`, `waiting_since`.
+    monitoring: super::Monitoring,
+    circuit: Option<super::CircuitConfig>,
 }
 
 fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
@@ -194,6 +202,8 @@ fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
         max_in_flight: raw
             .max_in_flight
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
+        monitoring: super::monitoring::monitoring(v, raw),
+        circuit: super::circuit::validate(v, raw.circuit.as_ref(), &raw.action),
     }
 }
 
@@ -251,6 +261,7 @@ fn directory_of(file: &Path) -> PathBuf {
     std::fs::canonicalize(&dir).unwrap_or(dir)
 }
 
+/// `key`, if given, names something.
 fn check_key(v: &mut Validator, key: Option<&str>) {
     if key.is_some_and(|k| k.trim().is_empty()) {
         v.error(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use mysql_async::consts::ColumnType;
 use mysql_async::{Params, Value};
 
-use super::row_json::value_bytes;
+use super::row_json::{batch_json, value_bytes};
 use crate::config::names::{find_column, Special};
 
 /// Where a statement's `?` gets its value from.
@@ -130,6 +130,28 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
             ParamSource::Special(Special::LeaseId) => text(outcome.lease.lease_id),
             ParamSource::Special(Special::Worker) => text(outcome.lease.worker),
             ParamSource::Special(Special::Progress) => text(outcome.lease.progress),
+            // Run for one item (a batch retried item by item): a one-element batch.
+            ParamSource::Special(Special::Batch { outcomes }) => {
+                Value::from(batch_json([(item, outcomes.then_some(*outcome))]))
+            }
+        })
+        .collect();
+    Params::Positional(values)
+}
+
+/// The positional parameters for one statement run once for a whole batch, whose
+/// `:batch` is `batch` (from [`batch_json`]). Batch scope has no column parameters
+/// (the loader refuses them), nor the outcome ones: those are in the JSON.
+pub fn bind_batch(sources: &[ParamSource], batch: &str, queue: &str) -> Params {
+    if sources.is_empty() {
+        return Params::Empty;
+    }
+    let values = sources
+        .iter()
+        .map(|source| match source {
+            ParamSource::Special(Special::Queue) => Value::from(queue),
+            ParamSource::Special(Special::Batch { .. }) => Value::from(batch),
+            _ => Value::NULL,
         })
         .collect();
     Params::Positional(values)

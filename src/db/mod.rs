@@ -4,8 +4,11 @@
 //! ([`prepared`]), and the claimed row with its binding and JSON form ([`item`],
 //! [`row_json`]).
 
+pub mod backlog;
+pub mod clock;
 pub mod connect;
 pub mod error;
+pub mod error_kind;
 pub mod item;
 pub mod pool;
 pub mod prepared;
@@ -13,8 +16,10 @@ pub mod row_json;
 pub mod session;
 pub mod waiting;
 
+pub use clock::DbClock;
 pub use connect::{Database, Kill};
 pub use error::DbError;
+pub use error_kind::ErrorKind;
 pub use item::{Item, LeaseParams, OutcomeParams};
 pub use pool::SessionPool;
 pub use session::{OpenError, Ran, Session, Statements};

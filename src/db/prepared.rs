@@ -230,8 +230,12 @@ impl Preparer<'_> {
             .params
             .iter()
             .filter_map(|name| {
-                let lease = self.queue.lease.is_some();
-                Special::named(name, ParamScope { outcome, lease })
+                let scope = ParamScope {
+                    outcome,
+                    lease: self.queue.lease.is_some(),
+                    scope: self.queue.scope,
+                };
+                Special::named(name, scope)
                     .map(ParamSource::Special)
                     .or_else(|| find_column(&self.columns.names, name).map(ParamSource::Column))
             })

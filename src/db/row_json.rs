@@ -22,7 +22,7 @@ use mysql_async::consts::ColumnType;
 use mysql_async::Value;
 use serde_json::{Map, Number, Value as Json};
 
-use crate::db::item::Item;
+use crate::db::item::{Item, OutcomeParams};
 
 /// The item as a JSON object, keyed by column name, in the select's column order.
 pub fn item_json(item: &Item) -> Json {
@@ -35,6 +35,47 @@ pub fn item_json(item: &Item) -> Json {
         );
     }
     Json::Object(object)
+}
+
+/// The items as a JSON array of [`item_json`] objects: a batch's HTTP body, or a
+/// command's stdin, in batch scope.
+pub fn items_json(items: &[Item]) -> Json {
+    Json::Array(items.iter().map(item_json).collect())
+}
+
+/// The items' keys as a JSON array, each typed as in [`item_json`].
+pub fn keys_json(items: &[Item]) -> Json {
+    let key = |item: &Item| value_json(item.key(), item.columns.types[item.key_index]);
+    Json::Array(items.iter().map(key).collect())
+}
+
+/// `:batch` in batch scope: the items as a JSON array of [`item_json`] objects; with
+/// outcomes, each object also has `error`, `status`, `output` (text, or base64 when
+/// not UTF-8) and `retry_after`, which win over columns of the same names.
+pub fn batch_json<'a>(
+    items: impl IntoIterator<Item = (&'a Item, Option<OutcomeParams<'a>>)>,
+) -> String {
+    let array: Vec<Json> = items
+        .into_iter()
+        .map(|(item, outcome)| {
+            let mut object = item_json(item);
+            if let (Some(outcome), Json::Object(fields)) = (outcome, &mut object) {
+                fields.insert("error".into(), outcome.error.map_or(Json::Null, Json::from));
+                fields.insert(
+                    "status".into(),
+                    outcome.status.map_or(Json::Null, Json::from),
+                );
+                let output = outcome.output.map(|o| Value::Bytes(o.to_vec()));
+                let output =
+                    output.map_or(Json::Null, |o| value_json(&o, ColumnType::MYSQL_TYPE_BLOB));
+                fields.insert("output".into(), output);
+                let retry_after = outcome.retry_after.map_or(Json::Null, Json::from);
+                fields.insert("retry_after".into(), retry_after);
+            }
+            object
+        })
+        .collect();
+    Json::Array(array).to_string()
 }
 
 /// One value as JSON.

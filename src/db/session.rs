@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row};
+use mysql_async::{Conn, Params, Row};
 use tokio::time::Instant;
 
 use super::connect::{Database, Kill, QUICK_TIMEOUT};
 use super::error::{DbError, ER_UNKNOWN_SYSTEM_VARIABLE};
-use super::item::{bind, Item, OutcomeParams};
+use super::item::{bind, bind_batch, Item, OutcomeParams, ParamSource};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
+use super::row_json::batch_json;
 use super::waiting::Waiting;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
@@ -214,10 +215,33 @@ impl Session {
         queue: &str,
         outcome: &OutcomeParams<'_>,
     ) -> Result<(), DbError> {
+        self.run_bound(which, |sources| bind(sources, item, queue, outcome))
+            .await
+    }
+
+    /// Runs `which` once for all of `items` (batch scope), each with its outcome,
+    /// as one JSON array in `:batch`; stops at the first error.
+    pub async fn run_batch(
+        &mut self,
+        which: Statements,
+        items: &[(&Item, OutcomeParams<'_>)],
+        queue: &str,
+    ) -> Result<(), DbError> {
+        let batch = batch_json(items.iter().map(|(item, outcome)| (*item, Some(*outcome))));
+        self.run_bound(which, |sources| bind_batch(sources, &batch, queue))
+            .await
+    }
+
+    async fn run_bound(
+        &mut self,
+        which: Statements,
+        params: impl Fn(&[ParamSource]) -> Params,
+    ) -> Result<(), DbError> {
         let what = which.waiting_for();
         for bound in self.prepared.statements(which) {
-            let params = bind(&bound.sources, item, queue, outcome);
-            let statement = self.conn.exec_drop(&bound.statement, params);
+            let statement = self
+                .conn
+                .exec_drop(&bound.statement, params(&bound.sources));
             answer(&self.waiting, self.deadline, what, statement).await?;
         }
         Ok(())
@@ -256,8 +280,36 @@ impl Session {
         deadline: Instant,
         database: &Database,
     ) -> Result<Ran, DbError> {
+        let params = |sources: &[ParamSource]| bind(sources, item, queue, &OutcomeParams::NONE);
+        self.run_bound_until(which, params, deadline, database)
+            .await
+    }
+
+    /// As [`Session::run_until`], once for all of `items` (batch scope), as one JSON
+    /// array in `:batch`.
+    pub async fn run_batch_until(
+        &mut self,
+        which: Statements,
+        items: &[Item],
+        queue: &str,
+        deadline: Instant,
+        database: &Database,
+    ) -> Result<Ran, DbError> {
+        let batch = batch_json(items.iter().map(|item| (item, None)));
+        let params = |sources: &[ParamSource]| bind_batch(sources, &batch, queue);
+        self.run_bound_until(which, params, deadline, database)
+            .await
+    }
+
+    async fn run_bound_until(
+        &mut self,
+        which: Statements,
+        params: impl Fn(&[ParamSource]) -> Params,
+        deadline: Instant,
+        database: &Database,
+    ) -> Result<Ran, DbError> {
         for bound in self.prepared.statements(which) {
-            let params = bind(&bound.sources, item, queue, &OutcomeParams::NONE);
+            let params = params(&bound.sources);
             let connection_id = self.conn.id();
             let execution = self.conn.exec_drop(&bound.statement, params);
             tokio::pin!(execution);

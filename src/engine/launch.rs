@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::stats_refresher::refresh_stats;
 use super::worker::run_worker;
 use crate::action::Action;
 use crate::config::QueueConfig;
-use crate::db::{Database, OpenError, Session};
+use crate::db::{Database, DbClock, ErrorKind, OpenError, Session};
 use crate::diagnostic::{messages, Finding, Findings, Severity};
 use crate::telemetry::stats::report_progress;
 
@@ -138,13 +139,16 @@ pub async fn start_queue(
     session: Option<Session>,
     progress_every: Duration,
 ) {
-    let session = match session {
+    let mut session = match session {
         Some(session) => session,
         None => match first_session(&queue).await {
             Some(session) => session,
             None => return,
         },
     };
+    let lag = queue.config.monitoring.waiting_since.is_some();
+    queue.stats.observed.set_measures_lag(lag);
+    read_clock(&queue, &mut session).await;
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
     if queue.config.is_lease() {
@@ -155,12 +159,24 @@ pub async fn start_queue(
             tracker.spawn(supervise_worker(queue.clone(), index, first.take()));
         }
     }
+    tracker.spawn(refresh_stats(queue.clone()));
     tracker.spawn(report_progress(
         queue.config.name.clone(),
         queue.stats.clone(),
         progress_every,
         queue.stop.clone(),
     ));
+}
+
+/// Reads the database's clock on the queue's first session, before its workers
+/// claim: the wait of the very first items is measured by it.
+async fn read_clock(queue: &QueueRuntime, session: &mut Session) {
+    match DbClock::read(session).await {
+        Ok(clock) => queue.stats.observed.set_clock(clock),
+        Err(e) => {
+            debug!(queue = %queue.config.name, error = %e, "could not read the database's clock")
+        }
+    }
 }
 
 /// Opens the queue's first session, retrying with backoff; `None` once told to stop.
@@ -173,6 +189,9 @@ async fn first_session(queue: &QueueRuntime) -> Option<Session> {
         };
         let wait = backoff.next_wait();
         let retry_in = humantime::format_duration(wait);
+        if let Err(OpenError::Unreachable(_)) = &opened {
+            queue.stats.observed.record_db_error(ErrorKind::Connect);
+        }
         match opened {
             Ok(session) => return Some(session),
             Err(OpenError::Unreachable(error)) if error.is_access_denied() => {

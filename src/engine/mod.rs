@@ -3,6 +3,7 @@
 
 pub mod backoff;
 pub mod batch;
+pub mod circuit;
 pub mod idle;
 pub mod launch;
 pub mod lease;
@@ -10,11 +11,13 @@ pub mod lifecycle;
 pub mod limits;
 pub mod liveness;
 pub mod loops;
+pub mod observe;
 pub mod once;
 pub mod queue;
 pub mod refusals;
 pub mod reload;
 pub mod report;
+pub mod stats_refresher;
 pub mod stop_when_empty;
 pub mod supervisor;
 pub mod worker;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::circuit::Circuit;
 use super::idle::Idle;
 use super::limits::Limits;
 use super::loops::Loops;
@@ -38,4 +39,6 @@ pub struct QueueRuntime {
     pub loops: Loops,
     /// `rate_limit` and `max_in_flight`.
     pub limits: Limits,
+    /// Stops claiming while the action fails downstream.
+    pub circuit: Circuit,
 }

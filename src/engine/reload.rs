@@ -5,7 +5,7 @@
 //! it was. Otherwise only what changed is touched (see [`super::supervisor`]), with
 //! one log line per queue: unchanged, changed, added or removed.
 
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -14,20 +14,22 @@ use super::supervisor::{Event, RunOptions, Supervisor};
 use crate::config::{LoadError, QueueConfig, QueueSource};
 use crate::diagnostic::{Finding, Findings};
 
-/// Runs `queues` until `shutdown`, reloading them from `source` on every SIGHUP.
-/// Only the first start can fail the process.
+/// Listens for SIGHUP from now on: from here, a SIGHUP no longer ends the process
+/// (its default action) but waits to be read as a reload. Called first thing, before
+/// the files are loaded.
+pub fn listen_for_hangups() -> std::io::Result<Signal> {
+    signal(SignalKind::hangup())
+}
+
+/// Runs `queues` until `shutdown`, reloading them from `source` on every SIGHUP that
+/// `hangups` hears. Only the first start can fail the process.
 pub async fn run_with_reload(
     source: QueueSource,
     queues: Vec<QueueConfig>,
     options: RunOptions,
     shutdown: CancellationToken,
+    mut hangups: Signal,
 ) -> Result<(), Findings> {
-    let mut hangups = signal(SignalKind::hangup()).map_err(|e| {
-        Findings(vec![Finding::error(
-            &source.paths[0],
-            format!("cannot listen for SIGHUP: {e}"),
-        )])
-    })?;
     let lifecycle = options.lifecycle.clone();
     let mut supervisor = Supervisor::new(options, shutdown);
     if !supervisor.start(queues).await? {

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
+use super::circuit::Circuit;
 use super::idle::Idle;
 use super::launch::{prepare, start_queue, Prepared};
 use super::lifecycle::{Lifecycle, Silent};
@@ -313,6 +314,7 @@ impl Supervisor {
             idle: Idle::default(),
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config),
+            circuit: Circuit::new(&config, stats.clone()),
             stats,
             config,
             database,

@@ -13,10 +13,11 @@ use tracing::{debug, error, info, info_span, warn, Instrument};
 use super::backoff::{jitter, pause, Backoff};
 use super::batch::claim_and_process;
 use super::idle::{Turn, Watch};
+use super::observe::BatchWatch;
 use super::queue::QueueRuntime;
 use super::refusals::is_full;
 use super::report::BatchReport;
-use crate::db::{DbError, Kill, OpenError, Session};
+use crate::db::{DbError, ErrorKind, Item, Kill, OpenError, Session};
 use crate::diagnostic::messages;
 use crate::telemetry::stats::Connected;
 
@@ -95,11 +96,17 @@ impl<'a> Worker<'a> {
     }
 
     async fn run(mut self) {
-        while !self.queue.stop.is_cancelled() {
+        let queue = self.queue;
+        while !queue.stop.is_cancelled() {
+            // While the circuit is open, wait here: claiming would spend attempts.
+            let Some(pass) = queue.circuit.pass(&queue.stop).await else {
+                break;
+            };
             let Some(held) = self.ready_session().await else {
                 break;
             };
             let claimed = self.claim_once(held).await;
+            drop(pass);
             let step = self.next_step(claimed);
             if !self.take(step).await {
                 break;
@@ -131,8 +138,11 @@ impl<'a> Worker<'a> {
         let ticket = queue.stop_when_empty.begin();
         queue.stats.record_claim();
         let connection_id = held.session.id();
+        let batch = BatchWatch::new(queue);
         let watch = &mut self.watch;
-        let found = |found: usize| {
+        let found = |items: &[Item]| {
+            batch.claimed(items);
+            let found = items.len();
             if found > 0 {
                 // Busy now: hand the watch on (dropping it wakes a sleeper), so
                 // that someone keeps polling while this batch takes its time.
@@ -150,6 +160,7 @@ impl<'a> Worker<'a> {
         };
         let Some(result) = result else {
             ticket.finish(true);
+            batch.rolled_back();
             warn!("the shutdown timeout passed; rolling back the items in flight");
             if let Err(e) = queue.database.kill(connection_id, Kill::Connection).await {
                 warn!(error = %e, "could not kill the session; the server rolls it back when the connection drops");
@@ -165,8 +176,12 @@ impl<'a> Worker<'a> {
                     },
                 );
             }
-            Ok(report) if report.rolled_back => Claimed::RolledBack,
+            Ok(report) if report.rolled_back => {
+                batch.rolled_back();
+                Claimed::RolledBack
+            }
             Ok(report) => {
+                batch.committed();
                 queue
                     .stats
                     .record(report.done, report.failed, report.returned);
@@ -174,9 +189,11 @@ impl<'a> Worker<'a> {
                 return self.keep(held, Claimed::Committed(report));
             }
             Err(e) if e.is_contention() && held.session.rollback_quickly().await => {
+                batch.failed(&e);
                 Claimed::Contention(e)
             }
             Err(e) => {
+                batch.failed(&e);
                 ticket.finish(true);
                 return Claimed::Lost(e);
             }
@@ -324,6 +341,12 @@ impl<'a> Worker<'a> {
     }
 
     fn not_opened(&self, e: &OpenError, wait: Duration) {
+        if let OpenError::Unreachable(_) = e {
+            self.queue
+                .stats
+                .observed
+                .record_db_error(ErrorKind::Connect);
+        }
         let retry_in = humantime::format_duration(wait);
         let first = self.index == 0;
         match e {

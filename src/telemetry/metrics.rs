@@ -1,8 +1,11 @@
 //! `--metrics-addr`: an HTTP endpoint for the supervisor and the monitoring system.
 //!
 //! - `GET /metrics`: Prometheus text format — per queue, claims and items (done,
-//!   failed, returned) as counters, workers and connected workers as gauges.
+//!   failed, returned, rolled back) as counters, workers as gauges, and the rest of
+//!   [`super::exports`]; the process's own (`process_*`).
 //! - `GET /healthz`: 200 while the process serves (liveness).
+//! - `GET /` and `GET /status.json`: the status page and its data (see
+//!   [`super::status`]).
 //! - `GET /readyz`: 200 when every running queue has a database connection and no
 //!   worker has waited for the database past its deadline, else 503 with the reasons
 //!   (readiness).
@@ -19,6 +22,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use prometheus_client::collector::Collector;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -27,7 +31,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::telemetry::monitor::Monitor;
+use crate::telemetry::monitor::{Monitor, QueueView};
+use crate::telemetry::process::ProcessCollector;
+use crate::telemetry::stats::CircuitState;
+use crate::telemetry::status;
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
 pub async fn start(
@@ -37,14 +44,21 @@ pub async fn start(
 ) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz");
+    info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz; status page on / and /status.json");
     let mut registry = Registry::with_prefix("tableq");
     registry.register_collector(Box::new(QueueCollector(monitor.clone())));
-    let state = Arc::new(Endpoint { monitor, registry });
+    let mut process = Registry::default();
+    process.register_collector(Box::new(ProcessCollector));
+    let state = Arc::new(Endpoint {
+        monitor,
+        registries: [registry, process],
+    });
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .route("/", get(status_page))
+        .route("/status.json", get(status_json))
         .with_state(state);
     Ok(tokio::spawn(super::listener::serve(
         listener, app, shutdown,
@@ -53,12 +67,18 @@ pub async fn start(
 
 struct Endpoint {
     monitor: Arc<Monitor>,
-    registry: Registry,
+    /// tableq's own metrics, then the process's (`process_*`, no prefix).
+    registries: [Registry; 2],
 }
 
 async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
     let mut text = String::new();
-    match prometheus_client::encoding::text::encode(&mut text, &endpoint.registry) {
+    let encoded = endpoint
+        .registries
+        .iter()
+        .try_for_each(|registry| encode_registry(&mut text, registry))
+        .and_then(|()| encode_eof(&mut text));
+    match encoded {
         Ok(()) => (
             StatusCode::OK,
             [(
@@ -75,9 +95,20 @@ async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
     }
 }
 
+async fn status_page(State(endpoint): State<Arc<Endpoint>>) -> axum::response::Response {
+    status::page_response(&endpoint.monitor)
+}
+
+async fn status_json(State(endpoint): State<Arc<Endpoint>>) -> axum::response::Response {
+    status::json_response(&endpoint.monitor)
+}
+
 async fn readyz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
     match endpoint.monitor.readiness() {
-        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
+        Ok(notes) => {
+            let notes: String = notes.iter().map(|note| format!("{note}\n")).collect();
+            (StatusCode::OK, format!("ready\n{notes}"))
+        }
         Err(reasons) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("{}\n", reasons.join("\n")),
@@ -91,7 +122,8 @@ struct QueueCollector(Arc<Monitor>);
 
 impl Collector for QueueCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let queues = self.0.queues();
+        let watched = self.0.watched();
+        let queues: Vec<_> = watched.iter().map(|(view, _)| view.clone()).collect();
         let claims = ConstCounter::new(0u64);
         let mut family = encoder.encode_descriptor(
             "claims",
@@ -114,6 +146,16 @@ impl Collector for QueueCollector {
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
         let mut family = encoder.encode_descriptor(
+            "leases_lost",
+            "Lease mode: leases lost while their item was worked on (a renewal or the outcome SQL matched no row); the outcome was not recorded",
+            None,
+            claims.metric_type(),
+        )?;
+        for q in &queues {
+            ConstCounter::new(q.counts.leases_lost)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
             "loops",
             "Items completed again within loop_window: rows [on_success] left in the select",
             None,
@@ -125,15 +167,16 @@ impl Collector for QueueCollector {
         }
         let mut family = encoder.encode_descriptor(
             "items",
-            "Items committed: done (on_success), failed (on_failure), returned (left waiting)",
+            "Items claimed: done (on_success), failed (on_failure), returned (left waiting), rolled_back (their transaction did not commit)",
             None,
             claims.metric_type(),
         )?;
-        for q in &queues {
+        for (q, stats) in &watched {
             for (outcome, value) in [
                 ("done", q.counts.done),
                 ("failed", q.counts.failed),
                 ("returned", q.counts.returned),
+                ("rolled_back", stats.observed.rolled_back()),
             ] {
                 let labels = [("queue", q.name.as_str()), ("outcome", outcome)];
                 ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
@@ -160,6 +203,39 @@ impl Collector for QueueCollector {
             ConstGauge::new(q.connected as i64)
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
-        Ok(())
+        encode_circuits(&queues, &mut encoder)?;
+        super::exports::encode(&watched, &mut encoder)
     }
+}
+
+/// Each queue's circuit breaker: its state, and how often it changed.
+fn encode_circuits(
+    queues: &[QueueView],
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let gauge = ConstGauge::new(0i64);
+    let counter = ConstCounter::new(0u64);
+    let mut family = encoder.encode_descriptor(
+        "circuit_state",
+        "The circuit breaker: 0 closed, 1 open (not claiming), 2 half-open (one probe)",
+        None,
+        gauge.metric_type(),
+    )?;
+    for q in queues.iter().filter(|q| q.running) {
+        ConstGauge::new(q.circuit as i64)
+            .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+    }
+    let mut family = encoder.encode_descriptor(
+        "circuit_transitions",
+        "Changes of the circuit breaker's state, by the state it changed to",
+        None,
+        counter.metric_type(),
+    )?;
+    for q in queues {
+        for (state, value) in CircuitState::ALL.iter().zip(q.circuit_transitions) {
+            let labels = [("queue", q.name.as_str()), ("to", state.name())];
+            ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }

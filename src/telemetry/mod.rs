@@ -1,8 +1,13 @@
 //! What the process tells about itself: counters, the progress line, the metrics
 //! endpoint, and logging.
 
+pub mod exports;
+pub mod histograms;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod monitor;
+pub mod observed;
+pub mod process;
 pub mod stats;
+pub mod status;

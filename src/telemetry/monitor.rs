@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::telemetry::stats::{Counts, QueueStats};
+use crate::telemetry::stats::{CircuitState, Counts, QueueStats};
 
 #[derive(Debug, Default)]
 pub struct Monitor {
@@ -30,6 +30,10 @@ pub struct QueueView {
     pub workers: usize,
     pub connected: usize,
     pub running: bool,
+    pub circuit: CircuitState,
+    /// How many times the circuit changed to each state, in [`CircuitState::ALL`]'s
+    /// order.
+    pub circuit_transitions: [u64; 3],
 }
 
 impl Monitor {
@@ -61,21 +65,33 @@ impl Monitor {
     }
 
     pub fn queues(&self) -> Vec<QueueView> {
+        self.watched().into_iter().map(|(view, _)| view).collect()
+    }
+
+    /// Each queue with its statistics, for the metrics and the status page.
+    pub fn watched(&self) -> Vec<(QueueView, Arc<QueueStats>)> {
         self.lock()
             .iter()
-            .map(|(name, watched)| QueueView {
-                name: name.clone(),
-                counts: watched.stats.counts(),
-                workers: watched.workers,
-                connected: watched.stats.connected(),
-                running: watched.running,
+            .map(|(name, watched)| {
+                let view = QueueView {
+                    name: name.clone(),
+                    counts: watched.stats.counts(),
+                    workers: watched.workers,
+                    connected: watched.stats.connected(),
+                    running: watched.running,
+                    circuit: watched.stats.circuit(),
+                    circuit_transitions: CircuitState::ALL
+                        .map(|state| watched.stats.circuit_transitions(state)),
+                };
+                (view, watched.stats.clone())
             })
             .collect()
     }
 
-    /// Ready when not stopping and every running queue has a connected worker; else
-    /// the reasons it is not.
-    pub fn readiness(&self) -> Result<(), Vec<String>> {
+    /// Ready when not stopping and every running queue has a connected worker — with
+    /// notes worth knowing that do not make it unready (an open circuit) — else the
+    /// reasons it is not.
+    pub fn readiness(&self) -> Result<Vec<String>, Vec<String>> {
         if self.stopping.load(Ordering::Acquire) {
             return Err(vec!["shutting down".to_string()]);
         }
@@ -99,7 +115,7 @@ impl Monitor {
             waiting.extend(stalled.iter().map(|s| format!("queue {name}: {s}")));
         }
         if waiting.is_empty() {
-            Ok(())
+            Ok(circuit_notes(&queues))
         } else {
             Err(waiting)
         }
@@ -122,6 +138,22 @@ impl Monitor {
     }
 }
 
+/// `queue webhook: circuit open …` for each running queue whose circuit is not
+/// closed: it claims nothing (or one probe) on purpose, and is ready all the same.
+fn circuit_notes(queues: &[QueueView]) -> Vec<String> {
+    queues
+        .iter()
+        .filter(|q| q.running && q.circuit != CircuitState::Closed)
+        .map(|q| {
+            format!(
+                "queue {}: circuit {} (failures downstream: it claims again after a probe succeeds)",
+                q.name,
+                q.circuit.name()
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +169,7 @@ mod tests {
             Err(vec!["queue email has no database connection".to_string()])
         );
         let connected = stats.connection();
-        assert_eq!(monitor.readiness(), Ok(()));
+        assert_eq!(monitor.readiness(), Ok(vec![]));
         drop(connected);
         monitor.stop_queue("email");
         let again = monitor.start_queue("email", 8, Duration::from_secs(30));

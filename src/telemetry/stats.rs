@@ -1,12 +1,13 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use super::observed::Observed;
 use crate::db::Waiting;
 
 /// Counts of committed work, since the daemon started.
@@ -28,6 +29,41 @@ pub struct QueueStats {
     looping: AtomicBool,
     /// Each worker's wait for the database, and how long a wait may last.
     waits: Mutex<Waits>,
+    /// The circuit breaker's state, as a [`CircuitState`].
+    circuit: AtomicU8,
+    /// Changes of the circuit's state, by the state it changed to.
+    circuit_transitions: [AtomicU64; 3],
+    /// Timings, rollbacks, errors, the backlog, recent history and failures.
+    pub observed: Observed,
+}
+
+/// A queue's circuit breaker, as the metrics and `/readyz` show it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CircuitState {
+    /// Items run as usual (also when the breaker is off).
+    #[default]
+    Closed = 0,
+    /// Failures downstream: the queue does not claim until the cool-down is over.
+    Open = 1,
+    /// One item runs as a probe.
+    HalfOpen = 2,
+}
+
+impl CircuitState {
+    pub const ALL: [CircuitState; 3] = [
+        CircuitState::Closed,
+        CircuitState::Open,
+        CircuitState::HalfOpen,
+    ];
+
+    /// The state's name in metrics and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            CircuitState::Closed => "closed",
+            CircuitState::Open => "open",
+            CircuitState::HalfOpen => "half_open",
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +155,7 @@ impl QueueStats {
         self.done.fetch_add(done as u64, Ordering::Relaxed);
         self.failed.fetch_add(failed as u64, Ordering::Relaxed);
         self.returned.fetch_add(returned as u64, Ordering::Relaxed);
+        self.observed.record_minute(done, failed, returned);
     }
 
     /// Records outcome SQL that failed (its item is waiting again).
@@ -144,6 +181,27 @@ impl QueueStats {
 
     pub fn looping(&self) -> bool {
         self.looping.load(Ordering::Acquire)
+    }
+
+    /// The circuit changed to `state` (counted as a transition unless it already was).
+    pub fn set_circuit(&self, state: CircuitState) {
+        let before = self.circuit.swap(state as u8, Ordering::AcqRel);
+        if before != state as u8 {
+            self.circuit_transitions[state as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn circuit(&self) -> CircuitState {
+        match self.circuit.load(Ordering::Acquire) {
+            1 => CircuitState::Open,
+            2 => CircuitState::HalfOpen,
+            _ => CircuitState::Closed,
+        }
+    }
+
+    /// How many times the circuit changed to `state`.
+    pub fn circuit_transitions(&self, state: CircuitState) -> u64 {
+        self.circuit_transitions[state as usize].load(Ordering::Relaxed)
     }
 
     pub fn counts(&self) -> Counts {

@@ -13,6 +13,7 @@ pub mod mariadb;
 pub mod process;
 pub mod proxy;
 pub mod queue_file;
+pub mod scrape;
 pub mod server;
 pub mod web;
 

@@ -93,7 +93,15 @@ impl WebServer {
     pub async fn start(
         responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
     ) -> WebServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        WebServer::start_on("127.0.0.1:0".parse().unwrap(), responder).await
+    }
+
+    /// Plain HTTP on `addr` (a port a test kept closed until now).
+    pub async fn start_on(
+        addr: SocketAddr,
+        responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    ) -> WebServer {
+        let listener = TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (app, requests) = app(Arc::new(responder));
         tokio::spawn(async move { axum::serve(listener, app).await });
@@ -227,6 +235,10 @@ pub async fn silent_server() -> SocketAddr {
 
 /// An address on 127.0.0.1 where nothing listens.
 pub fn closed_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
+    // Below the ephemeral range (32768+): the kernel never picks it for a client,
+    // so a client cannot be connected to itself there.
+    (0..1000)
+        .map(|_| SocketAddr::from(([127, 0, 0, 1], fastrand::u16(20_000..32_000))))
+        .find(|addr| std::net::TcpListener::bind(addr).is_ok())
+        .expect("find a closed port below 32000")
 }

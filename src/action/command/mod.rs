@@ -21,10 +21,10 @@ use progress::Listening;
 pub use progress::Progress;
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
-use crate::action::Outcome;
+use crate::action::{Blame, Outcome};
 use crate::config::action::command::inherited;
 use crate::config::CommandAction;
-use crate::db::row_json::item_json;
+use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
 
 /// How much of stderr is kept for the error message.
@@ -32,13 +32,38 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// How long output may keep flowing after the process group is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the command for `item`; with `progress` (lease mode's `:progress`), the
+/// Runs the command for `item`: the row on stdin, its key in `TABLEQ_KEY`; with `progress` (lease mode's `:progress`), the
 /// command finds its file in `TABLEQ_PROGRESS`, and its stdout is listened to for
 /// `progress: …` lines.
 pub async fn run_reporting(
     config: &CommandAction,
     item: &Item,
     queue: &str,
+    progress: Option<Arc<Progress>>,
+) -> Outcome {
+    let key = ("TABLEQ_KEY", item.key_text());
+    launch(config, item, queue, &item_json(item), key, progress).await
+}
+
+/// `scope = "batch"`: runs the command once for every item of a batch — the rows as
+/// a JSON array on stdin, their keys as a JSON array in `TABLEQ_KEYS`.
+pub async fn run_batch(config: &CommandAction, items: &[Item], queue: &str) -> Outcome {
+    let Some(first) = items.first() else {
+        return Outcome::success();
+    };
+    let keys = ("TABLEQ_KEYS", keys_json(items).to_string());
+    // Only `{queue}` placeholders exist in batch scope: any item renders them.
+    launch(config, first, queue, &items_json(items), keys, None).await
+}
+
+/// Starts the command with `input` on stdin and the `key` variable, and supervises
+/// it; with `progress`, as [`run_reporting`] says.
+async fn launch(
+    config: &CommandAction,
+    item: &Item,
+    queue: &str,
+    input: &serde_json::Value,
+    key: (&str, String),
     progress: Option<Arc<Progress>>,
 ) -> Outcome {
     let argv = match arguments(config, item, queue) {
@@ -49,7 +74,7 @@ pub async fn run_reporting(
         return Outcome::failure("the command is empty");
     };
     let program_text = program.to_string_lossy().into_owned();
-    let stdin = match serde_json::to_vec(&item_json(item)) {
+    let stdin = match serde_json::to_vec(input) {
         Ok(json) => json,
         Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
     };
@@ -62,7 +87,7 @@ pub async fn run_reporting(
         .args(args)
         .current_dir(&config.workdir)
         .env("TABLEQ_QUEUE", queue)
-        .env("TABLEQ_KEY", item.key_text())
+        .env(key.0, key.1)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -71,12 +96,14 @@ pub async fn run_reporting(
         .spawn();
     match spawned {
         Ok(child) => supervise(child, stdin, config.timeout, &program_text, progress).await,
-        Err(e) => Outcome::failure(format!("cannot run {program_text}: {e}")),
+        // A program that cannot start fails every item alike: not the item's fault.
+        Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
     }
 }
 
 /// The command's environment is an allowlist: [`inherited`] variables, those the
-/// queue names in `env`, and `TABLEQ_QUEUE`/`TABLEQ_KEY` (set by the caller).
+/// queue names in `env`, and `TABLEQ_QUEUE`/`TABLEQ_KEY` (or `TABLEQ_KEYS`, in batch
+/// scope), set by the caller.
 fn environment(command: &mut Command, config: &CommandAction) {
     command.env_clear();
     for (name, value) in std::env::vars_os() {
@@ -160,7 +187,7 @@ async fn supervise(
     match status {
         None => Outcome {
             output: Some(output),
-            ..Outcome::failure(format!(
+            ..Outcome::downstream(format!(
                 "timed out after {}",
                 humantime::format_duration(timeout)
             ))
@@ -206,6 +233,8 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         status: code.map(i64::from),
         output: Some(output),
         retry_after: None,
+        trace_id: None,
+        blame: Blame::Item,
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod signing;
 mod ssrf;
+pub mod trace;
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -11,16 +12,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
-use reqwest::{redirect, Client, Method, Response, Url};
+use reqwest::{redirect, Client, Method, Response, StatusCode, Url};
 
 use super::capture::{clip_error, OUTPUT_LIMIT};
-use crate::action::{ActionError, Outcome};
+use crate::action::{ActionError, Blame, Outcome};
 use crate::config::template::Part;
 use crate::config::HttpAction;
-use crate::db::row_json::item_json;
+use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
 use signing::signature;
 use ssrf::{check_literal, PrivateDestination, PublicOnly};
+use trace::Trace;
 
 /// Placeholder values keep only RFC 3986's unreserved characters unencoded.
 const PLACEHOLDER: &AsciiSet = &NON_ALPHANUMERIC
@@ -100,12 +102,50 @@ impl HttpDelivery {
     }
 
     /// Delivers `item`; the outcome carries the status, the body and any Retry-After.
-    pub async fn deliver(&self, item: &Item, queue: &str) -> Outcome {
+    /// Sends `trace` as its `traceparent`.
+    pub async fn deliver(&self, item: &Item, queue: &str, trace: Option<&Trace>) -> Outcome {
+        let id = match &self.config.message_id {
+            Some(template) => String::from_utf8_lossy(
+                &template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v),
+            )
+            .into_owned(),
+            None => format!("{queue}_{}", item.key_text()),
+        };
+        self.send(item, queue, &item_json(item), id, trace).await
+    }
+
+    /// `scope = "batch"`: delivers every item of a batch in one request, the rows as
+    /// a JSON array, signed once, its `webhook-id` derived from the batch's keys (the
+    /// same batch, the same id). A 2xx means every item succeeded.
+    pub async fn deliver_batch(
+        &self,
+        items: &[Item],
+        queue: &str,
+        trace: Option<&Trace>,
+    ) -> Outcome {
+        let Some(first) = items.first() else {
+            return Outcome::success();
+        };
+        let id = batch_id(queue, items);
+        // Only `{queue}` placeholders exist in batch scope: any item renders them.
+        self.send(first, queue, &items_json(items), id, trace).await
+    }
+
+    /// Sends `body` to the URL rendered for `item`, as message `id`, with `trace` as
+    /// its `traceparent`.
+    async fn send(
+        &self,
+        item: &Item,
+        queue: &str,
+        body: &serde_json::Value,
+        id: String,
+        trace: Option<&Trace>,
+    ) -> Outcome {
         let url = match self.url(item, queue) {
             Ok(url) => url,
             Err(error) => return Outcome::failure(error),
         };
-        let body = match serde_json::to_vec(&item_json(item)) {
+        let body = match serde_json::to_vec(body) {
             Ok(body) => body,
             Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
         };
@@ -116,14 +156,11 @@ impl HttpDelivery {
             body
         };
         let mut request = self.client.request(self.method.clone(), url.clone());
-        if !body.is_empty()
-            && !self
-                .config
-                .headers
-                .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-        {
+        if !body.is_empty() && !self.sets_header("content-type") {
             request = request.header(CONTENT_TYPE, "application/json");
+        }
+        if let Some(trace) = trace {
+            request = request.header(trace::COLUMN, trace.header());
         }
         for (name, template) in &self.config.headers {
             let value = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
@@ -133,13 +170,6 @@ impl HttpDelivery {
             }
         }
         if !self.config.signing_keys.is_empty() {
-            let id = match &self.config.message_id {
-                Some(template) => String::from_utf8_lossy(
-                    &template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v),
-                )
-                .into_owned(),
-                None => format!("{queue}_{}", item.key_text()),
-            };
             let timestamp = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
@@ -157,8 +187,9 @@ impl HttpDelivery {
         let timeout = self.config.timeout;
         match tokio::time::timeout(timeout, exchange(request)).await {
             Ok(Ok((response, output))) => self.judge(response, output),
-            Ok(Err(e)) => Outcome::failure(describe(&e, &url)),
-            Err(_) => Outcome::failure(format!(
+            Ok(Err(e)) if refused_destination(&e) => Outcome::failure(describe(&e, &url)),
+            Ok(Err(e)) => Outcome::downstream(describe(&e, &url)),
+            Err(_) => Outcome::downstream(format!(
                 "timed out after {}",
                 humantime::format_duration(timeout)
             )),
@@ -209,6 +240,20 @@ impl HttpDelivery {
         Ok(url)
     }
 
+    /// Whether tableq sends the trace context: unless the queue's `headers` set
+    /// `traceparent` themselves.
+    pub fn traces(&self) -> bool {
+        !self.sets_header(trace::COLUMN)
+    }
+
+    /// Whether the queue's `headers` set `name`.
+    fn sets_header(&self, name: &str) -> bool {
+        self.config
+            .headers
+            .iter()
+            .any(|(header, _)| header.eq_ignore_ascii_case(name))
+    }
+
     fn judge(&self, response: Response, output: Vec<u8>) -> Outcome {
         let status = response.status();
         let mut outcome = Outcome {
@@ -216,6 +261,8 @@ impl HttpDelivery {
             status: Some(i64::from(status.as_u16())),
             output: Some(output),
             retry_after: None,
+            trace_id: None,
+            blame: Blame::Item,
         };
         if status.is_success() {
             return outcome;
@@ -238,6 +285,9 @@ impl HttpDelivery {
             error.push_str(&format!(": redirect to {location} not followed{hint}"));
         }
         outcome.error = Some(clip_error(error));
+        if DOWNSTREAM_STATUSES.contains(&status) {
+            outcome.blame = Blame::Downstream;
+        }
         outcome.retry_after = response
             .headers()
             .get(RETRY_AFTER)
@@ -245,6 +295,20 @@ impl HttpDelivery {
             .and_then(retry_after_seconds);
         outcome
     }
+}
+
+/// A batch's `webhook-id`: the queue, then the first 16 bytes of the SHA-256 of the
+/// batch's keys in order, as hex — the same for the same batch sent again.
+fn batch_id(queue: &str, items: &[Item]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for item in items {
+        hash.update(item.key_text().as_bytes());
+        hash.update([0]);
+    }
+    let digest = hash.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{queue}_batch_{hex}")
 }
 
 /// True when the placeholder at part `index` is a whole segment of the URL's path:
@@ -306,6 +370,28 @@ pub fn retry_after_seconds(value: &str) -> Option<u64> {
             .unwrap_or(Duration::ZERO)
             .as_secs(),
     )
+}
+
+/// Answers that say "not now" rather than "not this item": the receiver is
+/// overloaded or its upstream is down.
+const DOWNSTREAM_STATUSES: [StatusCode; 4] = [
+    StatusCode::TOO_MANY_REQUESTS,
+    StatusCode::BAD_GATEWAY,
+    StatusCode::SERVICE_UNAVAILABLE,
+    StatusCode::GATEWAY_TIMEOUT,
+];
+
+/// True when the request was refused before it left: its destination is a private
+/// address the queue may not reach (the row's doing, not an outage).
+fn refused_destination(error: &reqwest::Error) -> bool {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if cause.is::<PrivateDestination>() {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// One line for `:error`: "connection refused to 127.0.0.1:9", a TLS problem, a

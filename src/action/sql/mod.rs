@@ -22,12 +22,32 @@ pub async fn run(
     let ran = session
         .run_until(Statements::Action, item, queue, deadline, database)
         .await?;
-    Ok(match ran {
+    Ok(outcome(ran, timeout))
+}
+
+/// As [`run`], once for every item of a batch (`scope = "batch"`), `:batch` holding
+/// them all; `timeout` is for the batch as a whole.
+pub async fn run_batch(
+    session: &mut Session,
+    items: &[Item],
+    queue: &str,
+    timeout: Duration,
+    database: &Database,
+) -> Result<Outcome, DbError> {
+    let deadline = Instant::now() + timeout;
+    let ran = session
+        .run_batch_until(Statements::Action, items, queue, deadline, database)
+        .await?;
+    Ok(outcome(ran, timeout))
+}
+
+fn outcome(ran: Ran, timeout: Duration) -> Outcome {
+    match ran {
         Ran::Completed => Outcome::success(),
         Ran::Failed(e) => Outcome::failure(e.to_string()),
         Ran::TimedOut => Outcome::failure(format!(
             "timed out after {}",
             humantime::format_duration(timeout)
         )),
-    })
+    }
 }

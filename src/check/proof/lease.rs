@@ -53,7 +53,10 @@ impl Proof<'_> {
             Ok(_) => {}
             Err(stopped) => return Ok(vec![stopped]),
         }
-        if !matches!(self.still_waiting(conn, item).await?, Ending::Leaves) {
+        if !matches!(
+            self.still_waiting(conn, std::slice::from_ref(item)).await?,
+            Ending::Leaves
+        ) {
             return Ok(vec![self.lease_finding(&took, "leaves the row in the select: it must change the row so that the select no longer returns it (a state, a lease_until in the future)")]);
         }
         let mut findings = Vec::new();
@@ -114,7 +117,7 @@ impl Proof<'_> {
         item: &Item,
     ) -> Result<Option<Finding>, mysql_async::Error> {
         conn.query_drop(A_DAY_LATER).await?;
-        let expired = self.still_waiting(conn, item).await;
+        let expired = self.still_waiting(conn, std::slice::from_ref(item)).await;
         conn.query_drop(NOW_AGAIN).await?;
         if matches!(expired?, Ending::Leaves) {
             return Ok(Some(self.queue.finding(
@@ -136,7 +139,7 @@ impl Proof<'_> {
             Err(stopped) => return Ok(Some(stopped)),
         }
         conn.query_drop(A_DAY_LATER).await?;
-        let after = self.still_waiting(conn, item).await;
+        let after = self.still_waiting(conn, std::slice::from_ref(item)).await;
         conn.query_drop(NOW_AGAIN).await?;
         Ok(match after? {
             Ending::Leaves => None,
@@ -165,7 +168,7 @@ impl Proof<'_> {
             if let Err(e) = conn.exec_drop(&bound.statement, values).await {
                 let at = statement_path(expect.path, index, expect.statements.len());
                 let at: Vec<&str> = at.iter().map(String::as_str).collect();
-                return match self.stopped_by(&at, item, &e) {
+                return match self.stopped_by(&at, std::slice::from_ref(item), &e) {
                     Some(finding) => Ok(Err(finding)),
                     None => Err(e),
                 };

@@ -6,8 +6,14 @@
 //! row's key, without locking. A row may stay for a retry only if it does not match
 //! *now*. Inside XA the server refuses a COMMIT, even in a procedure, so nothing the
 //! queue's SQL does is committed. HTTP and command actions never run here.
+//!
+//! In batch scope ([`sample`]) the path runs once for a sample of up to ten rows
+//! in one `:batch`, and one more claimed row is kept out of it: every row of the
+//! sample must leave the select, and no statement on the select's tables may change
+//! more rows than the sample has (an outcome that forgets to join `:batch`).
 
 mod lease;
+mod sample;
 mod words;
 
 use mysql_async::prelude::Queryable;
@@ -19,9 +25,10 @@ use crate::action::Outcome;
 use crate::config::statement_path;
 use crate::config::{ActionConfig, QueueConfig};
 use crate::db::error::{describe_error, is_statement_error};
-use crate::db::item::{bind, Item};
+use crate::db::item::Item;
 use crate::db::prepared::{claim_sql, BoundStatement, PreparedQueue};
 use crate::diagnostic::{Finding, Severity};
+use crate::sql::statement::ParsedStatement;
 
 /// The proof's findings, or `None` when no unlocked row was waiting to prove it with.
 pub async fn leaves_the_query(
@@ -65,6 +72,31 @@ struct Proof<'a> {
     select_params: Params,
 }
 
+/// One list of the queue's statements as the proof runs them.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    /// Where they are in the file: `["on_success", "sql"]`.
+    path: &'a [&'a str],
+    /// Each prepared, with its text.
+    statements: (&'a [BoundStatement], &'a [ParsedStatement]),
+    /// Outcome SQL, which sees the outcome; else the action.
+    outcome: bool,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        path: &'a [&'a str],
+        statements: (&'a [BoundStatement], &'a [ParsedStatement]),
+        outcome: bool,
+    ) -> Self {
+        Run {
+            path,
+            statements,
+            outcome,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Path {
     Success,
@@ -83,12 +115,12 @@ enum Tried {
     Stop(Vec<Finding>),
 }
 
-/// Where one path left the row.
+/// Where one path left the rows.
 enum Ending {
-    /// The row no longer matches the select.
+    /// The rows no longer match the select.
     Leaves,
-    /// The row still matches.
-    Stays,
+    /// The sample's row at this index still matches.
+    Stays(usize),
     /// A finding says why the path could not be followed to the end.
     Stopped(Finding),
 }
@@ -156,25 +188,32 @@ impl Proof<'_> {
         conn: &mut Conn,
         path: Path,
     ) -> Result<Tried, mysql_async::Error> {
-        let claim = claim_sql(&self.queue.select, 1);
+        let claim = claim_sql(&self.queue.select, self.claim_size());
         let claimed: Vec<Row> = conn.exec(claim, self.select_params.clone()).await?;
-        let Some(row) = claimed.into_iter().next() else {
+        let claimed: Vec<Item> = claimed
+            .into_iter()
+            .map(|row| Item {
+                columns: self.prepared.columns.clone(),
+                // mysql_async's `Row::unwrap`: the row's values. It panics only for a
+                // value taken out of the row beforehand, which nothing here does.
+                values: row.unwrap(),
+                key_index: self.prepared.key_index,
+            })
+            .collect();
+        if claimed.is_empty() {
             return Ok(Tried::NoRow);
-        };
-        let item = Item {
-            columns: self.prepared.columns.clone(),
-            // mysql_async's `Row::unwrap`: the row's values. It panics only for a
-            // value taken out of the row beforehand, which nothing here does.
-            values: row.unwrap(),
-            key_index: self.prepared.key_index,
-        };
-        if let Some(problem) = self.key_problem(conn, &item).await? {
-            return Ok(Tried::Stop(vec![problem]));
+        }
+        let sample = self.sample_of(&claimed);
+        for item in sample {
+            if let Some(problem) = self.key_problem(conn, item).await? {
+                return Ok(Tried::Stop(vec![problem]));
+            }
         }
         let found = match path {
-            Path::Success => self.success(conn, &item).await?.into_iter().collect(),
-            Path::Failure => self.failure(conn, &item).await?.into_iter().collect(),
-            Path::Lease => self.lease(conn, &item).await?,
+            Path::Success => self.success(conn, sample).await?.into_iter().collect(),
+            Path::Failure => self.failure(conn, sample).await?.into_iter().collect(),
+            // Lease mode is item scope: the sample is the one claimed row.
+            Path::Lease => self.lease(conn, &sample[0]).await?,
         };
         Ok(Tried::Followed(found))
     }
@@ -214,95 +253,99 @@ impl Proof<'_> {
         )))
     }
 
-    /// The SQL action and `[on_success]`, then: is the row gone?
+    /// The SQL action and `[on_success]`, then: are the rows gone?
     async fn success(
         &self,
         conn: &mut Conn,
-        item: &Item,
+        sample: &[Item],
     ) -> Result<Option<Finding>, mysql_async::Error> {
         let sql_action = matches!(self.queue.action, ActionConfig::Sql(_));
         let mut ending = Ending::Leaves;
-        if sql_action {
-            let action = &self.prepared.action;
+        if let ActionConfig::Sql(sql) = &self.queue.action {
+            let action = (&self.prepared.action[..], &sql.statements[..]);
+            let run = Run::new(&["action", "sql"], action, false);
             ending = self
-                .statements(conn, item, &["action", "sql"], action, &Outcome::success())
+                .statements(conn, sample, run, &Outcome::success())
                 .await?;
         }
         if matches!(ending, Ending::Leaves) {
             let outcome = samples::success(&self.queue.action);
-            let on_success = &self.prepared.on_success;
-            ending = self
-                .statements(conn, item, &["on_success", "sql"], on_success, &outcome)
-                .await?;
+            let on_success = (&self.prepared.on_success[..], &self.queue.on_success[..]);
+            let run = Run::new(&["on_success", "sql"], on_success, true);
+            ending = self.statements(conn, sample, run, &outcome).await?;
         }
         if matches!(ending, Ending::Leaves) {
-            ending = self.still_waiting(conn, item).await?;
+            ending = self.still_waiting(conn, sample).await?;
         }
         Ok(match ending {
             Ending::Leaves => None,
-            Ending::Stays => Some(self.stays_after_success(item, sql_action)),
+            Ending::Stays(index) => Some(self.stays_after_success(&sample[index], sql_action)),
             Ending::Stopped(finding) => Some(finding),
         })
     }
 
-    /// `[on_failure]`, then: does the row match the select *now*?
+    /// `[on_failure]`, then: do the rows match the select *now*?
     async fn failure(
         &self,
         conn: &mut Conn,
-        item: &Item,
+        sample: &[Item],
     ) -> Result<Option<Finding>, mysql_async::Error> {
-        let Some(on_failure) = &self.prepared.on_failure else {
+        let (Some(prepared), Some(texts)) = (&self.prepared.on_failure, &self.queue.on_failure)
+        else {
             return Ok(None);
         };
         let outcome = samples::failure(&self.queue.action);
-        let mut ending = self
-            .statements(conn, item, &["on_failure", "sql"], on_failure, &outcome)
-            .await?;
+        let run = Run::new(&["on_failure", "sql"], (prepared, texts), true);
+        let mut ending = self.statements(conn, sample, run, &outcome).await?;
         if matches!(ending, Ending::Leaves) {
-            ending = self.still_waiting(conn, item).await?;
+            ending = self.still_waiting(conn, sample).await?;
         }
         Ok(match ending {
             Ending::Leaves => None,
-            Ending::Stays => Some(self.stays_after_failure(item)),
+            Ending::Stays(index) => Some(self.stays_after_failure(&sample[index])),
             Ending::Stopped(finding) => Some(finding),
         })
     }
 
-    /// Runs `statements` for the item; a statement's own error stops the path.
+    /// Runs `run`'s statements for the sample; a statement's own error stops the path,
+    /// and so does one that changes rows outside the sample (batch scope).
     async fn statements(
         &self,
         conn: &mut Conn,
-        item: &Item,
-        path: &[&str],
-        statements: &[BoundStatement],
+        sample: &[Item],
+        run: Run<'_>,
         outcome: &Outcome,
     ) -> Result<Ending, mysql_async::Error> {
-        for (index, bound) in statements.iter().enumerate() {
-            let params = bind(&bound.sources, item, &self.queue.name, &outcome.params());
+        for (index, (bound, text)) in run.statements.0.iter().zip(run.statements.1).enumerate() {
+            let params = self.params(bound, sample, run.outcome.then_some(outcome));
+            let at = statement_path(run.path, index, run.statements.0.len());
+            let at: Vec<&str> = at.iter().map(String::as_str).collect();
             if let Err(e) = conn.exec_drop(&bound.statement, params).await {
-                let at = statement_path(path, index, statements.len());
-                let at: Vec<&str> = at.iter().map(String::as_str).collect();
-                return match self.stopped_by(&at, item, &e) {
+                return match self.stopped_by(&at, sample, &e) {
                     Some(finding) => Ok(Ending::Stopped(finding)),
                     None => Err(e),
                 };
+            }
+            if let Some(finding) = self.overreach(&at, text, conn.affected_rows(), sample) {
+                return Ok(Ending::Stopped(finding));
             }
         }
         Ok(Ending::Leaves)
     }
 
-    /// Counts the waiting rows with the claimed row's key, without locking.
+    /// Counts the waiting rows with each sampled row's key, without locking.
     async fn still_waiting(
         &self,
         conn: &mut Conn,
-        item: &Item,
+        sample: &[Item],
     ) -> Result<Ending, mysql_async::Error> {
-        let rows = self.with_key.count(conn, &[item.key().clone()]).await?;
-        Ok(if rows > 0 {
-            Ending::Stays
-        } else {
-            Ending::Leaves
-        })
+        for (index, item) in sample.iter().enumerate() {
+            let rows = self.with_key.count(conn, &[item.key().clone()]).await?;
+            if rows > 0 {
+                return Ok(Ending::Stays(index));
+            }
+        }
+        Ok(Ending::Leaves)
     }
 
     /// After the rollback: did the server warn that a change could not be undone?

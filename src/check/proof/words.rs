@@ -18,11 +18,23 @@ impl Proof<'_> {
         format!("row {} = {}", self.key_name(item), item.key_text())
     }
 
+    /// `row id = 3`, or `rows id = 3, 4, 5` for a batch-scope sample.
+    pub(super) fn rows(&self, sample: &[Item]) -> String {
+        match sample {
+            [item] => self.row(item),
+            [first, ..] => {
+                let keys: Vec<String> = sample.iter().map(Item::key_text).collect();
+                format!("rows {} = {}", self.key_name(first), keys.join(", "))
+            }
+            [] => "no row".to_string(),
+        }
+    }
+
     /// The finding for statement `at`'s error; `None` when the connection failed.
     pub(super) fn stopped_by(
         &self,
         at: &[&str],
-        item: &Item,
+        sample: &[Item],
         e: &mysql_async::Error,
     ) -> Option<Finding> {
         let key = at.iter().take(2).copied().collect::<Vec<_>>().join(".");
@@ -39,7 +51,7 @@ impl Proof<'_> {
                 ),
             ))
         } else if is_statement_error(e) {
-            Some(self.statement_failed(at, &key, item, e))
+            Some(self.statement_failed(at, &key, sample, e))
         } else {
             None
         }
@@ -65,7 +77,7 @@ impl Proof<'_> {
         &self,
         at: &[&str],
         key: &str,
-        item: &Item,
+        sample: &[Item],
         e: &mysql_async::Error,
     ) -> Finding {
         if at[0] == "action" {
@@ -75,7 +87,7 @@ impl Proof<'_> {
                 at,
                 format!(
                     "not proven on success: the SQL action fails on {}: {}",
-                    self.row(item),
+                    self.rows(sample),
                     describe_error(e)
                 ),
             );
@@ -85,7 +97,7 @@ impl Proof<'_> {
             at,
             format!(
                 "`{key}` fails on {}: {}; the item would be rolled back and come straight back",
-                self.row(item),
+                self.rows(sample),
                 describe_error(e)
             ),
         )

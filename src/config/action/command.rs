@@ -44,7 +44,8 @@ pub struct CommandAction {
 
 /// What every command sees of tableq's environment without being told: the
 /// variables a program needs to run, and no others — none of tableq's secrets.
-/// (`LC_*` too, and `TABLEQ_QUEUE` and `TABLEQ_KEY`, which tableq sets.)
+/// (`LC_*` too, and `TABLEQ_QUEUE` and `TABLEQ_KEY` or `TABLEQ_KEYS`, which tableq
+/// sets.)
 pub const INHERITED: &[&str] = &["PATH", "HOME", "LANG", "TZ"];
 
 /// True for a variable every command sees.

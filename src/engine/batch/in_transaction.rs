@@ -1,6 +1,7 @@
 //! SQL actions: the action's statements and the outcome SQL run in the batch's own
 //! transaction, so an item's work and its row's change commit together.
 
+use tokio::time::Instant;
 use tracing::{debug, Instrument};
 
 use super::settle::{settle, Undo};
@@ -83,5 +84,9 @@ async fn run_action(
 ) -> Result<Outcome, DbError> {
     let _admitted = queue.limits.admit().await;
     let timeout = queue.config.action.timeout();
-    action::sql::run(session, item, &queue.config.name, timeout, &queue.database).await
+    let started = Instant::now();
+    let outcome =
+        action::sql::run(session, item, &queue.config.name, timeout, &queue.database).await;
+    queue.stats.observed.action.observe(started.elapsed());
+    outcome
 }

@@ -47,6 +47,8 @@ pub async fn settle(
         };
     }
     let reason = outcome.error.as_deref().unwrap_or_default();
+    let observed = &queue.stats.observed;
+    observed.record_failure(item.key_text(), reason, outcome.status);
     if action_wrote {
         // Undo whatever the action's statements did before it failed.
         session.rollback_to_savepoint().await?;

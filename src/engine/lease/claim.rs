@@ -8,6 +8,7 @@ use tracing::warn;
 
 use super::{new_lease_id, Lease, LeaseError};
 use crate::db::{DbError, Session, SessionPool, Statements};
+use crate::engine::observe::BatchWatch;
 use crate::engine::queue::QueueRuntime;
 
 /// Claims and leases up to `batch` rows for `worker`, on a pooled session.
@@ -18,11 +19,16 @@ pub async fn claim(
 ) -> Result<Vec<Lease>, LeaseError> {
     let mut pooled = pool.get().await?;
     queue.stats.record_claim();
-    let result = lease_rows(pooled.session(), &queue.config.name, worker).await;
-    if result.is_err() {
-        // The transaction's state is unknown: the server rolls it back with the
-        // connection.
-        pooled.discard();
+    let watch = BatchWatch::new(queue);
+    let result = lease_rows(pooled.session(), &queue.config.name, worker, &watch).await;
+    match &result {
+        Ok(_) => watch.committed(),
+        Err(e) => {
+            watch.failed(e);
+            // The transaction's state is unknown: the server rolls it back with the
+            // connection.
+            pooled.discard();
+        }
     }
     Ok(result?)
 }
@@ -31,8 +37,10 @@ async fn lease_rows(
     session: &mut Session,
     queue: &str,
     worker: &Arc<str>,
+    watch: &BatchWatch<'_>,
 ) -> Result<Vec<Lease>, DbError> {
     let items = session.claim(queue).await?;
+    watch.claimed(&items);
     let mut leases = Vec::with_capacity(items.len());
     for item in items {
         let lease = Lease {

@@ -11,15 +11,14 @@ use tracing::warn;
 
 use super::{Lease, LeaseError};
 use crate::action::command::Progress;
-use crate::action::Outcome;
 use crate::db::{DbError, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
 
 /// How holding a lease through its action ended.
 #[derive(Debug)]
-pub enum Held {
-    /// The action ended with this outcome, the lease still held at the last renewal.
-    Finished(Outcome),
+pub enum Held<T> {
+    /// The action ended with this, the lease still held at the last renewal.
+    Finished(T),
     /// A renewal matched no row: the action was cancelled.
     Lost,
     /// The shutdown timeout passed: the action was cancelled.
@@ -28,13 +27,13 @@ pub enum Held {
 
 /// Runs `action` to its end, renewing `lease` meanwhile; cancels it when the lease
 /// is lost or the shutdown timeout passes.
-pub async fn hold(
+pub async fn hold<T>(
     queue: &QueueRuntime,
     pool: &SessionPool,
     lease: &Lease,
     progress: Option<&Progress>,
-    action: impl Future<Output = Outcome>,
-) -> Held {
+    action: impl Future<Output = T>,
+) -> Held<T> {
     let every = queue
         .config
         .lease

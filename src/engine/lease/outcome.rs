@@ -23,6 +23,11 @@ pub async fn settle(
     lease: &Lease,
     outcome: &Outcome,
 ) -> Fate {
+    if !outcome.succeeded() {
+        let reason = outcome.error.as_deref().unwrap_or_default();
+        let observed = &queue.stats.observed;
+        observed.record_failure(lease.item.key_text(), reason, outcome.status);
+    }
     let (which, fate) = match (outcome.succeeded(), &queue.config.on_failure) {
         (true, _) => (Statements::OnSuccess, Fate::Done),
         (false, Some(_)) => (Statements::OnFailure, Fate::Failed),

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use futures::future::join_all;
+use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use super::heartbeat::{hold, Held};
@@ -60,6 +61,10 @@ impl<'a> LeaseWorker<'a> {
     /// One claim and its work; false when the worker is to stop.
     async fn turn(&mut self) -> bool {
         let queue = self.queue;
+        // While the circuit is open, wait here: claiming would spend attempts.
+        let Some(_pass) = queue.circuit.pass(&queue.stop).await else {
+            return false;
+        };
         let ticket = queue.stop_when_empty.begin();
         let leases = match claim(queue, self.pool, &self.name).await {
             Ok(leases) => leases,
@@ -124,6 +129,7 @@ impl<'a> LeaseWorker<'a> {
 
     /// Works the leased rows concurrently, each to its recorded end.
     async fn work_all(&self, leases: Vec<Lease>) -> BatchReport {
+        let _busy = self.queue.stats.observed.busy();
         let mut report = BatchReport::claimed(leases.len());
         let fates = join_all(leases.iter().map(|lease| {
             let span = info_span!("item", key = %lease.item.key_text());
@@ -148,10 +154,20 @@ impl<'a> LeaseWorker<'a> {
         let reporting = progress.clone();
         let running = async {
             let _admitted = queue.limits.admit().await;
-            action.run_reporting(&lease.item, name, reporting).await
+            let ticket = queue.circuit.admit()?;
+            let started = Instant::now();
+            let outcome = action.run_reporting(&lease.item, name, reporting).await;
+            queue.stats.observed.action.observe(started.elapsed());
+            ticket.finished(&outcome).then_some(outcome)
         };
         match hold(queue, self.pool, lease, progress.as_deref(), running).await {
-            Held::Finished(outcome) => settle(queue, self.pool, lease, &outcome).await,
+            Held::Finished(Some(outcome)) => settle(queue, self.pool, lease, &outcome).await,
+            // Not run, or failed downstream, while the circuit is open: its attempt
+            // is not spent, and the row waits again.
+            Held::Finished(None) => {
+                release(queue, self.pool, lease).await;
+                Fate::Returned
+            }
             Held::Lost => Fate::Returned,
             Held::Aborted => {
                 warn!("the shutdown timeout passed; the action is cancelled");

@@ -1,0 +1,119 @@
+//! W3C Trace Context for HTTP actions: each delivery sends a `traceparent` header —
+//! a child of the row's own `traceparent` column when the select returns a valid
+//! one, else the root of a new trace — and the item's log span carries its trace
+//! id, so a delivery can be followed into the receiver's logs.
+
+use crate::db::Item;
+
+/// The column a select may return to continue a trace.
+pub const COLUMN: &str = "traceparent";
+
+/// One delivery's trace context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trace {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// This delivery's span: 16 lowercase hex digits.
+    pub span_id: String,
+    /// The trace flags, 2 hex digits (`01`: sampled).
+    pub flags: String,
+}
+
+impl Trace {
+    /// The trace of `item`'s delivery: under the row's `traceparent` if it holds a
+    /// valid one, else a new trace.
+    pub fn for_item(item: &Item) -> Trace {
+        let parent = item.columns.find(COLUMN).and_then(|_| {
+            parse(&String::from_utf8_lossy(
+                &item.placeholder_bytes(COLUMN, ""),
+            ))
+        });
+        match parent {
+            Some((trace_id, flags)) => Trace {
+                trace_id,
+                span_id: random_hex(8),
+                flags,
+            },
+            None => Trace::new(),
+        }
+    }
+
+    /// The root of a new trace (a batch-scope request: one for all its rows).
+    pub fn new() -> Trace {
+        Trace {
+            trace_id: random_hex(16),
+            span_id: random_hex(8),
+            flags: "01".to_string(),
+        }
+    }
+
+    /// The `traceparent` header's value.
+    pub fn header(&self) -> String {
+        format!("00-{}-{}-{}", self.trace_id, self.span_id, self.flags)
+    }
+}
+
+/// The trace id and flags of a valid `traceparent` (version 00, or a later one read
+/// as 00 allows); `None` for anything else.
+fn parse(text: &str) -> Option<(String, String)> {
+    let mut parts = text.trim().split('-');
+    let (version, trace_id, parent_id, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, len: usize| {
+        s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    let valid = hex(version, 2)
+        && version != "ff"
+        && (version != "00" || parts.next().is_none())
+        && hex(trace_id, 32)
+        && trace_id.bytes().any(|b| b != b'0')
+        && hex(parent_id, 16)
+        && parent_id.bytes().any(|b| b != b'0')
+        && hex(flags, 2);
+    valid.then(|| (trace_id.to_string(), flags.to_string()))
+}
+
+/// `bytes` random bytes as lowercase hex, never all zero.
+fn random_hex(bytes: usize) -> String {
+    loop {
+        let hex: String = (0..bytes)
+            .map(|_| format!("{:02x}", fastrand::u8(..)))
+            .collect();
+        if hex.bytes().any(|b| b != b'0') {
+            return hex;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_valid_traceparent_and_refuses_the_rest() {
+        let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            parse(valid),
+            Some(("4bf92f3577b34da6a3ce929d0e0e4736".into(), "01".into()))
+        );
+        for invalid in [
+            "",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(parse(invalid), None, "{invalid}");
+        }
+        let trace = Trace {
+            trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+            span_id: random_hex(8),
+            flags: "01".into(),
+        };
+        let header = trace.header();
+        assert_eq!(header.len(), 55);
+        assert!(header.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"));
+    }
+}

@@ -1,0 +1,153 @@
+//! `[circuit]`: the circuit breaker of an HTTP or command queue. When, within
+//! `window`, at least `min_items` items finished and more than `failure_ratio` of
+//! them failed for a reason that is not the item's own (the receiver unreachable,
+//! a timeout, HTTP 429/502/503/504, a command's transient exit code), the queue
+//! stops claiming for a cool-down, so no row spends an attempt on an outage.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::raw::RawAction;
+use super::validate::Validator;
+
+/// `[circuit]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCircuit {
+    pub enabled: Option<bool>,
+    #[serde(default, with = "humantime_serde")]
+    pub window: Option<Duration>,
+    pub min_items: Option<u32>,
+    pub failure_ratio: Option<f64>,
+    #[serde(default, with = "humantime_serde")]
+    pub cool_down: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub max_cool_down: Option<Duration>,
+    pub transient_exit_codes: Option<Vec<i32>>,
+}
+
+/// The breaker of a queue whose circuit is enabled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CircuitConfig {
+    /// The failures counted are those of the items finished this long ago at most.
+    pub window: Duration,
+    /// The fewest items finished within the window before the circuit may open.
+    pub min_items: usize,
+    /// The circuit opens when more than this share of them failed downstream.
+    pub failure_ratio: f64,
+    /// The first cool-down; it doubles after each failed probe.
+    pub cool_down: Duration,
+    /// The longest cool-down.
+    pub max_cool_down: Duration,
+    /// A command's exit codes that mean "not now" rather than "not this item".
+    pub transient_exit_codes: Vec<i32>,
+}
+
+/// `window` when `[circuit]` does not set it.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(60);
+/// `min_items` when `[circuit]` does not set it.
+pub const DEFAULT_MIN_ITEMS: u32 = 10;
+/// `failure_ratio` when `[circuit]` does not set it.
+pub const DEFAULT_FAILURE_RATIO: f64 = 0.5;
+/// `cool_down` when `[circuit]` does not set it.
+pub const DEFAULT_COOL_DOWN: Duration = Duration::from_secs(10);
+/// `max_cool_down` when `[circuit]` does not set it.
+pub const DEFAULT_MAX_COOL_DOWN: Duration = Duration::from_secs(300);
+/// `transient_exit_codes` when `[circuit]` does not set it: EX_TEMPFAIL.
+pub const DEFAULT_TRANSIENT_EXIT_CODES: [i32; 1] = [75];
+
+/// The queue's breaker, checked; `None` when it is off (an SQL action, or
+/// `enabled = false`).
+pub(super) fn validate(
+    v: &mut Validator,
+    raw: Option<&RawCircuit>,
+    action: &RawAction,
+) -> Option<CircuitConfig> {
+    let kind = match action {
+        RawAction::Sql(_) => {
+            if raw.is_some() {
+                v.error(
+                    &["circuit"],
+                    "`[circuit]` is for HTTP and command actions: an SQL action runs in the \
+                     database, with nothing downstream to break; remove the table",
+                );
+            }
+            return None;
+        }
+        RawAction::Http(_) => "http",
+        RawAction::Command(_) => "command",
+    };
+    let default = RawCircuit::default();
+    let raw = raw.unwrap_or(&default);
+    if raw.transient_exit_codes.is_some() && kind == "http" {
+        v.error(
+            &["circuit", "transient_exit_codes"],
+            "`circuit.transient_exit_codes` is for command actions; an HTTP queue's transient \
+             answers are 429, 502, 503, 504 and unreachable receivers: remove the key",
+        );
+    }
+    let config = CircuitConfig {
+        window: v.positive(&["circuit", "window"], raw.window, DEFAULT_WINDOW),
+        min_items: min_items(v, raw.min_items),
+        failure_ratio: failure_ratio(v, raw.failure_ratio),
+        cool_down: v.positive(&["circuit", "cool_down"], raw.cool_down, DEFAULT_COOL_DOWN),
+        max_cool_down: v.positive(
+            &["circuit", "max_cool_down"],
+            raw.max_cool_down,
+            DEFAULT_MAX_COOL_DOWN,
+        ),
+        transient_exit_codes: exit_codes(v, raw.transient_exit_codes.as_deref()),
+    };
+    if config.cool_down > config.max_cool_down {
+        v.error(
+            &["circuit", "cool_down"],
+            format!(
+                "`circuit.cool_down` = {} is longer than `circuit.max_cool_down` = {}: the \
+                 cool-down doubles up to max_cool_down, so it must start below it",
+                humantime::format_duration(config.cool_down),
+                humantime::format_duration(config.max_cool_down)
+            ),
+        );
+    }
+    raw.enabled.unwrap_or(true).then_some(config)
+}
+
+fn min_items(v: &mut Validator, given: Option<u32>) -> usize {
+    let value = given.unwrap_or(DEFAULT_MIN_ITEMS);
+    if !(1..=100_000).contains(&value) {
+        v.error(
+            &["circuit", "min_items"],
+            format!("`circuit.min_items` = {value} is out of range: use 1 to 100000"),
+        );
+    }
+    value as usize
+}
+
+fn failure_ratio(v: &mut Validator, given: Option<f64>) -> f64 {
+    let value = given.unwrap_or(DEFAULT_FAILURE_RATIO);
+    if !(value > 0.0 && value < 1.0) {
+        v.error(
+            &["circuit", "failure_ratio"],
+            format!(
+                "`circuit.failure_ratio` = {value} is out of range: a share above 0 and below 1, \
+                 e.g. 0.5 (the circuit opens when more than half the items failed downstream)"
+            ),
+        );
+    }
+    value
+}
+
+fn exit_codes(v: &mut Validator, given: Option<&[i32]>) -> Vec<i32> {
+    let codes = given.map_or(DEFAULT_TRANSIENT_EXIT_CODES.to_vec(), <[i32]>::to_vec);
+    if let Some(bad) = codes.iter().find(|code| !(1..=255).contains(*code)) {
+        v.error(
+            &["circuit", "transient_exit_codes"],
+            format!(
+                "`circuit.transient_exit_codes` holds {bad}: an exit code that means failure is 1 \
+                 to 255, e.g. [75] (EX_TEMPFAIL)"
+            ),
+        );
+    }
+    codes
+}

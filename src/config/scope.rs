@@ -1,0 +1,112 @@
+//! `scope`: whether a queue's statements run once per item (`"item"`, the default)
+//! or once per batch (`"batch"`), with the items as one JSON array in `:batch`.
+//!
+//! In batch scope a statement cannot name one item's column: there is no one item.
+//! It joins the array by key instead (`JSON_TABLE(:batch, '$[*]' COLUMNS (…))`), and
+//! the refusal of a `:column` shows that form, built from the queue's own key.
+
+use super::names::key_name;
+use super::validate::Validator;
+use super::{statement_path, ActionConfig, QueueConfig};
+use crate::diagnostic::{Finding, Severity};
+use crate::sql::statement::ParsedStatement;
+use crate::sql::tables::from_tables;
+
+/// How many items one run of a queue's statements applies to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// Once per item, each column a `:column` parameter.
+    #[default]
+    Item,
+    /// Once per batch: `:batch` holds the items as a JSON array of objects.
+    Batch,
+}
+
+/// The parameters a statement may use in batch scope.
+pub const BATCH_PARAMS: &str = ":batch, :queue";
+
+impl Validator<'_> {
+    /// `scope = "item" | "batch"`; item scope when not given.
+    pub(super) fn scope(&mut self, text: Option<&str>) -> Scope {
+        match text {
+            None | Some("item") => Scope::Item,
+            Some("batch") => Scope::Batch,
+            Some(other) => {
+                let message = format!(
+                    "`scope` = {other:?} is not a scope: use \"item\" (each statement runs once per \
+                     item) or \"batch\" (once per batch, the items in `:batch`)"
+                );
+                self.error(&["scope"], message);
+                Scope::Item
+            }
+        }
+    }
+}
+
+/// In batch scope: every statement parameter other than `:batch` and `:queue`, and
+/// every `{column}` placeholder, as errors showing what to write instead. Nothing in
+/// item scope, nor in lease mode (which refuses batch scope as a whole).
+pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
+    if queue.scope != Scope::Batch || queue.lease.is_some() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    let mut statements = |path: &[&str], list: &[ParsedStatement]| {
+        for (index, statement) in list.iter().enumerate() {
+            let at = statement_path(path, index, list.len());
+            let at: Vec<&str> = at.iter().map(String::as_str).collect();
+            for name in statement.params.iter().filter(|n| !is_batch_param(n)) {
+                let message = column_in_batch_scope(queue, &path.join("."), name);
+                found.push(queue.finding(Severity::Error, &at, message));
+            }
+        }
+    };
+    if let ActionConfig::Sql(sql) = &queue.action {
+        statements(&["action", "sql"], &sql.statements);
+    }
+    statements(&["on_success", "sql"], &queue.on_success);
+    if let Some(on_failure) = &queue.on_failure {
+        statements(&["on_failure", "sql"], on_failure);
+    }
+    if let ActionConfig::Http(http) = &queue.action {
+        if http.message_id.is_some() {
+            let message = "`action.message_id` names one item's message: with scope = \"batch\" one \
+                           request carries the batch, and its webhook-id is derived from the batch's \
+                           keys; remove `message_id`";
+            found.push(queue.finding(Severity::Error, &["action", "message_id"], message));
+        }
+    }
+    for (key, name) in queue.action.placeholders() {
+        if name != "queue" {
+            let message = format!(
+                "`{key}` uses `{{{name}}}`: with scope = \"batch\" one action serves the whole batch, \
+                 so only `{{queue}}` can be filled in; the items arrive in the body (or on stdin) as a \
+                 JSON array"
+            );
+            let path: Vec<&str> = key.split('.').collect();
+            found.push(queue.finding(Severity::Error, &path, message));
+        }
+    }
+    found
+}
+
+/// Whether `name` is a parameter batch-scope statements have.
+pub fn is_batch_param(name: &str) -> bool {
+    matches!(name, "batch" | "queue")
+}
+
+/// `` `on_success.sql` uses `:id`: … `UPDATE email JOIN JSON_TABLE(…) …` ``
+fn column_in_batch_scope(queue: &QueueConfig, key: &str, name: &str) -> String {
+    let column = key_name(queue).unwrap_or_else(|| "id".to_string());
+    let table = from_tables(&queue.select.text)
+        .into_iter()
+        .next()
+        .map_or_else(|| "your_table".to_string(), |t| t.name);
+    format!(
+        "`{key}` uses `:{name}`, but with scope = \"batch\" a statement runs once per batch and has only \
+         {BATCH_PARAMS}: `:batch` is the items as a JSON array of objects keyed by the select's columns \
+         (plus error, status, output and retry_after in [on_success] and [on_failure]); join it by the \
+         key, e.g. `UPDATE {table} JOIN JSON_TABLE(:batch, '$[*]' COLUMNS ({column} BIGINT PATH \
+         '$.{column}')) AS b USING ({column}) SET …`"
+    )
+}

@@ -1,0 +1,132 @@
+//! A queue's backlog, read on a short connection of its own, without locking a row:
+//! how many rows its select returns (up to `waiting_cap`), the first of them in the
+//! claim's order — one row, read the way the claim reads it (its ORDER BY, its index)
+//! — for how long the oldest has waited, and the database's clock.
+//!
+//! A plain read, not the claim's `FOR UPDATE SKIP LOCKED` (which `tableq count`
+//! uses): rows locked by a background count would be skipped by a worker's claim at
+//! that instant, which would find the queue empty and idle (or, with
+//! `--stop-when-empty`, stop) while rows wait. The price: rows being worked on right
+//! now are counted too.
+
+use std::time::{Duration, SystemTime};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Params, Row, Value};
+
+use super::clock::DbClock;
+use super::connect::{Database, QUICK_TIMEOUT};
+use super::error::DbError;
+use super::error_kind::ErrorKind;
+use crate::config::names::find_column;
+use crate::config::QueueConfig;
+
+/// What one look at the backlog found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backlog {
+    /// Rows the select returns, up to the cap.
+    pub waiting: usize,
+    /// More than the cap.
+    pub capped: bool,
+    /// The `waiting_since` value of the first row in the claim's order, if the
+    /// queue has `waiting_since` and a row waits.
+    pub oldest_since: Option<Value>,
+    /// The database's clock, read at the same time.
+    pub clock: DbClock,
+}
+
+/// Why the backlog could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BacklogError {
+    #[error("{0}")]
+    Connect(DbError),
+    #[error("{0}")]
+    Read(DbError),
+}
+
+impl BacklogError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            BacklogError::Connect(_) => ErrorKind::Connect,
+            BacklogError::Read(e) => e.kind(),
+        }
+    }
+}
+
+/// Connects, reads `queue`'s backlog and the clock, and disconnects; each step
+/// within the queue's `database_timeout`.
+pub async fn read_backlog(
+    database: &Database,
+    queue: &QueueConfig,
+) -> Result<Backlog, BacklogError> {
+    let limit = queue.database_timeout;
+    let mut conn = database
+        .connect_within(limit)
+        .await
+        .map_err(BacklogError::Connect)?;
+    let read = read_on(&mut conn, queue, limit).await;
+    let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+    read.map_err(BacklogError::Read)
+}
+
+async fn read_on(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    limit: Duration,
+) -> Result<Backlog, DbError> {
+    let cap = queue.monitoring.waiting_cap;
+    let select = &queue.select.positional;
+    // The select's only parameter can be `:queue`.
+    let params = match queue.select.params.len() {
+        0 => Params::Empty,
+        n => Params::Positional(vec![Value::from(queue.name.as_str()); n]),
+    };
+    // The count and the clock in one statement.
+    let count = format!(
+        "SELECT COUNT(*), NOW(6), UNIX_TIMESTAMP(NOW(6)) FROM ({select}\nLIMIT {}) AS tableq_waiting",
+        cap + 1
+    );
+    let here = SystemTime::now();
+    let row: Option<(u64, Value, Value)> =
+        within(limit, conn.exec_first(count, params.clone())).await?;
+    let (found, now, unix) = row.unwrap_or((0, Value::NULL, Value::NULL));
+    let found = found as usize;
+    let oldest_since = match &queue.monitoring.waiting_since {
+        Some(since) if found > 0 => {
+            let first = conn.exec_first::<Row, _, _>(format!("{select}\nLIMIT 1"), params);
+            within(limit, first)
+                .await?
+                .and_then(|row| column(row, since))
+        }
+        _ => None,
+    };
+    Ok(Backlog {
+        waiting: found.min(cap),
+        capped: found > cap,
+        oldest_since,
+        clock: DbClock::from_values(&now, &unix, here),
+    })
+}
+
+/// The value of `row`'s column `name`, by the loader's rule for names.
+fn column(mut row: Row, name: &str) -> Option<Value> {
+    let names: Vec<String> = row
+        .columns_ref()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    row.take::<Value, _>(find_column(&names, name)?)
+}
+
+async fn within<T>(
+    limit: Duration,
+    call: impl std::future::Future<Output = Result<T, mysql_async::Error>>,
+) -> Result<T, DbError> {
+    tokio::time::timeout(limit, call)
+        .await
+        .map_err(|_| DbError::Deadline {
+            waiting_for: "the count of waiting rows",
+            limit,
+        })?
+        .map_err(DbError::from)
+}

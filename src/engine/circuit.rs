@@ -1,0 +1,339 @@
+//! The circuit breaker of a queue whose action reaches outside the database.
+//!
+//! Closed, items run as usual and their results are counted in a sliding window.
+//! When enough of them failed downstream (see [`Blame`]), the circuit opens: the
+//! workers stop claiming, so no row spends an attempt on an outage, and an item
+//! still in flight that fails downstream is left waiting rather than recorded. After
+//! a cool-down one worker claims and runs **one** item, the probe (half-open): its
+//! success closes the circuit, its failure opens it again for twice as long (with
+//! jitter, up to `max_cool_down`).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use super::backoff::jitter;
+use crate::action::{Blame, Outcome};
+use crate::config::{ActionConfig, CircuitConfig, QueueConfig};
+use crate::telemetry::stats::{CircuitState, QueueStats};
+
+/// How many slices the window is counted in: memory stays bounded whatever the
+/// throughput, and the window slides a tenth at a time.
+const SLICES: u32 = 10;
+
+pub struct Circuit {
+    /// `None`: the breaker is off, and the circuit always closed.
+    config: Option<CircuitConfig>,
+    /// A command's exit codes that count as downstream failures.
+    transient_exit_codes: Vec<i32>,
+    state: Mutex<State>,
+    /// Bumped at every change of state: workers waiting to claim look again.
+    changed: watch::Sender<u64>,
+    stats: Arc<QueueStats>,
+}
+
+enum State {
+    Closed { slices: VecDeque<Slice> },
+    Open { until: Instant, cool_down: Duration },
+    HalfOpen { cool_down: Duration, probe: Probe },
+}
+
+/// Items finished within one slice of the window.
+struct Slice {
+    start: Instant,
+    finished: u32,
+    failed_downstream: u32,
+}
+
+/// Where the half-open circuit's one probe is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// Nobody probes: the next worker to claim does.
+    Free,
+    /// A worker claims for the probe.
+    Claimed,
+    /// The probe's action runs.
+    Running,
+}
+
+/// Leave to claim, held while the claim is processed. A probe's pass that ends
+/// without its item running (an empty claim, a lost connection) frees the probe.
+pub struct Pass<'a> {
+    circuit: &'a Circuit,
+    probe: bool,
+}
+
+/// Leave to run one item's action; [`Ticket::finished`] says what its outcome does
+/// to the circuit. A probe's ticket dropped unfinished (the action was cancelled)
+/// frees the probe.
+pub struct Ticket<'a> {
+    circuit: &'a Circuit,
+    probe: bool,
+    done: bool,
+}
+
+impl Circuit {
+    pub fn new(config: &QueueConfig, stats: Arc<QueueStats>) -> Circuit {
+        let transient_exit_codes = match (&config.action, &config.circuit) {
+            (ActionConfig::Command(_), Some(circuit)) => circuit.transient_exit_codes.clone(),
+            _ => Vec::new(),
+        };
+        stats.set_circuit(CircuitState::Closed);
+        Circuit {
+            config: config.circuit.clone(),
+            transient_exit_codes,
+            state: Mutex::new(State::closed()),
+            changed: watch::Sender::new(0),
+            stats,
+        }
+    }
+
+    /// Waits until the queue may claim: at once while the circuit is closed; while
+    /// it is open, until its cool-down is over; half-open, until the probe is free.
+    /// `None` once `stop` is cancelled.
+    pub async fn pass(&self, stop: &CancellationToken) -> Option<Pass<'_>> {
+        if self.config.is_none() {
+            return Some(self.pass_with(false));
+        }
+        loop {
+            let mut changed = self.changed.subscribe();
+            let wait_until = {
+                let mut state = self.lock();
+                match &mut *state {
+                    State::Closed { .. } => return Some(self.pass_with(false)),
+                    State::Open { until, cool_down } if *until <= Instant::now() => {
+                        info!("the circuit's cool-down is over: one item is tried as a probe");
+                        *state = State::HalfOpen {
+                            cool_down: *cool_down,
+                            probe: Probe::Claimed,
+                        };
+                        self.changed_to(CircuitState::HalfOpen);
+                        return Some(self.pass_with(true));
+                    }
+                    State::Open { until, .. } => Some(*until),
+                    State::HalfOpen { probe, .. } if *probe == Probe::Free => {
+                        *probe = Probe::Claimed;
+                        return Some(self.pass_with(true));
+                    }
+                    State::HalfOpen { .. } => None,
+                }
+            };
+            let until = wait_until.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                _ = stop.cancelled() => return None,
+                _ = changed.changed() => {}
+                _ = tokio::time::sleep_until(until) => {}
+            }
+        }
+    }
+
+    fn pass_with(&self, probe: bool) -> Pass<'_> {
+        Pass {
+            circuit: self,
+            probe,
+        }
+    }
+
+    /// Leave to run one item's action now: always while the circuit is closed;
+    /// half-open, for the probe alone; open, never (the item is left waiting).
+    pub fn admit(&self) -> Option<Ticket<'_>> {
+        if self.config.is_none() {
+            return Some(self.ticket(false));
+        }
+        let mut state = self.lock();
+        match &mut *state {
+            State::Closed { .. } => Some(self.ticket(false)),
+            State::HalfOpen { probe, .. } if *probe != Probe::Running => {
+                *probe = Probe::Running;
+                Some(self.ticket(true))
+            }
+            State::HalfOpen { .. } | State::Open { .. } => None,
+        }
+    }
+
+    fn ticket(&self, probe: bool) -> Ticket<'_> {
+        Ticket {
+            circuit: self,
+            probe,
+            done: false,
+        }
+    }
+
+    /// Whether `outcome` failed for a reason that is not the item's own.
+    fn failed_downstream(&self, outcome: &Outcome) -> bool {
+        !outcome.succeeded()
+            && (outcome.blame == Blame::Downstream
+                || outcome.status.is_some_and(|status| {
+                    i32::try_from(status).is_ok_and(|s| self.transient_exit_codes.contains(&s))
+                }))
+    }
+
+    /// Counts a finished item; true if the outcome is to be recorded as usual, false
+    /// if the item is to be left waiting (it failed downstream with the circuit open).
+    fn finished(&self, probe: bool, outcome: &Outcome) -> bool {
+        let Some(config) = &self.config else {
+            return true;
+        };
+        let downstream = self.failed_downstream(outcome);
+        let mut state = self.lock();
+        let now = Instant::now();
+        match &mut *state {
+            State::HalfOpen { cool_down, .. } if probe => {
+                if downstream {
+                    let longer = (*cool_down * 2).min(config.max_cool_down);
+                    self.open(&mut state, longer, "the probe failed downstream too");
+                } else {
+                    *state = State::closed();
+                    self.changed_to(CircuitState::Closed);
+                    info!("the probe got through: the circuit is closed, the queue claims again");
+                }
+                true
+            }
+            State::Closed { slices } => {
+                let (finished, failed) = count(slices, now, config.window, downstream);
+                if finished as usize >= config.min_items
+                    && f64::from(failed) > config.failure_ratio * f64::from(finished)
+                {
+                    let why = format!(
+                        "{failed} of the last {finished} items failed downstream within {}",
+                        humantime::format_duration(config.window)
+                    );
+                    self.open(&mut state, config.cool_down, &why);
+                }
+                true
+            }
+            // Open, or half-open and this is not the probe: the circuit is not this
+            // item's to judge, and an outage must not spend its attempt.
+            State::Open { .. } | State::HalfOpen { .. } => !downstream,
+        }
+    }
+
+    /// Opens the circuit for a jittered `cool_down`.
+    fn open(&self, state: &mut MutexGuard<'_, State>, cool_down: Duration, why: &str) {
+        let wait = jitter(cool_down);
+        **state = State::Open {
+            until: Instant::now() + wait,
+            cool_down,
+        };
+        self.changed_to(CircuitState::Open);
+        error!(
+            reason = why,
+            retry_in = %humantime::format_duration(Duration::from_secs(wait.as_secs().max(1))),
+            "the circuit is open: the queue stops claiming, so no row spends an attempt on an outage \
+             downstream; one item is tried when the cool-down is over"
+        );
+    }
+
+    /// The probe ended without a result: the next worker to claim probes instead.
+    fn free_probe(&self, from: Probe) {
+        let mut state = self.lock();
+        if let State::HalfOpen { probe, .. } = &mut *state {
+            if *probe == from {
+                *probe = Probe::Free;
+                drop(state);
+                self.changed.send_modify(|generation| *generation += 1);
+            }
+        }
+    }
+
+    fn changed_to(&self, to: CircuitState) {
+        self.stats.set_circuit(to);
+        self.changed.send_modify(|generation| *generation += 1);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl State {
+    fn closed() -> State {
+        State::Closed {
+            slices: VecDeque::with_capacity(SLICES as usize + 1),
+        }
+    }
+}
+
+/// Adds one finished item to the window's slices, forgets the slices older than
+/// `window`, and returns the items finished and failed downstream within it.
+fn count(slices: &mut VecDeque<Slice>, now: Instant, window: Duration, failed: bool) -> (u32, u32) {
+    let width = window / SLICES;
+    while slices
+        .front()
+        .is_some_and(|oldest| now.duration_since(oldest.start) >= window)
+    {
+        slices.pop_front();
+    }
+    if slices
+        .back()
+        .is_none_or(|newest| now.duration_since(newest.start) >= width)
+    {
+        slices.push_back(Slice {
+            start: now,
+            finished: 0,
+            failed_downstream: 0,
+        });
+    }
+    if let Some(newest) = slices.back_mut() {
+        newest.finished += 1;
+        newest.failed_downstream += u32::from(failed);
+    }
+    slices.iter().fold((0, 0), |(finished, failed), slice| {
+        (finished + slice.finished, failed + slice.failed_downstream)
+    })
+}
+
+impl Ticket<'_> {
+    /// The item's action finished with `outcome`. True if the outcome is to be
+    /// recorded as usual; false if the item is to be left waiting, untouched.
+    pub fn finished(mut self, outcome: &Outcome) -> bool {
+        self.done = true;
+        let record = self.circuit.finished(self.probe, outcome);
+        if !record {
+            warn!(error = ?outcome.error, "item failed downstream while the circuit is open; it is waiting again, its attempt not spent");
+        }
+        record
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if self.probe && !self.done {
+            self.circuit.free_probe(Probe::Running);
+        }
+    }
+}
+
+impl Drop for Pass<'_> {
+    fn drop(&mut self) {
+        if self.probe {
+            self.circuit.free_probe(Probe::Claimed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_forgets_what_is_older_than_it() {
+        let mut slices = VecDeque::new();
+        let start = Instant::now();
+        let window = Duration::from_secs(10);
+        assert_eq!(count(&mut slices, start, window, true), (1, 1));
+        assert_eq!(count(&mut slices, start, window, false), (2, 1));
+        let later = start + Duration::from_secs(5);
+        assert_eq!(count(&mut slices, later, window, true), (3, 2));
+        let much_later = start + Duration::from_secs(11);
+        assert_eq!(count(&mut slices, much_later, window, false), (2, 1));
+        assert!(slices.len() <= SLICES as usize + 1);
+    }
+}

@@ -1,0 +1,52 @@
+//! The queue's backlog, counted in the background: every `stats_interval`, a
+//! connection of its own (outside the workers, closed after) counts the rows the
+//! queue's select returns, up to `waiting_cap`, without locking any (see
+//! [`crate::db::backlog`]) — and, with `waiting_since`, how long the first of them in
+//! the claim's order has waited, by the database's clock. A scrape only reads what
+//! it found: it never reaches the database.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use tracing::debug;
+
+use super::backoff::pause;
+use super::queue::QueueRuntime;
+use crate::db::backlog::read_backlog;
+
+/// Counts `queue`'s backlog now and every `stats_interval`, until it stops. The
+/// connection lives only for the count: an idle queue keeps holding one connection,
+/// its watcher's.
+pub async fn refresh_stats(queue: Arc<QueueRuntime>) {
+    let every = queue.config.monitoring.stats_interval;
+    loop {
+        tokio::select! {
+            _ = queue.stop.cancelled() => break,
+            () = count_once(&queue) => {}
+        }
+        if !pause(&queue.stop, every).await {
+            break;
+        }
+    }
+}
+
+/// Reads the backlog; a failure is counted and logged quietly.
+async fn count_once(queue: &QueueRuntime) {
+    let observed = &queue.stats.observed;
+    match read_backlog(&queue.database, &queue.config).await {
+        Ok(backlog) => {
+            observed.set_clock(backlog.clock);
+            let oldest = queue.config.monitoring.waiting_since.as_ref().map(|_| {
+                backlog
+                    .oldest_since
+                    .and_then(|since| backlog.clock.age(&since, SystemTime::now()))
+                    .unwrap_or_default()
+            });
+            observed.set_backlog(backlog.waiting, backlog.capped, oldest);
+        }
+        Err(e) => {
+            observed.record_db_error(e.kind());
+            debug!(queue = %queue.config.name, error = %e, "could not count the waiting rows; trying again later");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The metrics beyond the committed counts, per queue: timings as histograms, items
+//! rolled back, database errors by kind, busy workers, the backlog and its age —
+//! plus the build. All read from memory: a scrape never reaches the database.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+
+use super::histograms::Timings;
+use super::monitor::QueueView;
+use super::observed::Observed;
+use super::stats::QueueStats;
+
+type Watched = [(QueueView, Arc<QueueStats>)];
+
+/// Writes every family of this module.
+pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    histograms(queues, encoder)?;
+    let mut family = encoder.encode_descriptor(
+        "db_errors",
+        "Database errors by kind: connect, deadlock, lock_wait, lost, deadline, other",
+        None,
+        MetricType::Counter,
+    )?;
+    for (view, stats) in queues {
+        for (kind, count) in stats.observed.db_errors() {
+            let labels = [("queue", view.name.as_str()), ("kind", kind.label())];
+            ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    gauges(queues, encoder)?;
+    let mut family = encoder.encode_descriptor(
+        "build_info",
+        "The running tableq: its version in a label, always 1",
+        None,
+        MetricType::Gauge,
+    )?;
+    let labels = [("version", env!("CARGO_PKG_VERSION"))];
+    ConstGauge::new(1i64).encode(family.encode_family(&labels)?)
+}
+
+/// Action, transaction, claim and (with `waiting_since`) queue-wait times.
+fn histograms(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    type Pick = fn(&Observed) -> Option<&Timings>;
+    let families: [(&str, &str, Pick); 4] = [
+        ("action_duration_seconds", "How long each action took", |o| Some(&o.action)),
+        (
+            "transaction_duration_seconds",
+            "How long each transaction held its rows locked, from the claim's answer to COMMIT or ROLLBACK",
+            |o| Some(&o.transaction),
+        ),
+        ("claim_duration_seconds", "How long each claim query took", |o| Some(&o.claim)),
+        (
+            "queue_wait_seconds",
+            "How long each claimed item had waited (now - waiting_since, by the database's clock)",
+            |o| o.measures_lag().then_some(&o.queue_wait),
+        ),
+    ];
+    for (name, help, pick) in families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+        for (view, stats) in queues {
+            if let Some(timings) = pick(&stats.observed) {
+                timings.encode(family.encode_family(&[("queue", view.name.as_str())])?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Busy workers, waiting rows and the oldest one's age, for the running queues (a
+/// removed queue's last count would go stale); a queue without a value yet (no
+/// count so far, no `waiting_since`) is left out of that family.
+fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    type Read = fn(&Observed) -> Option<f64>;
+    let families: [(&str, &str, Read); 3] = [
+        ("workers_busy", "Workers holding claimed rows now", |o| {
+            Some(o.busy_workers() as f64)
+        }),
+        (
+            "waiting",
+            "Rows the select returns (waiting, and in flight), counted without locks every stats_interval, up to waiting_cap",
+            |o| o.backlog().waiting.map(|n| n as f64),
+        ),
+        (
+            "oldest_waiting_seconds",
+            "How long the first waiting row in the claim's order has waited (waiting_since), as of the last count",
+            |o| o.backlog().oldest_seconds,
+        ),
+    ];
+    for (name, help, read) in families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
+            if let Some(value) = read(&stats.observed) {
+                let labels = [("queue", view.name.as_str())];
+                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+    }
+    Ok(())
+}

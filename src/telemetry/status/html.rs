@@ -1,0 +1,175 @@
+//! The status page as HTML: one stylesheet in the page (allowed by its hash in the
+//! Content-Security-Policy the endpoint sends), no script, no outside asset, a
+//! refresh every few seconds, a table that scrolls sideways on a phone.
+
+use std::fmt::Write;
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::sparkline::sparkline;
+use super::{QueueStatus, Status};
+use crate::telemetry::observed::Failure;
+
+/// How often the page reloads itself, in seconds.
+pub const REFRESH_SECONDS: u32 = 5;
+
+/// The page's only style, inline; the endpoint allows exactly it by its hash. On a
+/// narrow screen each queue becomes a card of labelled lines.
+pub const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#222}\
+h1{font-size:1.3em}.scroll{overflow-x:auto}table{border-collapse:collapse;min-width:100%}\
+th,td{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}\
+td.num{text-align:right;font-variant-numeric:tabular-nums}tr.failures td{white-space:normal;background:#fafafa}\
+.failures table{min-width:0}.failures td{border:0;font-size:.9em}.error{color:#b71c1c}\
+.stopped{color:#888}.legend span{margin-right:1em}.done{color:#2e7d32}.failed{color:#c62828}\
+.returned{color:#f9a825}footer{margin-top:1em;color:#666;font-size:.85em}\
+@media (max-width:700px){.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll th{display:block;min-width:0}\
+.scroll thead{display:none}tr.queue{border-top:2px solid #999;padding-top:.4em}\
+td[data-label]{border:0;text-align:left;white-space:normal}\
+td[data-label]::before{content:attr(data-label) \": \";font-weight:600}.failures tr{border-bottom:1px solid #ddd}.failures tr:first-child{display:none}}";
+
+/// The whole page.
+pub fn render(status: &Status) -> String {
+    let mut page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">\
+         <title>tableq status</title><style>{STYLE}</style></head><body>\
+         <h1>tableq — queues</h1>\
+         <p class=\"legend\">Last 15 minutes, per minute: <span class=\"done\">done</span>\
+         <span class=\"failed\">failed</span><span class=\"returned\">returned</span></p>\
+         <div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
+         <th>Workers<br>busy / connected / all</th><th>Last 15 min</th><th>Done</th>\
+         <th>Failed</th><th>Returned</th><th>Rolled back</th><th>Waiting</th>\
+         <th>Oldest waiting</th><th>Action p50 / p99</th></tr></thead><tbody>"
+    );
+    if status.queues.is_empty() {
+        page.push_str("<tr><td colspan=\"10\">No queue is running yet.</td></tr>");
+    }
+    for queue in &status.queues {
+        queue_rows(&mut page, queue);
+    }
+    let _ = writeln!(
+        page,
+        "</tbody></table></div><footer>tableq {} · read at {} · refreshes every {REFRESH_SECONDS} s · \
+         the same data as JSON: <a href=\"status.json\">status.json</a> · \
+         <a href=\"metrics\">metrics</a></footer></body></html>",
+        escape(status.version),
+        time(status.generated_at)
+    );
+    page
+}
+
+/// A queue's row, then the row of its last failures.
+fn queue_rows(page: &mut String, q: &QueueStatus) {
+    let name = escape(&q.name);
+    let class = if q.running { "queue" } else { "queue stopped" };
+    let waiting = match q.waiting {
+        Some(n) => format!("{n}{}", if q.waiting_capped { "+" } else { "" }),
+        None => "–".to_string(),
+    };
+    let action = format!(
+        "{} / {}",
+        seconds(q.action_p50_seconds),
+        seconds(q.action_p99_seconds)
+    );
+    let _ = write!(
+        page,
+        "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\">{name}</th>\
+         <td data-label=\"Workers busy / connected / all\" data-field=\"workers\">{} / {} / {}</td>\
+         <td data-label=\"Last 15 min\">{}</td>\
+         <td class=\"num\" data-label=\"Done\" data-field=\"done\">{}</td>\
+         <td class=\"num\" data-label=\"Failed\" data-field=\"failed\">{}</td>\
+         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}</td>\
+         <td class=\"num\" data-label=\"Rolled back\" data-field=\"rolled_back\">{}</td>\
+         <td class=\"num\" data-label=\"Waiting\" data-field=\"waiting\">{waiting}</td>\
+         <td class=\"num\" data-label=\"Oldest waiting\" data-field=\"oldest_waiting\">{}</td>\
+         <td data-label=\"Action p50 / p99\" data-field=\"action\">{action}</td></tr>",
+        q.busy,
+        q.connected,
+        q.workers,
+        sparkline(&q.minutes),
+        q.done,
+        q.failed,
+        q.returned,
+        q.rolled_back,
+        seconds(q.oldest_waiting_seconds),
+    );
+    failures(page, &name, &q.failures);
+}
+
+fn failures(page: &mut String, name: &str, failures: &[Failure]) {
+    let _ = write!(
+        page,
+        "<tr class=\"failures\" data-failures=\"{name}\"><td colspan=\"10\">"
+    );
+    if failures.is_empty() {
+        page.push_str("No recent failures.</td></tr>");
+        return;
+    }
+    let _ = write!(
+        page,
+        "<details open><summary>Last {} failures</summary><table><tr><th>Key</th><th>Time</th>\
+         <th>Status</th><th>Error</th></tr>",
+        failures.len()
+    );
+    for failure in failures {
+        let status = failure.status.map(|s| s.to_string()).unwrap_or_default();
+        let _ = write!(
+            page,
+            "<tr class=\"failure\"><td data-label=\"Key\" data-field=\"key\">{}</td><td data-label=\"Time\">{}</td>\
+             <td data-label=\"Status\" data-field=\"status\">{status}</td>\
+             <td class=\"error\" data-label=\"Error\" data-field=\"error\">{}</td></tr>",
+            escape(&failure.key),
+            time(failure.at),
+            escape(&failure.error)
+        );
+    }
+    page.push_str("</table></details></td></tr>");
+}
+
+/// `12 ms`, `2.5 s`, `3m 20s`; `–` for nothing yet.
+fn seconds(value: Option<f64>) -> String {
+    match value {
+        None => "–".to_string(),
+        Some(s) if s < 1.0 => format!("{} ms", (s * 1000.0).round()),
+        Some(s) if s < 60.0 => format!("{s:.1} s"),
+        Some(s) => humantime::format_duration(Duration::from_secs(s as u64)).to_string(),
+    }
+}
+
+/// A unix time as an HTTP date (UTC).
+fn time(unix: u64) -> String {
+    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(unix))
+}
+
+/// Text made safe for HTML, in an element or a quoted attribute.
+fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '&' => escaped.push_str("&amp;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_a_row_holds_and_formats_times() {
+        assert_eq!(
+            escape("<b a=\"1\">&'"),
+            "&lt;b a=&quot;1&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(seconds(Some(0.0125)), "13 ms");
+        assert_eq!(seconds(Some(2.5)), "2.5 s");
+        assert_eq!(seconds(Some(200.0)), "3m 20s");
+        assert_eq!(seconds(None), "–");
+    }
+}
