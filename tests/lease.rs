@@ -336,6 +336,63 @@ async fn a_lease_lost_drops_a_hanging_request() {
     let counts = engine.stop().await.counts("hooks").unwrap();
     assert_eq!((counts.done, counts.leases_lost), (0, 1), "{counts:?}");
     assert_eq!(video(&db, 1).await.0, "cancelled", "no outcome recorded");
+    let sent = server.requests();
+    let traceparent = sent[0].header("traceparent");
+    assert!(
+        traceparent.starts_with("00-") && traceparent.len() == 55,
+        "the request carries its trace context: {traceparent:?}"
+    );
+}
+
+/// A command's transient exit code in lease mode: the circuit opens after
+/// `min_items`, only those rows spend an attempt, and every row that ran or was
+/// claimed while the circuit was open is released at once by `release_sql` — none
+/// is left leased. The metrics show the circuit and the leases lost (none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_exit_code_opens_the_circuit_and_releases_the_leases() {
+    use support::endpoint::{get, start_with_metrics};
+    let (db, files, script) = setup(40, "#!/bin/sh\nsleep 0.2\nexit 75\n").await;
+    let breaker = toml::Value::Table(
+        [("min_items", 3.into()), ("cool_down", "10m".into())]
+            .into_iter()
+            .map(|(k, v): (&str, toml::Value)| (k.to_string(), v))
+            .collect(),
+    );
+    render("render", &script, 60.0, "20s")
+        .workers(4)
+        .set("circuit", breaker)
+        .lease_set("release_sql", "UPDATE video SET state = 'waiting', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    daemon
+        .wait_for_log("the circuit is open", Duration::from_secs(30))
+        .await;
+    let settled = "SELECT COUNT(*) FROM video WHERE state = 'failed'
+        OR (state = 'waiting' AND lease_id IS NULL)";
+    eventually(
+        "every row is failed or released",
+        Duration::from_secs(30),
+        || async { db.count(settled).await == 40 },
+    )
+    .await;
+    let failed = db
+        .count("SELECT COUNT(*) FROM video WHERE state = 'failed'")
+        .await;
+    assert_eq!(
+        failed, 3,
+        "only the items that opened the circuit spent an attempt"
+    );
+    let (_, metrics) = get(&format!("{base}/metrics")).await;
+    for line in [
+        "tableq_circuit_state{queue=\"render\"} 1",
+        "tableq_leases_lost_total{queue=\"render\"} 0",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line} in\n{metrics}"
+        );
+    }
+    daemon.terminate().await;
 }
 
 /// The database out of reach when a long job ends: the outcome is tried again until

@@ -98,11 +98,7 @@ pub fn validate(
     } = timings(&mut v, &raw);
     let flow = flow(&mut v, &raw);
     let scope = v.scope(raw.scope.as_deref());
-    let database_url = raw.database_url.as_ref().and_then(|url| {
-        interpolate(url, env)
-            .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
-            .ok()
-    });
+    let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
     let action = action::validate(&raw.action, &mut v);
@@ -154,6 +150,14 @@ pub fn validate(
         return Err(findings);
     }
     Ok(queue)
+}
+
+/// `database_url` with its `${ENV}` replaced.
+fn database_url(v: &mut Validator, url: Option<&str>) -> Option<String> {
+    let interpolated = interpolate(url?, v.env);
+    interpolated
+        .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
+        .ok()
 }
 
 /// The queue's durations, checked.

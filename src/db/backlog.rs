@@ -18,6 +18,7 @@ use super::clock::DbClock;
 use super::connect::{Database, QUICK_TIMEOUT};
 use super::error::DbError;
 use super::error_kind::ErrorKind;
+use super::session::OpenError;
 use crate::config::names::find_column;
 use crate::config::QueueConfig;
 
@@ -40,6 +41,9 @@ pub struct Backlog {
 pub enum BacklogError {
     #[error("{0}")]
     Connect(DbError),
+    /// No session of a lease-mode queue's pool could be had.
+    #[error("{0}")]
+    Open(OpenError),
     #[error("{0}")]
     Read(DbError),
 }
@@ -47,7 +51,7 @@ pub enum BacklogError {
 impl BacklogError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            BacklogError::Connect(_) => ErrorKind::Connect,
+            BacklogError::Connect(_) | BacklogError::Open(_) => ErrorKind::Connect,
             BacklogError::Read(e) => e.kind(),
         }
     }
@@ -67,6 +71,13 @@ pub async fn read_backlog(
     let read = read_on(&mut conn, queue, limit).await;
     let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
     read.map_err(BacklogError::Read)
+}
+
+/// Reads `queue`'s backlog and the clock on `conn`, a session of the queue's own
+/// (lease mode counts on its pool, so the queue holds no connection beyond it); the
+/// caller ends the read's transaction.
+pub async fn read_backlog_on(conn: &mut Conn, queue: &QueueConfig) -> Result<Backlog, DbError> {
+    read_on(conn, queue, queue.database_timeout).await
 }
 
 async fn read_on(

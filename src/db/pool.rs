@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use super::backlog::{read_backlog_on, Backlog, BacklogError};
 use super::connect::Database;
 use super::error::DbError;
 use super::session::{OpenError, Session};
@@ -61,6 +62,20 @@ impl SessionPool {
         }
         let session = Session::open(&self.queue, &self.database).await?;
         Ok(self.pooled(session, permit))
+    }
+
+    /// Reads the queue's backlog on one of the pool's sessions (see
+    /// [`super::backlog`]), and ends the read's transaction.
+    pub async fn read_backlog(&self) -> Result<Backlog, BacklogError> {
+        let mut pooled = self.get().await.map_err(BacklogError::Open)?;
+        let session = pooled.session();
+        let read = read_backlog_on(session.parts().0, &self.queue).await;
+        let result = match read {
+            Ok(backlog) => session.rollback().await.map(|()| backlog),
+            Err(e) => Err(e),
+        };
+        pooled.finish(&result).await;
+        result.map_err(BacklogError::Read)
     }
 
     /// Closes the idle sessions (the daemon is stopping).

@@ -11,7 +11,7 @@ use tracing::{debug, error, info, warn};
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
-use super::stats_refresher::refresh_stats;
+use super::stats_refresher::{refresh_stats, CountOn};
 use super::worker::run_worker;
 use crate::action::Action;
 use crate::config::QueueConfig;
@@ -151,15 +151,16 @@ pub async fn start_queue(
     read_clock(&queue, &mut session).await;
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
-    if queue.config.is_lease() {
-        super::lease::start(queue.clone(), &tracker, session);
+    let count_on = if queue.config.is_lease() {
+        CountOn::Pool(super::lease::start(queue.clone(), &tracker, session))
     } else {
         let mut first = Some(session);
         for index in 0..queue.config.workers {
             tracker.spawn(supervise_worker(queue.clone(), index, first.take()));
         }
-    }
-    tracker.spawn(refresh_stats(queue.clone()));
+        CountOn::OwnConnection
+    };
+    tracker.spawn(refresh_stats(queue.clone(), count_on));
     tracker.spawn(report_progress(
         queue.config.name.clone(),
         queue.stats.clone(),

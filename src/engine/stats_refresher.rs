@@ -1,28 +1,39 @@
 //! The queue's backlog, counted in the background: every `stats_interval`, a
-//! connection of its own (outside the workers, closed after) counts the rows the
+//! connection of its own (outside the workers, closed after; in lease mode, a
+//! session of the queue's pool, so the queue never holds more) counts the rows the
 //! queue's select returns, up to `waiting_cap`, without locking any (see
 //! [`crate::db::backlog`]) — and, with `waiting_since`, how long the first of them in
 //! the claim's order has waited, by the database's clock. A scrape only reads what
 //! it found: it never reaches the database.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
 use tracing::debug;
 
 use super::backoff::pause;
 use super::queue::QueueRuntime;
-use crate::db::backlog::read_backlog;
+use crate::db::backlog::{read_backlog, Backlog, BacklogError};
+use crate::db::SessionPool;
+
+/// Where the backlog is counted.
+pub enum CountOn {
+    /// A short connection of its own.
+    OwnConnection,
+    /// A session of a lease-mode queue's pool, while the pool lives (held weakly:
+    /// the last worker to stop closes it).
+    Pool(Weak<SessionPool>),
+}
 
 /// Counts `queue`'s backlog now and every `stats_interval`, until it stops. The
 /// connection lives only for the count: an idle queue keeps holding one connection,
 /// its watcher's.
-pub async fn refresh_stats(queue: Arc<QueueRuntime>) {
+pub async fn refresh_stats(queue: Arc<QueueRuntime>, on: CountOn) {
     let every = queue.config.monitoring.stats_interval;
     loop {
         tokio::select! {
             _ = queue.stop.cancelled() => break,
-            () = count_once(&queue) => {}
+            () = count_once(&queue, &on) => {}
         }
         if !pause(&queue.stop, every).await {
             break;
@@ -31,9 +42,12 @@ pub async fn refresh_stats(queue: Arc<QueueRuntime>) {
 }
 
 /// Reads the backlog; a failure is counted and logged quietly.
-async fn count_once(queue: &QueueRuntime) {
+async fn count_once(queue: &QueueRuntime, on: &CountOn) {
     let observed = &queue.stats.observed;
-    match read_backlog(&queue.database, &queue.config).await {
+    let Some(read) = read(queue, on).await else {
+        return;
+    };
+    match read {
         Ok(backlog) => {
             observed.set_clock(backlog.clock);
             let oldest = queue.config.monitoring.waiting_since.as_ref().map(|_| {
@@ -47,6 +61,22 @@ async fn count_once(queue: &QueueRuntime) {
         Err(e) => {
             observed.record_db_error(e.kind());
             debug!(queue = %queue.config.name, error = %e, "could not count the waiting rows; trying again later");
+        }
+    }
+}
+
+/// One look at the backlog; `None` once a lease-mode queue's pool is closed.
+async fn read(queue: &QueueRuntime, on: &CountOn) -> Option<Result<Backlog, BacklogError>> {
+    match on {
+        CountOn::OwnConnection => Some(read_backlog(&queue.database, &queue.config).await),
+        CountOn::Pool(pool) => {
+            let pool = pool.upgrade()?;
+            let read = pool.read_backlog().await;
+            // The workers stopped meanwhile: close the pool as the last of them would.
+            if let Some(pool) = Arc::into_inner(pool) {
+                pool.close().await;
+            }
+            Some(read)
         }
     }
 }

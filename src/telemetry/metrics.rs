@@ -124,47 +124,28 @@ impl Collector for QueueCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let watched = self.0.watched();
         let queues: Vec<_> = watched.iter().map(|(view, _)| view.clone()).collect();
+        let counters: [(&str, &str, CountOf); 4] = [
+            ("claims", "Claim queries sent", |q| q.counts.claims),
+            (
+                "outcome_sql_failures",
+                "Outcome SQL ([on_success], [on_failure]) that failed, leaving its item waiting",
+                |q| q.counts.outcome_sql_failures,
+            ),
+            (
+                "leases_lost",
+                "Lease mode: leases lost while their item was worked on (a renewal or the outcome SQL matched no row); the outcome was not recorded",
+                |q| q.counts.leases_lost,
+            ),
+            (
+                "loops",
+                "Items completed again within loop_window: rows [on_success] left in the select",
+                |q| q.counts.loops,
+            ),
+        ];
+        for (name, help, value) in counters {
+            encode_counter(&queues, &mut encoder, name, help, value)?;
+        }
         let claims = ConstCounter::new(0u64);
-        let mut family = encoder.encode_descriptor(
-            "claims",
-            "Claim queries sent",
-            None,
-            claims.metric_type(),
-        )?;
-        for q in &queues {
-            ConstCounter::new(q.counts.claims)
-                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "outcome_sql_failures",
-            "Outcome SQL ([on_success], [on_failure]) that failed, leaving its item waiting",
-            None,
-            claims.metric_type(),
-        )?;
-        for q in &queues {
-            ConstCounter::new(q.counts.outcome_sql_failures)
-                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "leases_lost",
-            "Lease mode: leases lost while their item was worked on (a renewal or the outcome SQL matched no row); the outcome was not recorded",
-            None,
-            claims.metric_type(),
-        )?;
-        for q in &queues {
-            ConstCounter::new(q.counts.leases_lost)
-                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "loops",
-            "Items completed again within loop_window: rows [on_success] left in the select",
-            None,
-            claims.metric_type(),
-        )?;
-        for q in &queues {
-            ConstCounter::new(q.counts.loops)
-                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
-        }
         let mut family = encoder.encode_descriptor(
             "items",
             "Items claimed: done (on_success), failed (on_failure), returned (left waiting), rolled_back (their transaction did not commit)",
@@ -206,6 +187,25 @@ impl Collector for QueueCollector {
         encode_circuits(&queues, &mut encoder)?;
         super::exports::encode(&watched, &mut encoder)
     }
+}
+
+/// Reads one count of a queue.
+type CountOf = fn(&QueueView) -> u64;
+
+/// One counter per queue, `value` of each.
+fn encode_counter(
+    queues: &[QueueView],
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: CountOf,
+) -> Result<(), std::fmt::Error> {
+    let metric_type = ConstCounter::new(0u64).metric_type();
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for q in queues {
+        ConstCounter::new(value(q)).encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+    }
+    Ok(())
 }
 
 /// Each queue's circuit breaker: its state, and how often it changed.

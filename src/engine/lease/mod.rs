@@ -16,7 +16,7 @@ mod heartbeat;
 mod outcome;
 mod worker;
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio_util::task::TaskTracker;
 use tracing::error;
@@ -64,19 +64,18 @@ pub enum LeaseError {
 
 /// Starts a lease-mode queue's workers, sharing a pool of `[lease] connections`
 /// sessions, the first of them `first`, the session the queue was validated with.
-pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
-    let Some(lease) = &queue.config.lease else {
-        return;
-    };
+/// The pool, held weakly: the workers own it.
+pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) -> Weak<SessionPool> {
     let pool = Arc::new(SessionPool::new(
         &queue.config,
         &queue.database,
-        lease.connections,
+        queue.config.connections(),
         first,
     ));
     for index in 0..queue.config.workers {
         tracker.spawn(supervise(queue.clone(), pool.clone(), index));
     }
+    Arc::downgrade(&pool)
 }
 
 /// Runs worker `index`, and runs it again if it panics (a bug in tableq): the leases
