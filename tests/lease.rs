@@ -353,10 +353,14 @@ async fn a_transient_exit_code_opens_the_circuit_and_releases_the_leases() {
     use support::endpoint::{get, start_with_metrics};
     let (db, files, script) = setup(40, "#!/bin/sh\nsleep 0.2\nexit 75\n").await;
     let breaker = toml::Value::Table(
-        [("min_items", 3.into()), ("cool_down", "10m".into())]
-            .into_iter()
-            .map(|(k, v): (&str, toml::Value)| (k.to_string(), v))
-            .collect(),
+        [
+            ("min_items", 3.into()),
+            ("cool_down", "10m".into()),
+            ("max_cool_down", "10m".into()),
+        ]
+        .into_iter()
+        .map(|(k, v): (&str, toml::Value)| (k.to_string(), v))
+        .collect(),
     );
     render("render", &script, 60.0, "20s")
         .workers(4)
@@ -484,4 +488,119 @@ printf "$1""#,
     .await;
     assert!(video(&db, 2).await.2.unwrap().ends_with(" v2"));
     daemon.terminate().await;
+}
+
+/// `renew_sql` that fails on its own — a progress line too long for its column —
+/// cancels the action at once (the lease would otherwise run out while it runs, and
+/// another worker would do the job too) and releases the row; the next run's last
+/// progress line reaches `[on_success]` as `:progress`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_that_fails_cancels_the_action_and_releases_the_row() {
+    let logs = support::logs::capture();
+    let (db, files, script) = setup(
+        1,
+        r#"if [ ! -f {dir}/first ]; then
+  touch {dir}/first
+  printf '%0300d\n' 0 >> "$TABLEQ_PROGRESS"
+  sleep 30
+  touch {dir}/first-finished
+  exit 0
+fi
+echo "progress: 100%"
+printf rendered"#,
+    )
+    .await;
+    let file = render("render", &script, 5.0, "200ms")
+        .lease_set("release_sql", "UPDATE video SET state = 'waiting', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
+        .on_success("UPDATE video SET state = 'done', result = :progress WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the video is done", Duration::from_secs(30), || async {
+        video(&db, 1).await.0 == "done"
+    })
+    .await;
+    let counts = engine.stop().await.counts("render").unwrap();
+    assert_eq!((counts.done, counts.returned), (1, 1), "{counts:?}");
+    assert_eq!(video(&db, 1).await.2.as_deref(), Some("100%"));
+    assert!(
+        !files.path().join("first-finished").exists(),
+        "the first run was cancelled, not waited for"
+    );
+    let failed = logs.lines_with("renew_sql failed");
+    assert!(
+        failed.iter().any(|l| l.contains("render")),
+        "the failure is logged: {failed:?}"
+    );
+}
+
+/// A receiver out of service (503) in lease mode: the circuit opens after
+/// `min_items` failures, rows claimed meanwhile are released without spending an
+/// attempt, and once the receiver is back a probe closes the circuit and every row
+/// is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_in_lease_mode_costs_min_items_attempts_then_recovers() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use support::web::{Reply, WebServer};
+    let logs = support::logs::capture();
+    let up = Arc::new(AtomicBool::new(false));
+    let receiver = up.clone();
+    let server = WebServer::start(move |_| {
+        let status = if receiver.load(Ordering::SeqCst) {
+            200
+        } else {
+            503
+        };
+        Reply::status(status).after(Duration::from_millis(50))
+    })
+    .await;
+    let db = TestDb::new().await;
+    videos(&db, 30).await;
+    let files = QueueFiles::new();
+    let breaker = toml::Value::Table(
+        [
+            ("min_items", 3.into()),
+            ("cool_down", "1s".into()),
+            ("max_cool_down", "2s".into()),
+        ]
+        .into_iter()
+        .map(|(k, v): (&str, toml::Value)| (k.to_string(), v))
+        .collect(),
+    );
+    let file = QueueFile::new("hooks")
+        .set("mode", "lease")
+        .set("circuit", breaker)
+        .workers(4)
+        .select(SELECT)
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .action_http(&server.url("/render/{id}"))
+        .action_set("allow_private_networks", true)
+        .lease_set("sql", "UPDATE video SET state = 'rendering', lease_until = NOW(3) + INTERVAL 1 MINUTE, lease_id = :lease_id WHERE id = :id")
+        .lease_set("release_sql", "UPDATE video SET state = 'waiting', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
+        .on_success("UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .on_failure("UPDATE video SET state = 'failed' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the circuit opens", Duration::from_secs(30), || async {
+        let open = logs.lines_with("the circuit is open");
+        open.iter().any(|line| line.contains("hooks"))
+    })
+    .await;
+    up.store(true, Ordering::SeqCst);
+    let settled = "SELECT COUNT(*) FROM video WHERE state IN ('done', 'failed')";
+    eventually(
+        "every row is done or failed",
+        Duration::from_secs(30),
+        || async { db.count(settled).await == 30 },
+    )
+    .await;
+    engine.stop().await;
+    let failed = db
+        .count("SELECT COUNT(*) FROM video WHERE state = 'failed'")
+        .await;
+    assert_eq!(
+        failed, 3,
+        "only the rows that opened the circuit spent an attempt"
+    );
 }

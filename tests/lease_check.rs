@@ -91,6 +91,42 @@ async fn lease_sql_that_forgets_the_lease_id_is_refused() {
     );
 }
 
+/// Release and outcome SQL whose lease check a clause undoes (`OR 1`): the loader
+/// sees `:lease_id` in the WHERE; the proof sees each match with a wrong lease.
+#[tokio::test]
+async fn release_and_outcome_sql_that_ignore_the_lease_are_refused() {
+    let db = video_db().await;
+    let ignored = "WHERE id = :id AND (lease_id = :lease_id OR 1)";
+    let release = format!("release_sql = \"UPDATE video SET state = 'waiting' {ignored}\"\n");
+    let cases = [
+        (
+            GOOD.replace(
+                "renew_every = \"40s\"\n",
+                &format!("renew_every = \"40s\"\n{release}"),
+            ),
+            "10: queue jobs: error: `lease.release_sql` matched the row with a wrong :lease_id",
+        ),
+        (
+            GOOD.replace(
+                "state = 'done' WHERE id = :id AND lease_id = :lease_id",
+                &format!("state = 'done' {ignored}"),
+            ),
+            "11: queue jobs: error: `on_success.sql` matched the row with a wrong :lease_id",
+        ),
+    ];
+    for (contents, expected) in cases {
+        let (done, shown) = check_online(&db, &contents).await;
+        assert_report(
+            &done,
+            &[format!(
+                "{shown}:{expected}: it must check the lease (`AND lease_id = :lease_id`)"
+            )],
+            ": 1 error, 0 warnings",
+            1,
+        );
+    }
+}
+
 /// Without a database: an SQL action, batch scope, a `[lease]` without the mode, a
 /// bad mode, and renewal or outcome SQL that does not check the lease are each
 /// refused by name.

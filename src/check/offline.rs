@@ -57,14 +57,22 @@ pub fn secrets_for_the_command(queue: &QueueConfig) -> Vec<Finding> {
 }
 
 /// Without `[on_failure]`, a failing item is back at once, at the front.
+/// In lease mode it comes back when released, or when its lease expires.
 pub fn missing_on_failure(queue: &QueueConfig) -> Option<Finding> {
+    let back = if queue.is_lease() {
+        "is released (release_sql) or waits for its lease to expire, and is then retried \
+         forever"
+    } else {
+        "returns to the queue at once and is retried forever, at the front of the queue"
+    };
     queue.on_failure.is_none().then(|| {
         queue.finding(
             Severity::Warning,
             &["action"],
-            "no [on_failure]: a failing item returns to the queue at once and is retried forever, \
-             at the front of the queue; record the failure on the row (attempts, retry_at, status) \
-             so it leaves the query",
+            format!(
+                "no [on_failure]: a failing item {back}; record the failure on the row (attempts, \
+                 retry_at, status) so it leaves the query"
+            ),
         )
     })
 }

@@ -21,7 +21,8 @@ pub struct SessionPool {
     idle: Mutex<Vec<Session>>,
 }
 
-/// A session taken from the pool; it goes back when dropped, unless discarded.
+/// A session taken from the pool; it goes back only by [`Pooled::keep`] or
+/// [`Pooled::finish`].
 pub struct Pooled<'a> {
     session: Option<Session>,
     pool: &'a SessionPool,
@@ -106,31 +107,40 @@ impl Pooled<'_> {
     pub fn session(&mut self) -> &mut Session {
         self.session
             .as_mut()
-            .unwrap_or_else(|| unreachable!("a pooled session is only taken on drop or discard"))
+            .unwrap_or_else(|| unreachable!("a pooled session is only taken by keep or drop"))
     }
 
     /// Returns the session after `result`: kept when it succeeded, rolled back and
     /// kept after the statement's own error, given up otherwise.
-    pub async fn finish<T>(mut self, result: &Result<T, DbError>) {
-        match result {
-            Ok(_) => {}
-            Err(e) if e.is_statement_error() && self.session().rollback_quickly().await => {}
-            Err(_) => self.discard(),
+    pub async fn finish<T>(self, result: &Result<T, DbError>) {
+        self.finish_after(result.as_ref().err()).await;
+    }
+
+    /// [`Pooled::finish`] after `error`, if any.
+    pub async fn finish_after(mut self, error: Option<&DbError>) {
+        match error {
+            None => self.keep(),
+            Some(e) if e.is_statement_error() && self.session().rollback_quickly().await => {
+                self.keep()
+            }
+            Some(_) => {}
         }
     }
 
-    /// Gives the session up instead of returning it: its connection failed, or it
-    /// may be in a transaction tableq no longer knows the state of.
-    pub fn discard(mut self) {
-        self.session = None;
-    }
-}
-
-impl Drop for Pooled<'_> {
-    fn drop(&mut self) {
+    /// Returns the session to the pool: its user ended what it began on it.
+    pub fn keep(mut self) {
         if let Some(mut session) = self.session.take() {
             session.touch();
             self.pool.lock().push(session);
         }
+    }
+}
+
+/// A session neither kept nor finished — its user was cancelled or panicked midway,
+/// perhaps in a transaction or with a reply unread — is given up, not returned:
+/// its connection closes, and the server rolls back whatever it held.
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        self.session.take();
     }
 }

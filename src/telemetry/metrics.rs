@@ -128,7 +128,7 @@ impl Collector for QueueCollector {
             ("claims", "Claim queries sent", |q| q.counts.claims),
             (
                 "outcome_sql_failures",
-                "Outcome SQL ([on_success], [on_failure]) that failed, leaving its item waiting",
+                "Outcome SQL ([on_success], [on_failure]; in lease mode also [lease] sql) that failed, leaving its item waiting",
                 |q| q.counts.outcome_sql_failures,
             ),
             (

@@ -1,7 +1,7 @@
 //! The proof for `mode = "lease"`, in the same rolled-back XA transaction as
 //! transaction mode's: with a claimed sample row, `[lease] sql` must take it out of
-//! the select; renewal and outcome SQL must match it with the right `:lease_id` and
-//! not with a wrong one; a day later (the session's clock moved on with `SET
+//! the select; renewal, release and outcome SQL must match no row with a wrong
+//! `:lease_id`, and renewal and `[on_success]` the row with the right one; a day later (the session's clock moved on with `SET
 //! timestamp`) the select must return it again — an expired lease is waiting — but
 //! not once `[on_success]` has recorded it.
 
@@ -28,6 +28,16 @@ struct Expect<'a> {
     path: &'a [&'a str],
     statements: &'a [BoundStatement],
     outcome: Outcome,
+}
+
+/// What running one guarded statement list showed.
+enum Guarded {
+    Holds,
+    /// A finding; the sample row is as it was.
+    Fails(Finding),
+    /// It ran with a wrong lease and changed the row, or failed: the steps after it
+    /// would prove nothing.
+    Ignored(Finding),
 }
 
 impl Proof<'_> {
@@ -61,19 +71,39 @@ impl Proof<'_> {
         }
         let mut findings = Vec::new();
         for expect in self.guarded() {
-            findings.extend(self.guards(conn, item, &expect).await?);
+            match self.guards(conn, item, &expect).await? {
+                Guarded::Holds => {}
+                Guarded::Fails(finding) => findings.push(finding),
+                Guarded::Ignored(finding) => {
+                    findings.push(finding);
+                    return Ok(findings);
+                }
+            }
         }
         findings.extend(self.expires(conn, item).await?);
         Ok(findings)
     }
 
-    /// The renewal and outcome statements, each guarded by the lease.
+    /// The renewal, release and outcome statements, each guarded by the lease.
     fn guarded(&self) -> Vec<Expect<'_>> {
-        let mut all = vec![Expect {
-            path: &["lease", "renew_sql"],
-            statements: &self.prepared.lease.renew,
-            outcome: Outcome::success(),
-        }];
+        let lease = &self.prepared.lease;
+        let mut all = vec![
+            Expect {
+                path: &["lease", "renew_sql"],
+                statements: &lease.renew,
+                outcome: Outcome::success(),
+            },
+            Expect {
+                path: &["lease", "release_sql"],
+                statements: &lease.release,
+                outcome: Outcome::success(),
+            },
+            Expect {
+                path: &["on_success", "sql"],
+                statements: &self.prepared.on_success,
+                outcome: samples::success(&self.queue.action),
+            },
+        ];
         if let Some(on_failure) = &self.prepared.on_failure {
             all.push(Expect {
                 path: &["on_failure", "sql"],
@@ -84,29 +114,30 @@ impl Proof<'_> {
         all
     }
 
-    /// `expect` matches no row with a wrong `:lease_id`, and the row with the right one.
+    /// `expect` matches no row with a wrong `:lease_id`; a renewal also matches the
+    /// row with the right one (`[on_success]` is run with it by [`Proof::expires`];
+    /// the others would end the lease here).
     async fn guards(
         &self,
         conn: &mut Conn,
         item: &Item,
         expect: &Expect<'_>,
-    ) -> Result<Option<Finding>, mysql_async::Error> {
+    ) -> Result<Guarded, mysql_async::Error> {
         if expect.statements.is_empty() {
-            return Ok(None);
+            return Ok(Guarded::Holds);
         }
         match self.matched(conn, item, expect, WRONG).await? {
             Ok(0) => {}
-            Ok(_) => return Ok(Some(self.lease_finding(expect, "matched the row with a wrong :lease_id: it must check the lease (`AND lease_id = :lease_id`)"))),
-            Err(stopped) => return Ok(Some(stopped)),
+            Ok(_) => return Ok(Guarded::Ignored(self.lease_finding(expect, "matched the row with a wrong :lease_id: it must check the lease (`AND lease_id = :lease_id`)"))),
+            Err(stopped) => return Ok(Guarded::Ignored(stopped)),
         }
-        // [on_failure] with the right lease would record the failure: not here.
-        if expect.path[0] == "on_failure" {
-            return Ok(None);
+        if expect.path != ["lease", "renew_sql"] {
+            return Ok(Guarded::Holds);
         }
         Ok(match self.matched(conn, item, expect, RIGHT).await? {
-            Ok(0) => Some(self.lease_finding(expect, "did not match the leased row with its own :lease_id: every renewal would find the lease lost")),
-            Ok(_) => None,
-            Err(stopped) => Some(stopped),
+            Ok(0) => Guarded::Fails(self.lease_finding(expect, "did not match the leased row with its own :lease_id: every renewal would find the lease lost")),
+            Ok(_) => Guarded::Holds,
+            Err(stopped) => Guarded::Ignored(stopped),
         })
     }
 

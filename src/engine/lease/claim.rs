@@ -1,10 +1,11 @@
 //! The claim's transaction in lease mode: lock up to `batch` waiting rows, run
-//! `[lease] sql` on each with a fresh `:lease_id`, commit. The rows are then out of
+//! `[lease] sql` on each with a fresh `:lease_id` (each behind a savepoint, so one
+//! row's failing lease SQL does not cost the others theirs), commit. The rows are then out of
 //! the select, and no lock or transaction outlives this.
 
 use std::sync::Arc;
 
-use tracing::warn;
+use tracing::{error, warn};
 
 use super::{new_lease_id, Lease, LeaseError};
 use crate::db::{DbError, Session, SessionPool, Statements};
@@ -18,28 +19,34 @@ pub async fn claim(
     worker: &Arc<str>,
 ) -> Result<Vec<Lease>, LeaseError> {
     let mut pooled = pool.get().await?;
+    if queue.stop.is_cancelled() {
+        // Stopped while waiting for a session: lease nothing.
+        pooled.keep();
+        return Ok(Vec::new());
+    }
     queue.stats.record_claim();
     let watch = BatchWatch::new(queue);
-    let result = lease_rows(pooled.session(), &queue.config.name, worker, &watch).await;
+    let result = lease_rows(pooled.session(), queue, worker, &watch).await;
     match &result {
-        Ok(_) => watch.committed(),
-        Err(e) => {
-            watch.failed(e);
-            // The transaction's state is unknown: the server rolls it back with the
-            // connection.
-            pooled.discard();
+        Ok(_) => {
+            watch.committed();
+            pooled.keep();
         }
+        // The transaction's state is unknown: the session is given up, and the
+        // server rolls it back with the connection.
+        Err(e) => watch.failed(e),
     }
     Ok(result?)
 }
 
 async fn lease_rows(
     session: &mut Session,
-    queue: &str,
+    queue: &QueueRuntime,
     worker: &Arc<str>,
     watch: &BatchWatch<'_>,
 ) -> Result<Vec<Lease>, DbError> {
-    let items = session.claim(queue).await?;
+    let name = queue.config.name.as_str();
+    let items = session.claim(name).await?;
     watch.claimed(&items);
     let mut leases = Vec::with_capacity(items.len());
     for item in items {
@@ -48,17 +55,45 @@ async fn lease_rows(
             id: new_lease_id(),
             worker: worker.clone(),
         };
-        let matched = session
-            .run_counted(Statements::Lease, &lease.item, queue, &lease.params(None))
-            .await?;
-        if matched == 0 {
-            warn!(key = %lease.item.key_text(),
-                "[lease] sql matched no row: the row is not leased and is left as it is; \
-                 the lease SQL must update the claimed row by its key");
-            continue;
+        if lease_one(session, queue, &lease).await? {
+            leases.push(lease);
         }
-        leases.push(lease);
     }
     session.commit().await?;
     Ok(leases)
+}
+
+/// Runs `[lease] sql` for one claimed row, behind a savepoint: a row whose lease
+/// SQL fails (its own error) is skipped — left as it was — and the others of the
+/// claim are leased. True if the row is leased.
+async fn lease_one(
+    session: &mut Session,
+    queue: &QueueRuntime,
+    lease: &Lease,
+) -> Result<bool, DbError> {
+    let name = queue.config.name.as_str();
+    session.savepoint().await?;
+    let params = lease.params(None);
+    let key = lease.item.key_text();
+    match session
+        .run_counted(Statements::Lease, &lease.item, name, &params)
+        .await
+    {
+        Ok(0) => {
+            warn!(%key, "[lease] sql matched no row: the row is not leased and is left as it is; \
+                  the lease SQL must update the claimed row by its key");
+            Ok(false)
+        }
+        Ok(_) => Ok(true),
+        Err(e) if e.is_statement_error() => {
+            session.rollback_to_savepoint().await?;
+            queue.stats.record_outcome_sql_failure();
+            if queue.outcome_sql_failed.first(&key) {
+                error!(error = %e, %key, "[lease] sql failed; the row is left as it was and \
+                       tried again at the next claim: fix the SQL; said once per row");
+            }
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tracing::warn;
+use tracing::{error, warn};
 
 use super::{Lease, LeaseError};
 use crate::action::command::Progress;
@@ -21,6 +21,9 @@ pub enum Held<T> {
     Finished(T),
     /// A renewal matched no row: the action was cancelled.
     Lost,
+    /// `renew_sql` itself failed (its own error, which the next renewal would meet
+    /// again, and the lease would run out meanwhile): the action was cancelled.
+    RenewalFailed,
     /// The shutdown timeout passed: the action was cancelled.
     Aborted,
 }
@@ -44,8 +47,9 @@ pub async fn hold<T>(
     loop {
         tokio::select! {
             biased;
-            _ = queue.abort.cancelled() => return Held::Aborted,
+            // An action that has finished wins over the abort: its outcome is known.
             outcome = &mut action => return Held::Finished(outcome),
+            _ = queue.abort.cancelled() => return Held::Aborted,
             _ = sleep(every) => {}
         }
         // The action runs on while the renewal waits: a command is its own process,
@@ -61,9 +65,18 @@ pub async fn hold<T>(
                      is not recorded");
                 return Held::Lost;
             }
-            Err(e) => warn!(error = %e,
-                "could not renew the lease; trying again at the next renewal (the outcome SQL's \
-                 lease check says whether it still held)"),
+            Err(e) => {
+                queue.stats.observed.record_db_error(e.kind());
+                if e.db_error().is_some_and(DbError::is_statement_error) {
+                    error!(error = %e,
+                        "renew_sql failed; the action is cancelled before its lease runs out: fix \
+                         the SQL (a :progress line too long for its column? use LEFT(:progress, n))");
+                    return Held::RenewalFailed;
+                }
+                warn!(error = %e,
+                    "could not renew the lease; trying again at the next renewal (the outcome \
+                     SQL's lease check says whether it still held)");
+            }
         }
     }
 }

@@ -23,7 +23,9 @@ use tracing::error;
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
-use crate::db::{DbError, Item, LeaseParams, OpenError, OutcomeParams, Session, SessionPool};
+use crate::db::{
+    DbError, ErrorKind, Item, LeaseParams, OpenError, OutcomeParams, Session, SessionPool,
+};
 
 /// One claimed row and the token its lease was taken with.
 #[derive(Debug)]
@@ -60,6 +62,24 @@ pub enum LeaseError {
     Open(#[from] OpenError),
     #[error("{0}")]
     Database(#[from] DbError),
+    /// The COMMIT was sent but its answer lost: what it recorded is not known.
+    #[error("no answer to the COMMIT: {0}")]
+    CommitUnknown(DbError),
+}
+
+impl LeaseError {
+    /// What kind of database error this is, as the metrics count it.
+    pub fn kind(&self) -> ErrorKind {
+        self.db_error().map_or(ErrorKind::Connect, DbError::kind)
+    }
+
+    /// The database's error, if the step reached the database.
+    pub fn db_error(&self) -> Option<&DbError> {
+        match self {
+            LeaseError::Open(_) => None,
+            LeaseError::Database(e) | LeaseError::CommitUnknown(e) => Some(e),
+        }
+    }
 }
 
 /// Starts a lease-mode queue's workers, sharing a pool of `[lease] connections`

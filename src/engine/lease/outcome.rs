@@ -8,7 +8,7 @@ use tracing::{error, info, warn};
 
 use super::{Lease, LeaseError};
 use crate::action::Outcome;
-use crate::db::{DbError, OutcomeParams, Session, SessionPool, Statements};
+use crate::db::{OutcomeParams, Session, SessionPool, Statements};
 use crate::engine::backoff::{pause, Backoff};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::Fate;
@@ -22,6 +22,7 @@ pub async fn settle(
     pool: &SessionPool,
     lease: &Lease,
     outcome: &Outcome,
+    progress: Option<&str>,
 ) -> Fate {
     if !outcome.succeeded() {
         let reason = outcome.error.as_deref().unwrap_or_default();
@@ -34,12 +35,12 @@ pub async fn settle(
         (false, None) => {
             let reason = outcome.error.as_deref().unwrap_or_default();
             warn!(error = %reason, "item failed; with no [on_failure] its lease is released (or left to expire)");
-            release(queue, pool, lease).await;
+            release(queue, pool, lease, progress).await;
             return Fate::Returned;
         }
     };
     let mut params = outcome.params();
-    params.lease = lease.lease_params(None);
+    params.lease = lease.lease_params(progress);
     match record_retrying(queue, pool, lease, which, &params).await {
         Ok(true) => {
             if fate == Fate::Failed {
@@ -58,6 +59,11 @@ pub async fn settle(
             queue.stats.record_outcome_sql_failure();
             error!(error = %e, "outcome SQL failed; it is rolled back, and the row is worked on \
                    again when its lease expires: fix the SQL");
+            Fate::Returned
+        }
+        Err(e @ LeaseError::CommitUnknown(_)) => {
+            warn!(error = %e, "could not learn whether the outcome was recorded; if it was not, \
+                  the row is worked on again when its lease expires");
             Fate::Returned
         }
         Err(e) => {
@@ -86,6 +92,8 @@ async fn record_retrying(
             Err(LeaseError::Database(e)) if e.is_statement_error() => {
                 return Err(LeaseError::Database(e))
             }
+            // It may have landed: trying again could record it twice.
+            Err(e @ LeaseError::CommitUnknown(_)) => return Err(e),
             Err(e) if tries < RECORD_TRIES => e,
             done => return done,
         };
@@ -110,8 +118,10 @@ async fn record(
 ) -> Result<bool, LeaseError> {
     let mut pooled = pool.get().await?;
     let result = record_on(pooled.session(), &queue.config.name, lease, which, params).await;
-    pooled.finish(&result).await;
-    Ok(result?)
+    pooled
+        .finish_after(result.as_ref().err().and_then(LeaseError::db_error))
+        .await;
+    result
 }
 
 async fn record_on(
@@ -120,7 +130,7 @@ async fn record_on(
     lease: &Lease,
     which: Statements,
     params: &OutcomeParams<'_>,
-) -> Result<bool, DbError> {
+) -> Result<bool, LeaseError> {
     let matched = session
         .run_counted(which, &lease.item, queue, params)
         .await?;
@@ -128,13 +138,18 @@ async fn record_on(
         session.rollback().await?;
         return Ok(false);
     }
-    session.commit().await?;
+    session.commit().await.map_err(LeaseError::CommitUnknown)?;
     Ok(true)
 }
 
 /// Runs `[lease] release_sql` for `lease`, if the queue has it; without it the row
 /// waits for its lease to expire.
-pub async fn release(queue: &QueueRuntime, pool: &SessionPool, lease: &Lease) {
+pub async fn release(
+    queue: &QueueRuntime,
+    pool: &SessionPool,
+    lease: &Lease,
+    progress: Option<&str>,
+) {
     let has_release = queue
         .config
         .lease
@@ -144,7 +159,8 @@ pub async fn release(queue: &QueueRuntime, pool: &SessionPool, lease: &Lease) {
         info!(lease_id = %lease.id, "no [lease] release_sql: the row waits for its lease to expire");
         return;
     }
-    match record(queue, pool, lease, Statements::Release, &lease.params(None)).await {
+    let params = lease.params(progress);
+    match record(queue, pool, lease, Statements::Release, &params).await {
         Ok(true) => info!(lease_id = %lease.id, "lease released: the row is waiting again"),
         Ok(false) => info!(lease_id = %lease.id, "lease already lost; nothing to release"),
         Err(e) => warn!(error = %e, lease_id = %lease.id,

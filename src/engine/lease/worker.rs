@@ -18,6 +18,7 @@ use crate::engine::backoff::{pause, Backoff};
 use crate::engine::idle::{Turn, Watch};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::{BatchReport, Fate};
+use crate::engine::stop_when_empty::Ticket;
 use crate::telemetry::stats::Connected;
 
 /// Runs worker `index` of a lease-mode `queue` until it is told to stop.
@@ -58,18 +59,19 @@ impl<'a> LeaseWorker<'a> {
         }
     }
 
-    /// One claim and its work; false when the worker is to stop.
+    /// One claim and its work; false when the worker is to stop. The circuit's pass
+    /// is held from the claim to the end of the work, never while idle or waiting.
     async fn turn(&mut self) -> bool {
         let queue = self.queue;
         // While the circuit is open, wait here: claiming would spend attempts.
-        let Some(_pass) = queue.circuit.pass(&queue.stop).await else {
+        let Some(pass) = queue.circuit.pass(&queue.stop).await else {
             return false;
         };
         let ticket = queue.stop_when_empty.begin();
         let leases = match claim(queue, self.pool, &self.name).await {
             Ok(leases) => leases,
             Err(e) => {
-                drop(ticket);
+                drop((pass, ticket));
                 return self.not_claimed(&e).await;
             }
         };
@@ -77,12 +79,8 @@ impl<'a> LeaseWorker<'a> {
             self.connected = Some(queue.stats.connection());
         }
         if leases.is_empty() {
-            if ticket.finish_empty() {
-                info!("the queue is drained");
-                return false;
-            }
-            self.backoff.reset();
-            return self.idle().await;
+            drop(pass);
+            return self.found_none(ticket).await;
         }
         self.watch = None;
         if leases.len() == queue.config.batch {
@@ -94,6 +92,7 @@ impl<'a> LeaseWorker<'a> {
             return false;
         }
         let report = self.work_all(leases).await;
+        drop(pass);
         queue
             .stats
             .record(report.done, report.failed, report.returned);
@@ -103,6 +102,20 @@ impl<'a> LeaseWorker<'a> {
         }
         self.backoff.reset();
         true
+    }
+
+    /// After an empty claim: stop if the queue is drained (or stopping), else idle.
+    async fn found_none(&mut self, ticket: Ticket<'_>) -> bool {
+        if self.queue.stop.is_cancelled() {
+            // The claim gave up on seeing the stop; the queue is not known empty.
+            return false;
+        }
+        if ticket.finish_empty() {
+            info!("the queue is drained");
+            return false;
+        }
+        self.backoff.reset();
+        self.idle().await
     }
 
     /// After a claim that failed: back off, and say so — loud from the first worker
@@ -122,7 +135,7 @@ impl<'a> LeaseWorker<'a> {
     /// Stopping since the claim began: start nothing, and release the rows.
     async fn give_back(&self, leases: &[Lease]) {
         for lease in leases {
-            release(self.queue, self.pool, lease).await;
+            release(self.queue, self.pool, lease, None).await;
         }
         self.queue.stats.record(0, 0, leases.len());
     }
@@ -160,18 +173,21 @@ impl<'a> LeaseWorker<'a> {
             queue.stats.observed.action.observe(started.elapsed());
             ticket.finished(&outcome).then_some(outcome)
         };
-        match hold(queue, self.pool, lease, progress.as_deref(), running).await {
-            Held::Finished(Some(outcome)) => settle(queue, self.pool, lease, &outcome).await,
+        let held = hold(queue, self.pool, lease, progress.as_deref(), running).await;
+        let last = progress.as_deref().and_then(Progress::last);
+        let last = last.as_deref();
+        match held {
+            Held::Finished(Some(outcome)) => settle(queue, self.pool, lease, &outcome, last).await,
             // Not run, or failed downstream, while the circuit is open: its attempt
             // is not spent, and the row waits again.
-            Held::Finished(None) => {
-                release(queue, self.pool, lease).await;
+            Held::Finished(None) | Held::RenewalFailed => {
+                release(queue, self.pool, lease, last).await;
                 Fate::Returned
             }
             Held::Lost => Fate::Returned,
             Held::Aborted => {
                 warn!("the shutdown timeout passed; the action is cancelled");
-                release(queue, self.pool, lease).await;
+                release(queue, self.pool, lease, last).await;
                 Fate::Returned
             }
         }
