@@ -179,6 +179,14 @@ async fn mistakes_are_refused_before_any_database() {
              \"UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id\"",
         ),
         (
+            GOOD.replace(
+                "state = 'rendering', lease_until = NOW() + INTERVAL 2 MINUTE",
+                "state = 'rendering', lease_until = NOW() + INTERVAL 30 SECOND",
+            ),
+            "9: queue jobs: error: `renew_every` = 40s is not shorter than the lease `sql` gives \
+             (30s): the lease would expire between renewals; renew every third of it",
+        ),
+        (
             GOOD.replace("renew_sql = ", "# renew_sql = "),
             "9: queue jobs: error: `renew_every` without `renew_sql` renews nothing: add \
              renew_sql, the UPDATE that moves the lease on (`WHERE id = :id AND lease_id = \
@@ -197,7 +205,7 @@ async fn mistakes_are_refused_before_any_database() {
 }
 
 /// Without `renew_every`, a lease renews every third of the one `INTERVAL` its
-/// `renew_sql` gives.
+/// `renew_sql` gives — or `[lease] sql`'s, if that is shorter.
 #[test]
 fn renew_every_defaults_to_a_third_of_the_lease() {
     let files = support::QueueFiles::new();
@@ -206,4 +214,14 @@ fn renew_every_defaults_to_a_third_of_the_lease() {
         .unwrap_or_else(|f| panic!("{f}"));
     let lease = queues[0].lease.as_ref().unwrap();
     assert_eq!(lease.renew_every, Some(std::time::Duration::from_secs(40)));
+    // The claim's lease shorter than the renewals': a third of it.
+    let shorter = GOOD.replace("renew_every = \"40s\"\n", "").replace(
+        "INTERVAL 2 MINUTE, lease_id",
+        "INTERVAL 30 SECOND, lease_id",
+    );
+    let path = files.write("short.toml", &shorter);
+    let queues = tableq::load_paths(&[path], &|name| std::env::var(name).ok())
+        .unwrap_or_else(|f| panic!("{f}"));
+    let lease = queues[0].lease.as_ref().unwrap();
+    assert_eq!(lease.renew_every, Some(std::time::Duration::from_secs(10)));
 }

@@ -140,8 +140,9 @@ fn lease_config(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
     }
 }
 
-/// `renew_every`: as given, else a third of the lease `renew_sql` gives; refused
-/// when it is not shorter than that lease. `None` without `renew_sql`.
+/// `renew_every`: as given, else a third of the shorter lease `[lease] sql` and
+/// `renew_sql` give; refused when it is not shorter than that lease. `None` without
+/// `renew_sql`.
 fn renew_every(v: &mut Validator, lease: &RawLease) -> Option<Duration> {
     let Some(renew) = &lease.renew_sql else {
         if lease.renew_every.is_some() {
@@ -153,13 +154,18 @@ fn renew_every(v: &mut Validator, lease: &RawLease) -> Option<Duration> {
         }
         return None;
     };
-    let length = match renew.0.as_slice() {
-        [one] => lease_length(one),
-        _ => None,
-    };
+    // The claim's lease must last to the first renewal, and each renewal's to the
+    // next: the shorter of the two is the one to renew within.
+    let shortest = [("renew_sql", renew), ("sql", &lease.sql)]
+        .into_iter()
+        .filter_map(|(key, list)| match list.0.as_slice() {
+            [one] => lease_length(one).map(|length| (key, length)),
+            _ => None,
+        })
+        .min_by_key(|(_, length)| *length);
     let path = ["lease", "renew_every"];
-    match (lease.renew_every, length) {
-        (Some(every), Some(length)) if every >= length => {
+    match (lease.renew_every, shortest) {
+        (Some(every), Some((key, length))) if every >= length => {
             let (every, length) = (
                 humantime::format_duration(every),
                 humantime::format_duration(length),
@@ -167,14 +173,14 @@ fn renew_every(v: &mut Validator, lease: &RawLease) -> Option<Duration> {
             v.error(
                 &path,
                 format!(
-                    "`renew_every` = {every} is not shorter than the lease `renew_sql` gives \
+                    "`renew_every` = {every} is not shorter than the lease `{key}` gives \
                      ({length}): the lease would expire between renewals; renew every third of it"
                 ),
             );
             None
         }
         (Some(every), _) => Some(v.positive(&path, Some(every), every)),
-        (None, Some(length)) => Some(length / 3),
+        (None, Some((_, length))) => Some(length / 3),
         (None, None) => {
             v.error(
                 &["lease", "renew_sql"],
