@@ -604,3 +604,34 @@ async fn an_outage_in_lease_mode_costs_min_items_attempts_then_recovers() {
         "only the rows that opened the circuit spent an attempt"
     );
 }
+
+/// A row whose `[lease] sql` fails on its own is skipped — left waiting, its
+/// failure logged once and counted — while the other rows of the claim are leased
+/// and done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_whose_lease_sql_fails_is_skipped_and_the_others_are_done() {
+    let logs = support::logs::capture();
+    let (db, files, script) = setup(3, "printf rendered").await;
+    // Row 2's lease SQL meets a subquery of two rows (error 1242).
+    let file = render("skips", &script, 5.0, "1s")
+        .batch(3)
+        .lease_set("sql", "UPDATE video SET state = 'rendering', lease_until = NOW(3) + INTERVAL 5 SECOND, lease_id = :lease_id, worker = :worker, result = IF(id = 2, (SELECT 1 UNION SELECT 2), NULL) WHERE id = :id")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    let done = "SELECT COUNT(*) FROM video WHERE state = 'done' AND id IN (1, 3)";
+    eventually("rows 1 and 3 are done", Duration::from_secs(30), || async {
+        db.count(done).await == 2
+    })
+    .await;
+    let counts = engine.stop().await.counts("skips").unwrap();
+    assert_eq!(counts.done, 2, "{counts:?}");
+    assert!(counts.outcome_sql_failures >= 1, "{counts:?}");
+    assert_eq!(counts.returned, counts.outcome_sql_failures, "{counts:?}");
+    assert_eq!(video(&db, 2).await.0, "waiting", "row 2 is left as it was");
+    let said: Vec<String> = logs
+        .lines_with("[lease] sql failed")
+        .into_iter()
+        .filter(|l| l.contains("skips"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {said:?}");
+}

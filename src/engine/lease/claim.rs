@@ -12,17 +12,26 @@ use crate::db::{DbError, Session, SessionPool, Statements};
 use crate::engine::observe::BatchWatch;
 use crate::engine::queue::QueueRuntime;
 
+/// What one claim came to.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    pub leases: Vec<Lease>,
+    /// Rows claimed but not leased (their lease SQL matched nothing, or failed):
+    /// left as they were, still waiting.
+    pub skipped: usize,
+}
+
 /// Claims and leases up to `batch` rows for `worker`, on a pooled session.
 pub async fn claim(
     queue: &QueueRuntime,
     pool: &SessionPool,
     worker: &Arc<str>,
-) -> Result<Vec<Lease>, LeaseError> {
+) -> Result<Claimed, LeaseError> {
     let mut pooled = pool.get().await?;
     if queue.stop.is_cancelled() {
         // Stopped while waiting for a session: lease nothing.
         pooled.keep();
-        return Ok(Vec::new());
+        return Ok(Claimed::default());
     }
     queue.stats.record_claim();
     let watch = BatchWatch::new(queue);
@@ -44,11 +53,14 @@ async fn lease_rows(
     queue: &QueueRuntime,
     worker: &Arc<str>,
     watch: &BatchWatch<'_>,
-) -> Result<Vec<Lease>, DbError> {
+) -> Result<Claimed, DbError> {
     let name = queue.config.name.as_str();
     let items = session.claim(name).await?;
     watch.claimed(&items);
-    let mut leases = Vec::with_capacity(items.len());
+    let mut claimed = Claimed {
+        leases: Vec::with_capacity(items.len()),
+        skipped: 0,
+    };
     for item in items {
         let lease = Lease {
             item,
@@ -56,11 +68,13 @@ async fn lease_rows(
             worker: worker.clone(),
         };
         if lease_one(session, queue, &lease).await? {
-            leases.push(lease);
+            claimed.leases.push(lease);
+        } else {
+            claimed.skipped += 1;
         }
     }
     session.commit().await?;
-    Ok(leases)
+    Ok(claimed)
 }
 
 /// Runs `[lease] sql` for one claimed row, behind a savepoint: a row whose lease

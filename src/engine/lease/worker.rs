@@ -8,9 +8,10 @@ use futures::future::join_all;
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
 
+use super::claim::{claim, Claimed};
 use super::heartbeat::{hold, Held};
 use super::outcome::{release, settle};
-use super::{claim::claim, worker_name, Lease, LeaseError};
+use super::{worker_name, Lease, LeaseError};
 use crate::action::command::Progress;
 use crate::action::{Action, Outside};
 use crate::db::SessionPool;
@@ -68,8 +69,8 @@ impl<'a> LeaseWorker<'a> {
             return false;
         };
         let ticket = queue.stop_when_empty.begin();
-        let leases = match claim(queue, self.pool, &self.name).await {
-            Ok(leases) => leases,
+        let Claimed { leases, skipped } = match claim(queue, self.pool, &self.name).await {
+            Ok(claimed) => claimed,
             Err(e) => {
                 drop((pass, ticket));
                 return self.not_claimed(&e).await;
@@ -78,8 +79,17 @@ impl<'a> LeaseWorker<'a> {
         if self.connected.is_none() {
             self.connected = Some(queue.stats.connection());
         }
+        if skipped > 0 {
+            // Claimed and left waiting: counted as returned, and the queue is not
+            // empty.
+            queue.stats.record(0, 0, skipped);
+        }
         if leases.is_empty() {
             drop(pass);
+            if skipped > 0 {
+                ticket.finish(true);
+                return pause(&queue.stop, self.backoff.next_wait()).await;
+            }
             return self.found_none(ticket).await;
         }
         self.watch = None;
@@ -96,8 +106,9 @@ impl<'a> LeaseWorker<'a> {
         queue
             .stats
             .record(report.done, report.failed, report.returned);
-        ticket.finish(report.returned > 0);
-        if report.returned > 0 {
+        let returned = report.returned + skipped;
+        ticket.finish(returned > 0);
+        if returned > 0 {
             return pause(&queue.stop, self.backoff.next_wait()).await;
         }
         self.backoff.reset();
