@@ -66,6 +66,12 @@ fn render(name: &str, script: &Path, lease_seconds: f64, renew_every: &str) -> Q
         .on_failure("UPDATE video SET state = 'failed', result = :error WHERE id = :id AND lease_id = :lease_id")
 }
 
+/// A `[circuit]` table of `pairs`.
+fn circuit(pairs: &[(&str, toml::Value)]) -> toml::Value {
+    let table = pairs.iter().map(|(k, v)| (k.to_string(), v.clone()));
+    toml::Value::Table(table.collect())
+}
+
 async fn video(db: &TestDb, id: u32) -> (String, Option<String>, Option<String>) {
     db.rows(&format!(
         "SELECT state, progress, result FROM video WHERE id = {id}"
@@ -352,16 +358,11 @@ async fn a_lease_lost_drops_a_hanging_request() {
 async fn a_transient_exit_code_opens_the_circuit_and_releases_the_leases() {
     use support::endpoint::{get, start_with_metrics};
     let (db, files, script) = setup(40, "#!/bin/sh\nsleep 0.2\nexit 75\n").await;
-    let breaker = toml::Value::Table(
-        [
-            ("min_items", 3.into()),
-            ("cool_down", "10m".into()),
-            ("max_cool_down", "10m".into()),
-        ]
-        .into_iter()
-        .map(|(k, v): (&str, toml::Value)| (k.to_string(), v))
-        .collect(),
-    );
+    let breaker = circuit(&[
+        ("min_items", 3.into()),
+        ("cool_down", "10m".into()),
+        ("max_cool_down", "10m".into()),
+    ]);
     render("render", &script, 60.0, "20s")
         .workers(4)
         .set("circuit", breaker)
@@ -557,16 +558,11 @@ async fn an_outage_in_lease_mode_costs_min_items_attempts_then_recovers() {
     let db = TestDb::new().await;
     videos(&db, 30).await;
     let files = QueueFiles::new();
-    let breaker = toml::Value::Table(
-        [
-            ("min_items", 3.into()),
-            ("cool_down", "1s".into()),
-            ("max_cool_down", "2s".into()),
-        ]
-        .into_iter()
-        .map(|(k, v): (&str, toml::Value)| (k.to_string(), v))
-        .collect(),
-    );
+    let breaker = circuit(&[
+        ("min_items", 3.into()),
+        ("cool_down", "1s".into()),
+        ("max_cool_down", "2s".into()),
+    ]);
     let file = QueueFile::new("hooks")
         .set("mode", "lease")
         .set("circuit", breaker)
