@@ -397,6 +397,16 @@ async fn a_transient_exit_code_opens_the_circuit_and_releases_the_leases() {
             "no {line} in\n{metrics}"
         );
     }
+    let (_, status) = get(&format!("{base}/status.json")).await;
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let render = &status["queues"][0];
+    assert_eq!(render["circuit"], "open", "{render}");
+    assert_eq!(render["leases_lost"], 0, "{render}");
+    let (_, page) = get(&format!("{base}/")).await;
+    assert!(
+        page.contains("data-field=\"circuit\">circuit open<"),
+        "{page}"
+    );
     daemon.terminate().await;
 }
 

@@ -71,14 +71,15 @@ fn queue_rows(page: &mut String, q: &QueueStatus) {
         seconds(q.action_p50_seconds),
         seconds(q.action_p99_seconds)
     );
+    let (circuit, leases_lost) = notes(q.circuit, q.leases_lost);
     let _ = write!(
         page,
-        "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\">{name}</th>\
+        "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\">{name}{circuit}</th>\
          <td data-label=\"Workers busy / connected / all\" data-field=\"workers\">{} / {} / {}</td>\
          <td data-label=\"Last 15 min\">{}</td>\
          <td class=\"num\" data-label=\"Done\" data-field=\"done\">{}</td>\
          <td class=\"num\" data-label=\"Failed\" data-field=\"failed\">{}</td>\
-         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}</td>\
+         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}{leases_lost}</td>\
          <td class=\"num\" data-label=\"Rolled back\" data-field=\"rolled_back\">{}</td>\
          <td class=\"num\" data-label=\"Waiting\" data-field=\"waiting\">{waiting}</td>\
          <td class=\"num\" data-label=\"Oldest waiting\" data-field=\"oldest_waiting\">{}</td>\
@@ -94,6 +95,22 @@ fn queue_rows(page: &mut String, q: &QueueStatus) {
         seconds(q.oldest_waiting_seconds),
     );
     failures(page, &name, &q.failures);
+}
+
+/// What a queue's row says only when it happens: its circuit not closed, leases
+/// lost (lease mode).
+fn notes(circuit: &str, leases_lost: u64) -> (String, String) {
+    let circuit = match circuit {
+        "closed" => String::new(),
+        state => {
+            format!("<br><span class=\"failed\" data-field=\"circuit\">circuit {state}</span>")
+        }
+    };
+    let leases_lost = match leases_lost {
+        0 => String::new(),
+        lost => format!("<br><span data-field=\"leases_lost\">{lost} leases lost</span>"),
+    };
+    (circuit, leases_lost)
 }
 
 fn failures(page: &mut String, name: &str, failures: &[Failure]) {
@@ -160,6 +177,20 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn says_an_open_circuit_and_lost_leases_only_when_they_happen() {
+        assert_eq!(notes("closed", 0), (String::new(), String::new()));
+        let (circuit, lost) = notes("half-open", 2);
+        assert!(
+            circuit.contains("data-field=\"circuit\">circuit half-open<"),
+            "{circuit}"
+        );
+        assert!(
+            lost.contains("data-field=\"leases_lost\">2 leases lost<"),
+            "{lost}"
+        );
+    }
 
     #[test]
     fn escapes_what_a_row_holds_and_formats_times() {

@@ -39,6 +39,11 @@ pub struct QueueStatus {
     pub failed: u64,
     pub returned: u64,
     pub rolled_back: u64,
+    /// Lease mode: leases lost while their item was worked on (counted in
+    /// `returned` too).
+    pub leases_lost: u64,
+    /// The circuit breaker: `closed` (also when it is off), `open` or `half-open`.
+    pub circuit: &'static str,
     /// Waiting rows, as of the last background count (none yet: `null`).
     pub waiting: Option<usize>,
     /// More rows wait than `waiting_cap`.
@@ -85,6 +90,8 @@ impl QueueStatus {
             failed: view.counts.failed,
             returned: view.counts.returned,
             rolled_back: observed.rolled_back(),
+            leases_lost: view.counts.leases_lost,
+            circuit: view.circuit.name(),
             waiting: backlog.waiting,
             waiting_capped: backlog.capped,
             oldest_waiting_seconds: backlog.oldest_seconds,
