@@ -30,7 +30,11 @@ fn env_queue(name: &str) -> QueueFile {
 async fn a_command_sees_only_the_allowlist_and_what_env_names() {
     let db = TestDb::new().await;
     db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, queue VARCHAR(10) NOT NULL, output MEDIUMTEXT NULL) DEFAULT CHARSET=utf8mb4;
+        // The index keeps each queue's claim to its own rows: without it, a claim
+        // scanning the table briefly locks another queue's row, and that queue's
+        // SKIP LOCKED claim at the same instant finds it empty (and stops).
+        "CREATE TABLE job (id INT PRIMARY KEY, queue VARCHAR(10) NOT NULL, output MEDIUMTEXT NULL,
+           INDEX (queue, id)) DEFAULT CHARSET=utf8mb4;
          INSERT INTO job (id, queue) VALUES (1, 'plain'), (2, 'named'), (3, 'set')",
     )
     .await;

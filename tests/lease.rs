@@ -132,8 +132,8 @@ printf rendered"#,
     );
 }
 
-/// A command's stdout lines `progress: …` reach the row through `:progress` too,
-/// and stay in `:output`.
+/// A command's stdout lines `progress: …` reach the row through `:progress` too
+/// (the renewals', and the last one `[on_success]`'s), and stay in `:output`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_lines_on_stdout_reach_the_row() {
     let (db, files, script) = setup(
@@ -146,7 +146,9 @@ echo done"#,
     )
     .await;
     let dir = files.path();
-    let file = render("render", &script, 5.0, "200ms").write(&files);
+    let file = render("render", &script, 5.0, "200ms")
+        .on_success("UPDATE video SET state = 'done', result = CONCAT(:progress, '|', :output) WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     for (step, progress) in [("go", "frame 1 of 2"), ("go2", "frame 2 of 2")] {
         eventually(progress, Duration::from_secs(30), || async {
@@ -161,9 +163,9 @@ echo done"#,
     .await;
     engine.stop().await;
     let result = video(&db, 1).await.2.unwrap();
-    assert!(
-        result.ends_with(" progress: frame 1 of 2\nprogress: frame 2 of 2\ndone\n"),
-        "{result:?}"
+    assert_eq!(
+        result, "frame 2 of 2|progress: frame 1 of 2\nprogress: frame 2 of 2\ndone\n",
+        "the last progress line reaches [on_success], and :output keeps them all"
     );
 }
 
@@ -501,47 +503,35 @@ printf "$1""#,
     daemon.terminate().await;
 }
 
-/// `renew_sql` that fails on its own — a progress line too long for its column —
-/// cancels the action at once (the lease would otherwise run out while it runs, and
-/// another worker would do the job too) and releases the row; the next run's last
-/// progress line reaches `[on_success]` as `:progress`.
+/// `renew_sql` that keeps failing on its own — a progress line too long for its
+/// column — cancels the action before the lease runs out (else another worker would
+/// do the job too) and records it as the item's failure, so an attempt is spent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_renewal_that_fails_cancels_the_action_and_releases_the_row() {
+async fn a_renewal_that_keeps_failing_cancels_the_action_and_records_a_failure() {
     let logs = support::logs::capture();
     let (db, files, script) = setup(
         1,
-        r#"if [ ! -f {dir}/first ]; then
-  touch {dir}/first
-  printf '%0300d\n' 0 >> "$TABLEQ_PROGRESS"
-  sleep 30
-  touch {dir}/first-finished
-  exit 0
-fi
-echo "progress: 100%"
-printf rendered"#,
+        r#"printf '%0300d\n' 0 >> "$TABLEQ_PROGRESS"
+sleep 30
+touch {dir}/finished"#,
     )
     .await;
-    let file = render("render", &script, 5.0, "200ms")
-        .lease_set("release_sql", "UPDATE video SET state = 'waiting', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
-        .on_success("UPDATE video SET state = 'done', result = :progress WHERE id = :id AND lease_id = :lease_id")
-        .write(&files);
+    let file = render("renewals", &script, 5.0, "200ms").write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("the video is done", Duration::from_secs(30), || async {
-        video(&db, 1).await.0 == "done"
+    eventually("the video failed", Duration::from_secs(30), || async {
+        video(&db, 1).await.0 == "failed"
     })
     .await;
-    let counts = engine.stop().await.counts("render").unwrap();
-    assert_eq!((counts.done, counts.returned), (1, 1), "{counts:?}");
-    assert_eq!(video(&db, 1).await.2.as_deref(), Some("100%"));
+    let counts = engine.stop().await.counts("renewals").unwrap();
+    assert_eq!((counts.failed, counts.leases_lost), (1, 0), "{counts:?}");
+    let error = video(&db, 1).await.2.unwrap();
+    assert!(error.starts_with("renew_sql failed: "), "{error}");
     assert!(
-        !files.path().join("first-finished").exists(),
-        "the first run was cancelled, not waited for"
+        !files.path().join("finished").exists(),
+        "the command was cancelled, not waited for"
     );
-    let failed = logs.lines_with("renew_sql failed");
-    assert!(
-        failed.iter().any(|l| l.contains("render")),
-        "the failure is logged: {failed:?}"
-    );
+    let said = logs.lines_with("renew_sql keeps failing");
+    assert!(said.iter().any(|l| l.contains("renewals")), "{said:?}");
 }
 
 /// A receiver out of service (503) in lease mode: the circuit opens after

@@ -127,6 +127,40 @@ async fn release_and_outcome_sql_that_ignore_the_lease_are_refused() {
     }
 }
 
+/// A release that cannot match its own lease, and one that leaves the row out of the
+/// select: a released row would wait for its lease anyway.
+#[tokio::test]
+async fn a_release_that_does_not_put_the_row_back_is_refused() {
+    let db = video_db().await;
+    let cases = [
+        (
+            "UPDATE video SET state = 'waiting' WHERE id = :id AND lease_id = :lease_id AND state = 'gone'",
+            "did not match the leased row with its own :lease_id: a release would never put \
+             the row back",
+        ),
+        (
+            "UPDATE video SET worker = NULL WHERE id = :id AND lease_id = :lease_id",
+            "leaves the row out of the select: a released row would wait for its lease to \
+             expire anyway; put it back (e.g. state = 'waiting')",
+        ),
+    ];
+    for (release, problem) in cases {
+        let contents = GOOD.replace(
+            "renew_every = \"40s\"\n",
+            &format!("renew_every = \"40s\"\nrelease_sql = \"{release}\"\n"),
+        );
+        let (done, shown) = check_online(&db, &contents).await;
+        assert_report(
+            &done,
+            &[format!(
+                "{shown}:10: queue jobs: error: `lease.release_sql` {problem}"
+            )],
+            ": 1 error, 0 warnings",
+            1,
+        );
+    }
+}
+
 /// Without a database: an SQL action, batch scope, a `[lease]` without the mode, a
 /// bad mode, and renewal or outcome SQL that does not check the lease are each
 /// refused by name.

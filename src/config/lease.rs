@@ -49,6 +49,9 @@ pub struct LeaseConfig {
     pub renew_every: Option<Duration>,
     /// The most connections the queue's workers share.
     pub connections: usize,
+    /// How long a lease lasts, when `sql` and `renew_sql` say it in one `INTERVAL`
+    /// each (the shorter of the two).
+    pub length: Option<Duration>,
 }
 
 /// Reads `mode` and `[lease]`: `None` for transaction mode (the default).
@@ -137,14 +140,29 @@ fn lease_config(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
         release_sql,
         renew_every,
         connections,
+        length: shortest_lease(lease).map(|(_, length)| length),
     }
 }
 
-/// `renew_every`: as given, else a third of the shorter lease `[lease] sql` and
-/// `renew_sql` give; refused when it is not shorter than that lease. `None` without
-/// `renew_sql`.
+/// The shorter lease `[lease] sql` and `renew_sql` give, with the key that gives it:
+/// the claim's lease must last to the first renewal, and each renewal's to the
+/// next. `None` when neither says it in one `INTERVAL`.
+fn shortest_lease(lease: &RawLease) -> Option<(&'static str, Duration)> {
+    let renew = lease.renew_sql.as_ref().map(|list| ("renew_sql", list));
+    renew
+        .into_iter()
+        .chain([("sql", &lease.sql)])
+        .filter_map(|(key, list)| match list.0.as_slice() {
+            [one] => lease_length(one).map(|length| (key, length)),
+            _ => None,
+        })
+        .min_by_key(|(_, length)| *length)
+}
+
+/// `renew_every`: as given, else a third of the [`shortest_lease`]; refused when it
+/// is not shorter than that lease. `None` without `renew_sql`.
 fn renew_every(v: &mut Validator, lease: &RawLease) -> Option<Duration> {
-    let Some(renew) = &lease.renew_sql else {
+    if lease.renew_sql.is_none() {
         if lease.renew_every.is_some() {
             v.error(
                 &["lease", "renew_every"],
@@ -153,16 +171,8 @@ fn renew_every(v: &mut Validator, lease: &RawLease) -> Option<Duration> {
             );
         }
         return None;
-    };
-    // The claim's lease must last to the first renewal, and each renewal's to the
-    // next: the shorter of the two is the one to renew within.
-    let shortest = [("renew_sql", renew), ("sql", &lease.sql)]
-        .into_iter()
-        .filter_map(|(key, list)| match list.0.as_slice() {
-            [one] => lease_length(one).map(|length| (key, length)),
-            _ => None,
-        })
-        .min_by_key(|(_, length)| *length);
+    }
+    let shortest = shortest_lease(lease);
     let path = ["lease", "renew_every"];
     match (lease.renew_every, shortest) {
         (Some(every), Some((key, length))) if every >= length => {
@@ -284,6 +294,17 @@ fn guard_problem(sql: &str, key: Option<&str>, by_lease: bool) -> Option<String>
         ));
     }
     None
+}
+
+impl LeaseConfig {
+    /// The longest a lease taken or renewed now may last: its length, when the SQL
+    /// says it; else three renewals; else (no renewals: the lease must outlast the
+    /// action) the action's timeout.
+    pub fn expires_within(&self, queue: &QueueConfig) -> Duration {
+        self.length
+            .or(self.renew_every.map(|every| every * 3))
+            .unwrap_or_else(|| queue.action.timeout())
+    }
 }
 
 impl QueueConfig {

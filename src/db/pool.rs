@@ -53,6 +53,11 @@ impl SessionPool {
         let Ok(permit) = self.permits.acquire().await else {
             unreachable!("the pool's semaphore is never closed")
         };
+        self.take(permit).await
+    }
+
+    /// A session under `permit`: an idle one still alive, else a new one.
+    async fn take<'a>(&'a self, permit: SemaphorePermit<'a>) -> Result<Pooled<'a>, OpenError> {
         loop {
             let Some(mut session) = self.lock().pop() else {
                 break;
@@ -66,9 +71,18 @@ impl SessionPool {
     }
 
     /// Reads the queue's backlog on one of the pool's sessions (see
-    /// [`super::backlog`]), and ends the read's transaction.
-    pub async fn read_backlog(&self) -> Result<Backlog, BacklogError> {
-        let mut pooled = self.get().await.map_err(BacklogError::Open)?;
+    /// [`super::backlog`]), and ends the read's transaction; `None` (nothing read)
+    /// when every session is in use.
+    pub async fn read_backlog(&self) -> Option<Result<Backlog, BacklogError>> {
+        let permit = self.permits.try_acquire().ok()?;
+        Some(self.read_backlog_with(permit).await)
+    }
+
+    async fn read_backlog_with<'a>(
+        &'a self,
+        permit: SemaphorePermit<'a>,
+    ) -> Result<Backlog, BacklogError> {
+        let mut pooled = self.take(permit).await.map_err(BacklogError::Open)?;
         let session = pooled.session();
         let read = read_backlog_on(session.parts().0, &self.queue).await;
         let result = match read {

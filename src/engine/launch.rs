@@ -151,16 +151,16 @@ pub async fn start_queue(
     read_clock(&queue, &mut session).await;
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
-    let count_on = if queue.config.is_lease() {
-        CountOn::Pool(super::lease::start(queue.clone(), &tracker, session))
+    if queue.config.is_lease() {
+        // Its workers and its backlog count share the queue's pool.
+        super::lease::start(queue.clone(), &tracker, session);
     } else {
         let mut first = Some(session);
         for index in 0..queue.config.workers {
             tracker.spawn(supervise_worker(queue.clone(), index, first.take()));
         }
-        CountOn::OwnConnection
-    };
-    tracker.spawn(refresh_stats(queue.clone(), count_on));
+        tracker.spawn(refresh_stats(queue.clone(), CountOn::OwnConnection));
+    }
     tracker.spawn(report_progress(
         queue.config.name.clone(),
         queue.stats.clone(),

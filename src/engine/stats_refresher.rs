@@ -6,7 +6,7 @@
 //! the claim's order has waited, by the database's clock. A scrape only reads what
 //! it found: it never reaches the database.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use tracing::debug;
@@ -20,9 +20,9 @@ use crate::db::SessionPool;
 pub enum CountOn {
     /// A short connection of its own.
     OwnConnection,
-    /// A session of a lease-mode queue's pool, while the pool lives (held weakly:
-    /// the last worker to stop closes it).
-    Pool(Weak<SessionPool>),
+    /// A session of a lease-mode queue's pool, when one is free: a count never
+    /// keeps a renewal or an outcome waiting.
+    Pool(Arc<SessionPool>),
 }
 
 /// Counts `queue`'s backlog now and every `stats_interval`, until it stops. The
@@ -65,18 +65,10 @@ async fn count_once(queue: &QueueRuntime, on: &CountOn) {
     }
 }
 
-/// One look at the backlog; `None` once a lease-mode queue's pool is closed.
+/// One look at the backlog; `None` when the pool had no session free.
 async fn read(queue: &QueueRuntime, on: &CountOn) -> Option<Result<Backlog, BacklogError>> {
     match on {
         CountOn::OwnConnection => Some(read_backlog(&queue.database, &queue.config).await),
-        CountOn::Pool(pool) => {
-            let pool = pool.upgrade()?;
-            let read = pool.read_backlog().await;
-            // The workers stopped meanwhile: close the pool as the last of them would.
-            if let Some(pool) = Arc::into_inner(pool) {
-                pool.close().await;
-            }
-            Some(read)
-        }
+        CountOn::Pool(pool) => pool.read_backlog().await,
     }
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Shared by a queue's workers. A queue is drained when a claim found nothing, no
@@ -19,6 +20,9 @@ struct State {
     busy: usize,
     /// Bumped whenever an item returns to the queue or a transaction is lost.
     returns: u64,
+    /// Not drained before this: a row left leased (lease mode) is out of the select
+    /// until its lease expires.
+    not_before: Option<Instant>,
 }
 
 /// Taken before a claim; says what the queue looked like when it began. Dropping it
@@ -58,6 +62,15 @@ impl StopWhenEmpty {
     }
 }
 
+impl StopWhenEmpty {
+    /// A row returned while leased comes back into the select only when its lease
+    /// expires, at `at` at the latest: the queue is not drained before.
+    pub fn not_before(&self, at: Instant) {
+        let mut state = self.lock();
+        state.not_before = state.not_before.max(Some(at));
+    }
+}
+
 impl Ticket<'_> {
     /// The claim found rows; `returned` says whether any went back to the queue.
     pub fn finish(mut self, returned: bool) {
@@ -71,7 +84,9 @@ impl Ticket<'_> {
         self.finished = true;
         let mut state = queue.lock();
         state.busy -= 1;
-        let drained = queue.enabled && state.busy == 0 && state.returns == returns_at_start;
+        let leases_out = state.not_before.is_some_and(|at| Instant::now() < at);
+        let drained =
+            queue.enabled && state.busy == 0 && state.returns == returns_at_start && !leases_out;
         if drained {
             queue.drained.cancel();
         }
@@ -123,6 +138,21 @@ mod tests {
         drop(queue.begin()); // a worker that panicked mid-batch
         let a = queue.begin();
         assert!(a.finish_empty());
+    }
+
+    #[test]
+    fn a_row_left_leased_keeps_the_queue_from_draining_until_its_lease_ends() {
+        let token = CancellationToken::new();
+        let queue = StopWhenEmpty::new(true, token.clone());
+        queue.not_before(Instant::now() + std::time::Duration::from_secs(3600));
+        queue.not_before(Instant::now()); // an earlier one changes nothing
+        assert!(!queue.begin().finish_empty(), "the lease has not ended");
+        let fresh = StopWhenEmpty::new(true, token.clone());
+        fresh.not_before(Instant::now());
+        assert!(
+            fresh.begin().finish_empty(),
+            "a lease that has ended holds nothing"
+        );
     }
 
     #[test]

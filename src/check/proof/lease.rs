@@ -1,7 +1,8 @@
 //! The proof for `mode = "lease"`, in the same rolled-back XA transaction as
 //! transaction mode's: with a claimed sample row, `[lease] sql` must take it out of
 //! the select; renewal, release and outcome SQL must match no row with a wrong
-//! `:lease_id`, and renewal and `[on_success]` the row with the right one; a day later (the session's clock moved on with `SET
+//! `:lease_id`, and renewal and `[on_success]` the row with the right one; a release
+//! with the right one must put the row back in the select; a day later (the session's clock moved on with `SET
 //! timestamp`) the select must return it again — an expired lease is waiting — but
 //! not once `[on_success]` has recorded it.
 
@@ -80,8 +81,53 @@ impl Proof<'_> {
                 }
             }
         }
+        if let Some(finding) = self.released(conn, item).await? {
+            findings.push(finding);
+            return Ok(findings);
+        }
         findings.extend(self.expires(conn, item).await?);
         Ok(findings)
+    }
+
+    /// `release_sql` with the right lease puts the row back in the select; then
+    /// `[lease] sql` takes it again, for the steps after.
+    async fn released(
+        &self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<Option<Finding>, mysql_async::Error> {
+        let lease = &self.prepared.lease;
+        if lease.release.is_empty() {
+            return Ok(None);
+        }
+        let release = Expect {
+            path: &["lease", "release_sql"],
+            statements: &lease.release,
+            outcome: Outcome::success(),
+        };
+        match self.matched(conn, item, &release, RIGHT).await? {
+            Ok(0) => return Ok(Some(self.lease_finding(&release, "did not match the leased row with its own :lease_id: a release would never put the row back"))),
+            Ok(_) => {}
+            Err(stopped) => return Ok(Some(stopped)),
+        }
+        match self.still_waiting(conn, std::slice::from_ref(item)).await? {
+            Ending::Stays(_) => {}
+            Ending::Leaves => return Ok(Some(self.lease_finding(&release, "leaves the row out of the select: a released row would wait for its lease to expire anyway; put it back (e.g. state = 'waiting')"))),
+            Ending::Stopped(finding) => return Ok(Some(finding)),
+        }
+        let took = Expect {
+            path: &["lease", "sql"],
+            statements: &lease.sql,
+            outcome: Outcome::success(),
+        };
+        Ok(match self.matched(conn, item, &took, RIGHT).await? {
+            Ok(0) => Some(self.lease_finding(
+                &took,
+                "matched no row after a release: it must update the claimed row by its key",
+            )),
+            Ok(_) => None,
+            Err(stopped) => Some(stopped),
+        })
     }
 
     /// The renewal, release and outcome statements, each guarded by the lease.

@@ -78,8 +78,8 @@ async fn lease_rows(
 }
 
 /// Runs `[lease] sql` for one claimed row, behind a savepoint: a row whose lease
-/// SQL fails (its own error) is skipped — left as it was — and the others of the
-/// claim are leased. True if the row is leased.
+/// SQL fails (its own error) or matches nothing is skipped — left as it was — and
+/// the others of the claim are leased. True if the row is leased.
 async fn lease_one(
     session: &mut Session,
     queue: &QueueRuntime,
@@ -94,8 +94,13 @@ async fn lease_one(
         .await
     {
         Ok(0) => {
-            warn!(%key, "[lease] sql matched no row: the row is not leased and is left as it is; \
-                  the lease SQL must update the claimed row by its key");
+            // What its other statements did is undone: the row is left as it was.
+            session.rollback_to_savepoint().await?;
+            if queue.outcome_sql_failed.first(&key) {
+                warn!(%key, "[lease] sql matched no row: the row is not leased and is left as \
+                      it is; the lease SQL must update the claimed row by its key; said once \
+                      per row");
+            }
             Ok(false)
         }
         Ok(_) => Ok(true),

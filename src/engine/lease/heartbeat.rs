@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tracing::{error, warn};
 
 use super::{Lease, LeaseError};
@@ -21,15 +22,16 @@ pub enum Held<T> {
     Finished(T),
     /// A renewal matched no row: the action was cancelled.
     Lost,
-    /// `renew_sql` itself failed (its own error, which the next renewal would meet
-    /// again, and the lease would run out meanwhile): the action was cancelled.
-    RenewalFailed,
+    /// `renew_sql` kept failing on its own (an error the next renewal would meet
+    /// again) until the lease was about to run out: the action was cancelled.
+    RenewalFailed(String),
     /// The shutdown timeout passed: the action was cancelled.
     Aborted,
 }
 
 /// Runs `action` to its end, renewing `lease` meanwhile; cancels it when the lease
-/// is lost or the shutdown timeout passes.
+/// is lost, when `renew_sql` keeps failing on its own until the lease is about to
+/// run out, or when the shutdown timeout passes.
 pub async fn hold<T>(
     queue: &QueueRuntime,
     pool: &SessionPool,
@@ -37,12 +39,9 @@ pub async fn hold<T>(
     progress: Option<&Progress>,
     action: impl Future<Output = T>,
 ) -> Held<T> {
-    let every = queue
-        .config
-        .lease
-        .as_ref()
-        .and_then(|l| l.renew_every)
-        .unwrap_or(Duration::MAX);
+    let config = queue.config.lease.as_ref();
+    let every = config.and_then(|l| l.renew_every).unwrap_or(Duration::MAX);
+    let mut renewals = Renewals::new(every, config.and_then(|l| l.length));
     tokio::pin!(action);
     loop {
         tokio::select! {
@@ -56,7 +55,7 @@ pub async fn hold<T>(
         // and its output is read by tasks of their own.
         let line = progress.and_then(Progress::last);
         match renew(queue, pool, lease, line.as_deref()).await {
-            Ok(true) => {}
+            Ok(true) => renewals.renewed(),
             Ok(false) => {
                 queue.stats.record_lease_lost();
                 warn!(lease_id = %lease.id,
@@ -67,16 +66,55 @@ pub async fn hold<T>(
             }
             Err(e) => {
                 queue.stats.observed.record_db_error(e.kind());
-                if e.db_error().is_some_and(DbError::is_statement_error) {
+                let own = e.db_error().is_some_and(DbError::is_statement_error);
+                if own && renewals.failed_until_run_out() {
                     error!(error = %e,
-                        "renew_sql failed; the action is cancelled before its lease runs out: fix \
-                         the SQL (a :progress line too long for its column? use LEFT(:progress, n))");
-                    return Held::RenewalFailed;
+                        "renew_sql keeps failing and the lease is about to run out; the action is \
+                         cancelled and recorded as failed: fix the SQL (a :progress line too long \
+                         for its column? use LEFT(:progress, n))");
+                    return Held::RenewalFailed(e.to_string());
                 }
                 warn!(error = %e,
                     "could not renew the lease; trying again at the next renewal (the outcome \
                      SQL's lease check says whether it still held)");
             }
+        }
+    }
+}
+
+/// When the lease was last renewed, and whether it would run out before the next
+/// renewal.
+struct Renewals {
+    every: Duration,
+    /// The lease's length, when the SQL says it; else two failures in a row are as
+    /// much as a lease renewed every third of it can take.
+    length: Option<Duration>,
+    renewed: Instant,
+    failed: u32,
+}
+
+impl Renewals {
+    /// The claim's lease began about now.
+    fn new(every: Duration, length: Option<Duration>) -> Renewals {
+        Renewals {
+            every,
+            length,
+            renewed: Instant::now(),
+            failed: 0,
+        }
+    }
+
+    fn renewed(&mut self) {
+        self.renewed = Instant::now();
+        self.failed = 0;
+    }
+
+    /// A renewal failed: true if the lease runs out before the next one could.
+    fn failed_until_run_out(&mut self) -> bool {
+        self.failed += 1;
+        match self.length {
+            Some(length) => self.renewed.elapsed().saturating_add(self.every) >= length,
+            None => self.failed >= 2,
         }
     }
 }

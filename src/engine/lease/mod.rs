@@ -16,13 +16,14 @@ mod heartbeat;
 mod outcome;
 mod worker;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use tokio_util::task::TaskTracker;
 use tracing::error;
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::stats_refresher::{refresh_stats, CountOn};
 use crate::db::{
     DbError, ErrorKind, Item, LeaseParams, OpenError, OutcomeParams, Session, SessionPool,
 };
@@ -82,25 +83,31 @@ impl LeaseError {
     }
 }
 
-/// Starts a lease-mode queue's workers, sharing a pool of `[lease] connections`
-/// sessions, the first of them `first`, the session the queue was validated with.
-/// The pool, held weakly: the workers own it.
-pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) -> Weak<SessionPool> {
+/// Starts a lease-mode queue's workers and its backlog count, sharing a pool of
+/// `[lease] connections` sessions, the first of them `first`, the session the queue
+/// was validated with. Once they have all stopped, the pool's idle sessions are
+/// closed politely.
+pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
     let pool = Arc::new(SessionPool::new(
         &queue.config,
         &queue.database,
         queue.config.connections(),
         first,
     ));
+    let users = TaskTracker::new();
     for index in 0..queue.config.workers {
-        tracker.spawn(supervise(queue.clone(), pool.clone(), index));
+        users.spawn(supervise(queue.clone(), pool.clone(), index));
     }
-    Arc::downgrade(&pool)
+    users.spawn(refresh_stats(queue, CountOn::Pool(pool.clone())));
+    users.close();
+    tracker.spawn(async move {
+        users.wait().await;
+        pool.close().await;
+    });
 }
 
 /// Runs worker `index`, and runs it again if it panics (a bug in tableq): the leases
-/// it held expire, and their rows come back. The last worker to stop closes the
-/// pool's idle sessions politely.
+/// it held expire, and their rows come back.
 async fn supervise(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize) {
     let mut backoff = Backoff::new(queue.config.error_backoff);
     loop {
@@ -116,9 +123,6 @@ async fn supervise(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usiz
             }
             _ => break,
         }
-    }
-    if let Some(pool) = Arc::into_inner(pool) {
-        pool.close().await;
     }
 }
 

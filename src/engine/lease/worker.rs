@@ -13,7 +13,7 @@ use super::heartbeat::{hold, Held};
 use super::outcome::{release, settle};
 use super::{worker_name, Lease, LeaseError};
 use crate::action::command::Progress;
-use crate::action::{Action, Outside};
+use crate::action::{Action, Outcome, Outside};
 use crate::db::SessionPool;
 use crate::engine::backoff::{pause, Backoff};
 use crate::engine::idle::{Turn, Watch};
@@ -106,6 +106,17 @@ impl<'a> LeaseWorker<'a> {
         queue
             .stats
             .record(report.done, report.failed, report.returned);
+        if report.returned > 0 {
+            // Some may still be leased (a lease lost, no release_sql): the queue is
+            // not empty before their leases expire.
+            let expiry = queue
+                .config
+                .lease
+                .as_ref()
+                .map(|l| l.expires_within(&queue.config));
+            let until = Instant::now() + expiry.unwrap_or_default();
+            queue.stop_when_empty.not_before(until);
+        }
         let returned = report.returned + skipped;
         ticket.finish(returned > 0);
         if returned > 0 {
@@ -191,9 +202,15 @@ impl<'a> LeaseWorker<'a> {
             Held::Finished(Some(outcome)) => settle(queue, self.pool, lease, &outcome, last).await,
             // Not run, or failed downstream, while the circuit is open: its attempt
             // is not spent, and the row waits again.
-            Held::Finished(None) | Held::RenewalFailed => {
+            Held::Finished(None) => {
                 release(queue, self.pool, lease, last).await;
                 Fate::Returned
+            }
+            // Recorded as the item's failure ([on_failure] spends an attempt), so a
+            // row whose renewals always fail does not loop.
+            Held::RenewalFailed(error) => {
+                let failed = Outcome::failure(format!("renew_sql failed: {error}"));
+                settle(queue, self.pool, lease, &failed, last).await
             }
             Held::Lost => Fate::Returned,
             Held::Aborted => {

@@ -102,12 +102,14 @@ fn queue_rows(page: &mut String, q: &QueueStatus) {
 fn notes(circuit: &str, leases_lost: u64) -> (String, String) {
     let circuit = match circuit {
         "closed" => String::new(),
-        state => {
-            format!("<br><span class=\"failed\" data-field=\"circuit\">circuit {state}</span>")
-        }
+        state => format!(
+            "<br><span class=\"failed\" data-field=\"circuit\">circuit {}</span>",
+            state.replace('_', "-")
+        ),
     };
     let leases_lost = match leases_lost {
         0 => String::new(),
+        1 => "<br><span data-field=\"leases_lost\">1 lease lost</span>".to_string(),
         lost => format!("<br><span data-field=\"leases_lost\">{lost} leases lost</span>"),
     };
     (circuit, leases_lost)
@@ -181,7 +183,8 @@ mod tests {
     #[test]
     fn says_an_open_circuit_and_lost_leases_only_when_they_happen() {
         assert_eq!(notes("closed", 0), (String::new(), String::new()));
-        let (circuit, lost) = notes("half-open", 2);
+        let half_open = crate::telemetry::stats::CircuitState::HalfOpen.name();
+        let (circuit, lost) = notes(half_open, 2);
         assert!(
             circuit.contains("data-field=\"circuit\">circuit half-open<"),
             "{circuit}"
@@ -190,6 +193,7 @@ mod tests {
             lost.contains("data-field=\"leases_lost\">2 leases lost<"),
             "{lost}"
         );
+        assert!(notes("closed", 1).1.contains(">1 lease lost<"));
     }
 
     #[test]

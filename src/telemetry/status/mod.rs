@@ -42,7 +42,7 @@ pub struct QueueStatus {
     /// Lease mode: leases lost while their item was worked on (counted in
     /// `returned` too).
     pub leases_lost: u64,
-    /// The circuit breaker: `closed` (also when it is off), `open` or `half-open`.
+    /// The circuit breaker: `closed` (also when it is off), `open` or `half_open`.
     pub circuit: &'static str,
     /// Waiting rows, as of the last background count (none yet: `null`).
     pub waiting: Option<usize>,
