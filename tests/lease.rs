@@ -35,6 +35,11 @@ async fn videos(db: &TestDb, count: u32) {
     }
 }
 
+/// A job that writes its pid to `pids`, waits for the file `go`, and prints `ok`.
+const WAIT_FOR_GO: &str = r#"echo $$ >> {dir}/pids
+while [ ! -f {dir}/go ]; do sleep 0.05; done
+printf ok"#;
+
 /// A database with `count` videos waiting, and the script `render.sh` running
 /// `body`, in which `{dir}` is the test's own directory.
 async fn setup(count: u32, body: &str) -> (TestDb, QueueFiles, PathBuf) {
@@ -223,13 +228,7 @@ fn start(file: &Path, db: &TestDb, extra: &[&str]) -> Daemon {
 /// land.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_of_a_killed_tableq_come_back_when_their_leases_expire() {
-    let (db, files, script) = setup(
-        2,
-        r#"echo $$ >> {dir}/pids
-while [ ! -f {dir}/go ]; do sleep 0.05; done
-printf ok"#,
-    )
-    .await;
+    let (db, files, script) = setup(2, WAIT_FOR_GO).await;
     let dir = files.path();
     let file = render("render", &script, 4.0, "1s")
         .workers(2)
@@ -418,13 +417,7 @@ async fn a_transient_exit_code_opens_the_circuit_and_releases_the_leases() {
 async fn an_outcome_waits_out_a_short_outage() {
     use support::proxy::StallingProxy;
     let logs = support::logs::capture();
-    let (db, files, script) = setup(
-        1,
-        r#"echo $$ >> {dir}/pids
-while [ ! -f {dir}/go ]; do sleep 0.05; done
-printf ok"#,
-    )
-    .await;
+    let (db, files, script) = setup(1, WAIT_FOR_GO).await;
     let dir = files.path();
     let authority = db
         .url

@@ -11,6 +11,7 @@ use tracing::{debug, error, info, warn};
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::restart::restart_on_panic;
 use super::stats_refresher::{refresh_stats, CountOn};
 use super::worker::run_worker;
 use crate::action::Action;
@@ -217,21 +218,11 @@ async fn first_session(queue: &QueueRuntime) -> Option<Session> {
 /// panic, so its transaction rolls back and nothing is lost.
 async fn supervise_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
     let mut session = session;
-    let mut backoff = Backoff::new(queue.config.error_backoff);
-    loop {
-        let handle = tokio::spawn(run_worker(queue.clone(), index, session.take()));
-        match handle.await {
-            Err(e) if e.is_panic() => {
-                let wait = backoff.next_wait();
-                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
-                    "worker crashed (a bug in tableq; please report it); its transaction is rolled back; restarting it");
-                if !pause(&queue.stop, wait).await {
-                    return;
-                }
-            }
-            _ => return,
-        }
-    }
+    let left = "its transaction is rolled back";
+    restart_on_panic(&queue, index, left, || {
+        run_worker(queue.clone(), index, session.take())
+    })
+    .await;
 }
 
 /// Findings as one line each, for a status or a log line.

@@ -17,6 +17,7 @@ pub mod queue;
 pub mod refusals;
 pub mod reload;
 pub mod report;
+pub mod restart;
 pub mod stats_refresher;
 pub mod stop_when_empty;
 pub mod supervisor;

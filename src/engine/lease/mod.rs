@@ -19,10 +19,9 @@ mod worker;
 use std::sync::Arc;
 
 use tokio_util::task::TaskTracker;
-use tracing::error;
 
-use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::restart::restart_on_panic;
 use super::stats_refresher::{refresh_stats, CountOn};
 use crate::db::{
     DbError, ErrorKind, Item, LeaseParams, OpenError, OutcomeParams, Session, SessionPool,
@@ -109,21 +108,11 @@ pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
 /// Runs worker `index`, and runs it again if it panics (a bug in tableq): the leases
 /// it held expire, and their rows come back.
 async fn supervise(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize) {
-    let mut backoff = Backoff::new(queue.config.error_backoff);
-    loop {
-        let handle = tokio::spawn(worker::run(queue.clone(), pool.clone(), index));
-        match handle.await {
-            Err(e) if e.is_panic() => {
-                let wait = backoff.next_wait();
-                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
-                    "worker crashed (a bug in tableq; please report it); its leases expire and their rows come back; restarting it");
-                if !pause(&queue.stop, wait).await {
-                    break;
-                }
-            }
-            _ => break,
-        }
-    }
+    let left = "its leases expire and their rows come back";
+    restart_on_panic(&queue, index, left, || {
+        worker::run(queue.clone(), pool.clone(), index)
+    })
+    .await;
 }
 
 /// A fresh `:lease_id`: 128 random bits as hex.

@@ -1,0 +1,32 @@
+//! A worker that panics — a bug in tableq — is run again after a backoff, until the
+//! queue stops; what its crash left behind is the database's to undo.
+
+use std::future::Future;
+
+use tracing::error;
+
+use super::backoff::{pause, Backoff};
+use super::queue::QueueRuntime;
+
+/// Runs worker `index` of `queue`, as `start` makes it, and again each time it
+/// panics; `left` says what became of its rows (for the log line).
+pub async fn restart_on_panic<F, W>(queue: &QueueRuntime, index: usize, left: &str, mut start: F)
+where
+    F: FnMut() -> W,
+    W: Future<Output = ()> + Send + 'static,
+{
+    let mut backoff = Backoff::new(queue.config.error_backoff);
+    loop {
+        match tokio::spawn(start()).await {
+            Err(e) if e.is_panic() => {
+                let wait = backoff.next_wait();
+                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
+                    "worker crashed (a bug in tableq; please report it); {left}; restarting it");
+                if !pause(&queue.stop, wait).await {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    }
+}
