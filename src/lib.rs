@@ -6,45 +6,82 @@
 //!
 //! # Layout
 //!
-//! Layers, whose imports point one way (`tests/layers.rs` checks it):
+//! Layers, whose imports point one way (`tests/it/layers.rs` checks it, and that
+//! this map names every module):
 //!
 //! ```text
-//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic
+//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock
 //! ```
 //!
-//! - [`commands`]: the command line ([`commands::cli`]), signals, systemd's notify
-//!   socket, reaping orphaned processes, and what each subcommand does, with its
-//!   exit status.
-//! - `engine`: running queues — `supervisor` (one version per queue: start, reload
-//!   without harm, the watchdog, graceful shutdown), `launch` (prepare, then start
-//!   a queue's workers), `reload` (SIGHUP), `lifecycle` and `liveness` (what the
-//!   service manager hears, and whether queues progress), `queue` (what a queue's
-//!   workers share), `worker` (one loop: claim once, decide the next step), `batch`
-//!   (one transaction: SQL actions in it, HTTP/command actions outside it, the outcome
-//!   SQL; in batch scope each statement once per batch), `lease` (`mode = "lease"`: a
-//!   short claim that leases rows, the action with no connection held, renewals,
-//!   outcome SQL guarded by the lease), `observe` (one batch's timings and
-//!   rollbacks), `stats_refresher` (the background count of waiting rows), `report`,
-//!   `idle` (one worker polls an empty queue), `stop_when_empty`, `backoff`.
-//! - `check`: `tableq check` — the files, the server, the two-session SKIP LOCKED
-//!   self-test, the claim's index and the leave-the-query proof (and lease mode's),
-//!   all rolled back.
+//! - [`commands`]: the command line and what each subcommand does, with its exit
+//!   status — `commands::cli` (clap types), `commands::signals`, `commands::notify`
+//!   (systemd's notify socket), `commands::reaper` (orphaned processes),
+//!   `commands::health` (`tableq health`).
+//! - `engine`: running queues.
+//!   - `engine::supervisor` (one version per queue: start, reload without harm, the
+//!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
+//!     workers), `engine::reload` (SIGHUP), `engine::lifecycle` and
+//!     `engine::liveness` (what the service manager hears, whether queues progress).
+//!   - `engine::queue` (what a queue's workers share), `engine::worker` (the one
+//!     worker loop, over a `Mode`), `engine::turn` (one turn as the metrics and the
+//!     idle queue see it), `engine::execute` (the one place an action runs, under
+//!     the queue's policy), `engine::record` (the one recorder of outcomes, with its
+//!     stores `engine::record::item`, `engine::record::set` and
+//!     `engine::record::leased`), `engine::report` (what a turn did).
+//!   - The modes: `engine::transaction` (one transaction per turn:
+//!     `engine::transaction::batch`, `engine::transaction::sql`,
+//!     `engine::transaction::external`) and `engine::lease` (a short claim that
+//!     leases rows, the action with no connection held: `engine::lease::mode`,
+//!     `engine::lease::claim`, `engine::lease::heartbeat`).
+//!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
+//!     breaker), `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
+//!     (one worker polls an empty queue), `engine::stop_when_empty`,
+//!     `engine::loops` (rows that come straight back), `engine::refusals` (a full
+//!     server, warned once a minute), `engine::once` (said once per key),
+//!     `engine::backoff`, `engine::restart` (a worker that panicked runs again),
+//!     `engine::stats_refresher` (the background count of waiting rows).
+//! - `check`: `tableq check` — `check::offline` (the files alone), `check::online`
+//!   (each queue on its database), `check::server`, `check::self_test` (two
+//!   sessions, one row), `check::index` and `check::explain` (the claim's index),
+//!   `check::tables`, `check::oldest`, `check::queries`, `check::samples` (sample
+//!   outcomes), and `check::proof` (the leave-the-query proof: `check::proof::sample`,
+//!   `check::proof::lease`, `check::proof::words`), all rolled back.
 //! - `count`: `tableq count`.
-//! - [`telemetry`]: per-queue counters, timings and recent failures, the progress
-//!   line, the metrics and health endpoint, the status page, logging.
-//! - `action`: what to do with one item, one folder per kind (`sql`, `http`,
-//!   `command`), each reporting an `Outcome`.
-//! - `db`: the only place outside `check` that talks to the driver — connecting and
-//!   KILL, error classes and kinds, the worker `Session` (claim, statements,
-//!   savepoints, commit), a lease-mode queue's small `SessionPool`, the backlog and
-//!   the database's clock, a queue's SQL prepared, the claimed row as parameters and
-//!   as JSON.
-//! - [`config`]: queue files — locating lines, `${ENV}`, `{column}` templates, the
-//!   queue-level keys and each action kind's table, `mode` and `[lease]`, `scope`,
-//!   validation, names.
-//! - `sql`: the user's SQL as text — one lexer, statements and their `:params`, what
-//!   a statement's shape tells (literal columns, tables, the index a claim wants).
+//! - [`telemetry`]: `telemetry::stats` (per-queue counters, the progress line),
+//!   `telemetry::events` (what is both logged and counted, one type each),
+//!   `telemetry::observed` (timings, rollbacks, errors, backlog, history,
+//!   failures), `telemetry::histograms`, `telemetry::monitor` (every queue's, for
+//!   the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
+//!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
+//!   `telemetry::status` (the status page: `telemetry::status::html`,
+//!   `telemetry::status::sparkline`), `telemetry::logging`.
+//! - `action`: what to do with one item, one folder per kind's runtime
+//!   (`action::sql`; `action::http` with `action::http::client`,
+//!   `action::http::request`, `action::http::judge`, `action::http::signing`,
+//!   `action::http::ssrf`, `action::http::trace`; `action::command` with
+//!   `action::command::process_group`), registered in `Action::new`;
+//!   `action::outcome` (what an action came to, and whose fault a failure is),
+//!   `action::progress` (lease mode's `:progress`), `action::capture` (bounded
+//!   output).
+//! - `db`: the only place outside `check` that talks to the driver —
+//!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
+//!   classes and kinds), `db::session` (the worker's session: `db::session::setup`,
+//!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
+//!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
+//!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
+//!   `db::backlog`, `db::clock`, `db::waiting`.
+//! - [`config`]: queue files — `config::raw`, `config::parse` (every key's problem
+//!   at once), `config::validate`, `config::statements`, `config::names` (one rule
+//!   for unknown names), `config::locate`, `config::interpolate` (`${ENV}`),
+//!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
+//!   value), `config::scope`, `config::lease`, `config::circuit`,
+//!   `config::monitoring`, and `config::action`: each kind's `[action]` table
+//!   (`config::action::sql`, `config::action::http`, `config::action::command`),
+//!   registered in its `kinds!` line.
+//! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
+//!   `sql::shape`, `sql::tables`.
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
+//! - `lock`: a mutex's guard even after a holder panicked.
 
 mod action;
 mod check;
@@ -54,6 +91,7 @@ mod count;
 mod db;
 pub mod diagnostic;
 mod engine;
+mod lock;
 mod sql;
 pub mod telemetry;
 

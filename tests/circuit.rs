@@ -196,8 +196,9 @@ async fn circuit_mistakes_are_named() {
     assert_report(
         &done,
         &[format!(
-            "{shown}:9: queue jobs: error: `[circuit]` is for HTTP and command actions: an SQL \
-             action runs in the database, with nothing downstream to break; remove the table"
+            "{shown}:9: queue jobs: error: `[circuit]` is for actions that reach outside the \
+             database: a `type = \"sql\"` action runs in it, with nothing downstream to break; \
+             remove the table"
         )],
         "offline: 1 error, 0 warnings",
         1,

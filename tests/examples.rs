@@ -101,7 +101,7 @@ fn the_commented_lease_example_loads() {
     let files = support::QueueFiles::new();
     let path = files.write("render.toml", &file);
     let queues = load_with(&[path], &example_env);
-    let lease = queues[0].lease.as_ref().expect("lease mode");
+    let lease = queues[0].lease().expect("lease mode");
     assert_eq!((queues[0].workers, lease.connections), (200, 4));
     assert_eq!(lease.renew_every, Some(std::time::Duration::from_secs(40)));
     assert!(lease.release_sql.is_some());

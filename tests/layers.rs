@@ -4,8 +4,11 @@
 //! ```text
 //! main → commands (the CLI, signals, one function per subcommand)
 //!   → engine | check | count
-//!   → telemetry → action → db → config → sql → diagnostic
+//!   → telemetry → action → db → config → sql → diagnostic → lock
 //! ```
+//!
+//! And the maps of the source — `src/lib.rs`'s and CONTRIBUTING.md's — name every
+//! module.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sql"],
     &["diagnostic"],
+    &["lock"],
 ];
 
 /// Where the database driver may be named.
@@ -130,6 +134,49 @@ fn the_driver_stays_behind_the_db_seam() {
     assert!(
         leaks.is_empty(),
         "mysql_async named outside db/ and check/: {leaks:?}"
+    );
+}
+
+/// The module a source file is: `engine/lease/mod.rs` → `engine::lease`.
+fn module_path(relative: &str) -> String {
+    let path = relative.strip_suffix(".rs").unwrap_or(relative);
+    let path = path.strip_suffix("/mod").unwrap_or(path);
+    path.replace('/', "::")
+}
+
+/// Every module under `src/` is named in the map of `src/lib.rs` (as `` `a::b` ``)
+/// and in CONTRIBUTING.md's Layout (as `src/a/b.rs`, or `src/a/b/` for a folder).
+#[test]
+fn the_maps_name_every_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("read src/lib.rs");
+    let map: String = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let contributing =
+        std::fs::read_to_string(root.join("CONTRIBUTING.md")).expect("read CONTRIBUTING.md");
+    let mut missing = Vec::new();
+    for (file, _) in all_sources() {
+        if file == "lib.rs" || file == "main.rs" {
+            continue;
+        }
+        let module = module_path(&file);
+        if !map.contains(&format!("`{module}`")) {
+            missing.push(format!("src/lib.rs does not name `{module}`"));
+        }
+        let folder = file.strip_suffix("mod.rs").map(|dir| format!("src/{dir}"));
+        let named = contributing.contains(&format!("src/{file}"))
+            || folder.is_some_and(|folder| contributing.contains(&folder));
+        if !named {
+            missing.push(format!("CONTRIBUTING.md does not name src/{file}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the maps miss modules:\n{}",
+        missing.join("\n")
     );
 }
 

@@ -170,8 +170,8 @@ async fn mistakes_are_refused_before_any_database() {
         (
             GOOD.replace("type = \"command\"\ncommand = [\"true\"]", "type = \"sql\"\nsql = \"DO :id\""),
             "4: queue jobs: error: `mode = \"lease\"` runs the action with no transaction held, so \
-             an SQL action has nothing to protect it: use mode = \"transaction\" for SQL, or an \
-             http or command action",
+             a `type = \"sql\"` action has nothing to protect it: use mode = \"transaction\" for \
+             it, or an action that reaches outside the database",
         ),
         (
             GOOD.replace("mode = \"lease\"", "mode = \"lease\"\nscope = \"batch\""),
@@ -246,7 +246,7 @@ fn renew_every_defaults_to_a_third_of_the_lease() {
     let path = files.write("jobs.toml", &GOOD.replace("renew_every = \"40s\"\n", ""));
     let queues = tableq::load_paths(&[path], &|name| std::env::var(name).ok())
         .unwrap_or_else(|f| panic!("{f}"));
-    let lease = queues[0].lease.as_ref().unwrap();
+    let lease = queues[0].lease().unwrap();
     assert_eq!(lease.renew_every, Some(std::time::Duration::from_secs(40)));
     // The claim's lease shorter than the renewals': a third of it.
     let shorter = GOOD.replace("renew_every = \"40s\"\n", "").replace(
@@ -256,6 +256,6 @@ fn renew_every_defaults_to_a_third_of_the_lease() {
     let path = files.write("short.toml", &shorter);
     let queues = tableq::load_paths(&[path], &|name| std::env::var(name).ok())
         .unwrap_or_else(|f| panic!("{f}"));
-    let lease = queues[0].lease.as_ref().unwrap();
+    let lease = queues[0].lease().unwrap();
     assert_eq!(lease.renew_every, Some(std::time::Duration::from_secs(10)));
 }

@@ -1,34 +1,36 @@
-//! Actions: what tableq does with one item. Each kind lives in its own folder and
-//! reports an [`Outcome`]; a failure is a value, not an error.
+//! Actions: what tableq does with one item (or one batch). Each kind lives in a
+//! folder of its own — its runtime here, its `[action]` table in
+//! `crate::config::action` — and reports an [`Outcome`].
 //!
-//! `sql` runs on the worker's session, inside the item's transaction (see [`sql`]).
-//! `http` and `command` reach outside the database: the items of a batch run them
-//! concurrently while the worker keeps its connection alive.
+//! A kind runs either in the item's transaction, on the worker's session
+//! ([`InTransaction`]: SQL), or outside the database ([`External`]: HTTP, a
+//! command), where the items of a batch run concurrently while the worker keeps its
+//! connection alive. [`Action::new`] is the one registry of runtimes.
 
 pub mod capture;
 pub mod command;
 pub mod http;
+mod outcome;
+pub mod progress;
 pub mod sql;
 
-use crate::config::{ActionConfig, CommandAction};
-use crate::db::{Item, OutcomeParams};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio::time::Instant;
+
+use crate::config::ActionConfig;
+use crate::db::{DbError, Item, Session};
+pub use outcome::{Blame, Outcome};
+use progress::Progress;
 
 /// A queue's action, ready to run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Action {
-    /// Runs in the item's transaction, on the worker's session: see [`sql::run`].
-    Sql,
-    /// Reaches outside the database.
-    Outside(Outside),
-}
-
-/// An action that reaches outside the database: it cannot be undone, and runs
-/// while the worker holds the item's lock.
-#[derive(Debug, Clone)]
-pub enum Outside {
-    /// With its client, built once for the queue.
-    Http(http::HttpDelivery),
-    Command(CommandAction),
+    /// Runs in the item's transaction, on the worker's session.
+    InTransaction(Arc<dyn InTransaction>),
+    /// Reaches outside the database: it cannot be undone.
+    External(Arc<dyn External>),
 }
 
 /// Why an action cannot be made ready: the message names the key.
@@ -37,130 +39,68 @@ pub enum Outside {
 pub struct ActionError(pub String);
 
 impl Action {
+    /// The registry: each kind's runtime, built from its table.
     pub fn new(config: &ActionConfig) -> Result<Action, ActionError> {
         Ok(match config {
-            ActionConfig::Sql(_) => Action::Sql,
-            ActionConfig::Http(http) => {
-                Action::Outside(Outside::Http(http::HttpDelivery::new(http)?))
-            }
-            ActionConfig::Command(command) => Action::Outside(Outside::Command(command.clone())),
+            ActionConfig::Sql(sql) => Action::in_transaction(sql::Sql::new(sql)),
+            ActionConfig::Http(http) => Action::external(http::Http::new(http)?),
+            ActionConfig::Command(command) => Action::external(command::Command::new(command)),
         })
     }
-}
 
-impl Outside {
-    /// Runs the action for `item`.
-    pub async fn run(&self, item: &Item, queue: &str) -> Outcome {
-        self.run_reporting(item, queue, None).await
+    fn in_transaction(kind: impl InTransaction + 'static) -> Action {
+        Action::InTransaction(Arc::new(kind))
     }
 
-    /// Runs the action for `item`, a command reporting to `progress` (lease mode:
-    /// see [`command::run_reporting`]).
-    pub async fn run_reporting(
-        &self,
-        item: &Item,
-        queue: &str,
-        progress: Option<std::sync::Arc<command::Progress>>,
-    ) -> Outcome {
+    fn external(kind: impl External + 'static) -> Action {
+        Action::External(Arc::new(kind))
+    }
+}
+
+impl std::fmt::Debug for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Outside::Http(http) => {
-                let trace = http.traces().then(|| http::trace::Trace::for_item(item));
-                if let Some(trace) = &trace {
-                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
-                }
-                let outcome = http.deliver(item, queue, trace.as_ref()).await;
-                Outcome {
-                    trace_id: trace.map(|t| t.trace_id),
-                    ..outcome
-                }
-            }
-            Outside::Command(command) => {
-                command::run_reporting(command, item, queue, progress).await
-            }
-        }
-    }
-
-    /// Runs the action once for all of `items` (`scope = "batch"`): one request with
-    /// a JSON array body, or one command with the array on stdin.
-    pub async fn run_batch(&self, items: &[Item], queue: &str) -> Outcome {
-        match self {
-            Outside::Http(http) => {
-                let trace = http.traces().then(|| match items {
-                    [item] => http::trace::Trace::for_item(item),
-                    _ => http::trace::Trace::new(),
-                });
-                if let Some(trace) = &trace {
-                    tracing::Span::current().record("trace_id", trace.trace_id.as_str());
-                }
-                let outcome = http.deliver_batch(items, queue, trace.as_ref()).await;
-                Outcome {
-                    trace_id: trace.map(|t| t.trace_id),
-                    ..outcome
-                }
-            }
-            Outside::Command(command) => command::run_batch(command, items, queue).await,
+            Action::InTransaction(_) => f.write_str("Action::InTransaction"),
+            Action::External(_) => f.write_str("Action::External"),
         }
     }
 }
 
-/// What happened to an item's action; outcome SQL sees it as `:error`, `:status`,
-/// `:output` and `:retry_after`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outcome {
-    pub error: Option<String>,
-    pub status: Option<i64>,
-    pub output: Option<Vec<u8>>,
-    pub retry_after: Option<u64>,
-    /// Whose fault a failure looks like.
-    pub blame: Blame,
-    /// The W3C trace id an HTTP action sent (`traceparent`), for the item's log lines.
-    pub trace_id: Option<String>,
+/// What one run of an action works on.
+pub struct Job<'a> {
+    /// One item; in batch scope, the batch (or one of its items, alone).
+    pub items: &'a [Item],
+    /// `scope = "batch"`: the items go as one JSON array.
+    pub batch: bool,
+    pub queue: &'a str,
+    /// When the action must have ended; past it, it has failed ("timed out").
+    pub deadline: Instant,
+    /// Where a command reports its progress (lease mode's `:progress`).
+    pub progress: Option<Arc<Progress>>,
 }
 
-/// Whose fault a failure looks like: the circuit breaker counts only failures
-/// downstream, which say nothing about the item.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Blame {
-    /// The item's own: its values, or the receiver's verdict on it.
-    #[default]
-    Item,
-    /// Not the item's: the receiver unreachable or overloaded, a timeout, a
-    /// program that cannot start.
-    Downstream,
+impl Job<'_> {
+    /// The item of an item-scope job (the first, in batch scope).
+    pub fn first(&self) -> Option<&Item> {
+        self.items.first()
+    }
 }
 
-impl Outcome {
-    pub fn success() -> Self {
-        Outcome::default()
-    }
+/// A kind that runs in the item's transaction, on the worker's session: what it
+/// writes commits with the row's change, or not at all.
+pub trait InTransaction: Send + Sync {
+    /// Runs the action. A failure is an [`Outcome`]; an `Err` means the transaction
+    /// is lost (and with it the rows' locks).
+    fn run<'a>(
+        &'a self,
+        session: &'a mut Session,
+        job: Job<'a>,
+    ) -> BoxFuture<'a, Result<Outcome, DbError>>;
+}
 
-    pub fn failure(error: impl Into<String>) -> Self {
-        Outcome {
-            error: Some(capture::clip_error(error.into())),
-            ..Outcome::default()
-        }
-    }
-
-    /// A failure that is not the item's fault (see [`Blame::Downstream`]).
-    pub fn downstream(error: impl Into<String>) -> Self {
-        Outcome {
-            blame: Blame::Downstream,
-            ..Outcome::failure(error)
-        }
-    }
-
-    pub fn succeeded(&self) -> bool {
-        self.error.is_none()
-    }
-
-    /// The outcome as outcome SQL's parameters.
-    pub fn params(&self) -> OutcomeParams<'_> {
-        OutcomeParams {
-            error: self.error.as_deref(),
-            status: self.status,
-            output: self.output.as_deref(),
-            retry_after: self.retry_after,
-            lease: Default::default(),
-        }
-    }
+/// A kind that reaches outside the database.
+pub trait External: Send + Sync {
+    /// Runs the action, by `job.deadline`. Dropping the future cancels it (a
+    /// command's process group is killed, a request aborted).
+    fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome>;
 }

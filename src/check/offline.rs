@@ -3,7 +3,7 @@
 //! are warnings: `run` logs them and runs.
 
 use crate::config::statement_path;
-use crate::config::{ActionConfig, QueueConfig};
+use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{from_tables, restricts_to_key, statement_target, TableRef};
 use crate::sql::statement::ParsedStatement;
@@ -14,45 +14,7 @@ pub fn warnings(queue: &QueueConfig, key: Option<&str>) -> Vec<Finding> {
     if let Some(key) = key {
         findings.extend(outcome_not_by_key(queue, key));
     }
-    findings.extend(secrets_for_the_command(queue));
-    findings
-}
-
-/// Words in a variable's name that say it holds a secret.
-const SECRET_WORDS: &[&str] = &[
-    "PASSWORD",
-    "PASSWD",
-    "PWD",
-    "SECRET",
-    "TOKEN",
-    "DATABASE_URL",
-];
-
-/// A command's `env` that hands it a variable holding a database URL or a secret.
-pub fn secrets_for_the_command(queue: &QueueConfig) -> Vec<Finding> {
-    let ActionConfig::Command(command) = &queue.action else {
-        return Vec::new();
-    };
-    let mut findings = Vec::new();
-    for (name, value) in &command.env {
-        let why = if value.is_some() {
-            continue;
-        } else if queue.secret_variables.contains(name) {
-            "this file puts it into `database_url` or a signing secret"
-        } else if SECRET_WORDS
-            .iter()
-            .any(|w| name.to_ascii_uppercase().contains(w))
-        {
-            "its name says it holds a secret"
-        } else {
-            continue;
-        };
-        let message = format!(
-            "`action.env` passes `{name}` to the command, and {why}: the command (and its \
-             `:output`) would see it; pass only what the command needs"
-        );
-        findings.push(queue.finding(Severity::Warning, &["action", "env"], message));
-    }
+    findings.extend(queue.action.kind().warnings(queue));
     findings
 }
 
@@ -82,7 +44,7 @@ pub fn missing_on_failure(queue: &QueueConfig) -> Option<Finding> {
 /// touches no queued row.) In batch scope there is no `:key`: the proof shows
 /// instead that the batch's outcome touches no row outside the batch.
 pub fn outcome_not_by_key(queue: &QueueConfig, key: &str) -> Vec<Finding> {
-    if queue.scope == crate::config::Scope::Batch {
+    if queue.scope() == crate::config::Scope::Batch {
         return Vec::new();
     }
     let queued = from_tables(&queue.select.text);

@@ -21,36 +21,25 @@ fn sample_output() -> Vec<u8> {
     LINE.iter().copied().cycle().take(OUTPUT_LIMIT).collect()
 }
 
-/// What a successful action binds: an HTTP 200 or exit status 0, with the longest
-/// output; all NULL for an SQL action, as `run` binds them.
+/// What a successful action binds: its kind's success status (an HTTP 200, exit
+/// status 0) and the longest output, or nothing where the kind has none (SQL).
 pub fn success(action: &ActionConfig) -> Outcome {
-    let status = match action {
-        ActionConfig::Sql(_) => return Outcome::success(),
-        ActionConfig::Http(_) => 200,
-        ActionConfig::Command(_) => 0,
-    };
+    let samples = action.kind().samples();
     Outcome {
-        status: Some(status),
-        output: Some(sample_output()),
+        status: samples.success_status,
+        output: samples.output.then(sample_output),
         ..Outcome::success()
     }
 }
 
-/// What a failed action binds: a long `:error`; an HTTP 500 or exit status 1 with
-/// the longest output, or NULL `:status` and `:output` for an SQL action.
+/// What a failed action binds: a long `:error`, with its kind's failure status (an
+/// HTTP 500, exit status 1) and the longest output where it has them.
 pub fn failure(action: &ActionConfig) -> Outcome {
-    let (status, output) = match action {
-        ActionConfig::Sql(_) => (None, None),
-        ActionConfig::Http(_) => (Some(500), Some(sample_output())),
-        ActionConfig::Command(_) => (Some(1), Some(sample_output())),
-    };
+    let samples = action.kind().samples();
     Outcome {
-        error: Some(sample_error()),
-        status,
-        output,
-        retry_after: None,
-        trace_id: None,
-        blame: Default::default(),
+        status: samples.failure_status,
+        output: samples.output.then(sample_output),
+        ..Outcome::failure(sample_error())
     }
 }
 

@@ -9,7 +9,7 @@ use mysql_async::Conn;
 
 use super::queries::{self, TableKind};
 use crate::config::statement_path;
-use crate::config::{ActionConfig, QueueConfig};
+use crate::config::QueueConfig;
 use crate::db::prepared::PreparedQueue;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{from_tables, statement_target, tables_read, TableRef};
@@ -161,8 +161,8 @@ fn tables_of(queue: &QueueConfig, prepared: &PreparedQueue) -> Vec<(Vec<String>,
             }
         }
     };
-    if let ActionConfig::Sql(sql) = &queue.action {
-        targets(&["action", "sql"], &sql.statements);
+    if let Some(action) = queue.action.kind().statements() {
+        targets(&["action", action.key], action.list);
     }
     targets(&["on_success", "sql"], &queue.on_success);
     if let Some(on_failure) = &queue.on_failure {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::raw::RawAction;
+use super::action::ActionConfig;
 use super::validate::Validator;
 
 /// `[circuit]` as written.
@@ -62,29 +62,32 @@ pub const DEFAULT_TRANSIENT_EXIT_CODES: [i32; 1] = [75];
 pub(super) fn validate(
     v: &mut Validator,
     raw: Option<&RawCircuit>,
-    action: &RawAction,
+    action: &ActionConfig,
 ) -> Option<CircuitConfig> {
-    let kind = match action {
-        RawAction::Sql(_) => {
-            if raw.is_some() {
-                v.error(
-                    &["circuit"],
-                    "`[circuit]` is for HTTP and command actions: an SQL action runs in the \
-                     database, with nothing downstream to break; remove the table",
-                );
-            }
-            return None;
+    let kind = action.kind();
+    let name = action.type_name();
+    if !kind.reaches_downstream() {
+        if raw.is_some() {
+            v.error(
+                &["circuit"],
+                format!(
+                    "`[circuit]` is for actions that reach outside the database: a `type = \
+                     \"{name}\"` action runs in it, with nothing downstream to break; remove the table"
+                ),
+            );
         }
-        RawAction::Http(_) => "http",
-        RawAction::Command(_) => "command",
-    };
+        return None;
+    }
     let default = RawCircuit::default();
     let raw = raw.unwrap_or(&default);
-    if raw.transient_exit_codes.is_some() && kind == "http" {
+    if raw.transient_exit_codes.is_some() && !kind.has_exit_codes() {
         v.error(
             &["circuit", "transient_exit_codes"],
-            "`circuit.transient_exit_codes` is for command actions; an HTTP queue's transient \
-             answers are 429, 502, 503, 504 and unreachable receivers: remove the key",
+            format!(
+                "`circuit.transient_exit_codes` is for command actions, whose failures have exit \
+                 codes; a `type = \"{name}\"` queue's transient failures are known without them: \
+                 remove the key"
+            ),
         );
     }
     let config = CircuitConfig {
@@ -97,7 +100,10 @@ pub(super) fn validate(
             raw.max_cool_down,
             DEFAULT_MAX_COOL_DOWN,
         ),
-        transient_exit_codes: exit_codes(v, raw.transient_exit_codes.as_deref()),
+        transient_exit_codes: match kind.has_exit_codes() {
+            true => exit_codes(v, raw.transient_exit_codes.as_deref()),
+            false => Vec::new(),
+        },
     };
     if config.cool_down > config.max_cool_down {
         v.error(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::names::key_name;
-use super::raw::{RawQueue, Statements};
+use super::raw::Statements;
 use super::validate::Validator;
 use super::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
@@ -35,7 +35,7 @@ pub struct RawLease {
 }
 
 /// A lease-mode queue's lease, validated.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LeaseConfig {
     /// Runs for each claimed row in the claim's transaction: takes the row out of
     /// the select, stamping it with `:lease_id`.
@@ -54,64 +54,8 @@ pub struct LeaseConfig {
     pub length: Option<Duration>,
 }
 
-/// Reads `mode` and `[lease]`: `None` for transaction mode (the default).
-pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Option<LeaseConfig> {
-    let lease_mode = match raw.mode.as_deref() {
-        None | Some("transaction") => false,
-        Some("lease") => true,
-        Some(other) => {
-            v.error(
-                &["mode"],
-                format!("`mode` = {other:?} is not a mode: use \"transaction\" (the default) or \"lease\""),
-            );
-            return None;
-        }
-    };
-    let Some(lease) = &raw.lease else {
-        if lease_mode {
-            v.error(
-                &["mode"],
-                "`mode = \"lease\"` needs a [lease] table with `sql`, the UPDATE that takes a claimed \
-                 row out of the select, e.g. sql = \"UPDATE video SET state = 'rendering', lease_until = \
-                 NOW() + INTERVAL 2 MINUTE, lease_id = :lease_id WHERE id = :id\"",
-            );
-        }
-        return None;
-    };
-    if !lease_mode {
-        v.error(
-            &["lease"],
-            "a [lease] table is only read with `mode = \"lease\"`; add it, or remove [lease]",
-        );
-        return None;
-    }
-    if matches!(raw.action, super::raw::RawAction::Sql(_)) {
-        v.error(
-            &["action", "type"],
-            "`mode = \"lease\"` runs the action with no transaction held, so an SQL action has \
-             nothing to protect it: use mode = \"transaction\" for SQL, or an http or command action",
-        );
-    }
-    if raw.scope.as_deref() == Some("batch") {
-        v.error(
-            &["scope"],
-            "`mode = \"lease\"` leases, renews and records each row on its own, by its key and \
-             `:lease_id`, so `scope = \"batch\"` does not apply: remove `scope`, or use mode = \
-             \"transaction\" for set-based batches",
-        );
-    }
-    if raw.on_success.is_none() {
-        v.error(
-            &["mode"],
-            "`mode = \"lease\"` needs [on_success]: the leased row stays out of the select only \
-             until its lease expires, so record the work done, e.g. sql = \"UPDATE video SET state = \
-             'done' WHERE id = :id AND lease_id = :lease_id\"",
-        );
-    }
-    Some(lease_config(v, lease))
-}
-
-fn lease_config(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
+/// The `[lease]` table, validated (`mode = "lease"`: see [`super::mode`]).
+pub(super) fn table(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
     let sql = v.statements(&["lease", "sql"], &lease.sql);
     let renew_sql = lease
         .renew_sql
@@ -236,7 +180,7 @@ fn lease_length(sql: &str) -> Option<Duration> {
 /// renewal or outcome that does not check the lease would record a worker's result
 /// after another worker took the row over.
 pub fn unguarded(queue: &QueueConfig) -> Vec<Finding> {
-    let Some(lease) = &queue.lease else {
+    let Some(lease) = queue.lease() else {
         return Vec::new();
     };
     let key = key_name(queue);
@@ -304,19 +248,6 @@ impl LeaseConfig {
         self.length
             .or(self.renew_every.map(|every| every * 3))
             .unwrap_or_else(|| queue.action.timeout())
-    }
-}
-
-impl QueueConfig {
-    /// Whether the queue runs in lease mode.
-    pub fn is_lease(&self) -> bool {
-        self.lease.is_some()
-    }
-
-    /// The most database connections the queue holds: one per worker, or in lease
-    /// mode the pool's `[lease] connections`.
-    pub fn connections(&self) -> usize {
-        self.lease.as_ref().map_or(self.workers, |l| l.connections)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod circuit;
 mod interpolate;
 pub mod lease;
 mod locate;
+pub mod mode;
 pub mod monitoring;
 pub mod names;
 mod parse;
@@ -24,12 +25,13 @@ use crate::diagnostic::{Finding, Findings, Severity};
 use crate::sql::statement::ParsedStatement;
 
 pub use action::{
-    find_program, host_from_row, ActionConfig, CommandAction, HttpAction, SigningKey, SqlAction,
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_HTTP_TIMEOUT, DEFAULT_SQL_TIMEOUT,
+    find_program, host_from_row, ActionConfig, ActionKind, CommandAction, HttpAction, SigningKey,
+    SqlAction,
 };
 pub use circuit::CircuitConfig;
 pub use interpolate::{interpolate, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
+pub use mode::Mode;
 pub use monitoring::Monitoring;
 pub use scope::Scope;
 
@@ -73,7 +75,7 @@ pub const MAX_BATCH: usize = 1000;
 pub const MAX_WORKERS: usize = 1000;
 
 /// One queue, validated: every value typed, every statement parsed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QueueConfig {
     pub name: String,
     /// The file it came from.
@@ -97,8 +99,8 @@ pub struct QueueConfig {
     pub max_in_flight: Option<usize>,
     /// The circuit breaker: `None` when it is off.
     pub circuit: Option<circuit::CircuitConfig>,
-    /// Whether the statements run once per item or once per batch (`:batch`).
-    pub scope: Scope,
+    /// Transaction mode (its statements once per item or per batch), or lease mode.
+    pub mode: Mode,
     /// The queue's own database URL, with `${ENV}` already replaced.
     pub database_url: Option<String>,
     /// The `${VARS}` the file puts into `database_url` or a signing secret: a command
@@ -110,8 +112,6 @@ pub struct QueueConfig {
     pub action: ActionConfig,
     pub on_success: Vec<ParsedStatement>,
     pub on_failure: Option<Vec<ParsedStatement>>,
-    /// `mode = "lease"`: the `[lease]` table. `None`: transaction mode.
-    pub lease: Option<lease::LeaseConfig>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
     pub monitoring: Monitoring,
     /// The file's text, kept to point findings at lines.
@@ -120,10 +120,11 @@ pub struct QueueConfig {
 
 impl QueueConfig {
     /// Whether `other` is this same queue, unchanged: the same file, the same text,
-    /// and the same values from outside it (`${ENV}`, a `ca_file`'s certificates).
-    /// Compared through `Debug`, which shows every field, those added later too.
+    /// and the same values from outside it (`${ENV}`, a `ca_file`'s certificates, a
+    /// secret — which `Debug` hides). Every field is compared (`PartialEq` is
+    /// derived, so a field added later is compared too).
     pub fn same_as(&self, other: &QueueConfig) -> bool {
-        format!("{self:?}") == format!("{other:?}")
+        self == other
     }
 
     /// The 1-based line of `path` in this queue's file, if it is there.

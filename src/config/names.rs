@@ -3,14 +3,14 @@
 //! select's column list is literal, before any database is asked) and from preparing
 //! the queue on its database, so a user sees one message for one mistake.
 
-use crate::config::{statement_path, ActionConfig, QueueConfig, Scope};
+use crate::config::{statement_path, QueueConfig, Scope};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::literal_columns;
 use crate::sql::statement::ParsedStatement;
 
 /// A parameter every statement may use besides the select's columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Special {
+pub enum BuiltIn {
     /// `:queue`, the queue's name.
     Queue,
     /// `:error`, why the action failed.
@@ -43,29 +43,29 @@ pub struct ParamScope {
     pub scope: Scope,
 }
 
-impl Special {
-    /// The special parameter called `name`, if there is one in `scope` (`:error` and
+impl BuiltIn {
+    /// The built-in parameter called `name`, if there is one in `scope` (`:error` and
     /// friends after the action; `:lease_id` and friends in lease mode). It wins
     /// over a column of the same name (the article's table has a `status` column):
     /// alias the column to use it.
-    pub fn named(name: &str, scope: ParamScope) -> Option<Special> {
+    pub fn named(name: &str, scope: ParamScope) -> Option<BuiltIn> {
         let outcome = scope.outcome;
         if scope.scope == Scope::Batch {
             return match name {
-                "queue" => Some(Special::Queue),
-                "batch" => Some(Special::Batch { outcomes: outcome }),
+                "queue" => Some(BuiltIn::Queue),
+                "batch" => Some(BuiltIn::Batch { outcomes: outcome }),
                 _ => None,
             };
         }
         match name {
-            "queue" => Some(Special::Queue),
-            "lease_id" if scope.lease => Some(Special::LeaseId),
-            "worker" if scope.lease => Some(Special::Worker),
-            "progress" if scope.lease => Some(Special::Progress),
-            "error" if outcome => Some(Special::Error),
-            "status" if outcome => Some(Special::Status),
-            "output" if outcome => Some(Special::Output),
-            "retry_after" if outcome => Some(Special::RetryAfter),
+            "queue" => Some(BuiltIn::Queue),
+            "lease_id" if scope.lease => Some(BuiltIn::LeaseId),
+            "worker" if scope.lease => Some(BuiltIn::Worker),
+            "progress" if scope.lease => Some(BuiltIn::Progress),
+            "error" if outcome => Some(BuiltIn::Error),
+            "status" if outcome => Some(BuiltIn::Status),
+            "output" if outcome => Some(BuiltIn::Output),
+            "retry_after" if outcome => Some(BuiltIn::RetryAfter),
             _ => None,
         }
     }
@@ -149,14 +149,14 @@ pub fn unknown_literal_names(queue: &QueueConfig) -> Vec<Finding> {
 }
 
 /// Every `:param`, `{placeholder}` and the `key` of `queue` that names none of
-/// `columns` (nor a special parameter), as errors. The loader asks with the select's
+/// `columns` (nor a built-in parameter), as errors. The loader asks with the select's
 /// literal columns, `run` with the columns its database reports: one rule, one
 /// message for one mistake. (In batch scope, statements and placeholders name no
 /// columns: [`super::scope::batch_scope_refusals`] says so.)
 pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     let mut found: Vec<(Vec<String>, String)> = Vec::new();
-    let batch = queue.scope == Scope::Batch;
-    let lease = queue.lease.is_some();
+    let batch = queue.scope() == Scope::Batch;
+    let lease = queue.is_lease();
     let mut statements = |path: &[&str], list: &[ParsedStatement], outcome: bool| {
         if batch {
             return;
@@ -169,7 +169,7 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {
                 let known =
-                    Special::named(name, scope).is_some() || find_column(columns, name).is_some();
+                    BuiltIn::named(name, scope).is_some() || find_column(columns, name).is_some();
                 if !known {
                     let message = unknown_param(&path.join("."), name, columns, scope);
                     found.push((statement_path(path, index, list.len()), message));
@@ -177,14 +177,14 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
             }
         }
     };
-    if let ActionConfig::Sql(sql) = &queue.action {
-        statements(&["action", "sql"], &sql.statements, false);
+    if let Some(action) = queue.action.kind().statements() {
+        statements(&["action", action.key], action.list, false);
     }
     statements(&["on_success", "sql"], &queue.on_success, true);
     if let Some(on_failure) = &queue.on_failure {
         statements(&["on_failure", "sql"], on_failure, true);
     }
-    if let Some(lease) = &queue.lease {
+    if let Some(lease) = queue.lease() {
         statements(&["lease", "sql"], &lease.sql, false);
         for (path, list) in [
             ("renew_sql", &lease.renew_sql),
@@ -257,16 +257,16 @@ mod tests {
             outcome: true,
             ..before
         };
-        assert_eq!(Special::named("error", after), Some(Special::Error));
-        assert_eq!(Special::named("error", before), None);
-        assert_eq!(Special::named("queue", before), Some(Special::Queue));
-        assert_eq!(Special::named("batch", after), None);
-        assert_eq!(Special::named("lease_id", after), None);
+        assert_eq!(BuiltIn::named("error", after), Some(BuiltIn::Error));
+        assert_eq!(BuiltIn::named("error", before), None);
+        assert_eq!(BuiltIn::named("queue", before), Some(BuiltIn::Queue));
+        assert_eq!(BuiltIn::named("batch", after), None);
+        assert_eq!(BuiltIn::named("lease_id", after), None);
         let leased = ParamScope {
             lease: true,
             ..before
         };
-        assert_eq!(Special::named("lease_id", leased), Some(Special::LeaseId));
+        assert_eq!(BuiltIn::named("lease_id", leased), Some(BuiltIn::LeaseId));
     }
 
     #[test]
@@ -280,9 +280,9 @@ mod tests {
             outcome: true,
             ..before
         };
-        let outcomes = Special::Batch { outcomes: true };
-        assert_eq!(Special::named("batch", after), Some(outcomes));
-        assert_eq!(Special::named("queue", before), Some(Special::Queue));
-        assert_eq!(Special::named("error", after), None);
+        let outcomes = BuiltIn::Batch { outcomes: true };
+        assert_eq!(BuiltIn::named("batch", after), Some(outcomes));
+        assert_eq!(BuiltIn::named("queue", before), Some(BuiltIn::Queue));
+        assert_eq!(BuiltIn::named("error", after), None);
     }
 }

@@ -9,14 +9,14 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use toml::{Table, Value};
 
+use super::action::RawAction;
 use super::lease::RawLease;
 use super::locate::{key_at, line_at, line_of};
-use super::raw::{RawAction, RawOutcome, RawQueue};
+use super::raw::{RawOutcome, RawQueue};
 use crate::diagnostic::Finding;
 
-/// The keys a queue file must have; and those an action of some `type` must have.
+/// The keys a queue file must have.
 const REQUIRED: &[&str] = &["select", "action"];
-const REQUIRED_IN_ACTION: &[&str] = &["sql", "url", "command"];
 
 /// Parses `source` (the text of `file`) into a [`RawQueue`], or every problem found.
 pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
@@ -25,20 +25,15 @@ pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
     for key in table.keys() {
         match table.get(key) {
             Some(Value::Table(action)) if key == "action" && action.contains_key("type") => {
-                problems.extend(table_problems::<RawAction>(
-                    action,
-                    "action",
-                    &["type"],
-                    REQUIRED_IN_ACTION,
-                ));
+                problems.extend(table_problems::<RawAction>(action, "action", &["type"]));
             }
             Some(Value::Table(lease)) if key == "lease" => {
-                problems.extend(table_problems::<RawLease>(lease, key, &[], &["sql"]));
+                problems.extend(table_problems::<RawLease>(lease, key, &[]));
             }
             Some(Value::Table(outcome)) if key == "on_success" || key == "on_failure" => {
-                problems.extend(table_problems::<RawOutcome>(outcome, key, &[], &["sql"]));
+                problems.extend(table_problems::<RawOutcome>(outcome, key, &[]));
             }
-            _ => problems.extend(key_alone::<RawQueue>(&table, key, &[], REQUIRED, &[])),
+            _ => problems.extend(key_alone::<RawQueue>(&table, key, &[], &[])),
         }
     }
     for required in REQUIRED.iter().filter(|key| !table.contains_key(**key)) {
@@ -64,16 +59,11 @@ pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
 
 /// The problems of the table `name` read as a `T`: each key but `keep` on its own
 /// (next to `keep`, for `[action]` its `type`), then a key it must have.
-fn table_problems<T: DeserializeOwned>(
-    table: &Table,
-    name: &str,
-    keep: &[&str],
-    required: &[&str],
-) -> Vec<Problem> {
+fn table_problems<T: DeserializeOwned>(table: &Table, name: &str, keep: &[&str]) -> Vec<Problem> {
     let mut problems: Vec<Problem> = table
         .keys()
         .filter(|key| !keep.contains(&key.as_str()))
-        .filter_map(|key| key_alone::<T>(table, key, keep, required, &[name]))
+        .filter_map(|key| key_alone::<T>(table, key, keep, &[name]))
         .collect();
     if problems.is_empty() {
         if let Err(e) = T::deserialize(Value::Table(table.clone())) {
@@ -107,12 +97,12 @@ impl Problem {
 }
 
 /// Reads `key` of `table`, next to the keys in `keep`, as a `T`: the problem, if
-/// any. A field of `required` other than `key` is missing because it was left out.
+/// any. Another field is missing only because it was left out of the reading (a
+/// field the table really lacks is found when the whole table is read).
 fn key_alone<T: DeserializeOwned>(
     table: &Table,
     key: &str,
     keep: &[&str],
-    required: &[&str],
     prefix: &[&str],
 ) -> Option<Problem> {
     let alone: Table = table
@@ -128,7 +118,7 @@ fn key_alone<T: DeserializeOwned>(
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next());
-    if missing.is_some_and(|field| field != key && required.contains(&field)) {
+    if missing.is_some_and(|field| field != key) {
         return None;
     }
     let mut path: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();

@@ -36,17 +36,9 @@ pub struct RawQueue {
     pub waiting_since: Option<String>,
     pub select: String,
     pub key: Option<String>,
-    pub action: RawAction,
+    pub action: super::action::RawAction,
     pub on_success: Option<RawOutcome>,
     pub on_failure: Option<RawOutcome>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum RawAction {
-    Sql(super::action::sql::RawSqlAction),
-    Http(super::action::http::RawHttpAction),
-    Command(super::action::command::RawCommandAction),
 }
 
 #[derive(Debug, Deserialize)]

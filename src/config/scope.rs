@@ -7,7 +7,7 @@
 
 use super::names::key_name;
 use super::validate::Validator;
-use super::{statement_path, ActionConfig, QueueConfig};
+use super::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::statement::ParsedStatement;
 use crate::sql::tables::from_tables;
@@ -47,7 +47,7 @@ impl Validator<'_> {
 /// every `{column}` placeholder, as errors showing what to write instead. Nothing in
 /// item scope, nor in lease mode (which refuses batch scope as a whole).
 pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
-    if queue.scope != Scope::Batch || queue.lease.is_some() {
+    if queue.scope() != Scope::Batch {
         return Vec::new();
     }
     let mut found = Vec::new();
@@ -61,21 +61,14 @@ pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
             }
         }
     };
-    if let ActionConfig::Sql(sql) = &queue.action {
-        statements(&["action", "sql"], &sql.statements);
+    if let Some(action) = queue.action.kind().statements() {
+        statements(&["action", action.key], action.list);
     }
     statements(&["on_success", "sql"], &queue.on_success);
     if let Some(on_failure) = &queue.on_failure {
         statements(&["on_failure", "sql"], on_failure);
     }
-    if let ActionConfig::Http(http) = &queue.action {
-        if http.message_id.is_some() {
-            let message = "`action.message_id` names one item's message: with scope = \"batch\" one \
-                           request carries the batch, and its webhook-id is derived from the batch's \
-                           keys; remove `message_id`";
-            found.push(queue.finding(Severity::Error, &["action", "message_id"], message));
-        }
-    }
+    found.extend(queue.action.kind().batch_scope_refusals(queue));
     for (key, name) in queue.action.placeholders() {
         if name != "queue" {
             let message = format!(

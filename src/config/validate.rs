@@ -96,13 +96,12 @@ pub fn validate(
         error_backoff,
         database_timeout,
     } = timings(&mut v, &raw);
-    let flow = flow(&mut v, &raw);
-    let scope = v.scope(raw.scope.as_deref());
     let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
     let action = action::validate(&raw.action, &mut v);
-    let lease = super::lease::validate(&mut v, &raw);
+    let flow = flow(&mut v, &raw, &action);
+    let mode = super::mode::validate(&mut v, &raw, &action);
     let on_success = raw
         .on_success
         .as_ref()
@@ -129,15 +128,14 @@ pub fn validate(
         rate_limit: flow.rate_limit,
         max_in_flight: flow.max_in_flight,
         circuit: flow.circuit,
-        scope,
-        secret_variables: secret_variables(&raw),
+        mode,
+        secret_variables: secret_variables(&raw, &action),
         database_url,
         select,
         key: raw.key,
         action,
         on_success: on_success.unwrap_or_default(),
         on_failure,
-        lease,
         monitoring: flow.monitoring,
         source,
     };
@@ -197,7 +195,7 @@ struct Flow {
     circuit: Option<super::CircuitConfig>,
 }
 
-fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
+fn flow(v: &mut Validator, raw: &RawQueue, action: &super::ActionConfig) -> Flow {
     let loop_limit = raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT));
     Flow {
         loop_window: loop_window(v, raw),
@@ -207,7 +205,7 @@ fn flow(v: &mut Validator, raw: &RawQueue) -> Flow {
             .max_in_flight
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
         monitoring: super::monitoring::monitoring(v, raw),
-        circuit: super::circuit::validate(v, raw.circuit.as_ref(), &raw.action),
+        circuit: super::circuit::validate(v, raw.circuit.as_ref(), action),
     }
 }
 
@@ -232,21 +230,14 @@ fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
     rate
 }
 
-/// The variables `database_url` and `signing_secret` name.
-fn secret_variables(raw: &RawQueue) -> Vec<String> {
+/// The variables `database_url` and the action's secrets name.
+fn secret_variables(raw: &RawQueue, action: &super::ActionConfig) -> Vec<String> {
     let mut names = raw
         .database_url
         .as_deref()
         .map(super::variables)
         .unwrap_or_default();
-    if let super::raw::RawAction::Http(http) = &raw.action {
-        names.extend(
-            http.signing_secret
-                .as_deref()
-                .map(super::variables)
-                .unwrap_or_default(),
-        );
-    }
+    names.extend(action.kind().secret_variables());
     names
 }
 

@@ -16,6 +16,13 @@ pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 pub const ER_NO_SUCH_THREAD: u16 = 1094;
 /// Access denied for user to database (1044), or for user with that password (1045).
 const ACCESS_DENIED: &[u16] = &[1044, 1045];
+/// Too many connections (`max_connections`, 1040); the user has more than
+/// `max_user_connections` (1203).
+const SERVER_FULL: &[u16] = &[1040, 1203];
+/// Errors that are the queue's own, whatever the row: an unknown column (1054) or
+/// table (1146), a syntax error (1064), a privilege the user lacks on a table (1142)
+/// or a column (1143), a procedure or function that does not exist (1305).
+const QUEUE_FAULTS: &[u16] = &[1054, 1146, 1064, 1142, 1143, 1305];
 
 /// Server errors after which the transaction, and with it the item's lock, cannot be
 /// trusted: deadlock, lock wait timeout, the session killed, the server shutting down,
@@ -80,6 +87,22 @@ impl DbError {
             .is_some_and(|code| ACCESS_DENIED.contains(&code))
     }
 
+    /// The server refused a connection for being full (`max_connections`,
+    /// `max_user_connections`).
+    pub fn is_server_full(&self) -> bool {
+        self.server_code()
+            .is_some_and(|code| SERVER_FULL.contains(&code))
+    }
+
+    /// A statement failed for a reason that is the queue's own — its SQL names a
+    /// column, table or procedure that is not there, or a privilege its user lacks
+    /// — not the row's: every row would fail alike. (A row's own errors — SIGNAL,
+    /// a duplicate key, a foreign key, a bad or too long value, a CHECK — are not.)
+    pub fn is_queue_fault(&self) -> bool {
+        self.server_code()
+            .is_some_and(|code| QUEUE_FAULTS.contains(&code))
+    }
+
     /// The server's error code, for a server error.
     pub fn server_code(&self) -> Option<u16> {
         match self {
@@ -111,5 +134,32 @@ pub fn describe_error(e: &mysql_async::Error) -> String {
         mysql_async::Error::Driver(d) => d.to_string(),
         mysql_async::Error::Other(o) => o.to_string(),
         mysql_async::Error::Url(u) => u.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(code: u16) -> DbError {
+        DbError::Driver(mysql_async::Error::Server(mysql_async::ServerError {
+            code,
+            message: "test".into(),
+            state: "HY000".into(),
+        }))
+    }
+
+    #[test]
+    fn sorts_the_queues_faults_from_the_rows() {
+        for code in [1054, 1146, 1064, 1142, 1143, 1305] {
+            assert!(server_error(code).is_queue_fault(), "{code}");
+        }
+        // SIGNAL '45000', duplicate key, foreign key, bad value, too long, CHECK.
+        for code in [1644, 1062, 1452, 1366, 1406, 4025] {
+            let e = server_error(code);
+            assert!(!e.is_queue_fault() && e.is_statement_error(), "{code}");
+        }
+        assert!(server_error(1040).is_server_full() && server_error(1203).is_server_full());
+        assert!(!server_error(1045).is_server_full());
     }
 }

@@ -6,7 +6,7 @@ use mysql_async::consts::ColumnType;
 use mysql_async::{Params, Value};
 
 use super::row_json::{batch_json, value_bytes};
-use crate::config::names::{find_column, Special};
+use crate::config::names::{find_column, BuiltIn};
 
 /// Where a statement's `?` gets its value from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,7 +14,7 @@ pub enum ParamSource {
     /// The item's column at this index.
     Column(usize),
     /// `:queue`, `:error`, …
-    Special(Special),
+    BuiltIn(BuiltIn),
 }
 
 /// The select's columns: what every item of a queue looks like.
@@ -116,22 +116,22 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
         .iter()
         .map(|source| match source {
             ParamSource::Column(i) => item.values[*i].clone(),
-            ParamSource::Special(Special::Queue) => Value::from(queue),
-            ParamSource::Special(Special::Error) => outcome.error.map_or(Value::NULL, Value::from),
-            ParamSource::Special(Special::Status) => {
+            ParamSource::BuiltIn(BuiltIn::Queue) => Value::from(queue),
+            ParamSource::BuiltIn(BuiltIn::Error) => outcome.error.map_or(Value::NULL, Value::from),
+            ParamSource::BuiltIn(BuiltIn::Status) => {
                 outcome.status.map_or(Value::NULL, Value::from)
             }
-            ParamSource::Special(Special::Output) => outcome
+            ParamSource::BuiltIn(BuiltIn::Output) => outcome
                 .output
                 .map_or(Value::NULL, |o| Value::Bytes(o.to_vec())),
-            ParamSource::Special(Special::RetryAfter) => {
+            ParamSource::BuiltIn(BuiltIn::RetryAfter) => {
                 outcome.retry_after.map_or(Value::NULL, Value::from)
             }
-            ParamSource::Special(Special::LeaseId) => text(outcome.lease.lease_id),
-            ParamSource::Special(Special::Worker) => text(outcome.lease.worker),
-            ParamSource::Special(Special::Progress) => text(outcome.lease.progress),
+            ParamSource::BuiltIn(BuiltIn::LeaseId) => text(outcome.lease.lease_id),
+            ParamSource::BuiltIn(BuiltIn::Worker) => text(outcome.lease.worker),
+            ParamSource::BuiltIn(BuiltIn::Progress) => text(outcome.lease.progress),
             // Run for one item (a batch retried item by item): a one-element batch.
-            ParamSource::Special(Special::Batch { outcomes }) => {
+            ParamSource::BuiltIn(BuiltIn::Batch { outcomes }) => {
                 Value::from(batch_json([(item, outcomes.then_some(*outcome))]))
             }
         })
@@ -149,8 +149,8 @@ pub fn bind_batch(sources: &[ParamSource], batch: &str, queue: &str) -> Params {
     let values = sources
         .iter()
         .map(|source| match source {
-            ParamSource::Special(Special::Queue) => Value::from(queue),
-            ParamSource::Special(Special::Batch { .. }) => Value::from(batch),
+            ParamSource::BuiltIn(BuiltIn::Queue) => Value::from(queue),
+            ParamSource::BuiltIn(BuiltIn::Batch { .. }) => Value::from(batch),
             _ => Value::NULL,
         })
         .collect();
@@ -188,10 +188,10 @@ mod tests {
             key_index: 0,
         };
         let sources = [
-            ParamSource::Special(Special::Error),
+            ParamSource::BuiltIn(BuiltIn::Error),
             ParamSource::Column(0),
-            ParamSource::Special(Special::Queue),
-            ParamSource::Special(Special::Status),
+            ParamSource::BuiltIn(BuiltIn::Queue),
+            ParamSource::BuiltIn(BuiltIn::Status),
         ];
         let failed = OutcomeParams {
             error: Some("boom"),

@@ -12,6 +12,7 @@ use super::connect::Database;
 use super::error::DbError;
 use super::session::{OpenError, Session};
 use crate::config::QueueConfig;
+use crate::lock::lock;
 
 /// Sessions for one queue, at most `size` of them.
 pub struct SessionPool {
@@ -110,9 +111,7 @@ impl SessionPool {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Session>> {
-        self.idle
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.idle)
     }
 }
 

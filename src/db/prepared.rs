@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Statement};
+use mysql_async::{Conn, Row, Statement};
 
 use super::error::DbError;
-use super::item::{Columns, ParamSource};
+use super::item::{Columns, Item, ParamSource};
 use super::session::Statements;
-use crate::config::names::{find_column, unknown_names, ParamScope, Special};
+use crate::config::names::{find_column, unknown_names, BuiltIn, ParamScope};
 use crate::config::statement_path;
-use crate::config::{ActionConfig, QueueConfig};
+use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::statement::ParsedStatement;
 
@@ -65,6 +65,13 @@ impl PreparedQueue {
             0 => mysql_async::Params::Empty,
             n => mysql_async::Params::Positional(vec![mysql_async::Value::from(queue); n.into()]),
         }
+    }
+
+    /// A claimed row as an item: its values, in the order of the select's columns.
+    pub fn item(&self, row: Row) -> Item {
+        // mysql_async's `Row::unwrap`: the row's values. It panics only for a value
+        // taken out of the row beforehand, which nothing does.
+        Item::new(self.columns.clone(), row.unwrap(), self.key_index)
     }
 
     /// One of the queue's statement lists; no `[on_failure]` is an empty one.
@@ -126,13 +133,13 @@ pub async fn prepare_queue(
         columns: &columns,
         findings,
     };
-    let action = match &queue.action {
-        ActionConfig::Sql(sql) => {
+    let action = match queue.action.kind().statements() {
+        Some(action) => {
             preparer
-                .prepare_all(&["action", "sql"], &sql.statements, false)
+                .prepare_all(&["action", action.key], action.list, false)
                 .await?
         }
-        ActionConfig::Http(_) | ActionConfig::Command(_) => Vec::new(),
+        None => Vec::new(),
     };
     let on_success = preparer
         .prepare_all(&["on_success", "sql"], &queue.on_success, true)
@@ -205,7 +212,7 @@ impl Preparer<'_> {
 
     /// Prepares `[lease]`'s statements, if the queue has them.
     async fn prepare_lease(&mut self) -> Result<LeaseStatements, PrepareError> {
-        let Some(lease) = &self.queue.lease else {
+        let Some(lease) = self.queue.lease() else {
             return Ok(LeaseStatements::default());
         };
         let renew = lease.renew_sql.as_deref().unwrap_or_default();
@@ -232,11 +239,11 @@ impl Preparer<'_> {
             .filter_map(|name| {
                 let scope = ParamScope {
                     outcome,
-                    lease: self.queue.lease.is_some(),
-                    scope: self.queue.scope,
+                    lease: self.queue.is_lease(),
+                    scope: self.queue.scope(),
                 };
-                Special::named(name, scope)
-                    .map(ParamSource::Special)
+                BuiltIn::named(name, scope)
+                    .map(ParamSource::BuiltIn)
                     .or_else(|| find_column(&self.columns.names, name).map(ParamSource::Column))
             })
             .collect()

@@ -6,6 +6,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::lock::lock;
 use tokio::time::Instant;
 
 #[derive(Debug, Default)]
@@ -34,9 +35,7 @@ impl Waiting {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Instant, &'static str)>> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.0)
     }
 }
 

@@ -15,11 +15,13 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::warn;
 
 use super::backoff::jitter;
 use crate::action::{Blame, Outcome};
-use crate::config::{ActionConfig, CircuitConfig, QueueConfig};
+use crate::config::{CircuitConfig, QueueConfig};
+use crate::lock::lock;
+use crate::telemetry::events::{CircuitChanged, Event};
 use crate::telemetry::stats::{CircuitState, QueueStats};
 
 /// How many slices the window is counted in: memory stays bounded whatever the
@@ -68,10 +70,10 @@ pub struct Pass<'a> {
     probe: bool,
 }
 
-/// Leave to run one item's action; [`Ticket::finished`] says what its outcome does
+/// Leave to run one item's action; [`Admission::finished`] says what its outcome does
 /// to the circuit. A probe's ticket dropped unfinished (the action was cancelled)
 /// frees the probe.
-pub struct Ticket<'a> {
+pub struct Admission<'a> {
     circuit: &'a Circuit,
     probe: bool,
     done: bool,
@@ -79,10 +81,12 @@ pub struct Ticket<'a> {
 
 impl Circuit {
     pub fn new(config: &QueueConfig, stats: Arc<QueueStats>) -> Circuit {
-        let transient_exit_codes = match (&config.action, &config.circuit) {
-            (ActionConfig::Command(_), Some(circuit)) => circuit.transient_exit_codes.clone(),
-            _ => Vec::new(),
-        };
+        // Empty unless the kind's failures have exit codes (the loader's rule).
+        let transient_exit_codes = config
+            .circuit
+            .as_ref()
+            .map(|circuit| circuit.transient_exit_codes.clone())
+            .unwrap_or_default();
         stats.set_circuit(CircuitState::Closed);
         Circuit {
             config: config.circuit.clone(),
@@ -107,12 +111,11 @@ impl Circuit {
                 match &mut *state {
                     State::Closed { .. } => return Some(self.pass_with(false)),
                     State::Open { until, cool_down } if *until <= Instant::now() => {
-                        info!("the circuit's cool-down is over: one item is tried as a probe");
                         *state = State::HalfOpen {
                             cool_down: *cool_down,
                             probe: Probe::Claimed,
                         };
-                        self.changed_to(CircuitState::HalfOpen);
+                        self.changed_to(CircuitState::HalfOpen, "", Duration::ZERO);
                         return Some(self.pass_with(true));
                     }
                     State::Open { until, .. } => Some(*until),
@@ -141,7 +144,7 @@ impl Circuit {
 
     /// Leave to run one item's action now: always while the circuit is closed;
     /// half-open, for the probe alone; open, never (the item is left waiting).
-    pub fn admit(&self) -> Option<Ticket<'_>> {
+    pub fn admit(&self) -> Option<Admission<'_>> {
         if self.config.is_none() {
             return Some(self.ticket(false));
         }
@@ -156,8 +159,8 @@ impl Circuit {
         }
     }
 
-    fn ticket(&self, probe: bool) -> Ticket<'_> {
-        Ticket {
+    fn ticket(&self, probe: bool) -> Admission<'_> {
+        Admission {
             circuit: self,
             probe,
             done: false,
@@ -189,8 +192,7 @@ impl Circuit {
                     self.open(&mut state, longer, "the probe failed downstream too");
                 } else {
                     *state = State::closed();
-                    self.changed_to(CircuitState::Closed);
-                    info!("the probe got through: the circuit is closed, the queue claims again");
+                    self.changed_to(CircuitState::Closed, "", Duration::ZERO);
                 }
                 true
             }
@@ -220,13 +222,7 @@ impl Circuit {
             until: Instant::now() + wait,
             cool_down,
         };
-        self.changed_to(CircuitState::Open);
-        error!(
-            reason = why,
-            retry_in = %humantime::format_duration(Duration::from_secs(wait.as_secs().max(1))),
-            "the circuit is open: the queue stops claiming, so no row spends an attempt on an outage \
-             downstream; one item is tried when the cool-down is over"
-        );
+        self.changed_to(CircuitState::Open, why, wait);
     }
 
     /// The probe ended without a result: the next worker to claim probes instead.
@@ -241,15 +237,15 @@ impl Circuit {
         }
     }
 
-    fn changed_to(&self, to: CircuitState) {
-        self.stats.set_circuit(to);
+    /// The circuit changed to `to` (opened `why`, until `retry_in`): said, shown, and
+    /// workers waiting to claim look again.
+    fn changed_to(&self, to: CircuitState, why: &str, retry_in: Duration) {
+        CircuitChanged { to, why, retry_in }.emit(&self.stats);
         self.changed.send_modify(|generation| *generation += 1);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 }
 
@@ -290,20 +286,21 @@ fn count(slices: &mut VecDeque<Slice>, now: Instant, window: Duration, failed: b
     })
 }
 
-impl Ticket<'_> {
+impl Admission<'_> {
     /// The item's action finished with `outcome`. True if the outcome is to be
     /// recorded as usual; false if the item is to be left waiting, untouched.
     pub fn finished(mut self, outcome: &Outcome) -> bool {
         self.done = true;
         let record = self.circuit.finished(self.probe, outcome);
         if !record {
-            warn!(error = ?outcome.error, "item failed downstream while the circuit is open; it is waiting again, its attempt not spent");
+            let error = outcome.error.as_deref().unwrap_or_default();
+            warn!(%error, "item failed downstream while the circuit is open; it is waiting again, its attempt not spent");
         }
         record
     }
 }
 
-impl Drop for Ticket<'_> {
+impl Drop for Admission<'_> {
     fn drop(&mut self) {
         if self.probe && !self.done {
             self.circuit.free_probe(Probe::Running);

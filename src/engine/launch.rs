@@ -11,13 +11,14 @@ use tracing::{debug, error, info, warn};
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
-use super::restart::restart_on_panic;
 use super::stats_refresher::{refresh_stats, CountOn};
+use super::transaction::TransactionMode;
 use super::worker::run_worker;
 use crate::action::Action;
 use crate::config::QueueConfig;
-use crate::db::{Database, DbClock, ErrorKind, OpenError, Session};
-use crate::diagnostic::{messages, Finding, Findings, Severity};
+use crate::db::{Database, DbClock, OpenError, Session};
+use crate::diagnostic::{Finding, Findings, Severity};
+use crate::telemetry::events::{rounded, Event, NotConnected};
 use crate::telemetry::stats::report_progress;
 
 /// A queue ready to start: its database, its action, and a session if one opened.
@@ -62,6 +63,12 @@ pub fn build_actions(queues: &[(QueueConfig, Database)]) -> Result<Vec<Action>, 
     let mut actions = Vec::new();
     for (config, _) in queues {
         match Action::new(&config.action) {
+            // Refused by the loader already: lease mode holds no transaction.
+            Ok(Action::InTransaction(_)) if config.is_lease() => findings.push(config.finding(
+                Severity::Error,
+                &["mode"],
+                "lease mode needs an action that reaches outside the database",
+            )),
             Ok(action) => actions.push(action),
             Err(e) => findings.push(config.finding(Severity::Error, &["action"], e.to_string())),
         }
@@ -152,15 +159,15 @@ pub async fn start_queue(
     read_clock(&queue, &mut session).await;
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
-    if queue.config.is_lease() {
+    match (&queue.action, queue.config.is_lease()) {
         // Its workers and its backlog count share the queue's pool.
-        super::lease::start(queue.clone(), &tracker, session);
-    } else {
-        let mut first = Some(session);
-        for index in 0..queue.config.workers {
-            tracker.spawn(supervise_worker(queue.clone(), index, first.take()));
+        (Action::External(action), true) => {
+            super::lease::start(queue.clone(), action.clone(), &tracker, session)
         }
-        tracker.spawn(refresh_stats(queue.clone(), CountOn::OwnConnection));
+        (Action::InTransaction(_), true) => {
+            error!(queue = %queue.config.name, "lease mode needs an action that reaches outside the database")
+        }
+        (_, false) => start_transaction_workers(&queue, &tracker, session),
     }
     tracker.spawn(report_progress(
         queue.config.name.clone(),
@@ -190,22 +197,24 @@ async fn first_session(queue: &QueueRuntime) -> Option<Session> {
             opened = Session::open(&queue.config, &queue.database) => opened,
         };
         let wait = backoff.next_wait();
-        let retry_in = humantime::format_duration(wait);
-        if let Err(OpenError::Unreachable(_)) = &opened {
-            queue.stats.observed.record_db_error(ErrorKind::Connect);
-        }
         match opened {
             Ok(session) => return Some(session),
             Err(OpenError::Unreachable(error)) if error.is_access_denied() => {
-                error!(queue = %queue.config.name, %retry_in, "{}", queue.database.refused_login(&error))
+                queue
+                    .stats
+                    .observed
+                    .record_db_error(crate::db::ErrorKind::Connect);
+                error!(queue = %queue.config.name, retry_in = %rounded(wait), "{}", queue.database.refused_login(&error))
             }
-            Err(OpenError::Unreachable(error)) => {
-                warn!(queue = %queue.config.name, %error, database = %queue.database, %retry_in,
-                    "cannot connect to the database; retrying")
-            }
-            Err(OpenError::Invalid(findings)) => {
-                error!(queue = %queue.config.name, error = %messages(&findings), %retry_in,
-                    "the queue's SQL does not work on its database; retrying")
+            Err(e) => {
+                let _span = tracing::info_span!("queue", queue = %queue.config.name).entered();
+                let not_connected = NotConnected {
+                    error: &e,
+                    database: &queue.database,
+                    retry_in: wait,
+                    loud: true,
+                };
+                not_connected.emit(&queue.stats);
             }
         }
         if !pause(&queue.stop, wait).await {
@@ -214,15 +223,17 @@ async fn first_session(queue: &QueueRuntime) -> Option<Session> {
     }
 }
 
-/// Runs a worker, and runs it again if it panics: its connection is dropped with the
-/// panic, so its transaction rolls back and nothing is lost.
-async fn supervise_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
-    let mut session = session;
-    let left = "its transaction is rolled back";
-    restart_on_panic(&queue, index, left, || {
-        run_worker(queue.clone(), index, session.take())
-    })
-    .await;
+/// Starts a transaction-mode queue's workers (the first takes `session`) and its
+/// backlog count.
+fn start_transaction_workers(queue: &Arc<QueueRuntime>, tracker: &TaskTracker, session: Session) {
+    let mut first = Some(session);
+    for index in 0..queue.config.workers {
+        let mut session = first.take();
+        let for_mode = queue.clone();
+        let mode = move || TransactionMode::new(for_mode.clone(), index, session.take());
+        tracker.spawn(run_worker(queue.clone(), index, mode));
+    }
+    tracker.spawn(refresh_stats(queue.clone(), CountOn::OwnConnection));
 }
 
 /// Findings as one line each, for a status or a log line.

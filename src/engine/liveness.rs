@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::action::Action;
 use crate::config::{QueueConfig, MAX_ERROR_BACKOFF};
 use crate::telemetry::stats::{Counts, QueueStats};
 
@@ -33,12 +32,12 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(config: &QueueConfig, action: &Action, stats: &QueueStats) -> Progress {
+    pub fn new(config: &QueueConfig, stats: &QueueStats) -> Progress {
         let timeout = config.action.timeout();
-        // SQL actions of a batch run one after another; the others concurrently.
-        let actions = match action {
-            Action::Sql => timeout * config.batch as u32,
-            Action::Outside(_) => timeout,
+        // Actions in the transaction run one after another; the others concurrently.
+        let actions = match config.action.in_transaction() {
+            true => timeout * config.batch as u32,
+            false => timeout,
         };
         Progress {
             last: stats.counts(),

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::lock::lock;
 use tokio::time::Instant;
 
 /// How many keys are remembered at most.
@@ -40,10 +41,7 @@ impl Loops {
         if self.window.is_zero() {
             return Vec::new();
         }
-        let mut seen = self
-            .seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = lock(&self.seen);
         if seen.len() + keys.len() > REMEMBERED {
             seen.retain(|_, s| s.at.elapsed() < self.window);
             if seen.len() + keys.len() > REMEMBERED {

@@ -1,9 +1,10 @@
-//! The engine: the supervisor that runs N workers per queue, the worker loop, one
-//! batch's transaction, and what they share.
+//! The engine: the supervisor that runs N workers per queue, the one worker loop
+//! and its two modes, the one place an action runs, the one recorder of outcomes,
+//! and what a queue's workers share.
 
 pub mod backoff;
-pub mod batch;
 pub mod circuit;
+pub mod execute;
 pub mod idle;
 pub mod launch;
 pub mod lease;
@@ -11,9 +12,9 @@ pub mod lifecycle;
 pub mod limits;
 pub mod liveness;
 pub mod loops;
-pub mod observe;
 pub mod once;
 pub mod queue;
+pub mod record;
 pub mod refusals;
 pub mod reload;
 pub mod report;
@@ -21,4 +22,6 @@ pub mod restart;
 pub mod stats_refresher;
 pub mod stop_when_empty;
 pub mod supervisor;
+pub mod transaction;
+pub mod turn;
 pub mod worker;

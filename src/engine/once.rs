@@ -4,6 +4,8 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use crate::lock::lock;
+
 /// How many keys are remembered before the memory starts again (bounded memory).
 const REMEMBERED: usize = 10_000;
 
@@ -13,10 +15,7 @@ pub struct OncePerKey(Mutex<HashSet<String>>);
 impl OncePerKey {
     /// True the first time `key` is seen (since the memory last started again).
     pub fn first(&self, key: &str) -> bool {
-        let mut seen = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = lock(&self.0);
         if seen.contains(key) {
             return false;
         }

@@ -12,7 +12,7 @@ use super::once::OncePerKey;
 use super::refusals::Refusals;
 use super::stop_when_empty::StopWhenEmpty;
 use crate::action::Action;
-use crate::config::QueueConfig;
+use crate::config::{QueueConfig, Scope};
 use crate::db::Database;
 use crate::telemetry::stats::QueueStats;
 
@@ -33,6 +33,8 @@ pub struct QueueRuntime {
     pub abort: CancellationToken,
     /// The keys whose outcome SQL failed, so each is logged in full once.
     pub outcome_sql_failed: OncePerKey,
+    /// The queue's own faults (errors no row causes), so each is logged in full once.
+    pub queue_faults: OncePerKey,
     /// Connections the server refused for being full, for a warning a minute.
     pub refusals: Refusals,
     /// The keys completed lately, to notice rows that come straight back.
@@ -41,4 +43,11 @@ pub struct QueueRuntime {
     pub limits: Limits,
     /// Stops claiming while the action fails downstream.
     pub circuit: Circuit,
+}
+
+impl QueueRuntime {
+    /// Whether the queue's statements and actions run once per batch.
+    pub fn batch_scope(&self) -> bool {
+        self.config.scope() == Scope::Batch
+    }
 }

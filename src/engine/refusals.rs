@@ -1,15 +1,12 @@
-//! A database that refuses connections because it is full (1040, 1203) is worth a
-//! warning — but one a minute per queue, with a count, not one per attempt.
+//! A database that refuses connections because it is full is worth a warning — but
+//! one a minute per queue, with a count, not one per attempt.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Too many connections (`max_connections`).
-pub const ER_CON_COUNT_ERROR: u16 = 1040;
-/// The user has more than `max_user_connections`.
-pub const ER_TOO_MANY_USER_CONNECTIONS: u16 = 1203;
+use crate::lock::lock;
 
 /// How often the warning may be given.
 const EVERY: Duration = Duration::from_secs(60);
@@ -27,10 +24,7 @@ struct State {
 impl Refusals {
     /// Counts a refusal; the count to warn about when a warning is due.
     pub fn record(&self) -> Option<u64> {
-        let mut state = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = lock(&self.0);
         state.count += 1;
         if state.last_warned.is_some_and(|at| at.elapsed() < EVERY) {
             return None;
@@ -38,14 +32,6 @@ impl Refusals {
         state.last_warned = Some(Instant::now());
         Some(std::mem::take(&mut state.count))
     }
-}
-
-/// True for the server's "I am full" refusals.
-pub fn is_full(code: Option<u16>) -> bool {
-    matches!(
-        code,
-        Some(ER_CON_COUNT_ERROR | ER_TOO_MANY_USER_CONNECTIONS)
-    )
 }
 
 #[cfg(test)]
@@ -60,6 +46,5 @@ mod tests {
         assert_eq!(refusals.record(), None);
         refusals.0.lock().unwrap().last_warned = Some(Instant::now() - EVERY);
         assert_eq!(refusals.record(), Some(3));
-        assert!(is_full(Some(1040)) && is_full(Some(1203)) && !is_full(Some(1045)));
     }
 }

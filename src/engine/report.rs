@@ -1,6 +1,6 @@
-//! What one transaction did with its items.
+//! What one turn did with the items it claimed.
 
-/// What one transaction did.
+/// What one turn did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BatchReport {
     pub claimed: usize,
@@ -8,12 +8,12 @@ pub struct BatchReport {
     pub done: usize,
     /// Action failed and `[on_failure]` committed.
     pub failed: usize,
-    /// Left as they were: waiting again (no `[on_failure]`, outcome SQL failed, or
-    /// not started because the worker is stopping).
+    /// Left as they were: waiting again (no `[on_failure]`, outcome SQL failed, the
+    /// failure was not the item's, or not started because the worker is stopping).
     pub returned: usize,
-    /// A batch run without savepoints had an item fail: the whole transaction was
-    /// rolled back, and the next claim should run with a savepoint per item.
-    pub rolled_back: bool,
+    /// Failures, recorded or not, that were not the items' own: downstream, or the
+    /// queue's.
+    pub not_the_items: usize,
     /// The keys of the items done, to notice one that comes straight back.
     pub completed: Vec<String>,
 }
@@ -35,6 +35,24 @@ impl BatchReport {
         }
     }
 
+    /// Whether the worker should slow down before claiming again: items came
+    /// straight back unrecorded, or every item failed for a reason not its own (a
+    /// broken queue, an outage). Items that failed for their own sake and were
+    /// recorded are normal processing.
+    pub fn slows_down(&self) -> bool {
+        self.returned > 0 || (self.claimed > 0 && self.not_the_items >= self.claimed)
+    }
+
+    /// Adds `other`'s counts (a row of the same claim, worked on its own).
+    pub fn merge(&mut self, other: BatchReport) {
+        self.claimed += other.claimed;
+        self.done += other.done;
+        self.failed += other.failed;
+        self.returned += other.returned;
+        self.not_the_items += other.not_the_items;
+        self.completed.extend(other.completed);
+    }
+
     /// Counts `item`'s fate.
     pub fn count(&mut self, fate: Fate, key: impl FnOnce() -> String) {
         match fate {
@@ -45,5 +63,27 @@ impl BatchReport {
             Fate::Failed => self.failed += 1,
             Fate::Returned => self.returned += 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_failures_not_recorded_or_not_the_items_slow_the_worker() {
+        let mut recorded = BatchReport::claimed(2);
+        recorded.count(Fate::Failed, String::new);
+        recorded.count(Fate::Failed, String::new);
+        assert!(
+            !recorded.slows_down(),
+            "recorded failures are normal processing"
+        );
+        let mut downstream = recorded.clone();
+        downstream.not_the_items = 2;
+        assert!(downstream.slows_down(), "the whole batch failed downstream");
+        let mut returned = BatchReport::claimed(3);
+        returned.count(Fate::Returned, String::new);
+        assert!(returned.slows_down(), "an item came straight back");
     }
 }

@@ -9,12 +9,11 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use tracing::debug;
-
 use super::backoff::pause;
 use super::queue::QueueRuntime;
 use crate::db::backlog::{read_backlog, Backlog, BacklogError};
 use crate::db::SessionPool;
+use crate::telemetry::events::{CountFailed, Event};
 
 /// Where the backlog is counted.
 pub enum CountOn {
@@ -59,8 +58,12 @@ async fn count_once(queue: &QueueRuntime, on: &CountOn) {
             observed.set_backlog(backlog.waiting, backlog.capped, oldest);
         }
         Err(e) => {
-            observed.record_db_error(e.kind());
-            debug!(queue = %queue.config.name, error = %e, "could not count the waiting rows; trying again later");
+            let _span = tracing::debug_span!("queue", queue = %queue.config.name).entered();
+            let failed = CountFailed {
+                error: &e,
+                kind: e.kind(),
+            };
+            failed.emit(&queue.stats);
         }
     }
 }

@@ -6,6 +6,8 @@ use std::sync::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::lock::lock;
+
 /// Shared by a queue's workers. A queue is drained when a claim found nothing, no
 /// other worker was busy, and no item returned to the queue since that claim began.
 #[derive(Debug)]
@@ -25,10 +27,11 @@ struct State {
     not_before: Option<Instant>,
 }
 
-/// Taken before a claim; says what the queue looked like when it began. Dropping it
+/// One attempt to find rows, taken before a claim; says what the queue looked like
+/// when it began. Dropping it
 /// unfinished (an error, a panic) counts as items returning to the queue.
 #[derive(Debug)]
-pub struct Ticket<'a> {
+pub struct Attempt<'a> {
     queue: &'a StopWhenEmpty,
     returns_at_start: u64,
     finished: bool,
@@ -44,10 +47,10 @@ impl StopWhenEmpty {
         }
     }
 
-    pub fn begin(&self) -> Ticket<'_> {
+    pub fn begin(&self) -> Attempt<'_> {
         let mut state = self.lock();
         state.busy += 1;
-        Ticket {
+        Attempt {
             queue: self,
             returns_at_start: state.returns,
             finished: false,
@@ -55,10 +58,7 @@ impl StopWhenEmpty {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // The state stays consistent even if a holder panicked: plain counters.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 }
 
@@ -71,7 +71,7 @@ impl StopWhenEmpty {
     }
 }
 
-impl Ticket<'_> {
+impl Attempt<'_> {
     /// The claim found rows; `returned` says whether any went back to the queue.
     pub fn finish(mut self, returned: bool) {
         self.end(returned);
@@ -106,7 +106,7 @@ impl Ticket<'_> {
     }
 }
 
-impl Drop for Ticket<'_> {
+impl Drop for Attempt<'_> {
     fn drop(&mut self) {
         self.end(true);
     }

@@ -307,7 +307,7 @@ impl Supervisor {
             self.options
                 .monitor
                 .start_queue(&config.name, config.workers, config.database_timeout);
-        let progress = Progress::new(&config, &action, &stats);
+        let progress = Progress::new(&config, &stats);
         let runtime = Arc::new(QueueRuntime {
             action,
             stop_when_empty: StopWhenEmpty::new(self.options.stop_when_empty, stop.clone()),
@@ -321,6 +321,7 @@ impl Supervisor {
             stop,
             abort: self.abort.clone(),
             outcome_sql_failed: Default::default(),
+            queue_faults: Default::default(),
             refusals: Default::default(),
         });
         let tracker = TaskTracker::new();

@@ -1,59 +1,64 @@
-//! One worker: a loop that claims a batch, processes it, commits, and waits when the
-//! queue is empty — reconnecting with backoff whenever the database goes away.
-//!
-//! Each turn is [`Worker::claim_once`], which does the I/O and says what happened
-//! ([`Claimed`]), then [`Worker::next_step`], a small decision with no I/O, then
-//! [`Worker::take`], which waits as the step says.
+//! One worker, in either mode: a loop that waits for the circuit's pass, has its
+//! mode claim and carry the claim to its end ([`Mode::turn`]), then decides what to
+//! do next ([`Worker::next_step`]: a small decision, no I/O) and does it. What both
+//! modes share is here, once: the circuit's pass, `--stop-when-empty`, the idle
+//! watch, backoff, loop detection, the "database full" warning, connection errors
+//! counted, and the restart of a worker that panicked.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::{debug, error, info, info_span, warn, Instrument};
+use tracing::{debug, info, info_span, Instrument};
 
 use super::backoff::{jitter, pause, Backoff};
-use super::batch::claim_and_process;
-use super::idle::{Turn, Watch};
-use super::observe::BatchWatch;
+use super::idle::{Turn as IdleTurn, Watch};
 use super::queue::QueueRuntime;
-use super::refusals::is_full;
 use super::report::BatchReport;
-use crate::db::{DbError, ErrorKind, Item, Kill, OpenError, Session};
-use crate::diagnostic::messages;
-use crate::telemetry::stats::Connected;
+use super::restart::restart_on_panic;
+use super::stop_when_empty::Attempt;
+use super::turn::Turn;
+use crate::db::{DbError, OpenError};
+use crate::telemetry::events::{
+    rounded, DatabaseFull, Event, LoopSeen, NotConnected, QueueLooping,
+};
 
-/// Runs worker `index` of `queue` until it is told to stop. `session` is a session
-/// opened already (the one `run` validated the queue with), if any.
-pub async fn run_worker(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) {
-    let span = info_span!("worker", queue = %queue.config.name, worker = index);
-    Worker::new(&queue, index, session)
-        .run()
-        .instrument(span)
-        .await
+/// How a worker claims rows and carries them to their end: transaction mode or lease
+/// mode.
+pub trait Mode: Send {
+    /// What a panic of this worker leaves behind, for the log line.
+    const LEFT_BEHIND: &'static str;
+
+    /// One claim, carried to its end. `turn` hears what the claim found.
+    fn turn(&mut self, turn: &Turn<'_>) -> impl Future<Output = Ended> + Send;
+
+    /// The worker sleeps until woken: hold no connection meanwhile.
+    fn sleep(&mut self) -> impl Future<Output = ()> + Send;
 }
 
-/// A session held by a worker, counted in its queue's connected workers.
-struct Held {
-    session: Session,
-    _connected: Connected,
-}
-
-/// What one claim came to.
-enum Claimed {
-    /// The queue was empty; `drained` if `--stop-when-empty` says it is done.
-    Empty { drained: bool },
-    /// Processed and committed.
-    Committed(BatchReport),
-    /// An item failed in a batch run without savepoints: all of it was rolled back.
+/// What one turn came to.
+#[derive(Debug)]
+pub enum Ended {
+    /// The claim found nothing.
+    Empty,
+    /// Every item claimed was carried to its end (some may be waiting again).
+    Done(BatchReport),
+    /// An item failed in a batch run without savepoints: all of it was rolled back,
+    /// and is claimed again at once, with a savepoint per item.
     RolledBack,
-    /// A deadlock or lock wait timeout: rolled back, the session kept.
+    /// A deadlock or lock wait timeout: rolled back.
     Contention(DbError),
-    /// The transaction is lost, and the session with it.
+    /// The transaction or the connection was lost; the items are waiting again.
     Lost(DbError),
-    /// The shutdown timeout passed mid-batch: the session was killed.
+    /// No session could be opened.
+    NotOpened(OpenError),
+    /// The shutdown timeout passed mid-turn: what was in flight is rolled back.
     Aborted,
+    /// Told to stop before anything was claimed.
+    Stopped,
 }
 
-/// What the worker does after a claim.
+/// What the worker does after a turn.
 #[derive(Debug, PartialEq, Eq)]
 enum Step {
     ClaimAgain,
@@ -63,33 +68,48 @@ enum Step {
     Stop,
 }
 
-struct Worker<'a> {
+/// Runs worker `index` of `queue`, in the mode `mode` makes (afresh after a panic),
+/// until it is told to stop.
+pub async fn run_worker<M, F>(queue: Arc<QueueRuntime>, index: usize, mut mode: F)
+where
+    M: Mode + 'static,
+    F: FnMut() -> M,
+{
+    restart_on_panic(&queue, index, M::LEFT_BEHIND, || {
+        let queue = queue.clone();
+        let mode = mode();
+        async move {
+            let span = info_span!("worker", queue = %queue.config.name, worker = index);
+            Worker::new(&queue, index, mode)
+                .run()
+                .instrument(span)
+                .await
+        }
+    })
+    .await;
+}
+
+struct Worker<'a, M> {
     queue: &'a QueueRuntime,
     index: usize,
-    session: Option<Held>,
+    mode: M,
     backoff: Backoff,
-    /// The connection was lost: say so when it is back.
+    /// The database could not be reached: say so when it is back.
     reconnecting: bool,
-    /// Run the next SQL batch with a savepoint per item (after a failure).
-    careful: bool,
     /// Deadlocks and lock wait timeouts in a row.
     contention: u32,
     /// Held while this worker is the one that polls the empty queue.
     watch: Option<Watch<'a>>,
 }
 
-impl<'a> Worker<'a> {
-    fn new(queue: &'a QueueRuntime, index: usize, session: Option<Session>) -> Self {
+impl<'a, M: Mode> Worker<'a, M> {
+    fn new(queue: &'a QueueRuntime, index: usize, mode: M) -> Self {
         Worker {
             queue,
             index,
-            session: session.map(|session| Held {
-                session: session.watched_by(queue.stats.waiting(index)),
-                _connected: queue.stats.connection(),
-            }),
+            mode,
             backoff: Backoff::new(queue.config.error_backoff),
             reconnecting: false,
-            careful: false,
             contention: 0,
             watch: None,
         }
@@ -102,162 +122,79 @@ impl<'a> Worker<'a> {
             let Some(pass) = queue.circuit.pass(&queue.stop).await else {
                 break;
             };
-            let Some(held) = self.ready_session().await else {
-                break;
-            };
-            let claimed = self.claim_once(held).await;
+            let attempt = queue.stop_when_empty.begin();
+            let turn = Turn::new(queue, self.watch.take());
+            let ended = self.mode.turn(&turn).await;
+            self.watch = turn.into_watch();
             drop(pass);
-            let step = self.next_step(claimed);
-            if !self.take(step).await {
+            let step = self.next_step(ended, attempt);
+            if !self.follow(step).await {
                 break;
             }
         }
     }
 
-    /// The session to claim on: the one held, if still alive, else a new one.
-    /// `None` once the worker is told to stop.
-    async fn ready_session(&mut self) -> Option<Held> {
-        loop {
-            if let Some(mut held) = self.session.take() {
-                if held.session.still_alive().await {
-                    return Some(held);
-                }
-                debug!("the idle connection was closed; reconnecting");
-            }
-            let session = self.open().await?;
-            self.session = Some(Held {
-                session,
-                _connected: self.queue.stats.connection(),
-            });
+    /// Decides what to do after a turn, and keeps the worker's counters.
+    fn next_step(&mut self, ended: Ended, attempt: Attempt<'_>) -> Step {
+        if !matches!(ended, Ended::NotOpened(_) | Ended::Lost(_)) && self.reconnecting {
+            info!("connected to the database again");
+            self.reconnecting = false;
         }
-    }
-
-    /// Claims and processes one batch; keeps the session unless it is lost.
-    async fn claim_once(&mut self, mut held: Held) -> Claimed {
-        let queue = self.queue;
-        let ticket = queue.stop_when_empty.begin();
-        queue.stats.record_claim();
-        let connection_id = held.session.id();
-        let batch = BatchWatch::new(queue);
-        let watch = &mut self.watch;
-        let found = |items: &[Item]| {
-            batch.claimed(items);
-            let found = items.len();
-            if found > 0 {
-                // Busy now: hand the watch on (dropping it wakes a sleeper), so
-                // that someone keeps polling while this batch takes its time.
-                *watch = None;
-            }
-            if found == queue.config.batch {
-                // A full claim: more rows may be waiting. Wake everyone now.
-                queue.idle.wake_all();
-            }
-        };
-        let result = tokio::select! {
-            biased;
-            _ = queue.abort.cancelled() => None,
-            result = claim_and_process(&mut held.session, queue, self.careful, found) => Some(result),
-        };
-        let Some(result) = result else {
-            ticket.finish(true);
-            batch.rolled_back();
-            warn!("the shutdown timeout passed; rolling back the items in flight");
-            if let Err(e) = queue.database.kill(connection_id, Kill::Connection).await {
-                warn!(error = %e, "could not kill the session; the server rolls it back when the connection drops");
-            }
-            return Claimed::Aborted;
-        };
-        let claimed = match result {
-            Ok(report) if report.claimed == 0 => {
-                return self.keep(
-                    held,
-                    Claimed::Empty {
-                        drained: ticket.finish_empty(),
-                    },
-                );
-            }
-            Ok(report) if report.rolled_back => {
-                batch.rolled_back();
-                Claimed::RolledBack
-            }
-            Ok(report) => {
-                batch.committed();
-                queue
-                    .stats
-                    .record(report.done, report.failed, report.returned);
-                ticket.finish(report.returned > 0);
-                return self.keep(held, Claimed::Committed(report));
-            }
-            Err(e) if e.is_contention() && held.session.rollback_quickly().await => {
-                batch.failed(&e);
-                Claimed::Contention(e)
-            }
-            Err(e) => {
-                batch.failed(&e);
-                ticket.finish(true);
-                return Claimed::Lost(e);
-            }
-        };
-        ticket.finish(true);
-        self.keep(held, claimed)
-    }
-
-    fn keep(&mut self, mut held: Held, claimed: Claimed) -> Claimed {
-        held.session.touch();
-        self.session = Some(held);
-        claimed
-    }
-
-    /// Decides what to do after a claim, and keeps the worker's counters.
-    fn next_step(&mut self, claimed: Claimed) -> Step {
-        match claimed {
-            Claimed::Empty { drained: true } => {
-                info!("the queue is drained");
-                Step::Stop
-            }
-            Claimed::Empty { drained: false } => {
-                self.backoff.reset();
-                self.careful = false;
-                Step::Idle
-            }
-            Claimed::Committed(report) => {
-                self.contention = 0;
-                self.careful = false;
-                if self.loops_too_often(&report.completed) {
+        match ended {
+            Ended::Empty => {
+                if attempt.finish_empty() {
+                    info!("the queue is drained");
                     return Step::Stop;
                 }
-                if report.returned > 0 || report.failed == report.claimed {
-                    // Failed items came straight back, or the whole batch failed
-                    // (a broken queue, an outage): don't spin on them.
-                    Step::Wait(self.backoff.next_wait())
-                } else {
-                    self.backoff.reset();
-                    Step::ClaimAgain
-                }
+                self.backoff.reset();
+                Step::Idle
             }
-            Claimed::RolledBack => {
-                // Claim again at once, this time with a savepoint per item.
-                self.careful = true;
-                Step::ClaimAgain
+            Ended::Done(report) => {
+                attempt.finish(report.returned > 0);
+                self.done(report)
             }
-            Claimed::Contention(e) => {
+            Ended::RolledBack => Step::ClaimAgain,
+            Ended::Contention(e) => {
                 debug!(error = %e, "the transaction was rolled back; its items are waiting again");
                 // Deadlocks come in pairs: step aside for a short, random while,
                 // longer each time in a row, before claiming again.
                 self.contention += 1;
-                Step::Wait(contention_pause(
-                    self.contention,
-                    self.queue.config.error_backoff,
-                ))
+                let ceiling = self.queue.config.error_backoff;
+                Step::Wait(contention_pause(self.contention, ceiling))
             }
-            Claimed::Lost(e) => {
+            Ended::Lost(e) => {
                 let wait = self.backoff.next_wait();
-                warn!(error = %e, retry_in = %humantime::format_duration(wait),
+                tracing::warn!(error = %e, retry_in = %rounded(wait),
                     "database error; the transaction is rolled back and its items are waiting again");
                 self.reconnecting = true;
                 Step::Wait(wait)
             }
-            Claimed::Aborted => Step::Stop,
+            Ended::NotOpened(e) => {
+                let wait = self.backoff.next_wait();
+                self.not_opened(&e, wait);
+                self.reconnecting = true;
+                Step::Wait(wait)
+            }
+            Ended::Aborted | Ended::Stopped => Step::Stop,
+        }
+    }
+
+    /// After a turn that carried its items to their end: counted; a loop stops the
+    /// queue; failures that recorded nothing, or that were not the items' own, slow
+    /// the worker down. A recorded failure of an item is normal processing.
+    fn done(&mut self, report: BatchReport) -> Step {
+        self.queue
+            .stats
+            .record(report.done, report.failed, report.returned);
+        self.contention = 0;
+        if self.loops_too_often(&report.completed) {
+            return Step::Stop;
+        }
+        if report.slows_down() {
+            Step::Wait(self.backoff.next_wait())
+        } else {
+            self.backoff.reset();
+            Step::ClaimAgain
         }
     }
 
@@ -265,15 +202,16 @@ impl<'a> Worker<'a> {
     /// queue stops claiming — once one has come back `loop_limit` times.
     fn loops_too_often(&self, completed: &[String]) -> bool {
         let queue = self.queue;
+        let window = queue.config.loop_window;
         for (key, repeats) in queue.loops.completed(completed) {
-            queue.stats.record_loop();
-            error!(%key, repeats, window = %humantime::format_duration(queue.config.loop_window),
-                "an item completed again: its row is still in the select after [on_success]; change \
-                 the row so the select no longer returns it (a status, a delete), or set \
-                 loop_window = \"0s\" for rows re-armed on purpose");
+            LoopSeen {
+                key: &key,
+                repeats,
+                window,
+            }
+            .emit(&queue.stats);
             if repeats >= queue.config.loop_limit {
-                error!(%key, repeats, "the queue loops: it stops claiming until the files are reloaded");
-                queue.stats.set_looping();
+                QueueLooping { key: &key, repeats }.emit(&queue.stats);
                 queue.stop.cancel();
                 return true;
             }
@@ -281,8 +219,8 @@ impl<'a> Worker<'a> {
         false
     }
 
-    /// Takes `step`; false when the worker is to stop.
-    async fn take(&mut self, step: Step) -> bool {
+    /// Follows `step`; false when the worker is to stop.
+    async fn follow(&mut self, step: Step) -> bool {
         match step {
             Step::ClaimAgain => true,
             Step::Wait(wait) => pause(&self.queue.stop, wait).await,
@@ -294,82 +232,42 @@ impl<'a> Worker<'a> {
     /// After an empty claim: poll again after `poll_interval` as the queue's watcher,
     /// or, when another worker watches, sleep with no connection until woken.
     async fn idle(&mut self) -> bool {
+        let queue = self.queue;
         if self.watch.is_none() {
-            match self.queue.idle.turn() {
-                Turn::Watch(role) => self.watch = Some(role),
-                Turn::Sleep(sleep) => {
+            match queue.idle.turn() {
+                IdleTurn::Watch(role) => self.watch = Some(role),
+                IdleTurn::Sleep(sleep) => {
                     // A sleeping worker holds no connection: an idle queue keeps
                     // one, the watcher's.
-                    if let Some(idle) = self.session.take() {
-                        idle.session.close().await;
-                    }
-                    sleep.until_woken(&self.queue.stop).await;
+                    self.mode.sleep().await;
+                    sleep.until_woken(&queue.stop).await;
                     return true;
                 }
             }
         }
-        pause(&self.queue.stop, self.queue.config.poll_interval).await
+        pause(&queue.stop, queue.config.poll_interval).await
     }
 
-    /// Opens a session, or logs why not and waits out the backoff; `None` once the
-    /// worker is told to stop. Only the queue's first worker logs at warning level:
-    /// the others would say the same thing.
-    async fn open(&mut self) -> Option<Session> {
-        let queue = self.queue;
-        loop {
-            let opened = tokio::select! {
-                _ = queue.stop.cancelled() => return None,
-                opened = Session::open_with_limit(&queue.config, &queue.database, queue.config.batch, queue.stats.waiting(self.index)) => opened,
-            };
-            let wait = self.backoff.next_wait();
-            match opened {
-                Ok(session) => {
-                    if self.reconnecting {
-                        info!("connected to the database again");
-                        self.reconnecting = false;
-                    }
-                    self.backoff.reset();
-                    return Some(session);
-                }
-                Err(e) => self.not_opened(&e, wait),
-            }
-            self.reconnecting = true;
-            if !pause(&queue.stop, wait).await {
-                return None;
-            }
-        }
-    }
-
+    /// Says why no session opened — loud from the queue's first worker only, as
+    /// the others would say the same; a full server once a minute.
     fn not_opened(&self, e: &OpenError, wait: Duration) {
-        if let OpenError::Unreachable(_) = e {
-            self.queue
-                .stats
-                .observed
-                .record_db_error(ErrorKind::Connect);
+        let queue = self.queue;
+        if let Some(error) = e.unreachable().filter(|error| error.is_server_full()) {
+            let full = DatabaseFull {
+                error,
+                database: &queue.database,
+                refused: queue.refusals.record(),
+            };
+            full.emit(&queue.stats);
+            return;
         }
-        let retry_in = humantime::format_duration(wait);
-        let first = self.index == 0;
-        match e {
-            OpenError::Unreachable(error) if is_full(error.server_code()) => {
-                if let Some(refused) = self.queue.refusals.record() {
-                    warn!(%error, refused, database = %self.queue.database,
-                        "the database refused connections: it is full (max_connections or max_user_connections); \
-                         lower `workers` (summed over every copy of tableq) or raise the server's limit");
-                }
-            }
-            OpenError::Unreachable(error) if first => {
-                warn!(%error, database = %self.queue.database, %retry_in, "cannot connect to the database; retrying")
-            }
-            OpenError::Unreachable(error) => {
-                debug!(%error, %retry_in, "cannot connect to the database; retrying")
-            }
-            OpenError::Invalid(findings) if first => {
-                error!(error = %messages(findings), %retry_in, "the queue's SQL does not work on its database; retrying")
-            }
-            OpenError::Invalid(findings) => {
-                debug!(error = %messages(findings), %retry_in, "the queue's SQL does not work on its database; retrying")
-            }
-        }
+        let not_connected = NotConnected {
+            error: e,
+            database: &queue.database,
+            retry_in: wait,
+            loud: self.index == 0,
+        };
+        not_connected.emit(&queue.stats);
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the process tells about itself: counters, the progress line, the metrics
 //! endpoint, and logging.
 
+pub mod events;
 pub mod exports;
 pub mod histograms;
 pub mod listener;

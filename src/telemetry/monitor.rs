@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::lock::lock;
 use crate::telemetry::stats::{CircuitState, Counts, QueueStats};
 
 #[derive(Debug, Default)]
@@ -132,9 +133,7 @@ impl Monitor {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Watched>> {
-        self.queues
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.queues)
     }
 }
 

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::histograms::Timings;
 use crate::db::{DbClock, ErrorKind};
+use crate::lock::lock;
 
 /// Minutes of history the status page charts.
 pub const HISTORY_MINUTES: usize = 15;
@@ -211,12 +212,6 @@ fn minute_now() -> u64 {
 
 fn unix_seconds(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use tracing::info;
 
 use super::observed::Observed;
 use crate::db::Waiting;
+use crate::lock::lock;
 
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]
@@ -136,9 +137,7 @@ impl QueueStats {
     }
 
     fn waits(&self) -> std::sync::MutexGuard<'_, Waits> {
-        self.waits
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.waits)
     }
 
     pub fn connected(&self) -> usize {

@@ -9,19 +9,19 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, Command};
+use tokio::process::{Child, Command as Process};
+use tokio::time::Instant;
 
 mod process_group;
-mod progress;
 
 pub use process_group::kill_all;
 use process_group::ProcessGroup;
-use progress::Listening;
-pub use progress::Progress;
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
-use crate::action::{Blame, Outcome};
+use super::progress::{Listening, Progress};
+use super::{Blame, External, Job, Outcome};
 use crate::config::action::command::inherited;
 use crate::config::CommandAction;
 use crate::db::row_json::{item_json, items_json, keys_json};
@@ -32,79 +32,121 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// How long output may keep flowing after the process group is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the command for `item`: the row on stdin, its key in `TABLEQ_KEY`; with `progress` (lease mode's `:progress`), the
-/// command finds its file in `TABLEQ_PROGRESS`, and its stdout is listened to for
-/// `progress: …` lines.
-pub async fn run_reporting(
-    config: &CommandAction,
-    item: &Item,
-    queue: &str,
-    progress: Option<Arc<Progress>>,
-) -> Outcome {
-    let key = ("TABLEQ_KEY", item.key_text());
-    launch(config, item, queue, &item_json(item), key, progress).await
+/// A queue's command action.
+pub struct Command {
+    config: Arc<CommandAction>,
 }
 
-/// `scope = "batch"`: runs the command once for every item of a batch — the rows as
-/// a JSON array on stdin, their keys as a JSON array in `TABLEQ_KEYS`.
-pub async fn run_batch(config: &CommandAction, items: &[Item], queue: &str) -> Outcome {
-    let Some(first) = items.first() else {
-        return Outcome::success();
-    };
-    let keys = ("TABLEQ_KEYS", keys_json(items).to_string());
-    // Only `{queue}` placeholders exist in batch scope: any item renders them.
-    launch(config, first, queue, &items_json(items), keys, None).await
+impl Command {
+    pub fn new(config: &CommandAction) -> Command {
+        Command {
+            config: Arc::new(config.clone()),
+        }
+    }
+
+    /// Runs the command for the job's item — the row on stdin, its key in
+    /// `TABLEQ_KEY`; with a progress (lease mode's `:progress`) the command finds its
+    /// file in `TABLEQ_PROGRESS`, and its stdout is listened to for `progress: …`
+    /// lines. In batch scope it runs once for the batch: the rows as a JSON array on
+    /// stdin, their keys as a JSON array in `TABLEQ_KEYS`.
+    async fn run_job(&self, job: Job<'_>) -> Outcome {
+        let Some(first) = job.items.first() else {
+            return Outcome::success();
+        };
+        let (input, key) = if job.batch {
+            (
+                items_json(job.items),
+                ("TABLEQ_KEYS", keys_json(job.items).to_string()),
+            )
+        } else {
+            (item_json(first), ("TABLEQ_KEY", first.key_text()))
+        };
+        // Only `{queue}` placeholders exist in batch scope: any item renders them.
+        let launch = Launch {
+            config: &self.config,
+            item: first,
+            queue: job.queue,
+            deadline: job.deadline,
+        };
+        launch.start(&input, key, job.progress).await
+    }
 }
 
-/// Starts the command with `input` on stdin and the `key` variable, and supervises
-/// it; with `progress`, as [`run_reporting`] says.
-async fn launch(
-    config: &CommandAction,
-    item: &Item,
-    queue: &str,
-    input: &serde_json::Value,
-    key: (&str, String),
-    progress: Option<Arc<Progress>>,
-) -> Outcome {
-    let argv = match arguments(config, item, queue) {
-        Ok(argv) => argv,
-        Err(refused) => return refused,
-    };
-    let Some((program, args)) = argv.split_first() else {
-        return Outcome::failure("the command is empty");
-    };
-    let program_text = program.to_string_lossy().into_owned();
-    let stdin = match serde_json::to_vec(input) {
-        Ok(json) => json,
-        Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
-    };
-    let mut command = Command::new(program);
-    environment(&mut command, config);
-    if let Some(progress) = &progress {
-        command.env("TABLEQ_PROGRESS", progress.path());
+impl External for Command {
+    fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(self.run_job(job))
     }
-    let spawned = command
-        .args(args)
-        .current_dir(&config.workdir)
-        .env("TABLEQ_QUEUE", queue)
-        .env(key.0, key.1)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
-    match spawned {
-        Ok(child) => supervise(child, stdin, config.timeout, &program_text, progress).await,
-        // A program that cannot start fails every item alike: not the item's fault.
-        Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
+}
+
+/// One run of the command, for `item`.
+struct Launch<'a> {
+    config: &'a CommandAction,
+    item: &'a Item,
+    queue: &'a str,
+    deadline: Instant,
+}
+
+impl Launch<'_> {
+    /// Starts the command with `input` on stdin and the `key` variable, and
+    /// supervises it; with `progress`, as [`Command::run_job`] says.
+    async fn start(
+        &self,
+        input: &serde_json::Value,
+        key: (&str, String),
+        progress: Option<Arc<Progress>>,
+    ) -> Outcome {
+        let config = self.config;
+        let argv = match arguments(config, self.item, self.queue) {
+            Ok(argv) => argv,
+            Err(refused) => return refused,
+        };
+        let Some((program, args)) = argv.split_first() else {
+            return Outcome::failure("the command is empty");
+        };
+        let program_text = program.to_string_lossy().into_owned();
+        let stdin = match serde_json::to_vec(input) {
+            Ok(json) => json,
+            Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
+        };
+        let mut command = Process::new(program);
+        environment(&mut command, config);
+        if let Some(progress) = &progress {
+            command.env("TABLEQ_PROGRESS", progress.path());
+        }
+        let spawned = command
+            .args(args)
+            .current_dir(&config.workdir)
+            .env("TABLEQ_QUEUE", self.queue)
+            .env(key.0, key.1)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn();
+        let limits = Limits {
+            deadline: self.deadline,
+            timeout: config.timeout,
+        };
+        match spawned {
+            Ok(child) => supervise(child, stdin, limits, &program_text, progress).await,
+            // A program that cannot start fails every item alike: not the item's fault.
+            Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
+        }
     }
+}
+
+/// When a command must have ended, and the timeout that set it (for the message).
+#[derive(Clone, Copy)]
+struct Limits {
+    deadline: Instant,
+    timeout: Duration,
 }
 
 /// The command's environment is an allowlist: [`inherited`] variables, those the
 /// queue names in `env`, and `TABLEQ_QUEUE`/`TABLEQ_KEY` (or `TABLEQ_KEYS`, in batch
 /// scope), set by the caller.
-fn environment(command: &mut Command, config: &CommandAction) {
+fn environment(command: &mut Process, config: &CommandAction) {
     command.env_clear();
     for (name, value) in std::env::vars_os() {
         if name.to_str().is_some_and(inherited) {
@@ -140,12 +182,12 @@ fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsS
     Ok(argv)
 }
 
-/// Feeds the child its stdin, reads its output, and waits for it until `timeout`;
+/// Feeds the child its stdin, reads its output, and waits for it until its deadline;
 /// then nothing of its process group survives.
 async fn supervise(
     mut child: Child,
     stdin: Vec<u8>,
-    timeout: Duration,
+    limits: Limits,
     program: &str,
     progress: Option<Arc<Progress>>,
 ) -> Outcome {
@@ -168,7 +210,7 @@ async fn supervise(
         .take()
         .map(|err| tokio::spawn(read_tail(err, STDERR_TAIL)));
 
-    let waited = tokio::time::timeout(timeout, child.wait()).await;
+    let waited = tokio::time::timeout_at(limits.deadline, child.wait()).await;
     // The command is done (or out of time): nothing of its group may outlive it.
     drop(group);
     writer.abort();
@@ -189,7 +231,7 @@ async fn supervise(
             output: Some(output),
             ..Outcome::downstream(format!(
                 "timed out after {}",
-                humantime::format_duration(timeout)
+                humantime::format_duration(limits.timeout)
             ))
         },
         Some(status) => judge(status, output, &errors),

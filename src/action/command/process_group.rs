@@ -1,6 +1,7 @@
 //! A command's process group: killed whole when the command ends, times out or is
 //! cancelled, so grandchildren never outlive their item.
 
+use crate::lock::lock;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -14,10 +15,7 @@ static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
 impl ProcessGroup {
     pub fn new(pgid: i32) -> ProcessGroup {
-        RUNNING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(pgid);
+        lock(&RUNNING).insert(pgid);
         ProcessGroup(pgid)
     }
 }
@@ -26,16 +24,13 @@ impl Drop for ProcessGroup {
     fn drop(&mut self) {
         // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
         unsafe { libc::killpg(self.0, libc::SIGKILL) };
-        RUNNING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.0);
+        lock(&RUNNING).remove(&self.0);
     }
 }
 
 /// Kills every command's process group: for an exit that runs no destructors.
 pub fn kill_all() {
-    for pgid in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+    for pgid in lock(&RUNNING).iter() {
         // SAFETY: as above.
         unsafe { libc::killpg(*pgid, libc::SIGKILL) };
     }

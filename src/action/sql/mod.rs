@@ -3,51 +3,71 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use futures::future::BoxFuture;
 
-use super::Outcome;
-use crate::db::{Database, DbError, Item, Ran, Session, Statements};
+use super::{Blame, InTransaction, Job, Outcome};
+use crate::config::SqlAction;
+use crate::db::{DbError, Ran, Session, Statements};
 
-/// Runs the action's statements for `item`, stopping at the first that fails. A
-/// statement's own error, or running past `timeout`, is a failed [`Outcome`]; an
-/// `Err` means the transaction is lost and the item returns to the queue.
-pub async fn run(
-    session: &mut Session,
-    item: &Item,
-    queue: &str,
+/// The SQL action of a queue (its statements are prepared on every session).
+pub struct Sql {
     timeout: Duration,
-    database: &Database,
-) -> Result<Outcome, DbError> {
-    let deadline = Instant::now() + timeout;
-    let ran = session
-        .run_until(Statements::Action, item, queue, deadline, database)
-        .await?;
-    Ok(outcome(ran, timeout))
 }
 
-/// As [`run`], once for every item of a batch (`scope = "batch"`), `:batch` holding
-/// them all; `timeout` is for the batch as a whole.
-pub async fn run_batch(
-    session: &mut Session,
-    items: &[Item],
-    queue: &str,
-    timeout: Duration,
-    database: &Database,
-) -> Result<Outcome, DbError> {
-    let deadline = Instant::now() + timeout;
-    let ran = session
-        .run_batch_until(Statements::Action, items, queue, deadline, database)
-        .await?;
-    Ok(outcome(ran, timeout))
+impl Sql {
+    pub fn new(config: &SqlAction) -> Sql {
+        Sql {
+            timeout: config.timeout,
+        }
+    }
+
+    /// Runs the action's statements for the job, stopping at the first that fails. A
+    /// statement's own error, or running past the deadline, is a failed [`Outcome`];
+    /// an `Err` means the transaction is lost and the items return to the queue.
+    async fn run_statements(
+        &self,
+        session: &mut Session,
+        job: Job<'_>,
+    ) -> Result<Outcome, DbError> {
+        let ran = match (job.batch, job.items) {
+            (false, [item]) => {
+                let run = session.run_until(Statements::Action, item, job.queue, job.deadline);
+                run.await?
+            }
+            (_, items) => {
+                let run =
+                    session.run_batch_until(Statements::Action, items, job.queue, job.deadline);
+                run.await?
+            }
+        };
+        Ok(self.outcome(ran))
+    }
+
+    fn outcome(&self, ran: Ran) -> Outcome {
+        match ran {
+            Ran::Completed => Outcome::success(),
+            Ran::Failed(e) => Outcome {
+                blame: if e.is_queue_fault() {
+                    Blame::Queue
+                } else {
+                    Blame::Item
+                },
+                ..Outcome::failure(e.to_string())
+            },
+            Ran::TimedOut => Outcome::failure(format!(
+                "timed out after {}",
+                humantime::format_duration(self.timeout)
+            )),
+        }
+    }
 }
 
-fn outcome(ran: Ran, timeout: Duration) -> Outcome {
-    match ran {
-        Ran::Completed => Outcome::success(),
-        Ran::Failed(e) => Outcome::failure(e.to_string()),
-        Ran::TimedOut => Outcome::failure(format!(
-            "timed out after {}",
-            humantime::format_duration(timeout)
-        )),
+impl InTransaction for Sql {
+    fn run<'a>(
+        &'a self,
+        session: &'a mut Session,
+        job: Job<'a>,
+    ) -> BoxFuture<'a, Result<Outcome, DbError>> {
+        Box::pin(self.run_statements(session, job))
     }
 }

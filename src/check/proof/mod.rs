@@ -23,7 +23,7 @@ use super::queries::{self, WaitingRows, Xa, XaEnded};
 use super::samples;
 use crate::action::Outcome;
 use crate::config::statement_path;
-use crate::config::{ActionConfig, QueueConfig};
+use crate::config::QueueConfig;
 use crate::db::error::{describe_error, is_statement_error};
 use crate::db::item::Item;
 use crate::db::prepared::{claim_sql, BoundStatement, PreparedQueue};
@@ -192,13 +192,7 @@ impl Proof<'_> {
         let claimed: Vec<Row> = conn.exec(claim, self.select_params.clone()).await?;
         let claimed: Vec<Item> = claimed
             .into_iter()
-            .map(|row| Item {
-                columns: self.prepared.columns.clone(),
-                // mysql_async's `Row::unwrap`: the row's values. It panics only for a
-                // value taken out of the row beforehand, which nothing here does.
-                values: row.unwrap(),
-                key_index: self.prepared.key_index,
-            })
+            .map(|row| self.prepared.item(row))
             .collect();
         if claimed.is_empty() {
             return Ok(Tried::NoRow);
@@ -259,11 +253,13 @@ impl Proof<'_> {
         conn: &mut Conn,
         sample: &[Item],
     ) -> Result<Option<Finding>, mysql_async::Error> {
-        let sql_action = matches!(self.queue.action, ActionConfig::Sql(_));
+        let kind = self.queue.action.kind();
+        let sql_action = kind.in_transaction();
         let mut ending = Ending::Leaves;
-        if let ActionConfig::Sql(sql) = &self.queue.action {
-            let action = (&self.prepared.action[..], &sql.statements[..]);
-            let run = Run::new(&["action", "sql"], action, false);
+        if let Some(statements) = kind.statements() {
+            let action = (&self.prepared.action[..], statements.list);
+            let path = ["action", statements.key];
+            let run = Run::new(&path, action, false);
             ending = self
                 .statements(conn, sample, run, &Outcome::success())
                 .await?;

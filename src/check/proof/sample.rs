@@ -23,7 +23,7 @@ impl Proof<'_> {
     /// How many rows to claim: one in item scope; in batch scope the sample and one
     /// row to keep out of it.
     pub(super) fn claim_size(&self) -> usize {
-        match self.queue.scope {
+        match self.queue.scope() {
             Scope::Item => 1,
             Scope::Batch => self.queue.batch.min(BATCH_SAMPLE) + 1,
         }
@@ -32,7 +32,7 @@ impl Proof<'_> {
     /// The rows the path runs for, out of those `claimed`: all but the last in batch
     /// scope (when there are several), so one claimed row stays outside the batch.
     pub(super) fn sample_of<'i>(&self, claimed: &'i [Item]) -> &'i [Item] {
-        match self.queue.scope {
+        match self.queue.scope() {
             Scope::Batch if claimed.len() > 1 => &claimed[..claimed.len() - 1],
             _ => &claimed[..1.min(claimed.len())],
         }
@@ -46,7 +46,7 @@ impl Proof<'_> {
         outcome: Option<&Outcome>,
     ) -> Params {
         let name = &self.queue.name;
-        match (self.queue.scope, sample) {
+        match (self.queue.scope(), sample) {
             (Scope::Item, [item, ..]) => {
                 let params = outcome.map_or(OutcomeParams::NONE, Outcome::params);
                 bind(&bound.sources, item, name, &params)
@@ -69,7 +69,7 @@ impl Proof<'_> {
         affected: u64,
         sample: &[Item],
     ) -> Option<Finding> {
-        if self.queue.scope != Scope::Batch || affected <= sample.len() as u64 {
+        if self.queue.scope() != Scope::Batch || affected <= sample.len() as u64 {
             return None;
         }
         let queued = from_tables(&self.queue.select.text);

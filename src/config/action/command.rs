@@ -10,7 +10,12 @@ use serde::Deserialize;
 
 use super::super::template::Template;
 use super::super::validate::Validator;
-use super::DEFAULT_COMMAND_TIMEOUT;
+use super::{ActionKind, Samples};
+use crate::config::QueueConfig;
+use crate::diagnostic::{Finding, Severity};
+
+/// `[action] timeout` when the file does not set it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,7 +37,7 @@ pub enum RawEnv {
 }
 
 /// `type = "command"`: one process per item, the row as JSON on its stdin.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CommandAction {
     pub argv: Vec<Template>,
     pub timeout: Duration,
@@ -85,10 +90,80 @@ pub(in crate::config) fn validate(raw: &RawCommandAction, v: &mut Validator) -> 
     }
     CommandAction {
         argv,
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_COMMAND_TIMEOUT),
+        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
         workdir,
         env: environment(raw.env.as_ref(), v),
     }
+}
+
+impl ActionKind for CommandAction {
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn placeholders(&self) -> Vec<(String, &str)> {
+        let mut found = Vec::new();
+        for (index, arg) in self.argv.iter().enumerate() {
+            let key = format!("action.command.{index}");
+            found.extend(arg.placeholders().map(|p| (key.clone(), p)));
+        }
+        found
+    }
+
+    fn has_exit_codes(&self) -> bool {
+        true
+    }
+
+    fn reports_progress(&self) -> bool {
+        true
+    }
+
+    fn warnings(&self, queue: &QueueConfig) -> Vec<Finding> {
+        secrets_passed_on(self, queue)
+    }
+
+    fn samples(&self) -> Samples {
+        Samples {
+            success_status: Some(0),
+            failure_status: Some(1),
+            output: true,
+        }
+    }
+}
+
+/// Words in a variable's name that say it holds a secret.
+const SECRET_WORDS: &[&str] = &[
+    "PASSWORD",
+    "PASSWD",
+    "PWD",
+    "SECRET",
+    "TOKEN",
+    "DATABASE_URL",
+];
+
+/// An `env` that hands the command a variable holding a database URL or a secret.
+fn secrets_passed_on(command: &CommandAction, queue: &QueueConfig) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (name, value) in &command.env {
+        let why = if value.is_some() {
+            continue;
+        } else if queue.secret_variables.contains(name) {
+            "this file puts it into `database_url` or a signing secret"
+        } else if SECRET_WORDS
+            .iter()
+            .any(|w| name.to_ascii_uppercase().contains(w))
+        {
+            "its name says it holds a secret"
+        } else {
+            continue;
+        };
+        let message = format!(
+            "`action.env` passes `{name}` to the command, and {why}: the command (and its \
+             `:output`) would see it; pass only what the command needs"
+        );
+        findings.push(queue.finding(Severity::Warning, &["action", "env"], message));
+    }
+    findings
 }
 
 /// The `env` key, checked: names a shell could use, values with `${VAR}` replaced.

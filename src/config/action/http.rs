@@ -10,7 +10,12 @@ use serde::Deserialize;
 
 use super::super::template::{Part, Template};
 use super::super::validate::Validator;
-use super::DEFAULT_HTTP_TIMEOUT;
+use super::{ActionKind, Samples};
+use crate::config::QueueConfig;
+use crate::diagnostic::{Finding, Severity};
+
+/// `[action] timeout` when the file does not set it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,7 +38,7 @@ pub struct RawHttpAction {
 }
 
 /// `type = "http"`: one request per item, the row as its JSON body.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpAction {
     pub url: Template,
     pub method: String,
@@ -49,6 +54,8 @@ pub struct HttpAction {
     /// PEM certificates to trust besides the system's.
     pub ca_pem: Option<Vec<u8>>,
     pub https_only: bool,
+    /// The `${VARS}` `signing_secret` names.
+    pub secret_variables: Vec<String>,
 }
 
 /// A signing key. Its `Debug` never shows the key.
@@ -93,13 +100,65 @@ pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> Htt
         url,
         method,
         headers: headers(raw, v),
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_HTTP_TIMEOUT),
+        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
         signing_keys,
         message_id,
         follow_redirects: raw.follow_redirects,
         allow_private_networks: raw.allow_private_networks,
         ca_pem: ca_pem(raw, v),
         https_only: raw.https_only,
+        secret_variables: raw
+            .signing_secret
+            .as_deref()
+            .map(super::super::variables)
+            .unwrap_or_default(),
+    }
+}
+
+impl ActionKind for HttpAction {
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn placeholders(&self) -> Vec<(String, &str)> {
+        let mut found: Vec<(String, &str)> = self
+            .url
+            .placeholders()
+            .map(|p| ("action.url".to_string(), p))
+            .collect();
+        for (name, value) in &self.headers {
+            let key = format!("action.headers.{name}");
+            found.extend(value.placeholders().map(|p| (key.clone(), p)));
+        }
+        if let Some(id) = &self.message_id {
+            found.extend(
+                id.placeholders()
+                    .map(|p| ("action.message_id".to_string(), p)),
+            );
+        }
+        found
+    }
+
+    fn batch_scope_refusals(&self, queue: &QueueConfig) -> Vec<Finding> {
+        if self.message_id.is_none() {
+            return Vec::new();
+        }
+        let message = "`action.message_id` names one item's message: with scope = \"batch\" one \
+                       request carries the batch, and its webhook-id is derived from the batch's \
+                       keys; remove `message_id`";
+        vec![queue.finding(Severity::Error, &["action", "message_id"], message)]
+    }
+
+    fn secret_variables(&self) -> Vec<String> {
+        self.secret_variables.clone()
+    }
+
+    fn samples(&self) -> Samples {
+        Samples {
+            success_status: Some(200),
+            failure_status: Some(500),
+            output: true,
+        }
     }
 }
 

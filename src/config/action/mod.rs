@@ -1,8 +1,12 @@
-//! The `[action]` table of a queue file, validated: one module per kind, each with
-//! its TOML keys and what they must be. (The kinds' runtimes are in
-//! `crate::action`: the table is read here, below the database layer, because
-//! preparing a queue needs the SQL action's statements and every kind's
-//! placeholders.)
+//! The `[action]` table of a queue file: one module per kind, each with its TOML
+//! keys, what they must be, and what the rest of tableq asks of the kind
+//! ([`ActionKind`]). The kinds' runtimes are in `crate::action`: the table is read
+//! here, below the database layer, because preparing a queue needs the SQL action's
+//! statements and every kind's placeholders.
+//!
+//! Adding a kind: a module here with its raw table, its validated table and an
+//! `impl ActionKind`, one line in [`kinds!`] below, and one line in the runtime's
+//! registry (`crate::action::Action::new`).
 
 pub mod command;
 pub mod http;
@@ -10,81 +14,159 @@ pub mod sql;
 
 use std::time::Duration;
 
-use super::raw::RawAction;
+use serde::Deserialize;
+
 use super::validate::Validator;
+use super::QueueConfig;
+use crate::diagnostic::Finding;
+use crate::sql::statement::ParsedStatement;
 
 pub use command::{find_program, CommandAction};
 pub use http::{host_from_row, HttpAction, SigningKey};
 pub use sql::SqlAction;
 
-/// `[action] timeout` for `type = "sql"` when the file does not set it.
-pub const DEFAULT_SQL_TIMEOUT: Duration = Duration::from_secs(60);
-/// `[action] timeout` for `type = "http"` when the file does not set it.
-pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
-/// `[action] timeout` for `type = "command"` when the file does not set it.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// What tableq asks of an action kind's table, whichever kind it is.
+pub trait ActionKind: std::fmt::Debug {
+    /// How long one action (an item's, or a batch's) may take.
+    fn timeout(&self) -> Duration;
 
-/// What to do with one item.
-#[derive(Debug, Clone)]
-pub enum ActionConfig {
-    Sql(SqlAction),
-    Http(HttpAction),
-    Command(CommandAction),
+    /// True when the action runs in the item's transaction, on the worker's session
+    /// (its work commits with the row's change); false when it reaches outside the
+    /// database, where nothing can be undone.
+    fn in_transaction(&self) -> bool {
+        false
+    }
+
+    /// The SQL the action itself runs, prepared with the queue's other statements.
+    fn statements(&self) -> Option<ActionStatements<'_>> {
+        None
+    }
+
+    /// The `{placeholder}` names the action uses, each with the key it is under.
+    fn placeholders(&self) -> Vec<(String, &str)> {
+        Vec::new()
+    }
+
+    /// Whether something downstream can break: the circuit breaker is on by default.
+    fn reaches_downstream(&self) -> bool {
+        !self.in_transaction()
+    }
+
+    /// Whether its failures carry an exit code, so `circuit.transient_exit_codes`
+    /// applies.
+    fn has_exit_codes(&self) -> bool {
+        false
+    }
+
+    /// Whether the action can report its progress (lease mode's `:progress`).
+    fn reports_progress(&self) -> bool {
+        false
+    }
+
+    /// What the kind's table holds that `scope = "batch"` cannot serve, beyond
+    /// placeholders (which batch scope refuses for every kind).
+    fn batch_scope_refusals(&self, _queue: &QueueConfig) -> Vec<Finding> {
+        Vec::new()
+    }
+
+    /// What `check` warns about in the kind's table (it loads, but looks wrong).
+    fn warnings(&self, _queue: &QueueConfig) -> Vec<Finding> {
+        Vec::new()
+    }
+
+    /// The `${VARS}` the table puts into a secret: a command must not be handed them.
+    fn secret_variables(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What its outcomes look like, for `check`'s sample outcome parameters.
+    fn samples(&self) -> Samples {
+        Samples::default()
+    }
+}
+
+/// The SQL an action runs itself, with the key of `[action]` that holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct ActionStatements<'a> {
+    pub key: &'static str,
+    pub list: &'a [ParsedStatement],
+}
+
+/// What a kind's outcomes bind besides `:error`: `:status` on success and on
+/// failure (an HTTP status, an exit code), and whether `:output` is set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Samples {
+    pub success_status: Option<i64>,
+    pub failure_status: Option<i64>,
+    pub output: bool,
+}
+
+/// The registry of kinds: `type = "…"` → its module's raw and validated tables. Each
+/// line makes a variant of [`RawAction`] (read by serde from `type`) and of
+/// [`ActionConfig`], and the arms that reach the kind's [`ActionKind`] and its
+/// `validate`.
+macro_rules! kinds {
+    ($($name:literal => $variant:ident($module:ident::$raw:ident, $config:ident),)*) => {
+        /// The `[action]` table as written, by its `type`.
+        #[derive(Debug, Deserialize)]
+        #[serde(tag = "type")]
+        pub enum RawAction {
+            $(#[serde(rename = $name)] $variant($module::$raw),)*
+        }
+
+        /// What to do with one item, validated.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum ActionConfig {
+            $($variant($config),)*
+        }
+
+        /// Every `type`, as written in a queue file.
+        pub const KINDS: &[&str] = &[$($name),*];
+
+        impl ActionConfig {
+            /// The kind's answers about itself.
+            pub fn kind(&self) -> &dyn ActionKind {
+                match self {
+                    $(ActionConfig::$variant(action) => action,)*
+                }
+            }
+
+            /// The `type` of this action, as written.
+            pub fn type_name(&self) -> &'static str {
+                match self {
+                    $(ActionConfig::$variant(_) => $name,)*
+                }
+            }
+        }
+
+        /// Validates the `[action]` table of whichever kind it is.
+        pub(super) fn validate(raw: &RawAction, v: &mut Validator) -> ActionConfig {
+            match raw {
+                $(RawAction::$variant(raw) => ActionConfig::$variant($module::validate(raw, v)),)*
+            }
+        }
+    };
+}
+
+kinds! {
+    "sql" => Sql(sql::RawSqlAction, SqlAction),
+    "http" => Http(http::RawHttpAction, HttpAction),
+    "command" => Command(command::RawCommandAction, CommandAction),
 }
 
 impl ActionConfig {
     /// How long one item's action may take before it counts as failed.
     pub fn timeout(&self) -> Duration {
-        match self {
-            ActionConfig::Sql(a) => a.timeout,
-            ActionConfig::Http(a) => a.timeout,
-            ActionConfig::Command(a) => a.timeout,
-        }
+        self.kind().timeout()
     }
 
     /// The `{placeholder}` names the action uses, with the key each is under.
     pub fn placeholders(&self) -> Vec<(String, &str)> {
-        let mut found = Vec::new();
-        match self {
-            ActionConfig::Sql(_) => {}
-            ActionConfig::Http(http) => {
-                found.extend(
-                    http.url
-                        .placeholders()
-                        .map(|p| ("action.url".to_string(), p)),
-                );
-                for (name, value) in &http.headers {
-                    found.extend(
-                        value
-                            .placeholders()
-                            .map(|p| (format!("action.headers.{name}"), p)),
-                    );
-                }
-                if let Some(id) = &http.message_id {
-                    found.extend(
-                        id.placeholders()
-                            .map(|p| ("action.message_id".to_string(), p)),
-                    );
-                }
-            }
-            ActionConfig::Command(command) => {
-                for (index, arg) in command.argv.iter().enumerate() {
-                    found.extend(
-                        arg.placeholders()
-                            .map(|p| (format!("action.command.{index}"), p)),
-                    );
-                }
-            }
-        }
-        found
+        self.kind().placeholders()
     }
-}
 
-/// Validates the `[action]` table of whichever kind it is.
-pub(super) fn validate(raw: &RawAction, v: &mut Validator) -> ActionConfig {
-    match raw {
-        RawAction::Sql(sql) => ActionConfig::Sql(sql::validate(sql, v)),
-        RawAction::Http(http) => ActionConfig::Http(http::validate(http, v)),
-        RawAction::Command(command) => ActionConfig::Command(command::validate(command, v)),
+    /// True when the action runs in the item's transaction (see [`ActionKind`]).
+    pub fn in_transaction(&self) -> bool {
+        self.kind().in_transaction()
     }
 }

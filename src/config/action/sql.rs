@@ -7,8 +7,11 @@ use serde::Deserialize;
 
 use super::super::raw::Statements;
 use super::super::validate::Validator;
-use super::DEFAULT_SQL_TIMEOUT;
+use super::{ActionKind, ActionStatements};
 use crate::sql::statement::ParsedStatement;
+
+/// `[action] timeout` when the file does not set it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,7 +22,7 @@ pub struct RawSqlAction {
 }
 
 /// `type = "sql"`: statements run in the item's transaction.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SqlAction {
     pub statements: Vec<ParsedStatement>,
     pub timeout: Duration,
@@ -29,6 +32,23 @@ pub struct SqlAction {
 pub(in crate::config) fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
     SqlAction {
         statements: v.statements(&["action", "sql"], &raw.sql),
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_SQL_TIMEOUT),
+        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
+    }
+}
+
+impl ActionKind for SqlAction {
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn in_transaction(&self) -> bool {
+        true
+    }
+
+    fn statements(&self) -> Option<ActionStatements<'_>> {
+        Some(ActionStatements {
+            key: "sql",
+            list: &self.statements,
+        })
     }
 }

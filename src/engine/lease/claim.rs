@@ -5,59 +5,60 @@
 
 use std::sync::Arc;
 
-use tracing::{error, warn};
+use tracing::warn;
 
-use super::{new_lease_id, Lease, LeaseError};
+use super::{Lease, LeaseError};
 use crate::db::{DbError, Session, SessionPool, Statements};
-use crate::engine::observe::BatchWatch;
 use crate::engine::queue::QueueRuntime;
+use crate::engine::record::sql_failed;
+use crate::engine::turn::Turn;
 
-/// What one claim came to.
+/// What one claim leased.
 #[derive(Debug, Default)]
-pub struct Claimed {
+pub struct Leased {
     pub leases: Vec<Lease>,
     /// Rows claimed but not leased (their lease SQL matched nothing, or failed):
     /// left as they were, still waiting.
     pub skipped: usize,
 }
 
-/// Claims and leases up to `batch` rows for `worker`, on a pooled session.
+/// Claims and leases up to `batch` rows for `worker`, on a pooled session; `None`
+/// when told to stop while waiting for a session (nothing is leased then).
 pub async fn claim(
     queue: &QueueRuntime,
     pool: &SessionPool,
     worker: &Arc<str>,
-) -> Result<Claimed, LeaseError> {
+    turn: &Turn<'_>,
+) -> Result<Option<Leased>, LeaseError> {
     let mut pooled = pool.get().await?;
     if queue.stop.is_cancelled() {
-        // Stopped while waiting for a session: lease nothing.
         pooled.keep();
-        return Ok(Claimed::default());
+        return Ok(None);
     }
-    queue.stats.record_claim();
-    let watch = BatchWatch::new(queue);
-    let result = lease_rows(pooled.session(), queue, worker, &watch).await;
+    turn.claiming();
+    let result = lease_rows(pooled.session(), queue, worker, turn).await;
     match &result {
         Ok(_) => {
-            watch.committed();
+            turn.committed();
             pooled.keep();
         }
         // The transaction's state is unknown: the session is given up, and the
         // server rolls it back with the connection.
-        Err(e) => watch.failed(e),
+        Err(e) => turn.failed(e),
     }
-    Ok(result?)
+    Ok(Some(result?))
 }
 
 async fn lease_rows(
     session: &mut Session,
     queue: &QueueRuntime,
     worker: &Arc<str>,
-    watch: &BatchWatch<'_>,
-) -> Result<Claimed, DbError> {
+    turn: &Turn<'_>,
+) -> Result<Leased, DbError> {
     let name = queue.config.name.as_str();
     let items = session.claim(name).await?;
-    watch.claimed(&items);
-    let mut claimed = Claimed {
+    turn.claimed(&items);
+    let mut claimed = Leased {
         leases: Vec::with_capacity(items.len()),
         skipped: 0,
     };
@@ -106,13 +107,14 @@ async fn lease_one(
         Ok(_) => Ok(true),
         Err(e) if e.is_statement_error() => {
             session.rollback_to_savepoint().await?;
-            queue.stats.record_outcome_sql_failure();
-            if queue.outcome_sql_failed.first(&key) {
-                error!(error = %e, %key, "[lease] sql failed; the row is left as it was and \
-                       tried again at the next claim: fix the SQL; said once per row");
-            }
+            sql_failed(queue, &lease.item, Statements::Lease, &e, None);
             Ok(false)
         }
         Err(e) => Err(e),
     }
+}
+
+/// A fresh `:lease_id`: 128 random bits as hex.
+fn new_lease_id() -> String {
+    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }

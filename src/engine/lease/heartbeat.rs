@@ -8,16 +8,17 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::{error, warn};
+use tracing::error;
 
 use super::{Lease, LeaseError};
-use crate::action::command::Progress;
+use crate::action::progress::Progress;
 use crate::db::{DbError, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
+use crate::telemetry::events::{Event, LeaseLost, LostAt, RenewalFailed};
 
 /// How holding a lease through its action ended.
 #[derive(Debug)]
-pub enum Held<T> {
+pub enum Kept<T> {
     /// The action ended with this, the lease still held at the last renewal.
     Finished(T),
     /// A renewal matched no row: the action was cancelled.
@@ -38,8 +39,8 @@ pub async fn hold<T>(
     lease: &Lease,
     progress: Option<&Progress>,
     action: impl Future<Output = T>,
-) -> Held<T> {
-    let config = queue.config.lease.as_ref();
+) -> Kept<T> {
+    let config = queue.config.lease();
     let every = config.and_then(|l| l.renew_every).unwrap_or(Duration::MAX);
     let mut renewals = Renewals::new(every, config.and_then(|l| l.length));
     tokio::pin!(action);
@@ -47,8 +48,8 @@ pub async fn hold<T>(
         tokio::select! {
             biased;
             // An action that has finished wins over the abort: its outcome is known.
-            outcome = &mut action => return Held::Finished(outcome),
-            _ = queue.abort.cancelled() => return Held::Aborted,
+            outcome = &mut action => return Kept::Finished(outcome),
+            _ = queue.abort.cancelled() => return Kept::Aborted,
             _ = sleep(every) => {}
         }
         // The action runs on while the renewal waits: a command is its own process,
@@ -57,26 +58,28 @@ pub async fn hold<T>(
         match renew(queue, pool, lease, line.as_deref()).await {
             Ok(true) => renewals.renewed(),
             Ok(false) => {
-                queue.stats.record_lease_lost();
-                warn!(lease_id = %lease.id,
-                    "lease lost: the renewal matched no row (the lease expired and another worker \
-                     took the row, or the row was changed); the action is cancelled and its outcome \
-                     is not recorded");
-                return Held::Lost;
+                let lost = LeaseLost {
+                    lease_id: &lease.id,
+                    at: LostAt::Renewal,
+                };
+                lost.emit(&queue.stats);
+                return Kept::Lost;
             }
             Err(e) => {
-                queue.stats.observed.record_db_error(e.kind());
                 let own = e.db_error().is_some_and(DbError::is_statement_error);
                 if own && renewals.failed_until_run_out() {
+                    queue.stats.observed.record_db_error(e.kind());
                     error!(error = %e,
                         "renew_sql keeps failing and the lease is about to run out; the action is \
                          cancelled and recorded as failed: fix the SQL (a :progress line too long \
                          for its column? use LEFT(:progress, n))");
-                    return Held::RenewalFailed(e.to_string());
+                    return Kept::RenewalFailed(e.to_string());
                 }
-                warn!(error = %e,
-                    "could not renew the lease; trying again at the next renewal (the outcome \
-                     SQL's lease check says whether it still held)");
+                let failed = RenewalFailed {
+                    error: &e.to_string(),
+                    kind: e.kind(),
+                };
+                failed.emit(&queue.stats);
             }
         }
     }

@@ -1,31 +1,32 @@
-//! `mode = "lease"`: long jobs without a transaction held. A worker claims rows in a
+//! Lease mode: long jobs without a transaction held. A worker claims rows in a
 //! short transaction that runs `[lease] sql` on each (taking it out of the select
 //! under a fresh `:lease_id`), commits, and gives its connection back to the
 //! queue's small pool; then it runs the action with no connection held, renewing
 //! the lease every `renew_every`; then it records the outcome in a new short
-//! transaction guarded by the lease. A lease lost — a renewal or an outcome that
-//! matches no row — cancels the action and records nothing.
+//! transaction guarded by the lease (`crate::engine::record::leased`). A lease lost
+//! — a renewal or an outcome that matches no row — cancels the action and records
+//! nothing.
 //!
-//! - [`worker`]: one worker's loop (claim, work, idle).
+//! - [`mode`]: the worker's turn (claim, work each leased row, record).
 //! - [`claim`]: the claim's transaction.
 //! - [`heartbeat`]: the action, held by its renewals.
-//! - [`outcome`]: `[on_success]`/`[on_failure]` under the lease, and `release_sql`.
 
 mod claim;
 mod heartbeat;
-mod outcome;
-mod worker;
+mod mode;
 
 use std::sync::Arc;
 
 use tokio_util::task::TaskTracker;
 
 use super::queue::QueueRuntime;
-use super::restart::restart_on_panic;
 use super::stats_refresher::{refresh_stats, CountOn};
+use super::worker::{run_worker, Ended};
+use crate::action::External;
 use crate::db::{
     DbError, ErrorKind, Item, LeaseParams, OpenError, OutcomeParams, Session, SessionPool,
 };
+use mode::LeaseMode;
 
 /// One claimed row and the token its lease was taken with.
 #[derive(Debug)]
@@ -39,14 +40,14 @@ pub struct Lease {
 
 impl Lease {
     /// The statements' parameters for this lease, with `progress` if known.
-    fn params<'a>(&'a self, progress: Option<&'a str>) -> OutcomeParams<'a> {
+    pub fn params<'a>(&'a self, progress: Option<&'a str>) -> OutcomeParams<'a> {
         OutcomeParams {
             lease: self.lease_params(progress),
             ..OutcomeParams::NONE
         }
     }
 
-    fn lease_params<'a>(&'a self, progress: Option<&'a str>) -> LeaseParams<'a> {
+    pub fn lease_params<'a>(&'a self, progress: Option<&'a str>) -> LeaseParams<'a> {
         LeaseParams {
             lease_id: Some(&self.id),
             worker: Some(&self.worker),
@@ -82,11 +83,26 @@ impl LeaseError {
     }
 }
 
+impl From<LeaseError> for Ended {
+    fn from(error: LeaseError) -> Ended {
+        match error {
+            LeaseError::Open(e) => Ended::NotOpened(e),
+            LeaseError::Database(e) if e.is_contention() => Ended::Contention(e),
+            LeaseError::Database(e) | LeaseError::CommitUnknown(e) => Ended::Lost(e),
+        }
+    }
+}
+
 /// Starts a lease-mode queue's workers and its backlog count, sharing a pool of
 /// `[lease] connections` sessions, the first of them `first`, the session the queue
 /// was validated with. Once they have all stopped, the pool's idle sessions are
 /// closed politely.
-pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
+pub fn start(
+    queue: Arc<QueueRuntime>,
+    action: Arc<dyn External>,
+    tracker: &TaskTracker,
+    first: Session,
+) {
     let pool = Arc::new(SessionPool::new(
         &queue.config,
         &queue.database,
@@ -95,7 +111,9 @@ pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
     ));
     let users = TaskTracker::new();
     for index in 0..queue.config.workers {
-        users.spawn(supervise(queue.clone(), pool.clone(), index));
+        let (for_mode, pool, action) = (queue.clone(), pool.clone(), action.clone());
+        let mode = move || LeaseMode::new(for_mode.clone(), pool.clone(), action.clone(), index);
+        users.spawn(run_worker(queue.clone(), index, mode));
     }
     users.spawn(refresh_stats(queue, CountOn::Pool(pool.clone())));
     users.close();
@@ -103,27 +121,4 @@ pub fn start(queue: Arc<QueueRuntime>, tracker: &TaskTracker, first: Session) {
         users.wait().await;
         pool.close().await;
     });
-}
-
-/// Runs worker `index`, and runs it again if it panics (a bug in tableq): the leases
-/// it held expire, and their rows come back.
-async fn supervise(queue: Arc<QueueRuntime>, pool: Arc<SessionPool>, index: usize) {
-    let left = "its leases expire and their rows come back";
-    restart_on_panic(&queue, index, left, || {
-        worker::run(queue.clone(), pool.clone(), index)
-    })
-    .await;
-}
-
-/// A fresh `:lease_id`: 128 random bits as hex.
-fn new_lease_id() -> String {
-    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
-}
-
-/// `:worker` for worker `index` of this process: `host:pid:index`.
-fn worker_name(index: usize) -> Arc<str> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string());
-    Arc::from(format!("{host}:{}:{index}", std::process::id()))
 }

@@ -1,74 +1,68 @@
-//! Recording a leased item's end: `[on_success]` or `[on_failure]` in a new short
-//! transaction, committed only if its first statement — guarded by the key and
+//! Lease mode: an outcome written in a short transaction of its own, on a session of
+//! the queue's pool, committed only if its first statement — guarded by the key and
 //! `:lease_id` — matched the row; else the lease was lost meanwhile, and nothing is
-//! recorded. And `[lease] release_sql`, which puts a row whose work was cut short
+//! written. And `[lease] release_sql`, which puts a row whose work was cut short
 //! back in the select at once instead of when its lease expires.
 
-use tracing::{error, info, warn};
+use std::convert::Infallible;
 
-use super::{Lease, LeaseError};
+use tracing::{info, warn};
+
+use super::{Store, Written};
 use crate::action::Outcome;
-use crate::db::{OutcomeParams, Session, SessionPool, Statements};
+use crate::db::{Item, OutcomeParams, Session, SessionPool, Statements};
 use crate::engine::backoff::{pause, Backoff};
+use crate::engine::lease::{Lease, LeaseError};
 use crate::engine::queue::QueueRuntime;
-use crate::engine::report::Fate;
+use crate::telemetry::events::rounded;
 
 /// How many times an outcome is tried while the database cannot be reached.
 const RECORD_TRIES: u32 = 6;
 
-/// Records `outcome` for `lease`, and says what became of the item.
-pub async fn settle(
-    queue: &QueueRuntime,
-    pool: &SessionPool,
-    lease: &Lease,
-    outcome: &Outcome,
-    progress: Option<&str>,
-) -> Fate {
-    if !outcome.succeeded() {
-        let reason = outcome.error.as_deref().unwrap_or_default();
-        let observed = &queue.stats.observed;
-        observed.record_failure(lease.item.key_text(), reason, outcome.status);
+/// Writes one lease's outcome.
+pub struct LeaseStore<'a> {
+    pub queue: &'a QueueRuntime,
+    pub pool: &'a SessionPool,
+    pub lease: &'a Lease,
+    /// The action's last progress line, for `:progress`.
+    pub progress: Option<&'a str>,
+}
+
+impl Store for LeaseStore<'_> {
+    type Error = Infallible;
+
+    async fn write(
+        &mut self,
+        which: Statements,
+        set: &[(&Item, &Outcome)],
+    ) -> Result<Vec<Written>, Infallible> {
+        let mut written = Vec::with_capacity(set.len());
+        for (_, outcome) in set {
+            let mut params = outcome.params();
+            params.lease = self.lease.lease_params(self.progress);
+            written.push(self.written(which, &params).await);
+        }
+        Ok(written)
     }
-    let (which, fate) = match (outcome.succeeded(), &queue.config.on_failure) {
-        (true, _) => (Statements::OnSuccess, Fate::Done),
-        (false, Some(_)) => (Statements::OnFailure, Fate::Failed),
-        (false, None) => {
-            let reason = outcome.error.as_deref().unwrap_or_default();
-            warn!(error = %reason, "item failed; with no [on_failure] its lease is released (or left to expire)");
-            release(queue, pool, lease, progress).await;
-            return Fate::Returned;
-        }
-    };
-    let mut params = outcome.params();
-    params.lease = lease.lease_params(progress);
-    match record_retrying(queue, pool, lease, which, &params).await {
-        Ok(true) => {
-            if fate == Fate::Failed {
-                warn!(error = %outcome.error.as_deref().unwrap_or_default(), "item failed");
-            }
-            fate
-        }
-        Ok(false) => {
-            queue.stats.record_lease_lost();
-            warn!(lease_id = %lease.id,
-                "lease lost: the outcome SQL matched no row (the lease expired and another worker \
-                 took the row, or the row was changed); this worker's outcome is not recorded");
-            Fate::Returned
-        }
-        Err(LeaseError::Database(e)) if e.is_statement_error() => {
-            queue.stats.record_outcome_sql_failure();
-            error!(error = %e, "outcome SQL failed; it is rolled back, and the row is worked on \
-                   again when its lease expires: fix the SQL");
-            Fate::Returned
-        }
-        Err(e @ LeaseError::CommitUnknown(_)) => {
-            warn!(error = %e, "could not learn whether the outcome was recorded; if it was not, \
-                  the row is worked on again when its lease expires");
-            Fate::Returned
-        }
-        Err(e) => {
-            warn!(error = %e, "could not record the outcome; the row is worked on again when its lease expires");
-            Fate::Returned
+
+    async fn leave(&mut self, _item: &Item) -> Result<(), Infallible> {
+        release(self.queue, self.pool, self.lease, self.progress).await;
+        Ok(())
+    }
+}
+
+impl LeaseStore<'_> {
+    async fn written(&self, which: Statements, params: &OutcomeParams<'_>) -> Written {
+        match record_retrying(self.queue, self.pool, self.lease, which, params).await {
+            Ok(true) => Written::Recorded,
+            Ok(false) => Written::LeaseLost {
+                lease_id: self.lease.id.clone(),
+            },
+            Err(LeaseError::Database(e)) if e.is_statement_error() => Written::SqlFailed(e),
+            Err(e @ LeaseError::CommitUnknown(_)) => Written::Unknown(format!(
+                "{e}: if it was not recorded, the row is worked on again when its lease expires"
+            )),
+            Err(e) => Written::Unknown(e.to_string()),
         }
     }
 }
@@ -98,8 +92,7 @@ async fn record_retrying(
             done => return done,
         };
         let wait = backoff.next_wait();
-        warn!(%error, retry_in = %humantime::format_duration(wait),
-            "could not record the outcome; trying again");
+        warn!(%error, retry_in = %rounded(wait), "could not record the outcome; trying again");
         if !pause(&queue.abort, wait).await {
             return Err(error);
         }
@@ -152,8 +145,7 @@ pub async fn release(
 ) {
     let has_release = queue
         .config
-        .lease
-        .as_ref()
+        .lease()
         .is_some_and(|l| l.release_sql.is_some());
     if !has_release {
         info!(lease_id = %lease.id, "no [lease] release_sql: the row waits for its lease to expire");

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
+use crate::lock::lock;
 use tokio::io::{AsyncRead, ReadBuf};
 
 /// How much of the file's end is read for its last line, and the longest stdout
@@ -82,9 +83,7 @@ impl Progress {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<(SystemTime, String)>> {
-        self.heard
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.heard)
     }
 }
 

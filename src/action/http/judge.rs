@@ -1,0 +1,169 @@
+//! What an answer, or its absence, means: any 2xx is success; 429, 502, 503, 504,
+//! a timeout or an unreachable receiver are failures downstream (the circuit's
+//! business); any other status is the item's failure. Every failure in one line.
+
+use std::error::Error as _;
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{LOCATION, RETRY_AFTER};
+use reqwest::{Response, StatusCode, Url};
+
+use super::ssrf::PrivateDestination;
+use super::Http;
+use crate::action::capture::clip_error;
+use crate::action::{Blame, Outcome};
+
+impl Http {
+    /// The outcome of `response`, whose body (the first 64 KiB) is `output`.
+    pub(super) fn judge(&self, response: Response, output: Vec<u8>) -> Outcome {
+        let status = response.status();
+        let mut outcome = Outcome {
+            error: None,
+            status: Some(i64::from(status.as_u16())),
+            output: Some(output),
+            retry_after: None,
+            trace_id: None,
+            blame: Blame::Item,
+        };
+        if status.is_success() {
+            return outcome;
+        }
+        let reason = status.canonical_reason().unwrap_or("");
+        let mut error = format!("HTTP {} {reason}", status.as_u16())
+            .trim_end()
+            .to_string();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .unwrap_or("(no Location)");
+            let hint = if self.config.follow_redirects {
+                ""
+            } else {
+                " (set follow_redirects = true to follow it)"
+            };
+            error.push_str(&format!(": redirect to {location} not followed{hint}"));
+        }
+        outcome.error = Some(clip_error(error));
+        if DOWNSTREAM_STATUSES.contains(&status) {
+            outcome.blame = Blame::Downstream;
+        }
+        outcome.retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(retry_after_seconds);
+        outcome
+    }
+}
+
+/// `Retry-After` as seconds from now: delay-seconds, or an HTTP date.
+pub fn retry_after_seconds(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(seconds);
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+            .as_secs(),
+    )
+}
+
+/// Answers that say "not now" rather than "not this item": the receiver is
+/// overloaded or its upstream is down.
+const DOWNSTREAM_STATUSES: [StatusCode; 4] = [
+    StatusCode::TOO_MANY_REQUESTS,
+    StatusCode::BAD_GATEWAY,
+    StatusCode::SERVICE_UNAVAILABLE,
+    StatusCode::GATEWAY_TIMEOUT,
+];
+
+/// True when the request was refused before it left: its destination is a private
+/// address the queue may not reach (the row's doing, not an outage).
+pub(super) fn refused_destination(error: &reqwest::Error) -> bool {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if cause.is::<PrivateDestination>() {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
+}
+
+/// One line for `:error`: "connection refused to 127.0.0.1:9", a TLS problem, a
+/// refused private address, or the innermost cause.
+pub(super) fn describe(error: &reqwest::Error, url: &Url) -> String {
+    let target = format!(
+        "{}:{}",
+        url.host_str().unwrap_or(""),
+        url.port_or_known_default().unwrap_or_default()
+    );
+    let mut source = error.source();
+    // Never the error's own text: it holds the whole URL, which may carry a token.
+    let mut innermost = if error.is_timeout() {
+        "timed out"
+    } else {
+        "no further detail"
+    }
+    .to_string();
+    while let Some(cause) = source {
+        if let Some(private) = cause.downcast_ref::<PrivateDestination>() {
+            return private.to_string();
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if let Some(tls) = tls_error(io) {
+                return format!("TLS error with {target}: {tls}");
+            }
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    return format!("connection refused to {target}")
+                }
+                std::io::ErrorKind::ConnectionReset => {
+                    return format!("connection reset by {target}")
+                }
+                _ => {}
+            }
+        }
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            return format!("TLS error with {target}: {tls}");
+        }
+        innermost = cause.to_string();
+        source = cause.source();
+    }
+    if error.is_connect() {
+        format!("cannot connect to {target}: {innermost}")
+    } else {
+        format!("request to {target} failed: {innermost}")
+    }
+}
+
+/// The rustls error inside (possibly nested) io::Errors: an io::Error's `source()`
+/// skips the error it wraps, so look inside with `get_ref()`.
+fn tls_error(io: &std::io::Error) -> Option<&rustls::Error> {
+    let inner = io.get_ref()?;
+    if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    inner.downcast_ref::<std::io::Error>().and_then(tls_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_retry_after_as_seconds_or_a_date() {
+        assert_eq!(retry_after_seconds(" 120 "), Some(120));
+        assert_eq!(
+            retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(0)
+        );
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(600));
+        assert!(retry_after_seconds(&later).is_some_and(|s| (590..=600).contains(&s)));
+        assert_eq!(retry_after_seconds("soon"), None);
+    }
+}

@@ -1,0 +1,288 @@
+//! A worker's session: one connection set up for queue work (READ COMMITTED,
+//! verified; autocommit off), with the queue's SQL prepared on it, and the few
+//! things the engine does with it — claim, run a queue's statements, savepoints,
+//! commit. `run`, `count` and `check` all open sessions here.
+//!
+//! - [`setup`]: the connection set up as a worker's.
+//! - `run`: the queue's statements run on it, for an item or a batch, against a
+//!   deadline.
+//! - `interrupt`: a statement past its deadline stopped from a side connection.
+
+mod interrupt;
+mod run;
+pub mod setup;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Row};
+use tokio::time::Instant;
+
+use super::connect::{Database, QUICK_TIMEOUT};
+use super::error::DbError;
+use super::item::Item;
+use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
+use super::waiting::Waiting;
+use crate::config::QueueConfig;
+use crate::diagnostic::{Finding, Severity};
+pub use setup::{worker_connection, SessionError, SessionSettings};
+
+const SAVEPOINT: &str = "SAVEPOINT tableq_item";
+const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT tableq_item";
+
+pub struct Session {
+    conn: Conn,
+    /// The database it is connected to, for KILL from a side connection.
+    database: Database,
+    prepared: PreparedQueue,
+    last_used: Instant,
+    longest_silence: Duration,
+    /// How long one of tableq's own calls may wait for its answer.
+    deadline: Duration,
+    /// Set while a call waits for its answer: the worker's, for readiness.
+    waiting: Arc<Waiting>,
+}
+
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The database could not be reached or the connection failed; try again later.
+    #[error("{0}")]
+    Unreachable(DbError),
+    /// The queue's SQL, or the server's settings, are wrong for this queue.
+    #[error("{}", crate::diagnostic::messages(.0))]
+    Invalid(Vec<Finding>),
+}
+
+impl OpenError {
+    /// The database's error, when it could not be reached.
+    pub fn unreachable(&self) -> Option<&DbError> {
+        match self {
+            OpenError::Unreachable(e) => Some(e),
+            OpenError::Invalid(_) => None,
+        }
+    }
+}
+
+/// Which of a queue's statement lists to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statements {
+    /// The action's statements, for `type = "sql"`.
+    Action,
+    OnSuccess,
+    OnFailure,
+    /// `[lease] sql`: takes a claimed row out of the select.
+    Lease,
+    /// `[lease] renew_sql`.
+    Renew,
+    /// `[lease] release_sql`.
+    Release,
+}
+
+impl Statements {
+    /// Their name in messages: `[on_success] SQL`, `[lease] sql`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Statements::Action => "[action] sql",
+            Statements::OnSuccess => "[on_success] SQL",
+            Statements::OnFailure => "[on_failure] SQL",
+            Statements::Lease => "[lease] sql",
+            Statements::Renew => "[lease] renew_sql",
+            Statements::Release => "[lease] release_sql",
+        }
+    }
+
+    /// What a worker running them waits for, in a log line.
+    fn waiting_for(self) -> &'static str {
+        match self {
+            Statements::Action => "the SQL action",
+            Statements::OnSuccess => "[on_success]",
+            Statements::OnFailure => "[on_failure]",
+            Statements::Lease => "[lease] sql",
+            Statements::Renew => "[lease] renew_sql",
+            Statements::Release => "[lease] release_sql",
+        }
+    }
+}
+
+/// How statements run against a deadline ended.
+#[derive(Debug)]
+pub enum Ran {
+    Completed,
+    /// A statement's own error; the transaction lives on.
+    Failed(DbError),
+    /// The deadline passed; the statement was interrupted and the transaction lives on.
+    TimedOut,
+}
+
+impl Session {
+    /// Connects to `database` and prepares `queue` on the new connection, claiming
+    /// `queue.batch` rows at a time.
+    pub async fn open(queue: &QueueConfig, database: &Database) -> Result<Session, OpenError> {
+        Session::open_with_limit(queue, database, queue.batch, Arc::default()).await
+    }
+
+    /// As [`Session::open`], claiming at most `limit` rows at a time, and keeping
+    /// `waiting` up to date while it waits for the database.
+    pub async fn open_with_limit(
+        queue: &QueueConfig,
+        database: &Database,
+        limit: usize,
+        waiting: Arc<Waiting>,
+    ) -> Result<Session, OpenError> {
+        waiting.begin("a connection");
+        let settings = SessionSettings::for_queue(queue);
+        let mut conn = match worker_connection(database, &settings).await {
+            Ok(conn) => conn,
+            Err(SessionError::Database(e)) => return Err(OpenError::Unreachable(e)),
+            Err(e @ SessionError::Isolation(_)) => {
+                waiting.answered();
+                let finding = queue.finding(Severity::Error, &["database_url"], e.to_string());
+                return Err(OpenError::Invalid(vec![finding]));
+            }
+        };
+        let preparing = prepare_queue(&mut conn, queue, limit);
+        let prepared = match tokio::time::timeout(settings.database_timeout, preparing).await {
+            Err(_) => {
+                return Err(OpenError::Unreachable(DbError::Deadline {
+                    waiting_for: "the queue's statements to be prepared",
+                    limit: settings.database_timeout,
+                }))
+            }
+            Ok(Ok(prepared)) => prepared,
+            Ok(Err(PrepareError::Invalid(findings))) => {
+                waiting.answered();
+                return Err(OpenError::Invalid(findings));
+            }
+            Ok(Err(PrepareError::Database(e))) => return Err(OpenError::Unreachable(e)),
+        };
+        waiting.answered();
+        Ok(Session {
+            conn,
+            database: database.clone(),
+            prepared,
+            last_used: Instant::now(),
+            longest_silence: settings.longest_silence,
+            deadline: queue.database_timeout,
+            waiting,
+        })
+    }
+
+    /// Keeps `waiting` up to date from now on (a session opened before its worker).
+    pub fn watched_by(mut self, waiting: Arc<Waiting>) -> Session {
+        self.waiting = waiting;
+        self
+    }
+
+    /// The server's id for this session, for KILL.
+    pub fn id(&self) -> u32 {
+        self.conn.id()
+    }
+
+    /// The connection and the queue's prepared SQL, for `check`'s deeper looks.
+    pub fn parts(&mut self) -> (&mut Conn, &PreparedQueue) {
+        (&mut self.conn, &self.prepared)
+    }
+
+    /// True if the server may have closed this connection for being idle too long;
+    /// checked with a ping before the next claim.
+    pub async fn still_alive(&mut self) -> bool {
+        self.last_used.elapsed() < self.longest_silence || self.ping().await.is_ok()
+    }
+
+    /// Closes the connection politely (COM_QUIT), without waiting long for it.
+    pub async fn close(self) {
+        let _ = tokio::time::timeout(QUICK_TIMEOUT, self.conn.disconnect()).await;
+    }
+
+    /// Notes that the connection was just used.
+    pub fn touch(&mut self) {
+        self.last_used = Instant::now();
+    }
+
+    /// Pings the server, giving up after [`QUICK_TIMEOUT`]. The ping is awaited to its
+    /// end: one dropped between request and reply would leave every later reply on
+    /// the connection one statement late.
+    pub async fn ping(&mut self) -> Result<(), DbError> {
+        let limit = self.deadline.min(QUICK_TIMEOUT);
+        answer(&self.waiting, limit, "a ping", self.conn.ping()).await
+    }
+
+    /// Claims up to the session's limit of waiting rows: the claim opens the
+    /// transaction (autocommit is off) and locks them.
+    pub async fn claim(&mut self, queue: &str) -> Result<Vec<Item>, DbError> {
+        let prepared = &self.prepared;
+        let claim = self
+            .conn
+            .exec(&prepared.claim, prepared.claim_params(queue));
+        let rows: Vec<Row> = answer(&self.waiting, self.deadline, "the claim", claim).await?;
+        Ok(rows.into_iter().map(|row| prepared.item(row)).collect())
+    }
+
+    /// Whether the queue has `[on_failure]`.
+    pub fn has_on_failure(&self) -> bool {
+        self.prepared.on_failure.is_some()
+    }
+
+    pub async fn savepoint(&mut self) -> Result<(), DbError> {
+        self.simple(SAVEPOINT, "a SAVEPOINT").await
+    }
+
+    pub async fn rollback_to_savepoint(&mut self) -> Result<(), DbError> {
+        self.simple(ROLLBACK_TO_SAVEPOINT, "a ROLLBACK TO SAVEPOINT")
+            .await
+    }
+
+    pub async fn rollback(&mut self) -> Result<(), DbError> {
+        self.simple("ROLLBACK", "a ROLLBACK").await
+    }
+
+    /// ROLLBACK within [`QUICK_TIMEOUT`]; false if the connection cannot be trusted.
+    pub async fn rollback_quickly(&mut self) -> bool {
+        matches!(
+            tokio::time::timeout(QUICK_TIMEOUT, self.rollback()).await,
+            Ok(Ok(()))
+        )
+    }
+
+    pub async fn commit(&mut self) -> Result<(), DbError> {
+        self.simple("COMMIT", "the COMMIT").await
+    }
+
+    async fn simple(&mut self, sql: &'static str, what: &'static str) -> Result<(), DbError> {
+        answer(
+            &self.waiting,
+            self.deadline,
+            what,
+            self.conn.query_drop(sql),
+        )
+        .await
+    }
+}
+
+/// Awaits `call` for at most `limit`, keeping `waiting` up to date: any answer from
+/// the server — a statement's own error included — ends the wait; no answer leaves
+/// it set, and the connection is given up.
+async fn answer<T>(
+    waiting: &Waiting,
+    limit: Duration,
+    what: &'static str,
+    call: impl Future<Output = Result<T, mysql_async::Error>>,
+) -> Result<T, DbError> {
+    waiting.begin(what);
+    let result = match tokio::time::timeout(limit, call).await {
+        Ok(result) => result.map_err(DbError::from),
+        Err(_) => {
+            return Err(DbError::Deadline {
+                waiting_for: what,
+                limit,
+            })
+        }
+    };
+    if result.is_ok() || matches!(&result, Err(e) if e.server_code().is_some()) {
+        waiting.answered();
+    }
+    result
+}

@@ -1,0 +1,184 @@
+//! One lease-mode worker's turn: claim (a short transaction), work each leased row
+//! with no connection held, record each outcome under its lease.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use tokio::time::Instant;
+use tracing::{warn, Instrument};
+
+use super::claim::{claim, Leased};
+use super::heartbeat::{hold, Kept};
+use super::Lease;
+use crate::action::progress::Progress;
+use crate::action::{External, Outcome};
+use crate::db::SessionPool;
+use crate::engine::execute::Work;
+use crate::engine::queue::QueueRuntime;
+use crate::engine::record::leased::{release, LeaseStore};
+use crate::engine::record::{item_span, record};
+use crate::engine::report::{BatchReport, Fate};
+use crate::engine::turn::Turn;
+use crate::engine::worker::{Ended, Mode};
+use crate::telemetry::stats::Connected;
+
+/// One lease-mode worker's state between turns.
+pub struct LeaseMode {
+    queue: Arc<QueueRuntime>,
+    pool: Arc<SessionPool>,
+    action: Arc<dyn External>,
+    /// `:worker`: `host:pid:index`.
+    name: Arc<str>,
+    /// Counted as connected while its claims reach the database, so the watchdog
+    /// watches the queue as it watches transaction mode's (one that cannot reach its
+    /// database is waiting, not stalled).
+    connected: Option<Connected>,
+}
+
+impl LeaseMode {
+    pub fn new(
+        queue: Arc<QueueRuntime>,
+        pool: Arc<SessionPool>,
+        action: Arc<dyn External>,
+        index: usize,
+    ) -> LeaseMode {
+        LeaseMode {
+            queue,
+            pool,
+            action,
+            name: worker_name(index),
+            connected: None,
+        }
+    }
+
+    /// Stopping since the claim began: start nothing, and release the rows.
+    async fn give_back(&self, leases: &[Lease], report: &mut BatchReport) {
+        for lease in leases {
+            release(&self.queue, &self.pool, lease, None).await;
+            report.count(Fate::Returned, String::new);
+        }
+    }
+
+    /// Works the leased rows concurrently, each to its recorded end.
+    async fn work_all(&self, leases: &[Lease], report: &mut BatchReport) {
+        let worked = join_all(leases.iter().map(|lease| {
+            let span = item_span(&lease.item);
+            self.work(lease).instrument(span)
+        }))
+        .await;
+        for one in worked {
+            report.merge(one);
+        }
+    }
+
+    /// One leased row: its action held by renewals, then its outcome.
+    async fn work(&self, lease: &Lease) -> BatchReport {
+        let queue = &*self.queue;
+        let progress = self.progress(&lease.id);
+        let work = Work::item(queue, &lease.item);
+        let running = queue.execute(&*self.action, work, progress.clone());
+        let kept = hold(queue, &self.pool, lease, progress.as_deref(), running).await;
+        let last = progress.as_deref().and_then(Progress::last);
+        let mut report = BatchReport::default();
+        let outcome = match kept {
+            Kept::Finished(outcome) => outcome,
+            // Recorded as the item's failure ([on_failure] spends an attempt), so a
+            // row whose renewals always fail does not loop.
+            Kept::RenewalFailed(error) => {
+                Some(Outcome::failure(format!("renew_sql failed: {error}")))
+            }
+            Kept::Lost => {
+                report.count(Fate::Returned, String::new);
+                return report;
+            }
+            Kept::Aborted => {
+                warn!("the shutdown timeout passed; the action is cancelled");
+                release(queue, &self.pool, lease, last.as_deref()).await;
+                report.count(Fate::Returned, String::new);
+                return report;
+            }
+        };
+        let mut store = LeaseStore {
+            queue,
+            pool: &self.pool,
+            lease,
+            progress: last.as_deref(),
+        };
+        let entries = [(&lease.item, outcome.as_ref())];
+        let Ok(()) = record(queue, &mut store, &entries, &mut report).await;
+        report
+    }
+
+    /// Where the action reports its progress, if its kind can: a file of its own
+    /// (named after the lease), and for a command its stdout.
+    fn progress(&self, lease_id: &str) -> Option<Arc<Progress>> {
+        if !self.queue.config.action.kind().reports_progress() {
+            return None;
+        }
+        match Progress::create(lease_id) {
+            Ok(progress) => Some(Arc::new(progress)),
+            Err(e) => {
+                warn!(error = %e, "cannot create the progress file; :progress stays NULL");
+                None
+            }
+        }
+    }
+
+    /// Rows returned while still leased (a lease lost, no release_sql) are out of
+    /// the select until their leases expire: the queue is not empty before.
+    fn returned_leased(&self) {
+        let queue = &self.queue;
+        let expiry = queue
+            .config
+            .lease()
+            .map(|l| l.expires_within(&queue.config));
+        let until = Instant::now() + expiry.unwrap_or_default();
+        queue.stop_when_empty.not_before(until);
+    }
+}
+
+impl Mode for LeaseMode {
+    const LEFT_BEHIND: &'static str = "its leases expire and their rows come back";
+
+    async fn turn(&mut self, turn: &Turn<'_>) -> Ended {
+        let queue = self.queue.clone();
+        let Leased { leases, skipped } = match claim(&queue, &self.pool, &self.name, turn).await {
+            Ok(Some(leased)) => leased,
+            Ok(None) => return Ended::Stopped,
+            Err(e) => {
+                self.connected = None;
+                return e.into();
+            }
+        };
+        if self.connected.is_none() {
+            self.connected = Some(queue.stats.connection());
+        }
+        if leases.is_empty() && skipped == 0 {
+            return Ended::Empty;
+        }
+        // Claimed and left waiting: counted as returned, and the queue is not empty.
+        let mut report = BatchReport::claimed(leases.len() + skipped);
+        report.returned += skipped;
+        if queue.stop.is_cancelled() {
+            self.give_back(&leases, &mut report).await;
+            return Ended::Done(report);
+        }
+        self.work_all(&leases, &mut report).await;
+        if report.returned > skipped {
+            self.returned_leased();
+        }
+        Ended::Done(report)
+    }
+
+    async fn sleep(&mut self) {
+        self.connected = None;
+    }
+}
+
+/// `:worker` for worker `index` of this process: `host:pid:index`.
+fn worker_name(index: usize) -> Arc<str> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string());
+    Arc::from(format!("{host}:{}:{index}", std::process::id()))
+}

@@ -1,0 +1,219 @@
+//! The one recorder: what becomes of each item once its action ran, for every mode
+//! and scope. The policy is here, once — which outcome SQL an item gets, the "item
+//! failed" line and its place on the status page, an item left as it was, outcome
+//! SQL that fails (counted every time, said in full once per key), a lease found
+//! lost — and a [`Store`] writes the statements where the mode keeps them:
+//!
+//! - [`item::ItemStore`]: in the batch's transaction, item by item, each undone alone
+//!   when its SQL fails (transaction mode, item scope; and batch scope's fallback);
+//! - [`set::SetStore`]: in the batch's transaction, each statement once for all the
+//!   items with the same outcome (`scope = "batch"`);
+//! - [`leased::LeaseStore`]: in a short transaction of its own, guarded by the lease
+//!   (lease mode).
+
+pub mod item;
+pub mod leased;
+pub mod set;
+
+use tracing::{warn, Instrument, Span};
+
+use super::queue::QueueRuntime;
+use super::report::{BatchReport, Fate};
+use crate::action::{Blame, Outcome};
+use crate::db::{DbError, Item, Statements};
+use crate::telemetry::events::{Event, ItemFailed, LeaseLost, LostAt, OutcomeSqlFailed};
+
+/// How writing one item's outcome SQL went.
+#[derive(Debug)]
+pub enum Written {
+    /// Written (committed, or to be with the batch's transaction).
+    Recorded,
+    /// The SQL failed on its own error; undone, the item is as it was claimed.
+    SqlFailed(DbError),
+    /// The lease was lost meanwhile: nothing was recorded (lease mode).
+    LeaseLost { lease_id: String },
+    /// Not written (the database could not be reached), or not known whether it
+    /// was (a COMMIT with no answer): the item comes back when its lease expires.
+    Unknown(String),
+}
+
+/// Where outcomes are written.
+pub trait Store {
+    /// An error that loses the batch (its transaction, and every lock with it).
+    type Error;
+
+    /// Writes `which` for each item of `set`, with its outcome.
+    async fn write(
+        &mut self,
+        which: Statements,
+        set: &[(&Item, &Outcome)],
+    ) -> Result<Vec<Written>, Self::Error>;
+
+    /// Leaves an item that will not be recorded as it was claimed: what its action
+    /// wrote is undone, and in lease mode its lease released.
+    async fn leave(&mut self, item: &Item) -> Result<(), Self::Error>;
+}
+
+/// Records each item's outcome through `store`, counting its fate in `report`. An
+/// outcome of `None` — the item did not run, or failed downstream while the circuit
+/// is open — leaves the item as it was claimed, its attempt not spent.
+pub async fn record<S: Store>(
+    queue: &QueueRuntime,
+    store: &mut S,
+    entries: &[(&Item, Option<&Outcome>)],
+    report: &mut BatchReport,
+) -> Result<(), S::Error> {
+    let mut succeeded = Vec::new();
+    let mut failed = Vec::new();
+    for &(item, outcome) in entries {
+        let Some(outcome) = outcome else {
+            store.leave(item).await?;
+            report.count(Fate::Returned, String::new);
+            continue;
+        };
+        if outcome.blame != Blame::Item && !outcome.succeeded() {
+            report.not_the_items += 1;
+        }
+        match judge(queue, item, outcome) {
+            Verdict::Success => succeeded.push((item, outcome)),
+            Verdict::Failure => failed.push((item, outcome)),
+            Verdict::Leave => {
+                store.leave(item).instrument(span(item, outcome)).await?;
+                report.count(Fate::Returned, String::new);
+            }
+        }
+    }
+    let done = store.write(Statements::OnSuccess, &succeeded).await?;
+    tally(queue, &succeeded, done, Fate::Done, report);
+    let recorded = store.write(Statements::OnFailure, &failed).await?;
+    tally(queue, &failed, recorded, Fate::Failed, report);
+    Ok(())
+}
+
+/// Which outcome SQL an item gets, if any.
+enum Verdict {
+    Success,
+    Failure,
+    /// Left as it was claimed: the failure is the queue's, or there is no
+    /// `[on_failure]` to record it.
+    Leave,
+}
+
+fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
+    if outcome.succeeded() {
+        return Verdict::Success;
+    }
+    let _span = span(item, outcome).entered();
+    let error = outcome.error.as_deref().unwrap_or_default();
+    if outcome.blame == Blame::Queue {
+        queue_fault(queue, error);
+        return Verdict::Leave;
+    }
+    if queue.config.on_failure.is_none() {
+        failed(queue, item, outcome, false);
+        return Verdict::Leave;
+    }
+    Verdict::Failure
+}
+
+/// The item's failure said and shown on the status page.
+fn failed(queue: &QueueRuntime, item: &Item, outcome: &Outcome, recorded: bool) {
+    let failed = ItemFailed {
+        key: item.key_text(),
+        error: outcome.error.as_deref().unwrap_or_default(),
+        status: outcome.status,
+        recorded,
+    };
+    failed.emit(&queue.stats);
+}
+
+/// A failure that is the queue's: said in full once per error, and counted with the
+/// items returned.
+fn queue_fault(queue: &QueueRuntime, error: &str) {
+    if queue.queue_faults.first(error) {
+        tracing::error!(%error,
+            "the action failed for a reason that is the queue's, not the row's (a column, table \
+             or procedure that is not there, or a privilege its user lacks): the item is waiting \
+             again, its attempt not spent, and the queue backs off until it is fixed; said once \
+             per error");
+    } else {
+        tracing::debug!(%error, "the queue's action failed again for a reason that is not the row's");
+    }
+}
+
+/// Counts what writing `which` did for each item of `set`.
+fn tally(
+    queue: &QueueRuntime,
+    set: &[(&Item, &Outcome)],
+    written: Vec<Written>,
+    fate: Fate,
+    report: &mut BatchReport,
+) {
+    for (&(item, outcome), written) in set.iter().zip(written) {
+        let _span = span(item, outcome).entered();
+        match written {
+            Written::Recorded => {
+                if fate == Fate::Failed {
+                    failed(queue, item, outcome, true);
+                }
+                report.count(fate, || item.key_text());
+            }
+            Written::SqlFailed(e) => {
+                let which = match fate {
+                    Fate::Done => Statements::OnSuccess,
+                    _ => Statements::OnFailure,
+                };
+                sql_failed(queue, item, which, &e, outcome.error.as_deref());
+                report.count(Fate::Returned, String::new);
+            }
+            Written::LeaseLost { lease_id } => {
+                let lost = LeaseLost {
+                    lease_id: &lease_id,
+                    at: LostAt::Outcome,
+                };
+                lost.emit(&queue.stats);
+                report.count(Fate::Returned, String::new);
+            }
+            Written::Unknown(why) => {
+                warn!(error = %why, "the outcome is not recorded; the row is worked on again when its lease expires");
+                report.count(Fate::Returned, String::new);
+            }
+        }
+    }
+}
+
+/// `which` SQL failed for `item`: counted every time, said in full once per key.
+pub fn sql_failed(
+    queue: &QueueRuntime,
+    item: &Item,
+    which: Statements,
+    e: &DbError,
+    action_error: Option<&str>,
+) {
+    let outcome = matches!(which, Statements::OnSuccess | Statements::OnFailure);
+    let failed = OutcomeSqlFailed {
+        which: which.label(),
+        error: e,
+        action_error: action_error.unwrap_or_default(),
+        first: queue.outcome_sql_failed.first(&item.key_text()),
+        // A leased row comes back when its lease expires.
+        leased: outcome && queue.config.is_lease(),
+    };
+    failed.emit(&queue.stats);
+}
+
+/// The span an item's work runs in: its key on every log line, and the trace id
+/// of its HTTP delivery once it has one.
+pub fn item_span(item: &Item) -> Span {
+    tracing::info_span!("item", key = %item.key_text(), trace_id = tracing::field::Empty)
+}
+
+/// The span an item's outcome is recorded in: its key, and the trace id its
+/// delivery sent, if any.
+fn span(item: &Item, outcome: &Outcome) -> Span {
+    let span = item_span(item);
+    if let Some(trace_id) = &outcome.trace_id {
+        span.record("trace_id", trace_id.as_str());
+    }
+    span
+}

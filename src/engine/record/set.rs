@@ -1,0 +1,65 @@
+//! `scope = "batch"`: outcomes written once for all the items with the same
+//! outcome — `[on_success]` once for those that succeeded, `[on_failure]` once for
+//! those that failed, `:batch` holding them as one JSON array. A set whose statement
+//! fails is undone and written item by item, each alone (a one-element `:batch`), so
+//! only the items whose SQL fails stay waiting. An empty set runs no statement.
+
+use tracing::debug;
+
+use super::item::{ItemStore, Undo};
+use super::{Store, Written};
+use crate::action::Outcome;
+use crate::db::{DbError, Item, OutcomeParams, Session, Statements};
+
+/// Writes outcome sets on the worker's session, in its transaction.
+pub struct SetStore<'s> {
+    pub session: &'s mut Session,
+    pub queue: &'s str,
+    /// `[on_success]` and `[on_failure]` are one statement each: a failed one undoes
+    /// itself, and no savepoint is needed.
+    pub single_statements: bool,
+}
+
+impl Store for SetStore<'_> {
+    type Error = DbError;
+
+    async fn write(
+        &mut self,
+        which: Statements,
+        set: &[(&Item, &Outcome)],
+    ) -> Result<Vec<Written>, DbError> {
+        if set.is_empty() {
+            return Ok(Vec::new());
+        }
+        let savepoint = !self.single_statements;
+        if savepoint {
+            self.session.savepoint().await?;
+        }
+        let params: Vec<(&Item, OutcomeParams)> = set
+            .iter()
+            .map(|(item, outcome)| (*item, outcome.params()))
+            .collect();
+        match self.session.run_batch(which, &params, self.queue).await {
+            Ok(()) => return Ok(set.iter().map(|_| Written::Recorded).collect()),
+            Err(e) if e.is_statement_error() => {
+                debug!(error = %e, items = set.len(), "a batch's outcome SQL failed; writing its items one by one");
+            }
+            Err(e) => return Err(e),
+        }
+        if savepoint {
+            self.session.rollback_to_savepoint().await?;
+        }
+        let mut one_by_one = ItemStore {
+            session: self.session,
+            queue: self.queue,
+            undo: Undo::Savepoint,
+            action_wrote: false,
+        };
+        one_by_one.write(which, set).await
+    }
+
+    async fn leave(&mut self, _item: &Item) -> Result<(), DbError> {
+        // Actions outside the database wrote nothing here to undo.
+        Ok(())
+    }
+}
