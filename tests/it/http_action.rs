@@ -92,8 +92,14 @@ async fn delivers_the_row_as_json_with_headers() {
     )
     .action_set("headers", headers)
     .write(&files);
-    std::env::set_var("TABLEQ_TEST_HTTP_TOKEN", "t0ken");
-    let summary = run_until_empty(load(&[file]), &db.url).await;
+    // The token comes from the environment the file is loaded with, not from the
+    // process's: that one is shared by every test in the crate.
+    let env = |name: &str| match name {
+        "TABLEQ_TEST_HTTP_TOKEN" => Some("t0ken".to_string()),
+        _ => std::env::var(name).ok(),
+    };
+    let queues = tableq::load_paths(&[file], &env).unwrap_or_else(|f| panic!("{f}"));
+    let summary = run_until_empty(queues, &db.url).await;
     assert_eq!(summary.counts("hooks").unwrap().done, 1);
 
     let requests = server.requests();
