@@ -84,7 +84,7 @@ async fn an_outage_downstream_spends_no_attempts_with_the_breaker() {
 
     tokio::time::sleep(OUTAGE).await;
     let attempts_in_outage: u64 = db.scalar("SELECT SUM(attempts) FROM guarded").await;
-    let probes = logs.lines_with("tried as a probe").len() as u64;
+    let probes = logs.lines_of("guarded", "tried as a probe").len() as u64;
     let _receiver = WebServer::start_on(receiver_addr, |_| Reply::status(204)).await;
     let recovered = Instant::now();
 

@@ -125,7 +125,8 @@ async fn without_on_failure_a_failed_item_waits_and_the_worker_backs_off() {
     db.exec("CREATE TABLE attempt_log (job_id INT NOT NULL CHECK (job_id <> 3)) DEFAULT CHARSET=utf8mb4").await;
     let files = QueueFiles::new();
     let file = files.write(
-        "jobs.toml",
+        // A name no other test gives a queue: the log read below is the process's.
+        "backs_off.toml",
         r#"
 select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
 error_backoff = "200ms"
@@ -151,8 +152,11 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     support::eventually("row 3 came back twice", Duration::from_secs(30), || {
         let logs = logs.clone();
         async move {
-            logs.lines_with("item failed; with no [on_failure] it is waiting again")
-                .len()
+            logs.lines_of(
+                "backs_off",
+                "item failed; with no [on_failure] it is waiting again",
+            )
+            .len()
                 >= 2
         }
     })
@@ -160,7 +164,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     // The rest of a 2 s window, which the retry rate below is measured over.
     tokio::time::sleep_until((watched + Duration::from_secs(2)).into()).await;
     let summary = engine.stop().await;
-    let returned = summary.counts("jobs").unwrap().returned;
+    let returned = summary.counts("backs_off").unwrap().returned;
     let seconds = watched.elapsed().as_secs_f64() + 1.0;
     // Doubling from 200 ms, ~2 s allows only a handful of tries; a spin would be thousands.
     assert!(returned >= 2, "row 3 was retried: {returned}");

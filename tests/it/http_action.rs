@@ -349,7 +349,7 @@ async fn private_destinations_from_rows_are_refused() {
         )
         .batch(3)
     };
-    run_until_empty(load(&[queue("guarded").write(&files)]), &db.url).await;
+    run_until_empty(load(&[queue("private").write(&files)]), &db.url).await;
     assert!(server.requests().is_empty(), "a private address was called");
     let errors: Vec<(u32, String)> = db.rows("SELECT id, error FROM hook ORDER BY id").await;
     assert!(

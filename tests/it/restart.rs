@@ -7,11 +7,16 @@ use crate::support::{eventually, load, Engine, MariaDb, QueueFiles, TestDb};
 
 const ROWS: usize = 400;
 
+/// The queue's name, which no other test gives a queue: the log is the process's.
+const QUEUE: &str = "restarted";
+
 /// True once the log says the workers lost the database: their items are waiting
 /// again, or they cannot connect.
 fn lost_the_database(logs: &support::logs::Logs) -> bool {
-    !logs.lines_with("its items are waiting again").is_empty()
-        || !logs.lines_with("cannot connect").is_empty()
+    !logs
+        .lines_of(QUEUE, "its items are waiting again")
+        .is_empty()
+        || !logs.lines_of(QUEUE, "cannot connect").is_empty()
 }
 
 /// A private MariaDB stopped and restarted mid-run: the daemon keeps going and
@@ -30,7 +35,7 @@ async fn the_daemon_rides_out_a_database_restart() {
     db.fill("job", "id", ROWS, |i| i.to_string()).await;
     let files = QueueFiles::new();
     let file = files.write(
-        "jobs.toml",
+        &format!("{QUEUE}.toml"),
         r#"
 workers = 4
 poll_interval = "100ms"
@@ -90,13 +95,13 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
         ROWS as u64
     );
-    assert!(summary.counts("jobs").unwrap().done > 0);
+    assert!(summary.counts(QUEUE).unwrap().done > 0);
     assert!(
         !logs
-            .lines_with("connected to the database again")
+            .lines_of(QUEUE, "connected to the database again")
             .is_empty(),
         "the workers never reconnected:\n{}",
-        logs.text()
+        logs.lines_of(QUEUE, "").join("\n")
     );
     assert!(lost_the_database(&logs));
     drop(db);

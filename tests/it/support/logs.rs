@@ -1,6 +1,9 @@
 //! Capturing what the library logs, for tests that check the log itself. One
 //! subscriber per test process (tracing allows one global default), writing plain
-//! text into a shared buffer; tests look for lines naming their own queue.
+//! text into a shared buffer. The process runs every module's tests, and once one
+//! of them has called [`capture`] every engine in the process logs into it: a test
+//! reads only its own queue's lines ([`Logs::lines_of`]), and gives that queue a
+//! name no other test in the crate uses.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -19,6 +22,21 @@ impl Logs {
             .lines()
             .filter(|l| l.contains(needle))
             .map(str::to_string)
+            .collect()
+    }
+
+    /// The lines of the queue `queue` — those with its `queue=NAME` field, as a
+    /// worker's span or a progress line has it, the name whole — that mention
+    /// `needle`.
+    pub fn lines_of(&self, queue: &str, needle: &str) -> Vec<String> {
+        let field = format!("queue={queue}");
+        self.lines_with(needle)
+            .into_iter()
+            .filter(|line| {
+                line.match_indices(&field).any(|(at, _)| {
+                    !line[at + field.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                })
+            })
             .collect()
     }
 }
