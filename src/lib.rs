@@ -6,7 +6,7 @@
 //!
 //! # Layout
 //!
-//! Layers, whose imports point one way (`tests/layers.rs` checks it):
+//! Layers, whose imports point one way (`tests/it/layers.rs` checks it):
 //!
 //! ```text
 //! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic
