@@ -48,10 +48,10 @@
 // The test harness's own code, not a copy: the private MariaDB, and the choice
 // between it and the server an environment variable names.
 #[allow(dead_code)]
-#[path = "../tests/support/mariadb.rs"]
+#[path = "../tests/it/support/mariadb.rs"]
 mod mariadb;
 #[allow(dead_code)]
-#[path = "../tests/support/server.rs"]
+#[path = "../tests/it/support/server.rs"]
 mod test_server;
 
 #[path = "throughput/backlog.rs"]

@@ -7,7 +7,7 @@
 //! scripts/soak.sh [--rows 20000] [--seconds 120] [--seed N] [--workers 4] [--keep]
 //! ```
 //!
-//! The run: a private MariaDB (tests/support/mariadb.rs); the tables and a producer
+//! The run: a private MariaDB (tests/it/support/mariadb.rs); the tables and a producer
 //! that inserts `--rows` rows per queue over the first part of the run, hostile
 //! values included; three `tableq run` processes over the same queue files, each
 //! reaching the database through a loopback proxy of its own that can stall; the
@@ -36,13 +36,13 @@
 // The test harness's own code, not a copy: the private MariaDB, the stalling proxy
 // and the loopback web server.
 #[allow(dead_code)]
-#[path = "../../tests/support/mariadb.rs"]
+#[path = "../../tests/it/support/mariadb.rs"]
 mod mariadb;
 #[allow(dead_code)]
-#[path = "../../tests/support/proxy.rs"]
+#[path = "../../tests/it/support/proxy.rs"]
 mod proxy;
 #[allow(dead_code)]
-#[path = "../../tests/support/web.rs"]
+#[path = "../../tests/it/support/web.rs"]
 mod web;
 
 mod attribution;

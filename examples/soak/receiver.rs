@@ -1,8 +1,8 @@
-//! The webhook receiver: a loopback web server (tests/support/web.rs) that checks
+//! The webhook receiver: a loopback web server (tests/it/support/web.rs) that checks
 //! each request's Standard Webhooks signature and logs it — when, the row's key, its
 //! `webhook-id`, the tableq process that sent it, what it answered, a fingerprint of
 //! the values — one JSON line per request. The nemesis makes it answer 500 or hang;
-//! a proxy in front of it (tests/support/proxy.rs) resets connections.
+//! a proxy in front of it (tests/it/support/proxy.rs) resets connections.
 
 use std::fs::File;
 use std::io::Write;

@@ -1,0 +1,235 @@
+//! Every way an item can go wrong ends with the row either done or waiting: a hung
+//! action, outcome SQL that fails, a failure with no `[on_failure]`.
+
+use std::time::{Duration, Instant};
+
+use crate::support;
+use crate::support::{load, run_until_empty, Engine, QueueFiles, TestDb};
+
+const JOBS: &str =
+    "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+    error VARCHAR(500) NULL, attempts INT NOT NULL DEFAULT 0) DEFAULT CHARSET=utf8mb4;
+  CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4;
+  INSERT INTO job (id) VALUES (1), (2), (3), (4), (5), (6)";
+
+/// An SQL action that runs past its timeout is interrupted and counts as failed,
+/// with `:error` saying so; its partial work is undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_sql_action_times_out_and_fails() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+batch = 3
+[action]
+type = "sql"
+sql = ["INSERT INTO job_log (job_id) VALUES (:id)", "DO IF(:id = 2, SLEEP(30), 0)"]
+timeout = "500ms"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
+"#,
+    );
+    let started = Instant::now();
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the 30 s statement was not interrupted"
+    );
+    let counts = summary.counts("jobs").unwrap();
+    assert_eq!((counts.done, counts.failed), (5, 1));
+    let failed: Vec<(u32, String)> = db
+        .rows("SELECT id, error FROM job WHERE state = 'failed'")
+        .await;
+    assert_eq!(failed, vec![(2, "timed out after 500ms".to_string())]);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job_log WHERE job_id = 2")
+            .await,
+        0,
+        "the failed action's insert was kept"
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 5);
+}
+
+/// When `[on_success]` fails for one item of a batch, that item is rolled back to its
+/// savepoint and stays waiting; the rest of the batch commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_outcome_sql_leaves_only_that_item_waiting() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    // Row 4 can never be marked done: a CHECK constraint refuses it.
+    db.exec("ALTER TABLE job ADD CONSTRAINT not_four CHECK (id <> 4 OR state <> 'done')")
+        .await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+batch = 6
+poll_interval = "50ms"
+error_backoff = "50ms"
+[action]
+type = "sql"
+sql = "INSERT INTO job_log (job_id) VALUES (:id)"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed' WHERE id = :id"
+"#,
+    );
+    let engine = Engine::start(load(&[file]), &db.url);
+    support::eventually(
+        "the other items are done",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+                .await
+                == 5
+        },
+    )
+    .await;
+    let summary = engine.stop().await;
+    let counts = summary.counts("jobs").unwrap();
+    assert_eq!(counts.done, 5);
+    assert!(
+        counts.returned >= 1,
+        "row 4 went back to the queue: {counts:?}"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE id = 4 AND state = 'waiting'")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job_log WHERE job_id = 4")
+            .await,
+        0,
+        "row 4's action was kept"
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 5);
+}
+
+/// Without `[on_failure]`, a failed item is rolled back and waiting again, and the
+/// worker backs off instead of spinning on it. (It also stays at the front of the
+/// queue, holding up the rows behind it: why `check` warns about a missing
+/// `[on_failure]`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_on_failure_a_failed_item_waits_and_the_worker_backs_off() {
+    let logs = support::logs::capture();
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    db.exec("CREATE TABLE attempt_log (job_id INT NOT NULL CHECK (job_id <> 3)) DEFAULT CHARSET=utf8mb4").await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        // A name no other test gives a queue: the log read below is the process's.
+        "backs_off.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+error_backoff = "200ms"
+[action]
+type = "sql"
+sql = "INSERT INTO attempt_log (job_id) VALUES (:id)"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+"#,
+    );
+    let engine = Engine::start(load(&[file]), &db.url);
+    support::eventually(
+        "the items before the bad one are done",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+                .await
+                == 2
+        },
+    )
+    .await;
+    let watched = Instant::now();
+    support::eventually("row 3 came back twice", Duration::from_secs(30), || {
+        let logs = logs.clone();
+        async move {
+            logs.lines_of(
+                "backs_off",
+                "item failed; with no [on_failure] it is waiting again",
+            )
+            .len()
+                >= 2
+        }
+    })
+    .await;
+    // The rest of a 2 s window, which the retry rate below is measured over.
+    tokio::time::sleep_until((watched + Duration::from_secs(2)).into()).await;
+    let summary = engine.stop().await;
+    let returned = summary.counts("backs_off").unwrap().returned;
+    let seconds = watched.elapsed().as_secs_f64() + 1.0;
+    // Doubling from 200 ms, ~2 s allows only a handful of tries; a spin would be thousands.
+    assert!(returned >= 2, "row 3 was retried: {returned}");
+    assert!(
+        (returned as f64) < 10.0 * seconds,
+        "the worker spun on the failing row: {returned} tries"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE id = 3 AND state = 'waiting'")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM attempt_log WHERE job_id = 3")
+            .await,
+        0
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE id > 3 AND state = 'waiting'")
+            .await,
+        3,
+        "with one worker, the failing row at the front holds up the rest"
+    );
+}
+
+/// With one item per batch, a failed `CALL` — whose inner statements are not undone
+/// by the statement's own failure — and a timed-out one leave no trace of their work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_items_failed_procedure_is_undone() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    db.exec(
+        "CREATE PROCEDURE work(IN j INT) BEGIN
+           INSERT INTO job_log (job_id) VALUES (j);
+           IF j = 2 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no mailbox'; END IF;
+           IF j = 4 THEN DO SLEEP(30); END IF;
+         END",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        "jobs.toml",
+        r#"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+[action]
+type = "sql"
+sql = "CALL work(:id)"
+timeout = "500ms"
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+[on_failure]
+sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
+"#,
+    );
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("jobs").unwrap().failed, 2);
+    let failed: Vec<(u32, String)> = db
+        .rows("SELECT id, error FROM job WHERE state = 'failed' ORDER BY id")
+        .await;
+    assert_eq!(failed[0], (2, "ERROR 1644 (45000): no mailbox".to_string()));
+    assert_eq!(failed[1], (4, "timed out after 500ms".to_string()));
+    let logged: Vec<(u32,)> = db.rows("SELECT job_id FROM job_log ORDER BY job_id").await;
+    assert_eq!(
+        logged,
+        [(1,), (3,), (5,), (6,)],
+        "a failed procedure's insert was kept"
+    );
+}

@@ -1,0 +1,61 @@
+//! The integration tests, as one crate (`cargo test` builds `tests/it/` as one test
+//! binary). Each file of `tests/` used to be a crate of its own, and each crate is a
+//! test binary linked on its own against tableq and every dev-dependency: one link
+//! per file. One crate links once. One module per subject; a new test file is a
+//! module here. The harness is the module `support`.
+//!
+//! One process runs every module's tests, so what is process-wide is shared by all
+//! of them: the private MariaDB of `support` (one per process), the captured log
+//! (`support::logs`: a test reads only its own queue's lines, and gives its queue a
+//! name no other test uses), the environment and the working directory. A test
+//! that needs the server to itself (it stops it, or reads its global counters)
+//! starts a private one of its own; no test changes the process's environment.
+
+mod support;
+
+mod bad_input;
+mod batch_scope;
+mod batch_scope_outside;
+mod check_batch_scope;
+mod check_index;
+mod check_offline;
+mod check_proof;
+mod check_self_test;
+mod check_server;
+mod circuit;
+mod command_action;
+mod command_env;
+mod count;
+mod deploy;
+mod email_queue;
+mod exactly_once;
+mod examples;
+mod failures;
+mod http_action;
+mod idle;
+mod isolation;
+mod layers;
+mod lease;
+mod lease_check;
+mod lease_connections;
+mod limits;
+mod loader_fuzz;
+mod loops;
+mod metrics;
+mod metrics_flood;
+mod monitoring;
+mod notify;
+mod observability;
+mod outcome_sql;
+mod queues;
+mod reaper;
+mod reconnect_jitter;
+mod reload;
+mod restart;
+mod scrape_cost;
+mod server_full;
+mod signals;
+mod stall;
+mod startup;
+mod status_page;
+mod trace_context;

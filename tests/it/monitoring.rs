@@ -1,0 +1,150 @@
+//! The shipped dashboard and alerts (`monitoring/`) and the README's Monitoring
+//! section name only metrics tableq exports, and the README names every one.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::support;
+use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::{job_table, waiting_jobs, QueueFiles, TestDb};
+
+/// The metric families a scrape declares (`# TYPE name kind`).
+fn families(scrape: &str) -> BTreeSet<String> {
+    scrape
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every `tableq_…` and `process_…` name in `text`, as its family (without
+/// `_total`, `_bucket`, `_sum`, `_count`).
+fn named_in(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for prefix in ["tableq_", "process_"] {
+        for (at, _) in text.match_indices(prefix) {
+            let before = text[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            let family = ["_total", "_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|suffix| name.strip_suffix(suffix))
+                .unwrap_or(&name);
+            names.insert(family.trim_end_matches('_').to_string());
+        }
+    }
+    names
+}
+
+fn read(path: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The dashboard's queries, the alerts' expressions and the README name metrics
+/// a running tableq exports; the README's Monitoring section names all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_alerts_and_readme_name_the_exported_metrics() {
+    let db = TestDb::new().await;
+    job_table(&db, &[]).await;
+    db.exec("ALTER TABLE job ADD COLUMN created_at DATETIME NULL")
+        .await;
+    let files = QueueFiles::new();
+    waiting_jobs("jobs")
+        .select("SELECT id, created_at FROM job WHERE state = 'waiting' ORDER BY id")
+        .set("waiting_since", "created_at")
+        .action_sql("DO :id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let url = format!("{base}/metrics");
+    support::eventually(
+        "the first count",
+        std::time::Duration::from_secs(30),
+        || async { get(&url).await.1.contains("tableq_waiting{") },
+    )
+    .await;
+    let exported = families(&get(&url).await.1);
+    daemon.terminate().await;
+    assert!(
+        exported.contains("tableq_queue_wait_seconds"),
+        "{exported:?}"
+    );
+
+    let readme = read("README.md");
+    let section = readme
+        .split("\n## Monitoring")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README has a ## Monitoring section");
+    for (file, text) in [
+        (
+            "monitoring/tableq-dashboard.json",
+            read("monitoring/tableq-dashboard.json"),
+        ),
+        (
+            "monitoring/tableq-alerts.yml",
+            read("monitoring/tableq-alerts.yml"),
+        ),
+        ("README.md ## Monitoring", section.to_string()),
+    ] {
+        let named = named_in(&text);
+        assert!(!named.is_empty(), "{file} names no metric");
+        let unknown: Vec<_> = named.difference(&exported).collect();
+        assert!(
+            unknown.is_empty(),
+            "{file} names metrics tableq does not export: {unknown:?}"
+        );
+    }
+    let listed = named_in(section);
+    let unlisted: Vec<_> = exported.difference(&listed).collect();
+    assert!(
+        unlisted.is_empty(),
+        "the README's Monitoring section leaves out {unlisted:?}"
+    );
+}
+
+/// Wrong monitoring keys are findings naming the key, its line and what is right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_monitoring_keys_are_named() {
+    let (done, shown) = support::check::check_offline(
+        "select = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\n\
+         waiting_since = \"created_at\"\n\
+         waiting_cap = 0\n\
+         stats_interval = \"0s\"\n\
+         [action]\ntype = \"sql\"\nsql = \"DO :id\"\n",
+    )
+    .await;
+    support::check::assert_report(
+        &done,
+        &[
+            format!("{shown}:4: queue jobs: error: `stats_interval` must be longer than zero, e.g. \"15s\""),
+            format!("{shown}:3: queue jobs: error: `waiting_cap` = 0 is out of range: use 1 to 1000000"),
+            format!("{shown}:2: queue jobs: error: `waiting_since` = \"created_at\" is not a column the select returns (id); add it to the select, or name one it returns"),
+        ],
+        "1 queue offline: 3 errors, 0 warnings",
+        1,
+    );
+}
+
+/// `check` reads the plan of the oldest-row read of a queue with `waiting_since`:
+/// on the claim's own index, it has nothing to say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_finds_the_oldest_row_read_on_the_claims_index() {
+    let db = support::check::job_db().await;
+    db.exec("ALTER TABLE job ADD COLUMN created_at DATETIME NULL")
+        .await;
+    let queue = support::check::GOOD
+        .replace(
+            "SELECT id, attempts FROM job WHERE",
+            "SELECT id, attempts, created_at FROM job FORCE INDEX (state_id) WHERE",
+        )
+        .replace("[action]", "waiting_since = \"created_at\"\n[action]");
+    let (done, _) = support::check::check_online(&db, &queue).await;
+    support::check::assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
+}

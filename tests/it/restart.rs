@@ -1,0 +1,109 @@
+//! The database going away mid-run is a pause, not a failure.
+
+use std::time::Duration;
+
+use crate::support;
+use crate::support::{eventually, load, Engine, MariaDb, QueueFiles, TestDb};
+
+const ROWS: usize = 400;
+
+/// The queue's name, which no other test gives a queue: the log is the process's.
+const QUEUE: &str = "restarted";
+
+/// True once the log says the workers lost the database: their items are waiting
+/// again, or they cannot connect.
+fn lost_the_database(logs: &support::logs::Logs) -> bool {
+    !logs
+        .lines_of(QUEUE, "its items are waiting again")
+        .is_empty()
+        || !logs.lines_of(QUEUE, "cannot connect").is_empty()
+}
+
+/// A private MariaDB stopped and restarted mid-run: the daemon keeps going and
+/// finishes every row, each exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_daemon_rides_out_a_database_restart() {
+    let logs = support::logs::capture();
+    // Always a server of this test's own: it is going to be stopped.
+    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", ROWS, |i| i.to_string()).await;
+    let files = QueueFiles::new();
+    let file = files.write(
+        &format!("{QUEUE}.toml"),
+        r#"
+workers = 4
+poll_interval = "100ms"
+error_backoff = "100ms"
+select = "SELECT id FROM job WHERE state = 'waiting' ORDER BY id"
+[action]
+type = "sql"
+sql = ["INSERT INTO job_log (job_id) VALUES (:id)", "DO SLEEP(0.02)"]
+[on_success]
+sql = "UPDATE job SET state = 'done' WHERE id = :id"
+"#,
+    );
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        stop_when_empty: true,
+        ..tableq::RunOptions::default()
+    };
+    let engine = Engine::start_with(load(&[file]), options);
+
+    eventually("some jobs are done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job_log").await >= 40
+    })
+    .await;
+    tokio::task::block_in_place(|| server.stop());
+    // The server stays down until the daemon has seen it go: an item rolled back, or
+    // a connection refused.
+    eventually(
+        "the daemon notices the database is gone",
+        Duration::from_secs(60),
+        || {
+            let logs = logs.clone();
+            async move { lost_the_database(&logs) }
+        },
+    )
+    .await;
+    tokio::task::block_in_place(|| server.start_again());
+    let done_before_end: u64 = db
+        .count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+        .await;
+    assert!(
+        done_before_end < ROWS as u64,
+        "the restart came after the queue was done"
+    );
+
+    let summary = engine.finish().await;
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await,
+        ROWS as u64
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job_log").await,
+        ROWS as u64,
+        "a job was done twice"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
+        ROWS as u64
+    );
+    assert!(summary.counts(QUEUE).unwrap().done > 0);
+    assert!(
+        !logs
+            .lines_of(QUEUE, "connected to the database again")
+            .is_empty(),
+        "the workers never reconnected:\n{}",
+        logs.lines_of(QUEUE, "").join("\n")
+    );
+    assert!(lost_the_database(&logs));
+    drop(db);
+    drop(server);
+}

@@ -1,0 +1,108 @@
+//! A network path to the database that goes silent — no reset, no close — is cut at
+//! the queue's `database_timeout`, shown on /readyz, and costs nothing.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::proxy::StallingProxy;
+use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+
+const ROWS: usize = 300;
+const WORKERS: usize = 4;
+
+/// The address of `url`'s server, and the same URL through `proxy`.
+fn through(url: &str, proxy: SocketAddr) -> (SocketAddr, String) {
+    let authority = url
+        .trim_start_matches("mysql://")
+        .split('/')
+        .next()
+        .unwrap()
+        .rsplit('@')
+        .next()
+        .unwrap()
+        .to_string();
+    let target: SocketAddr = authority
+        .parse()
+        .expect("the test server is on an IP address");
+    (target, url.replacen(&authority, &proxy.to_string(), 1))
+}
+
+/// A silent stall between tableq and MariaDB: every worker gives its connection up
+/// at `database_timeout`, logging what it waited for; /readyz is 503 during the stall
+/// and 200 after; every row is done exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_silent_stall_is_cut_at_the_deadline_and_nothing_is_lost_or_doubled() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", ROWS, |i| i.to_string()).await;
+    let placeholder: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let (target, _) = through(&db.url, placeholder);
+    let proxy = StallingProxy::start(target).await;
+    let (_, proxied) = through(&db.url, proxy.addr);
+    let files = QueueFiles::new();
+    QueueFile::new("jobs")
+        .workers(WORKERS as u32)
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .set("database_timeout", "2s")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql([
+            "INSERT INTO job_log (job_id) VALUES (:id)",
+            "DO SLEEP(0.02)",
+        ])
+        .action_set("timeout", "1s")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &proxied).await;
+    let readyz = format!("{base}/readyz");
+    eventually("some rows done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            >= 20
+    })
+    .await;
+    assert_eq!(get(&readyz).await.0, 200, "ready before the stall");
+
+    proxy.stall();
+    // Whatever each worker was waiting for — its claim, its SQL action (cut at the
+    // action's timeout), a COMMIT — the answer does not come.
+    let cut = "no answer from the database within";
+    daemon
+        .wait_for_log_times(cut, WORKERS, Duration::from_secs(20))
+        .await;
+    eventually(
+        "/readyz names the stalled workers",
+        Duration::from_secs(10),
+        || async {
+            let (status, reasons) = get(&readyz).await;
+            status == 503
+                && reasons.contains("queue jobs: worker")
+                && reasons.contains("has waited")
+        },
+    )
+    .await;
+
+    proxy.resume();
+    eventually("every row done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == ROWS as u64
+    })
+    .await;
+    eventually("ready again", Duration::from_secs(20), || async {
+        get(&readyz).await.0 == 200
+    })
+    .await;
+    daemon.terminate().await;
+    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, ROWS as u64);
+    assert_eq!(
+        db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
+        ROWS as u64,
+        "no job's SQL effect applied twice"
+    );
+}

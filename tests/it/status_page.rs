@@ -1,0 +1,182 @@
+//! The status page in a real browser: headless Chromium opens it during a run and
+//! finds every queue with the numbers `/status.json` gives, and a failing queue's
+//! last errors; screenshots (desktop, phone) are left under the target directory.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+
+/// Debian's `chromium`, if installed.
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|dir| dir.join(name))
+                .find(|path| path.is_file())
+        })
+}
+
+/// Runs headless Chromium on `url` with `args`; its stdout.
+fn browse(chromium: &Path, args: &[&str], url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let output = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The text of the first `data-field="field"` element in `html`.
+fn field<'a>(html: &'a str, field: &str) -> &'a str {
+    let marker = format!("data-field=\"{field}\">");
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("{field} in {html}"))
+        + marker.len();
+    &html[start..start + html[start..].find('<').unwrap()]
+}
+
+/// The part of the page from `marker` to the end of its table row.
+fn row<'a>(html: &'a str, marker: &str) -> &'a str {
+    let start = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in {html}"));
+    let rest = &html[start..];
+    // A failures row holds a table of its own: up to the end of its details.
+    let end = rest
+        .find("</details>")
+        .filter(|_| marker.starts_with("data-failures"));
+    &rest[..end.unwrap_or_else(|| rest.find("</tr>").unwrap())]
+}
+
+/// Text as the page escapes it.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Chromium opens the page of a run with a working and a failing queue: each queue's
+/// row shows the numbers of /status.json, and the failing queue lists its failures
+/// (key, status, error) as /status.json does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_in_a_browser_matches_status_json() {
+    let Some(chromium) = chromium() else {
+        eprintln!("\n!!!!! SKIPPED: chromium is not installed (apt-get install chromium); the status page was NOT checked in a browser !!!!!\n");
+        return;
+    };
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE email (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE hook (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         INSERT INTO email (id) VALUES (1), (2), (3), (4), (5);
+         INSERT INTO hook (id) VALUES (7), (8)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("emails")
+        .select("SELECT id FROM email WHERE state = 'waiting' ORDER BY id")
+        .workers(2)
+        .poll_interval("1h")
+        .set("stats_interval", "200ms")
+        .action_sql("DO :id")
+        .on_success("UPDATE email SET state = 'done' WHERE id = :id")
+        .write(&files);
+    files.script(
+        "fail.sh",
+        "echo \"no route to <host> for $TABLEQ_KEY\" >&2\nexit 3",
+    );
+    QueueFile::new("webhooks")
+        .select("SELECT id FROM hook WHERE state = 'waiting' ORDER BY id")
+        .poll_interval("1h")
+        .set("stats_interval", "200ms")
+        .action_command(&["./fail.sh"])
+        .on_success("UPDATE hook SET state = 'done' WHERE id = :id")
+        .on_failure("UPDATE hook SET state = 'failed' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let json_url = format!("{base}/status.json");
+    let status =
+        || async { serde_json::from_str::<serde_json::Value>(&get(&json_url).await.1).unwrap() };
+    eventually(
+        "both queues are done and counted",
+        Duration::from_secs(60),
+        || async {
+            let status = status().await;
+            let queue = |n: usize, key: &str| status["queues"][n][key].as_u64();
+            queue(0, "done") == Some(5)
+                && queue(1, "failed") == Some(2)
+                && queue(0, "waiting") == Some(0)
+                && queue(1, "waiting") == Some(0)
+        },
+    )
+    .await;
+
+    let page = browse(&chromium, &["--dump-dom"], &format!("{base}/"));
+    let status = status().await;
+    for queue in status["queues"].as_array().unwrap() {
+        let name = queue["name"].as_str().unwrap();
+        let html = row(&page, &format!("data-queue=\"{name}\""));
+        for key in ["done", "failed", "returned", "rolled_back", "waiting"] {
+            assert_eq!(field(html, key), queue[key].to_string(), "{name}: {key}");
+        }
+        let workers = format!(
+            "{} / {} / {}",
+            queue["busy"], queue["connected"], queue["workers"]
+        );
+        assert_eq!(field(html, "workers"), workers, "{name}");
+        assert!(html.contains("<svg class=\"spark\""), "{name}: the chart");
+    }
+    let failures = status["queues"][1]["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 2);
+    let html = row(&page, "data-failures=\"webhooks\"");
+    assert_eq!(html.matches("class=\"failure\"").count(), 2, "{html}");
+    for failure in failures {
+        let key = failure["key"].as_str().unwrap();
+        let error = failure["error"].as_str().unwrap();
+        assert!(
+            error.contains(&format!("no route to <host> for {key}")),
+            "{error}"
+        );
+        assert!(
+            html.contains(&format!("data-field=\"key\">{key}<")),
+            "{html}"
+        );
+        assert!(html.contains(&escaped(error)), "{error} in {html}");
+    }
+    assert!(row(&page, "data-failures=\"emails\"").contains("No recent failures."));
+
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    // On a desktop, and on a phone's screen.
+    for (file, size) in [("status.png", "1280,800"), ("status-phone.png", "390,844")] {
+        let shot = target.join(file);
+        let _ = std::fs::remove_file(&shot);
+        let arg = format!("--screenshot={}", shot.display());
+        let size = format!("--window-size={size}");
+        browse(&chromium, &[&arg, &size], &format!("{base}/"));
+        assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000));
+        println!("the status page's screenshot: {}", shot.display());
+    }
+    daemon.terminate().await;
+}

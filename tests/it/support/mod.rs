@@ -1,0 +1,359 @@
+//! The test harness: a real database for every test, queue files on disk, the real
+//! binary, and waiting on conditions instead of sleeping.
+//!
+//! Tests use `TABLEQ_TEST_DATABASE_URL` when it is set; otherwise one private
+//! MariaDB is started for the test process. Every test gets a database of its own.
+#![allow(dead_code)]
+
+pub mod check;
+pub mod daemon;
+pub mod endpoint;
+pub mod logs;
+pub mod mariadb;
+pub mod process;
+pub mod proxy;
+pub mod queue_file;
+pub mod scrape;
+pub mod server;
+pub mod web;
+
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::{FromRow, FromValue, Queryable};
+use mysql_async::{Conn, Opts};
+use tokio_util::sync::CancellationToken;
+
+pub use mariadb::MariaDb;
+#[allow(unused_imports)] // not every test writes its queue files with it
+pub use queue_file::QueueFile;
+use server::{with_database, Server};
+
+/// The server shared by this test process: `TABLEQ_TEST_DATABASE_URL`, or a private one.
+fn shared() -> &'static Server {
+    static SHARED: OnceLock<Server> = OnceLock::new();
+    SHARED.get_or_init(|| Server::from_env("TABLEQ_TEST_DATABASE_URL", MariaDb::start))
+}
+
+/// The shared server's URL without a database.
+pub fn shared_base_url() -> String {
+    shared().base_url()
+}
+
+/// A database of one test's own, dropped when the test ends.
+pub struct TestDb {
+    pub name: String,
+    /// The URL tableq should use: this database on its server.
+    pub url: String,
+    base: String,
+}
+
+impl TestDb {
+    /// A fresh database on the shared server.
+    pub async fn new() -> TestDb {
+        TestDb::on(&shared_base_url()).await
+    }
+
+    /// A fresh database on the server at `base` (a URL without a database).
+    pub async fn on(base: &str) -> TestDb {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "tq_{}_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_micros()
+        );
+        let mut admin = connect(base).await;
+        admin
+            .query_drop(format!("CREATE DATABASE `{name}` DEFAULT CHARSET utf8mb4"))
+            .await
+            .expect("create the test database");
+        admin.disconnect().await.ok();
+        TestDb {
+            url: with_database(base, &name),
+            name,
+            base: base.to_string(),
+        }
+    }
+
+    pub async fn conn(&self) -> Conn {
+        connect(&self.url).await
+    }
+
+    /// Runs statements (text protocol; several separated by `;` are fine).
+    pub async fn exec(&self, sql: &str) {
+        let mut conn = self.conn().await;
+        conn.query_drop(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        conn.disconnect().await.ok();
+    }
+
+    pub async fn rows<T: FromRow + Send + 'static>(&self, sql: &str) -> Vec<T> {
+        let mut conn = self.conn().await;
+        let rows = conn
+            .query(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        conn.disconnect().await.ok();
+        rows
+    }
+
+    pub async fn scalar<T: FromValue + Send + 'static>(&self, sql: &str) -> T {
+        self.rows::<(T,)>(sql)
+            .await
+            .pop()
+            .unwrap_or_else(|| panic!("{sql}: no row"))
+            .0
+    }
+
+    pub async fn count(&self, sql: &str) -> u64 {
+        self.scalar::<u64>(sql).await
+    }
+
+    /// Inserts `rows` rows into `table` from `values(i)` (1-based), in chunks.
+    pub async fn fill(
+        &self,
+        table: &str,
+        columns: &str,
+        rows: usize,
+        values: impl Fn(usize) -> String,
+    ) {
+        let mut conn = self.conn().await;
+        for chunk in (1..=rows).collect::<Vec<_>>().chunks(1000) {
+            let tuples: Vec<String> = chunk.iter().map(|&i| format!("({})", values(i))).collect();
+            conn.query_drop(format!(
+                "INSERT INTO {table} ({columns}) VALUES {}",
+                tuples.join(",")
+            ))
+            .await
+            .expect("fill the table");
+        }
+        conn.disconnect().await.ok();
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let (base, name) = (self.base.clone(), self.name.clone());
+        // Drop runs outside any runtime's async context: use a thread with its own.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut conn = Conn::new(Opts::from_url(&base).ok()?).await.ok()?;
+                conn.query_drop(format!("DROP DATABASE IF EXISTS `{name}`"))
+                    .await
+                    .ok()?;
+                conn.disconnect().await.ok()
+            })
+        })
+        .join();
+    }
+}
+
+/// Connects, retrying for a while: a server that was just restarted may not be ready.
+pub async fn connect(url: &str) -> Conn {
+    let opts = Opts::from_url(url).expect("a valid test URL");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match Conn::new(opts.clone()).await {
+            Ok(conn) => return conn,
+            Err(e) if Instant::now() > deadline => {
+                panic!("cannot connect to the test database: {e}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// The article's email table (and the outbox of the examples), from the file the
+/// demo and the examples use.
+pub const EMAIL_SQL: &str = include_str!("../../../config/email.sql");
+
+/// Creates the email table with `rows` waiting emails to `user<i>@example.com`.
+pub async fn email_table(db: &TestDb, rows: usize) {
+    db.exec(EMAIL_SQL).await;
+    db.fill("email", "recipient, subject, body", rows, |i| {
+        format!("'user{i}@example.com', 'Hello {i}', 'Body {i}'")
+    })
+    .await;
+}
+
+/// A directory of queue files for one test.
+pub struct QueueFiles {
+    dir: tempfile::TempDir,
+}
+
+impl QueueFiles {
+    pub fn new() -> QueueFiles {
+        QueueFiles {
+            dir: tempfile::tempdir().expect("create a directory for queue files"),
+        }
+    }
+
+    /// Writes `file_name` with `contents`; returns its path.
+    pub fn write(&self, file_name: &str, contents: &str) -> PathBuf {
+        let path = self.dir.path().join(file_name);
+        std::fs::write(&path, contents).expect("write a queue file");
+        path
+    }
+
+    /// Writes an executable shell script `file_name` that runs `body`; returns its path.
+    pub fn script(&self, file_name: &str, body: &str) -> PathBuf {
+        let path = self.write(file_name, &format!("#!/bin/sh\n{body}\n"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("make the script executable");
+        path
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+}
+
+/// Loads queue files through the library, panicking with the findings if they fail.
+pub fn load(paths: &[PathBuf]) -> Vec<tableq::QueueConfig> {
+    tableq::load_paths(paths, &|name| std::env::var(name).ok()).unwrap_or_else(|f| panic!("{f}"))
+}
+
+/// A daemon run through the library, for a test to stop when it has seen enough.
+pub struct Engine {
+    shutdown: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<tableq::RunSummary, tableq::diagnostic::Findings>>,
+}
+
+impl Engine {
+    /// Runs `queues` against `url` with the default options.
+    pub fn start(queues: Vec<tableq::QueueConfig>, url: &str) -> Engine {
+        Engine::start_with(
+            queues,
+            tableq::RunOptions {
+                database_url: Some(url.to_string()),
+                ..tableq::RunOptions::default()
+            },
+        )
+    }
+
+    pub fn start_with(queues: Vec<tableq::QueueConfig>, options: tableq::RunOptions) -> Engine {
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(tableq::run(queues, options, shutdown.clone()));
+        Engine { shutdown, handle }
+    }
+
+    /// Stops it as SIGTERM would, and returns what it did.
+    pub async fn stop(self) -> tableq::RunSummary {
+        self.shutdown.cancel();
+        self.finish().await
+    }
+
+    /// Waits for it to end by itself (`stop_when_empty`).
+    pub async fn finish(self) -> tableq::RunSummary {
+        tokio::time::timeout(Duration::from_secs(300), self.handle)
+            .await
+            .expect("the engine stops within 5 minutes")
+            .expect("the engine did not panic")
+            .unwrap_or_else(|f| panic!("{f}"))
+    }
+}
+
+/// Runs queues through the library until they are drained.
+pub async fn run_until_empty(queues: Vec<tableq::QueueConfig>, url: &str) -> tableq::RunSummary {
+    let options = tableq::RunOptions {
+        database_url: Some(url.to_string()),
+        stop_when_empty: true,
+        ..tableq::RunOptions::default()
+    };
+    tokio::time::timeout(
+        Duration::from_secs(300),
+        tableq::run(queues, options, CancellationToken::new()),
+    )
+    .await
+    .expect("the queues drain within 5 minutes")
+    .unwrap_or_else(|f| panic!("{f}"))
+}
+
+/// Waits until `condition` holds, checking every 50 ms; panics after `timeout`.
+pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !condition().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// True while some session of `db` is running a statement that starts with `prefix`.
+pub async fn running(db: &TestDb, prefix: &str) -> bool {
+    db.count(&format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND INFO LIKE '{}%'",
+        db.name, prefix
+    ))
+    .await
+        > 0
+}
+
+/// How many other sessions are connected to `db` (workers, for a test watching a
+/// daemon: an idle queue keeps one, its watcher's).
+pub async fn connections(db: &TestDb) -> u64 {
+    db.count(&format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()",
+        db.name
+    ))
+    .await
+}
+
+/// True if a claim right now could lock `condition`'s row (it is waiting and unlocked).
+pub async fn claimable(db: &TestDb, table: &str, condition: &str) -> bool {
+    let mut conn = db.conn().await;
+    let found: Vec<(i64,)> = conn
+        .query(format!(
+            "SELECT 1 FROM {table} WHERE {condition} FOR UPDATE SKIP LOCKED"
+        ))
+        .await
+        .expect("probe the row");
+    conn.query_drop("ROLLBACK").await.ok();
+    conn.disconnect().await.ok();
+    !found.is_empty()
+}
+
+/// Creates `job (id, state)` with the rows `ids` waiting.
+pub async fn job_table(db: &TestDb, ids: &[u32]) {
+    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
+        .await;
+    for id in ids {
+        db.exec(&format!("INSERT INTO job (id) VALUES ({id})"))
+            .await;
+    }
+}
+
+/// The queue `name` on [`job_table`]'s rows: waiting ones in id order, marked done on
+/// success; the caller sets the action.
+pub fn waiting_jobs(name: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+}
+
+/// A loopback port that nothing listens on (just now).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free port")
+}
