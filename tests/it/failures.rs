@@ -233,3 +233,52 @@ sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
         "a failed procedure's insert was kept"
     );
 }
+
+/// An SQL action that fails for a reason that is the queue's, not the row's — here
+/// a table it writes to was dropped (error 1146) — spends no row's attempt: no
+/// `[on_failure]` runs, every row stays waiting, the log says it is the queue's
+/// fault once; once the table is back, every row is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queues_own_sql_error_spends_no_attempt() {
+    let logs = support::logs::capture();
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           attempts INT NOT NULL DEFAULT 0) DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE audit (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = support::QueueFile::new("audited")
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql("INSERT INTO audit (job_id) VALUES (:id)")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .on_failure("UPDATE job SET attempts = attempts + 1, state = 'failed' WHERE id = :id")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    support::eventually("the queue starts", Duration::from_secs(30), || async {
+        !logs.lines_of("audited", "queue started").is_empty()
+    })
+    .await;
+    db.exec("DROP TABLE audit; INSERT INTO job (id) VALUES (1), (2), (3)")
+        .await;
+    let fault = "a reason that is the queue's, not the row's";
+    support::eventually("the fault is said", Duration::from_secs(30), || async {
+        !logs.lines_of("audited", fault).is_empty()
+    })
+    .await;
+    let spent = "SELECT COUNT(*) FROM job WHERE attempts > 0 OR state <> 'waiting'";
+    assert_eq!(db.count(spent).await, 0, "no attempt was spent");
+    db.exec("CREATE TABLE audit (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4")
+        .await;
+    let done = "SELECT COUNT(*) FROM job WHERE state = 'done' AND attempts = 0";
+    support::eventually("every row is done", Duration::from_secs(60), || async {
+        db.count(done).await == 3
+    })
+    .await;
+    let counts = engine.stop().await.counts("audited").unwrap();
+    assert_eq!((counts.done, counts.failed), (3, 0), "{counts:?}");
+    assert_eq!(logs.lines_of("audited", fault).len(), 1, "said once");
+}

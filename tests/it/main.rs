@@ -43,6 +43,7 @@ mod loader_fuzz;
 mod loops;
 mod metrics;
 mod metrics_flood;
+mod modes;
 mod monitoring;
 mod notify;
 mod observability;

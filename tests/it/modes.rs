@@ -1,0 +1,384 @@
+//! The same behaviour in both modes, as River's driver suite asks the same of every
+//! driver: whatever a queue's mode, a loop is caught and stops the queue, recorded
+//! failures do not slow it down, the circuit opens and closes, a full server is said,
+//! connection errors are counted, `--stop-when-empty` drains, and kill -9 loses
+//! nothing. Each behaviour is one function taking the [`Mode`]; `in_both_modes!`
+//! makes a test of it for each mode.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::support::daemon::{run_to_end, tableq, Daemon};
+use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::scrape::sample;
+use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+
+#[derive(Clone, Copy, Debug)]
+pub enum Mode {
+    Transaction,
+    Lease,
+}
+
+/// `job`: a state, the attempts spent, and a lease (used in lease mode); `job_log`:
+/// one line for each run of the action, its key first.
+async fn job_table(db: &TestDb, rows: usize) {
+    db.exec(
+        "CREATE TABLE job (
+           id INT PRIMARY KEY,
+           state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           attempts INT NOT NULL DEFAULT 0,
+           lease_id VARCHAR(32) NULL,
+           lease_until DATETIME(3) NULL,
+           KEY (state, lease_until)
+         ) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", rows, |i| i.to_string()).await;
+}
+
+impl Mode {
+    /// A queue of `job` in this mode whose action is `command`; with `on_success`
+    /// given as the SET clause of the row's UPDATE (the lease guard is added in lease
+    /// mode).
+    fn queue(self, name: &str, command: &[&str], on_success: &str) -> QueueFile {
+        let base = QueueFile::new(name)
+            .poll_interval("200ms")
+            .error_backoff("200ms")
+            .action_command(command);
+        let base = match self {
+            Mode::Transaction => {
+                base.select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+            }
+            Mode::Lease => base
+                .set("mode", "lease")
+                .select(
+                    "SELECT id FROM job WHERE state = 'waiting' \
+                     OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id",
+                )
+                .lease_set(
+                    "sql",
+                    "UPDATE job SET state = 'leased', lease_id = :lease_id, \
+                     lease_until = NOW(3) + INTERVAL 3 SECOND WHERE id = :id",
+                )
+                .lease_set(
+                    "renew_sql",
+                    "UPDATE job SET lease_until = NOW(3) + INTERVAL 3 SECOND \
+                     WHERE id = :id AND lease_id = :lease_id",
+                )
+                .lease_set("renew_every", "1s"),
+        };
+        base.on_success(self.update(on_success))
+    }
+
+    /// `UPDATE job SET <set> WHERE id = :id`, guarded by the lease in lease mode.
+    fn update(self, set: &str) -> String {
+        match self {
+            Mode::Transaction => format!("UPDATE job SET {set} WHERE id = :id"),
+            Mode::Lease => {
+                format!("UPDATE job SET {set} WHERE id = :id AND lease_id = :lease_id")
+            }
+        }
+    }
+}
+
+/// `tableq run --stop-when-empty` on `file`, logging JSON, to its end.
+async fn run_until_empty(file: &PathBuf, url: &str, timeout: Duration) -> (Option<i32>, String) {
+    let mut cmd = tableq(&["run", "--stop-when-empty"]);
+    cmd.arg(file)
+        .env("TABLEQ_DATABASE_URL", url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let done = run_to_end(cmd, timeout).await;
+    (done.code(), done.stderr)
+}
+
+/// A queue whose `[on_success]` leaves the row in the select is stopped after a row
+/// came back `loop_limit` times: the log names the loop, the process does not exit
+/// 0, and no row ran more than `loop_limit + 1` times.
+pub async fn a_loop_stops_the_queue(mode: Mode) {
+    let db = TestDb::new().await;
+    job_table(&db, 2).await;
+    let files = QueueFiles::new();
+    let file = mode
+        .queue(
+            "looping",
+            &["true"],
+            "state = 'waiting', attempts = attempts + 1",
+        )
+        .batch(2)
+        .write(&files);
+    let (code, log) = run_until_empty(&file, &db.url, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(1), "{log}");
+    assert!(log.contains("an item completed again"), "{log}");
+    assert!(log.contains("the queue loops"), "{log}");
+    let most: i64 = db.scalar("SELECT MAX(attempts) FROM job").await;
+    assert!(most <= 4, "a row ran {most} times");
+}
+
+/// 60 rows whose action fails for their own sake, each recorded by `[on_failure]`
+/// until it gives up after three attempts, are all given up on in one short run: a
+/// recorded failure is normal processing, not a reason to back off (at `batch = 1`
+/// the old whole-batch backoff doubled the wait at every failure, past a minute).
+pub async fn recorded_failures_do_not_slow_the_queue(mode: Mode) {
+    let db = TestDb::new().await;
+    job_table(&db, 60).await;
+    let files = QueueFiles::new();
+    let file =
+        mode.queue("bouncing", &["false"], "state = 'done'")
+            .set("error_backoff", "5s")
+            .on_failure(mode.update(
+                "state = IF(attempts + 1 >= 3, 'failed', 'waiting'), attempts = attempts + 1",
+            ))
+            .write(&files);
+    let (code, log) = run_until_empty(&file, &db.url, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(0), "{log}");
+    let failed = db
+        .count("SELECT COUNT(*) FROM job WHERE state = 'failed' AND attempts = 3")
+        .await;
+    assert_eq!(
+        failed, 60,
+        "every row gave up after three recorded attempts"
+    );
+}
+
+/// A command that exits 75 (EX_TEMPFAIL) while a marker file exists opens the
+/// circuit after `min_items` attempts; once the marker is gone the probe gets
+/// through, the circuit closes, and every row is done.
+pub async fn the_circuit_opens_and_closes(mode: Mode) {
+    let db = TestDb::new().await;
+    job_table(&db, 20).await;
+    let files = QueueFiles::new();
+    let marker = files.path().join("down");
+    std::fs::write(&marker, "").unwrap();
+    let script = files.script(
+        "deliver",
+        &format!("[ -e '{}' ] && exit 75\nexit 0", marker.display()),
+    );
+    let script = script.to_string_lossy().into_owned();
+    let circuit = toml::Value::Table(
+        [
+            ("min_items", 3.into()),
+            ("cool_down", "1s".into()),
+            ("max_cool_down", "2s".into()),
+        ]
+        .into_iter()
+        .map(|(key, value): (&str, toml::Value)| (key.to_string(), value))
+        .collect(),
+    );
+    mode.queue("guarded", &[script.as_str()], "state = 'done'")
+        .workers(2)
+        .set("circuit", circuit)
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let open = "tableq_circuit_transitions_total{queue=\"guarded\",to=\"open\"}";
+    eventually("the circuit opens", Duration::from_secs(30), || async {
+        let (_, metrics) = get(&format!("{base}/metrics")).await;
+        sample(&metrics, open).is_some_and(|n| n >= 1.0)
+    })
+    .await;
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await,
+        0
+    );
+    std::fs::remove_file(&marker).unwrap();
+    eventually("every row is done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 20
+    })
+    .await;
+    let (_, metrics) = get(&format!("{base}/metrics")).await;
+    let closed = "tableq_circuit_transitions_total{queue=\"guarded\",to=\"closed\"}";
+    assert!(
+        sample(&metrics, closed).is_some_and(|n| n >= 1.0),
+        "{metrics}"
+    );
+    daemon.terminate().await;
+    assert!(
+        daemon.stderr().contains("the circuit is closed"),
+        "{}",
+        daemon.stderr()
+    );
+}
+
+/// More connections than the server allows: tableq says the database is full,
+/// with the advice, and still finishes every row.
+pub async fn a_full_server_is_said(mode: Mode) {
+    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-connections=4"]))
+        .await
+        .unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    job_table(&db, 40).await;
+    let files = QueueFiles::new();
+    let queue = mode
+        .queue("crowded", &["true"], "state = 'done'")
+        .workers(12);
+    let file = match mode {
+        Mode::Transaction => queue,
+        Mode::Lease => queue.lease_set("connections", 12),
+    }
+    .write(&files);
+    let (code, log) = run_until_empty(&file, &db.url, Duration::from_secs(120)).await;
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        log.contains("the database refused connections: it is full"),
+        "{log}"
+    );
+    assert!(log.contains("lower `workers`"), "{log}");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await,
+        40
+    );
+}
+
+/// The database goes away while the queue runs: every failed connection is
+/// counted (`tableq_db_errors_total{kind="connect"}`), and once it is back the rows
+/// are done.
+pub async fn connection_errors_are_counted(mode: Mode) {
+    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    job_table(&db, 10).await;
+    let files = QueueFiles::new();
+    let flag = files.path().join("go");
+    let script = files.script(
+        "wait_for_go",
+        &format!("while [ ! -e '{}' ]; do sleep 0.1; done", flag.display()),
+    );
+    let script = script.to_string_lossy().into_owned();
+    mode.queue("outage", &[script.as_str()], "state = 'done'")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let connect = "tableq_db_errors_total{queue=\"outage\",kind=\"connect\"}";
+    eventually("the queue started", Duration::from_secs(30), || async {
+        daemon.stderr().contains("queue started")
+    })
+    .await;
+    let server = std::sync::Arc::new(server);
+    let stopping = server.clone();
+    tokio::task::spawn_blocking(move || stopping.stop())
+        .await
+        .unwrap();
+    eventually(
+        "connection errors are counted",
+        Duration::from_secs(60),
+        || async {
+            let (_, metrics) = get(&format!("{base}/metrics")).await;
+            sample(&metrics, connect).is_some_and(|n| n >= 2.0)
+        },
+    )
+    .await;
+    let starting = server.clone();
+    tokio::task::spawn_blocking(move || starting.start_again())
+        .await
+        .unwrap();
+    std::fs::write(&flag, "").unwrap();
+    eventually("every row is done", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 10
+    })
+    .await;
+    daemon.terminate().await;
+}
+
+/// `--stop-when-empty` exits 0 once every row is done, and not before.
+pub async fn stop_when_empty_drains(mode: Mode) {
+    let db = TestDb::new().await;
+    job_table(&db, 30).await;
+    let files = QueueFiles::new();
+    let file = mode
+        .queue("drained", &["true"], "state = 'done'")
+        .workers(3)
+        .batch(4)
+        .write(&files);
+    let (code, log) = run_until_empty(&file, &db.url, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("the queue is drained"), "{log}");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await,
+        30
+    );
+}
+
+/// tableq killed with SIGKILL while an action runs: the row is not lost — a second
+/// run (in lease mode once the lease expires) finishes every row.
+pub async fn kill_9_loses_nothing(mode: Mode) {
+    let db = TestDb::new().await;
+    job_table(&db, 5).await;
+    let files = QueueFiles::new();
+    let started = files.path().join("started");
+    let script = files.script(
+        "slow",
+        &format!(
+            "echo \"$TABLEQ_KEY\" >> '{}'\n[ \"$TABLEQ_KEY\" = 3 ] && [ ! -e '{}.again' ] && \
+             touch '{}.again' && sleep 5\nexit 0",
+            started.display(),
+            started.display(),
+            started.display()
+        ),
+    );
+    let script = script.to_string_lossy().into_owned();
+    let file = mode
+        .queue("killed", &[script.as_str()], "state = 'done'")
+        .write(&files);
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let mut daemon = Daemon::spawn(cmd);
+    let again = files.path().join("started.again");
+    eventually("row 3's action runs", Duration::from_secs(30), || async {
+        again.exists()
+    })
+    .await;
+    daemon.signal(libc::SIGKILL);
+    daemon.wait(Duration::from_secs(10)).await;
+    if let Mode::Lease = mode {
+        // A leased row is out of the select until its lease expires.
+        let expired =
+            "SELECT COUNT(*) FROM job WHERE id = 3 AND state = 'leased' AND lease_until < NOW(3)";
+        eventually("row 3's lease expires", Duration::from_secs(30), || async {
+            db.count(expired).await == 1
+        })
+        .await;
+    }
+    let (code, log) = run_until_empty(&file, &db.url, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await,
+        5
+    );
+}
+
+/// A test per behaviour and mode, in `modes::transaction` and `modes::lease`.
+macro_rules! in_both_modes {
+    ($($behaviour:ident),* $(,)?) => {
+        mod transaction {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $behaviour() {
+                    super::$behaviour(super::Mode::Transaction).await
+                }
+            )*
+        }
+        mod lease {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $behaviour() {
+                    super::$behaviour(super::Mode::Lease).await
+                }
+            )*
+        }
+    };
+}
+
+in_both_modes!(
+    a_loop_stops_the_queue,
+    recorded_failures_do_not_slow_the_queue,
+    the_circuit_opens_and_closes,
+    a_full_server_is_said,
+    connection_errors_are_counted,
+    stop_when_empty_drains,
+    kill_9_loses_nothing,
+);
