@@ -136,7 +136,11 @@ impl<'a, M: Mode> Worker<'a, M> {
 
     /// Decides what to do after a turn, and keeps the worker's counters.
     fn next_step(&mut self, ended: Ended, attempt: Attempt<'_>) -> Step {
-        if !matches!(ended, Ended::NotOpened(_) | Ended::Lost(_)) && self.reconnecting {
+        let reached = matches!(
+            ended,
+            Ended::Empty | Ended::Done(_) | Ended::RolledBack | Ended::Contention(_)
+        );
+        if reached && self.reconnecting {
             info!("connected to the database again");
             self.reconnecting = false;
         }
