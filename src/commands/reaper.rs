@@ -4,9 +4,10 @@
 //! Either way they become tableq's zombies; this reaps them.
 //!
 //! tableq's own commands are its children too, and tokio waits for each of them: a
-//! zombie that looks like one (the leader of its own process group, in tableq's
-//! session) is left to tokio, unless it is still there long after tokio would have
-//! reaped it.
+//! command that tableq runs now is never reaped here (its exit status is its
+//! worker's), and a zombie that looks like one (the leader of its own process
+//! group, in tableq's session) is left to tokio, unless it is still there long after
+//! tokio would have reaped it.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -49,6 +50,9 @@ fn sweep(seen: &mut HashMap<i32, Instant>) {
     let zombies: Vec<Zombie> = children().filter_map(zombie).collect();
     seen.retain(|pid, _| zombies.iter().any(|z| z.pid == *pid));
     for zombie in zombies {
+        if crate::action::command::owns(zombie.pid) {
+            continue;
+        }
         let a_command = zombie.group == zombie.pid && zombie.session == own_session;
         let since = *seen.entry(zombie.pid).or_insert(now);
         if a_command && now.duration_since(since) < LEFT_BEHIND {

@@ -15,7 +15,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Value};
 
 use super::clock::DbClock;
-use super::connect::{Database, QUICK_TIMEOUT};
+use super::connect::{Database, Kill, QUICK_TIMEOUT};
 use super::error::DbError;
 use super::error_kind::ErrorKind;
 use super::session::OpenError;
@@ -69,6 +69,10 @@ pub async fn read_backlog(
         .await
         .map_err(BacklogError::Connect)?;
     let read = read_on(&mut conn, queue, limit).await;
+    if let Err(DbError::Deadline { .. }) = &read {
+        // The count runs on at the server unless stopped: stop it.
+        let _ = database.kill(conn.id(), Kill::Connection).await;
+    }
     let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
     read.map_err(BacklogError::Read)
 }

@@ -171,6 +171,21 @@ impl Database {
 }
 
 impl Database {
+    /// Whether the server answers a fresh connection and a ping within
+    /// [`QUICK_TIMEOUT`]: a side look at a session whose statement runs long.
+    pub async fn reachable(&self) -> bool {
+        let look = async {
+            let mut conn = self.connect_within(QUICK_TIMEOUT).await.ok()?;
+            let answered = conn.ping().await.is_ok();
+            let _ = conn.disconnect().await;
+            Some(answered)
+        };
+        matches!(
+            tokio::time::timeout(QUICK_TIMEOUT, look).await,
+            Ok(Some(true))
+        )
+    }
+
     /// `host:port`: the server, whichever database and user.
     pub fn server(&self) -> String {
         format!("{}:{}", self.opts.ip_or_hostname(), self.opts.tcp_port())

@@ -23,6 +23,13 @@ const SERVER_FULL: &[u16] = &[1040, 1203];
 /// table (1146), a syntax error (1064), a privilege the user lacks on a table (1142)
 /// or a column (1143), a procedure or function that does not exist (1305).
 const QUEUE_FAULTS: &[u16] = &[1054, 1146, 1064, 1142, 1143, 1305];
+/// The server runs read-only (1290: `--read-only`, `super_read_only`; 1836: a
+/// read-only mode).
+const READ_ONLY: &[u16] = &[1290, 1836];
+/// A privilege the user lacks on a table (1142) or a column (1143).
+const DENIED: &[u16] = &[1142, 1143];
+/// The server got a packet larger than `max_allowed_packet`.
+const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
 
 /// Server errors after which the transaction, and with it the item's lock, cannot be
 /// trusted: deadlock, lock wait timeout, the session killed, the server shutting down,
@@ -33,7 +40,7 @@ const TRANSACTION_LOST: &[u16] = &[
     ER_QUERY_INTERRUPTED,
     1053, // server shutdown in progress
     1152, // aborted connection
-    1153, // packet too large
+    ER_NET_PACKET_TOO_LARGE,
     1154, // read error from connection pipe
     1155, // error from fcntl
     1156, // packets out of order
@@ -62,12 +69,45 @@ pub enum DbError {
         waiting_for: &'static str,
         limit: Duration,
     },
+    /// A statement's values are larger than the server takes in one packet: it was
+    /// not sent (the connection and the transaction live on).
+    #[error(
+        "{what} would send {size} bytes of values, more than the server's max_allowed_packet \
+             ({limit} bytes): raise max_allowed_packet, make the batch smaller, or bind less (a \
+             column the statement does not need, `:output`)"
+    )]
+    TooLarge {
+        what: &'static str,
+        size: usize,
+        limit: usize,
+    },
 }
 
 impl DbError {
     /// One statement's own failure: the transaction and its locks live on.
     pub fn is_statement_error(&self) -> bool {
-        matches!(self, DbError::Driver(e) if is_statement_error(e))
+        match self {
+            DbError::Driver(e) => is_statement_error(e),
+            DbError::TooLarge { .. } => true,
+            DbError::Deadline { .. } => false,
+        }
+    }
+
+    /// The statement was too large to send (see [`DbError::TooLarge`]).
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, DbError::TooLarge { .. })
+            || self.server_code() == Some(ER_NET_PACKET_TOO_LARGE)
+    }
+
+    /// The database refuses writes for now — it is read-only (a replica, a failover
+    /// under way) or the user's privilege was taken away — whatever the row: what it
+    /// is, in the words of `/readyz` and the log.
+    pub fn refuses_writes(&self) -> Option<&'static str> {
+        match self.server_code()? {
+            code if READ_ONLY.contains(&code) => Some("read-only"),
+            code if DENIED.contains(&code) => Some("permission denied"),
+            _ => None,
+        }
     }
 
     /// A deadlock or lock wait timeout: expected now and then on a busy queue.

@@ -45,6 +45,7 @@ impl DbError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             DbError::Deadline { .. } => ErrorKind::Deadline,
+            DbError::TooLarge { .. } => ErrorKind::Other,
             _ if self.server_code() == Some(ER_LOCK_DEADLOCK) => ErrorKind::Deadlock,
             _ if self.server_code() == Some(ER_LOCK_WAIT_TIMEOUT) => ErrorKind::LockWait,
             DbError::Driver(mysql_async::Error::Server(_)) if self.is_statement_error() => {

@@ -22,6 +22,12 @@ impl Waiting {
         }
     }
 
+    /// A call for `what` sent at `at` has had no answer, and will not: the worker has
+    /// waited since then (a stall found by other means than the call's own deadline).
+    pub fn stalled_since(&self, at: Instant, what: &'static str) {
+        *self.lock() = Some((at, what));
+    }
+
     /// The database answered.
     pub fn answered(&self) {
         *self.lock() = None;

@@ -620,3 +620,23 @@ async fn a_row_whose_lease_sql_fails_is_skipped_and_the_others_are_done() {
         .collect();
     assert_eq!(said.len(), 1, "said once: {said:?}");
 }
+
+/// A command that exits while its worker waits in a renewal longer than the orphan
+/// reaper's grace (`renew_sql` sleeps 35 s) is recorded as it ended — done — and not
+/// failed with "No child processes" after the reaper took its exit status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_renewal_does_not_lose_the_commands_exit_status() {
+    let (db, files, script) = setup(1, "sleep 2\nprintf rendered").await;
+    let file = render("slow_renewal", &script, 120.0, "1s")
+        .set("database_timeout", "60s")
+        .lease_set("renew_sql", "UPDATE video SET lease_until = NOW(3) + INTERVAL 120 SECOND, progress = IF(SLEEP(35) = 0, :progress, NULL) WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let done = run_binary_until_empty(&file, &db.url).await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    let (state, _, result) = video(&db, 1).await;
+    assert_eq!(state, "done", "{result:?}\n{}", done.stderr);
+    assert!(
+        result.as_deref().is_some_and(|r| r.ends_with("rendered")),
+        "{result:?}"
+    );
+}

@@ -16,8 +16,8 @@ use tokio::time::Instant;
 
 mod process_group;
 
-pub use process_group::kill_all;
 use process_group::ProcessGroup;
+pub use process_group::{kill_all, owns};
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use super::progress::{Listening, Progress};

@@ -28,6 +28,12 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// Whether `pid` is a command tableq runs now (each leads a process group of its
+/// own): its exit status is tableq's to collect, not the orphan reaper's.
+pub fn owns(pid: i32) -> bool {
+    lock(&RUNNING).contains(&pid)
+}
+
 /// Kills every command's process group: for an exit that runs no destructors.
 pub fn kill_all() {
     for pgid in lock(&RUNNING).iter() {

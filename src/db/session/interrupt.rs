@@ -1,51 +1,99 @@
-//! Stopping a statement that ran past its deadline: KILL QUERY from a side
-//! connection, and if it will not stop, KILL CONNECTION and the session given up.
+//! Stopping what the server would otherwise run to its end: a statement past its
+//! deadline (KILL QUERY from a side connection, quickly, and if it will not stop,
+//! the session given up), and the statement of a session given up mid-call (KILL
+//! CONNECTION, off the worker's path) — a claim abandoned at `database_timeout`, a
+//! renewal let go, a worker cut off at shutdown — so no orphaned query holds locks
+//! or burns the server's CPU after tableq has moved on.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::Ran;
-use crate::db::connect::{Database, Kill};
+use crate::db::connect::{Database, Kill, QUICK_TIMEOUT};
 use crate::db::error::DbError;
 
 /// Stopping a statement that ran past its deadline, from a side connection.
 pub(super) struct Interrupt<'a> {
     pub database: &'a Database,
     pub connection_id: u32,
-    /// How long each step may wait: the queue's `database_timeout`.
-    pub limit: Duration,
+    /// What the worker waited for, for the error.
     pub what: &'static str,
+    /// The queue's `database_timeout`, for the error.
+    pub limit: Duration,
 }
 
 impl Interrupt<'_> {
-    /// KILL QUERY, then the statement's return; if either does not come, KILL
-    /// CONNECTION and give the session up.
+    /// KILL QUERY, then the statement's return, each within [`QUICK_TIMEOUT`]; if
+    /// either does not come, the session is given up (and its connection killed as
+    /// it is dropped).
     pub async fn statement(
         &self,
         execution: impl Future<Output = Result<(), mysql_async::Error>>,
     ) -> Result<Ran, DbError> {
         let killed = self
             .database
-            .kill_within(self.connection_id, Kill::Query, self.limit);
+            .kill_within(self.connection_id, Kill::Query, QUICK_TIMEOUT);
         let stopped = match killed.await {
-            Ok(()) => tokio::time::timeout(self.limit, execution).await.ok(),
+            Ok(()) => tokio::time::timeout(QUICK_TIMEOUT, execution).await.ok(),
             Err(_) => None,
         };
         match stopped.map(|result| result.map_err(DbError::from)) {
             Some(Ok(())) => Ok(Ran::TimedOut),
             Some(Err(e)) if e.is_statement_error() || e.is_interrupted() => Ok(Ran::TimedOut),
             Some(Err(e)) => Err(e),
-            None => {
-                let kill = Kill::Connection;
-                let _ = self
-                    .database
-                    .kill_within(self.connection_id, kill, self.limit)
-                    .await;
-                Err(DbError::Deadline {
-                    waiting_for: self.what,
-                    limit: self.limit,
-                })
-            }
+            None => Err(DbError::Deadline {
+                waiting_for: self.what,
+                limit: self.limit,
+            }),
         }
+    }
+}
+
+/// Kills a session's connection from a side connection when the session is dropped
+/// while one of its calls has had no answer.
+#[derive(Debug)]
+pub(super) struct Abandoned {
+    database: Database,
+    connection_id: u32,
+    unanswered: AtomicBool,
+}
+
+impl Abandoned {
+    pub fn new(database: &Database, connection_id: u32) -> Abandoned {
+        Abandoned {
+            database: database.clone(),
+            connection_id,
+            unanswered: AtomicBool::new(false),
+        }
+    }
+
+    /// A call was sent.
+    pub fn sent(&self) {
+        self.unanswered.store(true, Ordering::Release);
+    }
+
+    /// Its answer came (an error from the server included).
+    pub fn answered(&self) {
+        self.unanswered.store(false, Ordering::Release);
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if !self.unanswered.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (database, id) = (self.database.clone(), self.connection_id);
+        runtime.spawn(async move {
+            // The server rolls the session's transaction back; a session that ended
+            // meanwhile is no error.
+            let _ = database
+                .kill_within(id, Kill::Connection, QUICK_TIMEOUT)
+                .await;
+        });
     }
 }

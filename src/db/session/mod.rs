@@ -9,6 +9,7 @@
 //! - `interrupt`: a statement past its deadline stopped from a side connection.
 
 mod interrupt;
+use interrupt::Abandoned;
 mod run;
 pub mod setup;
 
@@ -36,13 +37,22 @@ pub struct Session {
     conn: Conn,
     /// The database it is connected to, for KILL from a side connection.
     database: Database,
+    /// The largest packet the server takes (`max_allowed_packet`).
+    max_packet: usize,
     prepared: PreparedQueue,
     last_used: Instant,
     longest_silence: Duration,
     /// How long one of tableq's own calls may wait for its answer.
     deadline: Duration,
-    /// Set while a call waits for its answer: the worker's, for readiness.
+    watch: Calls,
+}
+
+/// What a session's calls tell: how long its worker has waited for an answer (for
+/// readiness), and whether a call is unanswered (its connection is killed if the
+/// session is dropped then).
+struct Calls {
     waiting: Arc<Waiting>,
+    abandoned: Abandoned,
 }
 
 /// Why a session could not be opened.
@@ -125,7 +135,8 @@ impl Session {
     }
 
     /// As [`Session::open`], claiming at most `limit` rows at a time, and keeping
-    /// `waiting` up to date while it waits for the database.
+    /// `waiting` up to date while it waits for the database. The whole opening —
+    /// connecting, the settings, preparing — waits at most `database_timeout`.
     pub async fn open_with_limit(
         queue: &QueueConfig,
         database: &Database,
@@ -133,46 +144,65 @@ impl Session {
         waiting: Arc<Waiting>,
     ) -> Result<Session, OpenError> {
         waiting.begin("a connection");
+        let opening = Session::opening(queue, database, limit, waiting.clone());
+        match tokio::time::timeout(queue.database_timeout, opening).await {
+            Ok(Ok(session)) => {
+                waiting.answered();
+                Ok(session)
+            }
+            Ok(Err(e @ OpenError::Invalid(_))) => {
+                waiting.answered();
+                Err(e)
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(OpenError::Unreachable(DbError::Deadline {
+                waiting_for: "a connection",
+                limit: queue.database_timeout,
+            })),
+        }
+    }
+
+    async fn opening(
+        queue: &QueueConfig,
+        database: &Database,
+        limit: usize,
+        waiting: Arc<Waiting>,
+    ) -> Result<Session, OpenError> {
         let settings = SessionSettings::for_queue(queue);
         let mut conn = match worker_connection(database, &settings).await {
             Ok(conn) => conn,
             Err(SessionError::Database(e)) => return Err(OpenError::Unreachable(e)),
             Err(e @ SessionError::Isolation(_)) => {
-                waiting.answered();
                 let finding = queue.finding(Severity::Error, &["database_url"], e.to_string());
                 return Err(OpenError::Invalid(vec![finding]));
             }
         };
-        let preparing = prepare_queue(&mut conn, queue, limit);
-        let prepared = match tokio::time::timeout(settings.database_timeout, preparing).await {
-            Err(_) => {
-                return Err(OpenError::Unreachable(DbError::Deadline {
-                    waiting_for: "the queue's statements to be prepared",
-                    limit: settings.database_timeout,
-                }))
-            }
-            Ok(Ok(prepared)) => prepared,
-            Ok(Err(PrepareError::Invalid(findings))) => {
-                waiting.answered();
-                return Err(OpenError::Invalid(findings));
-            }
-            Ok(Err(PrepareError::Database(e))) => return Err(OpenError::Unreachable(e)),
+        let prepared = match prepare_queue(&mut conn, queue, limit).await {
+            Ok(prepared) => prepared,
+            Err(PrepareError::Invalid(findings)) => return Err(OpenError::Invalid(findings)),
+            Err(PrepareError::Database(e)) => return Err(OpenError::Unreachable(e)),
         };
-        waiting.answered();
+        let max_packet = max_packet(&mut conn)
+            .await
+            .map_err(|e| OpenError::Unreachable(e.into()))?;
         Ok(Session {
-            conn,
             database: database.clone(),
+            max_packet,
             prepared,
             last_used: Instant::now(),
             longest_silence: settings.longest_silence,
             deadline: queue.database_timeout,
-            waiting,
+            watch: Calls {
+                waiting,
+                abandoned: Abandoned::new(database, conn.id()),
+            },
+            conn,
         })
     }
 
     /// Keeps `waiting` up to date from now on (a session opened before its worker).
     pub fn watched_by(mut self, waiting: Arc<Waiting>) -> Session {
-        self.waiting = waiting;
+        self.watch.waiting = waiting;
         self
     }
 
@@ -207,7 +237,7 @@ impl Session {
     /// the connection one statement late.
     pub async fn ping(&mut self) -> Result<(), DbError> {
         let limit = self.deadline.min(QUICK_TIMEOUT);
-        answer(&self.waiting, limit, "a ping", self.conn.ping()).await
+        answer(&self.watch, limit, "a ping", self.conn.ping()).await
     }
 
     /// Claims up to the session's limit of waiting rows: the claim opens the
@@ -217,7 +247,7 @@ impl Session {
         let claim = self
             .conn
             .exec(&prepared.claim, prepared.claim_params(queue));
-        let rows: Vec<Row> = answer(&self.waiting, self.deadline, "the claim", claim).await?;
+        let rows: Vec<Row> = answer(&self.watch, self.deadline, "the claim", claim).await?;
         Ok(rows.into_iter().map(|row| prepared.item(row)).collect())
     }
 
@@ -252,26 +282,22 @@ impl Session {
     }
 
     async fn simple(&mut self, sql: &'static str, what: &'static str) -> Result<(), DbError> {
-        answer(
-            &self.waiting,
-            self.deadline,
-            what,
-            self.conn.query_drop(sql),
-        )
-        .await
+        answer(&self.watch, self.deadline, what, self.conn.query_drop(sql)).await
     }
 }
 
-/// Awaits `call` for at most `limit`, keeping `waiting` up to date: any answer from
+/// Awaits `call` for at most `limit`, keeping `watch` up to date: any answer from
 /// the server — a statement's own error included — ends the wait; no answer leaves
-/// it set, and the connection is given up.
+/// it set, and the connection is given up (and killed from a side connection as the
+/// session is dropped, so the server does not run the call on).
 async fn answer<T>(
-    waiting: &Waiting,
+    watch: &Calls,
     limit: Duration,
     what: &'static str,
     call: impl Future<Output = Result<T, mysql_async::Error>>,
 ) -> Result<T, DbError> {
-    waiting.begin(what);
+    watch.waiting.begin(what);
+    watch.abandoned.sent();
     let result = match tokio::time::timeout(limit, call).await {
         Ok(result) => result.map_err(DbError::from),
         Err(_) => {
@@ -282,7 +308,14 @@ async fn answer<T>(
         }
     };
     if result.is_ok() || matches!(&result, Err(e) if e.server_code().is_some()) {
-        waiting.answered();
+        watch.waiting.answered();
+        watch.abandoned.answered();
     }
     result
+}
+
+/// The server's `max_allowed_packet`.
+async fn max_packet(conn: &mut Conn) -> Result<usize, mysql_async::Error> {
+    let value: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
+    Ok(value.map_or(4 * 1024 * 1024, |v| v as usize))
 }

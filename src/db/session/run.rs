@@ -2,12 +2,15 @@
 //! one JSON array in `:batch`), counting the rows the first one matched, or against
 //! a deadline past which the running statement is interrupted.
 
+use std::future::Future;
+
 use mysql_async::prelude::Queryable;
-use mysql_async::Params;
+use mysql_async::{Params, Value};
 use tokio::time::Instant;
 
 use super::interrupt::Interrupt;
 use super::{answer, Ran, Session, Statements};
+use crate::db::connect::Database;
 use crate::db::error::DbError;
 use crate::db::item::{bind, bind_batch, Item, OutcomeParams, ParamSource};
 use crate::db::row_json::batch_json;
@@ -45,12 +48,30 @@ impl Session {
     ) -> Result<(), DbError> {
         let what = which.waiting_for();
         for bound in self.prepared.statements(which) {
-            let statement = self
-                .conn
-                .exec_drop(&bound.statement, params(&bound.sources));
-            answer(&self.waiting, self.deadline, what, statement).await?;
+            let params = self.fitting(what, params(&bound.sources))?;
+            let statement = self.conn.exec_drop(&bound.statement, params);
+            answer(&self.watch, self.deadline, what, statement).await?;
         }
         Ok(())
+    }
+
+    /// `params`, if the server takes them in one packet; else [`DbError::TooLarge`]
+    /// before anything is sent (the connection and the transaction live on).
+    fn fitting(&self, what: &'static str, params: Params) -> Result<Params, DbError> {
+        let size = match &params {
+            Params::Positional(values) => values.iter().map(value_size).sum(),
+            _ => 0,
+        };
+        // Room for the packet's header, the statement id and the types.
+        let limit = self.max_packet.saturating_sub(1024);
+        if size > limit {
+            return Err(DbError::TooLarge {
+                what,
+                size,
+                limit: self.max_packet,
+            });
+        }
+        Ok(params)
     }
 
     /// As [`Session::run`], and says how many rows the first statement matched (the
@@ -65,9 +86,9 @@ impl Session {
         let what = which.waiting_for();
         let mut first = None;
         for bound in self.prepared.statements(which) {
-            let params = bind(&bound.sources, item, queue, outcome);
+            let params = self.fitting(what, bind(&bound.sources, item, queue, outcome))?;
             let statement = self.conn.exec_drop(&bound.statement, params);
-            answer(&self.waiting, self.deadline, what, statement).await?;
+            answer(&self.watch, self.deadline, what, statement).await?;
             first.get_or_insert(self.conn.affected_rows());
         }
         Ok(first.unwrap_or_default())
@@ -109,26 +130,45 @@ impl Session {
         params: impl Fn(&[ParamSource]) -> Params,
         deadline: Instant,
     ) -> Result<Ran, DbError> {
+        let what = which.waiting_for();
         for bound in self.prepared.statements(which) {
-            let params = params(&bound.sources);
+            let params = match self.fitting(what, params(&bound.sources)) {
+                Ok(params) => params,
+                Err(too_large) => return Ok(Ran::Failed(too_large)),
+            };
+            let started = Instant::now();
             let connection_id = self.conn.id();
+            self.watch.abandoned.sent();
             let execution = self.conn.exec_drop(&bound.statement, params);
             tokio::pin!(execution);
-            let result = match tokio::time::timeout_at(deadline, &mut execution).await {
-                Ok(result) => result.map_err(DbError::from),
-                Err(_elapsed) => {
+            let watched = Watched {
+                database: &self.database,
+                limit: self.deadline,
+                deadline,
+            };
+            let result = match watched.run(&mut execution).await {
+                Watch::Answered(result) => result.map_err(DbError::from),
+                Watch::PastDeadline => {
                     // From here on the worker waits for the database, not for its work.
-                    self.waiting.begin(which.waiting_for());
-                    let limit = self.deadline;
+                    self.watch.waiting.begin(what);
                     let stop = Interrupt {
                         database: &self.database,
                         connection_id,
-                        limit,
-                        what: which.waiting_for(),
+                        what,
+                        limit: self.deadline,
                     };
                     return stop.statement(execution).await;
                 }
+                Watch::Unreachable => {
+                    // Stalled since the statement was sent: it shows at once.
+                    self.watch.waiting.stalled_since(started, what);
+                    return Err(DbError::Deadline {
+                        waiting_for: what,
+                        limit: self.deadline,
+                    });
+                }
             };
+            self.watch.abandoned.answered();
             match result {
                 Ok(()) => {}
                 Err(e) if e.is_statement_error() => return Ok(Ran::Failed(e)),
@@ -136,5 +176,48 @@ impl Session {
             }
         }
         Ok(Ran::Completed)
+    }
+}
+
+/// A statement that may take long (an SQL action, up to its timeout), watched: once
+/// it has run for `limit` (`database_timeout`, longer than any round trip), and at
+/// every `limit` after, a side connection asks whether the server is reachable at
+/// all; if it is not, the worker is stalled, not busy.
+struct Watched<'a> {
+    database: &'a Database,
+    limit: std::time::Duration,
+    deadline: Instant,
+}
+
+enum Watch<T> {
+    Answered(T),
+    PastDeadline,
+    Unreachable,
+}
+
+impl Watched<'_> {
+    async fn run<T>(&self, execution: &mut (impl Future<Output = T> + Unpin)) -> Watch<T> {
+        let mut next_look = Instant::now() + self.limit;
+        loop {
+            tokio::select! {
+                result = &mut *execution => return Watch::Answered(result),
+                _ = tokio::time::sleep_until(self.deadline.min(next_look)) => {}
+            }
+            if Instant::now() >= self.deadline {
+                return Watch::PastDeadline;
+            }
+            if !self.database.reachable().await {
+                return Watch::Unreachable;
+            }
+            next_look = Instant::now() + self.limit;
+        }
+    }
+}
+
+/// About how many bytes `value` takes in an execute packet.
+fn value_size(value: &Value) -> usize {
+    match value {
+        Value::Bytes(bytes) => bytes.len() + 9,
+        _ => 9,
     }
 }

@@ -52,10 +52,16 @@ pub async fn hold<T>(
             _ = queue.abort.cancelled() => return Kept::Aborted,
             _ = sleep(every) => {}
         }
-        // The action runs on while the renewal waits: a command is its own process,
-        // and its output is read by tasks of their own.
+        // The action is still watched while the renewal waits, however long: its end
+        // (a command's exit status) is taken as it comes, and a slow renewal is let go.
         let line = progress.and_then(Progress::last);
-        match renew(queue, pool, lease, line.as_deref()).await {
+        let renewed = tokio::select! {
+            biased;
+            outcome = &mut action => return Kept::Finished(outcome),
+            _ = queue.abort.cancelled() => return Kept::Aborted,
+            renewed = renew(queue, pool, lease, line.as_deref()) => renewed,
+        };
+        match renewed {
             Ok(true) => renewals.renewed(),
             Ok(false) => {
                 let lost = LeaseLost {

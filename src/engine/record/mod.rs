@@ -84,7 +84,14 @@ pub async fn record<S: Store>(
         }
     }
     let done = store.write(Statements::OnSuccess, &succeeded).await?;
-    tally(queue, &succeeded, done, Fate::Done, report);
+    let too_large = tally(queue, &succeeded, done, Fate::Done, report);
+    // A row whose `[on_success]` is too large to send fails, with why, so it does not
+    // block the queue: `[on_failure]` gets the message.
+    let failing: Vec<(&Item, Outcome)> = too_large
+        .into_iter()
+        .map(|(item, e)| (item, Outcome::failure(e.to_string())))
+        .collect();
+    failed.extend(failing.iter().map(|(item, outcome)| (*item, outcome)));
     let recorded = store.write(Statements::OnFailure, &failed).await?;
     tally(queue, &failed, recorded, Fate::Failed, report);
     Ok(())
@@ -141,14 +148,17 @@ fn queue_fault(queue: &QueueRuntime, error: &str) {
     }
 }
 
-/// Counts what writing `which` did for each item of `set`.
-fn tally(
+/// Counts what writing `which` did for each item of `set`. Returns the items whose
+/// `[on_success]` was too large to send, with why, when `[on_failure]` can record
+/// them instead.
+fn tally<'i>(
     queue: &QueueRuntime,
-    set: &[(&Item, &Outcome)],
+    set: &[(&'i Item, &Outcome)],
     written: Vec<Written>,
     fate: Fate,
     report: &mut BatchReport,
-) {
+) -> Vec<(&'i Item, DbError)> {
+    let mut too_large = Vec::new();
     for (&(item, outcome), written) in set.iter().zip(written) {
         let _span = span(item, outcome).entered();
         match written {
@@ -157,6 +167,11 @@ fn tally(
                     failed(queue, item, outcome, true);
                 }
                 report.count(fate, || item.key_text());
+            }
+            Written::SqlFailed(e)
+                if e.is_too_large() && fate == Fate::Done && queue.config.on_failure.is_some() =>
+            {
+                too_large.push((item, e));
             }
             Written::SqlFailed(e) => {
                 let which = match fate {
@@ -180,6 +195,7 @@ fn tally(
             }
         }
     }
+    too_large
 }
 
 /// `which` SQL failed for `item`: counted every time, said in full once per key.
