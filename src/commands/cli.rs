@@ -7,10 +7,18 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::telemetry::logging::LogFormat;
 
+/// `tableq --version`: the version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TABLEQ_BUILD_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "tableq",
-    version,
+    version = VERSION,
     about = "Turn any MySQL or MariaDB table into a reliable work queue."
 )]
 pub struct Cli {
