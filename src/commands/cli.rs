@@ -32,6 +32,16 @@ pub struct Cli {
     )]
     pub database_url: Option<String>,
 
+    /// A file that holds that URL (a mounted Secret, a systemd credential), so that it
+    /// is in no environment; relative to the working directory.
+    #[arg(
+        long,
+        global = true,
+        env = "TABLEQ_DATABASE_URL_FILE",
+        value_name = "FILE"
+    )]
+    pub database_url_file: Option<PathBuf>,
+
     /// Log format on stderr; the level comes from TABLEQ_LOG (default "info").
     #[arg(
         long,

@@ -2,6 +2,7 @@
 //! the exit status each kind of failure maps to.
 
 pub mod cli;
+pub mod database_url;
 mod health;
 mod notify;
 mod reaper;
@@ -20,6 +21,7 @@ use crate::diagnostic::Findings;
 use crate::engine::reload::{listen_for_hangups, run_with_reload};
 use crate::engine::supervisor::{resolve_databases, RunOptions};
 use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
+use database_url::{default_url, DefaultUrl};
 
 /// Why a command failed, and so how the process exits.
 #[derive(Debug, thiserror::Error)]
@@ -49,14 +51,15 @@ impl Failure {
 
 /// Runs the command `cli` asks for.
 pub async fn execute(cli: Cli) -> Result<(), Failure> {
-    let database_url = cli
-        .database_url
-        .or_else(|| std::env::var("DATABASE_URL").ok())
-        .filter(|url| !url.is_empty());
+    // Read only by the commands that use it: `completions` needs no secret file.
+    let database = || {
+        let (flag, file) = (cli.database_url.clone(), cli.database_url_file.clone());
+        default_url(flag, file, &env_lookup).map_err(|e| Failure::Usage(e.to_string()))
+    };
     match cli.command {
-        Command::Run(args) => run_command(args, database_url).await,
-        Command::Check(args) => check_command(args, database_url).await,
-        Command::Count(args) => count_command(args, database_url).await,
+        Command::Run(args) => run_command(args, database()?).await,
+        Command::Check(args) => check_command(args, database()?).await,
+        Command::Count(args) => count_command(args, database()?).await,
         Command::Health(args) => {
             match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
                 Ok(body) => {
@@ -90,10 +93,14 @@ fn load(source: &QueueSource) -> Result<Vec<QueueConfig>, Failure> {
     })
 }
 
-async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), Failure> {
+async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure> {
     // First of all: a SIGHUP sent while the files load must not end the process.
     let hangups = listen_for_hangups()
         .map_err(|e| Failure::Runtime(format!("cannot listen for SIGHUP: {e}")))?;
+    if let Some(finding) = &database.warning {
+        tracing::warn!(%finding, "database URL file warning");
+    }
+    let database_url = database.url;
     let source = QueueSource {
         paths: args.paths.clone(),
         names: args.queues.clone(),
@@ -147,13 +154,14 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
     Ok(())
 }
 
-async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<(), Failure> {
+async fn check_command(args: CheckArgs, database: DefaultUrl) -> Result<(), Failure> {
     let options = CheckOptions {
         offline: args.offline,
-        database_url,
+        database_url: database.url,
         allow_multi_primary: args.allow_multi_primary,
     };
-    let report = check(&args.paths, &env_lookup, &options).await;
+    let mut report = check(&args.paths, &env_lookup, &options).await;
+    report.findings.extend(database.warning);
     for finding in &report.findings {
         println!("{finding}");
     }
@@ -164,13 +172,16 @@ async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<
     Ok(())
 }
 
-async fn count_command(args: CountArgs, database_url: Option<String>) -> Result<(), Failure> {
+async fn count_command(args: CountArgs, database: DefaultUrl) -> Result<(), Failure> {
+    if let Some(warning) = &database.warning {
+        eprintln!("{warning}");
+    }
     let source = QueueSource {
         paths: args.paths,
         names: args.queues,
     };
     let queues = load(&source)?;
-    let resolved = resolve_databases(queues, database_url.as_deref()).map_err(Failure::Config)?;
+    let resolved = resolve_databases(queues, database.url.as_deref()).map_err(Failure::Config)?;
     for (queue, database) in &resolved {
         match count_waiting(queue, database, args.cap as usize).await {
             Ok(waiting) => println!("{}\t{waiting}", queue.name),
@@ -186,3 +197,4 @@ async fn count_command(args: CountArgs, database_url: Option<String>) -> Result<
     }
     Ok(())
 }
+

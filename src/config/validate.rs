@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::raw::RawQueue;
 use super::{
-    action, interpolate, line_of, QueueConfig, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
-    DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL, MAX_BATCH, MAX_ERROR_BACKOFF,
-    MAX_WORKERS,
+    action, interpolate_secret, line_of, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT,
+    DEFAULT_ERROR_BACKOFF, DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL,
+    MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
 };
 use crate::diagnostic::Finding;
 
@@ -131,6 +131,7 @@ pub fn validate(
         circuit: flow.circuit,
         scope,
         secret_variables: secret_variables(&raw),
+        secret_files: secret_files(&raw),
         database_url,
         select,
         key: raw.key,
@@ -152,9 +153,9 @@ pub fn validate(
     Ok(queue)
 }
 
-/// `database_url` with its `${ENV}` replaced.
+/// `database_url` with its `${ENV}` and `${file:…}` replaced.
 fn database_url(v: &mut Validator, url: Option<&str>) -> Option<String> {
-    let interpolated = interpolate(url?, v.env);
+    let interpolated = interpolate_secret(url?, v.env);
     interpolated
         .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
         .ok()
@@ -248,6 +249,32 @@ fn secret_variables(raw: &RawQueue) -> Vec<String> {
         );
     }
     names
+}
+
+/// The files `database_url`, `signing_secret` and the headers read (`${file:…}`).
+fn secret_files(raw: &RawQueue) -> Vec<SecretFile> {
+    let mut values: Vec<(Vec<String>, &str)> = Vec::new();
+    if let Some(url) = raw.database_url.as_deref() {
+        values.push((vec!["database_url".into()], url));
+    }
+    if let super::raw::RawAction::Http(http) = &raw.action {
+        if let Some(secret) = http.signing_secret.as_deref() {
+            values.push((vec!["action".into(), "signing_secret".into()], secret));
+        }
+        for (name, value) in &http.headers {
+            values.push((vec!["action".into(), "headers".into(), name.clone()], value));
+        }
+    }
+    let mut found = Vec::new();
+    for (key, value) in values {
+        for path in super::files(value) {
+            found.push(SecretFile {
+                path,
+                key: key.clone(),
+            });
+        }
+    }
+    found
 }
 
 /// `name`, else the file's stem.

@@ -51,13 +51,17 @@ pub struct HttpAction {
     pub https_only: bool,
 }
 
-/// A signing key. Its `Debug` never shows the key.
+/// A signing key. Its `Debug` never shows the key, only a short fingerprint of it:
+/// enough for a reload to see that a key read from a file (`${file:…}`) changed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SigningKey(pub Vec<u8>);
 
 impl std::fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SigningKey(…)")
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(&self.0);
+        let fingerprint: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+        write!(f, "SigningKey(sha256 {fingerprint}…)")
     }
 }
 
@@ -152,7 +156,7 @@ fn headers(raw: &RawHttpAction, v: &mut Validator) -> Vec<(String, Template)> {
             );
             continue;
         }
-        match Template::parse(value, v.env) {
+        match Template::parse_secret(value, v.env) {
             Ok(template) => headers.push((name.clone(), template)),
             Err(e) => v.error(
                 &["action", "headers", name],
@@ -205,7 +209,7 @@ fn signing_keys(
     secret: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<SigningKey>, String> {
-    let secret = super::super::interpolate(secret, env)
+    let secret = super::super::interpolate_secret(secret, env)
         .map_err(|e| format!("`action.signing_secret`: {e}"))?;
     let mut keys = Vec::new();
     for (index, one) in secret.split_whitespace().enumerate() {
