@@ -164,6 +164,11 @@ pub struct CountArgs {
     #[arg(long = "queue", value_name = "NAME")]
     pub queues: Vec<String>,
 
+    /// Print the statement the background count runs for one queue (for KEDA's
+    /// MySQL scaler) instead of counting; its cap is the queue's `waiting_cap`.
+    #[arg(long)]
+    pub print_sql: bool,
+
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::check::{check, CheckOptions};
 use crate::config::names::key_name;
 use crate::config::{LoadError, QueueConfig, QueueSource};
-use crate::count::count_waiting;
+use crate::count::{count_waiting, printable_count_statement};
 use crate::db::OpenError;
 use crate::diagnostic::Findings;
 use crate::engine::reload::{listen_for_hangups, run_with_reload};
@@ -181,6 +181,9 @@ async fn count_command(args: CountArgs, database: DefaultUrl) -> Result<(), Fail
         names: args.queues,
     };
     let queues = load(&source)?;
+    if args.print_sql {
+        return print_count_sql(&queues);
+    }
     let resolved = resolve_databases(queues, database.url.as_deref()).map_err(Failure::Config)?;
     for (queue, database) in &resolved {
         match count_waiting(queue, database, args.cap as usize).await {
@@ -198,3 +201,20 @@ async fn count_command(args: CountArgs, database: DefaultUrl) -> Result<(), Fail
     Ok(())
 }
 
+/// `count --print-sql`: one queue's count statement, to paste into an autoscaler.
+fn print_count_sql(queues: &[QueueConfig]) -> Result<(), Failure> {
+    match queues {
+        [queue] => {
+            println!("{}", printable_count_statement(queue));
+            Ok(())
+        }
+        _ => {
+            let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+            Err(Failure::Usage(format!(
+                "count --print-sql prints one queue's statement: choose it with --queue NAME \
+                 (the files define: {})",
+                names.join(", ")
+            )))
+        }
+    }
+}
