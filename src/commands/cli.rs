@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::check::format::ReportFormat;
 use crate::telemetry::logging::LogFormat;
 
 /// `tableq --version`: the version and the commit it was built from (build.rs).
@@ -148,6 +149,11 @@ pub struct CheckArgs {
     /// must then use the same node: row locks are not shared between primaries).
     #[arg(long)]
     pub allow_multi_primary: bool,
+
+    /// How to print the report: text, json (one document), or github (workflow
+    /// commands that annotate the queue file's lines in a pull request).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
 
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]

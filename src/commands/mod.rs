@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::check::format::render;
 use crate::check::{check, CheckOptions};
 use crate::config::names::key_name;
 use crate::config::{LoadError, QueueConfig, QueueSource};
@@ -162,10 +163,7 @@ async fn check_command(args: CheckArgs, database: DefaultUrl) -> Result<(), Fail
     };
     let mut report = check(&args.paths, &env_lookup, &options).await;
     report.findings.extend(database.warning);
-    for finding in &report.findings {
-        println!("{finding}");
-    }
-    println!("{}", report.summary());
+    print!("{}", render(&report, args.format));
     if report.fails(args.strict) {
         return Err(Failure::CheckFailed);
     }
