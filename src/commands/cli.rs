@@ -23,7 +23,8 @@ pub const VERSION: &str = concat!(
     about = "Turn any MySQL or MariaDB table into a reliable work queue."
 )]
 pub struct Cli {
-    /// Database for queues without their own `database_url` (else $DATABASE_URL).
+    /// Database for queues without their own `database_url` (else --database-url-file,
+    /// then the systemd credential `database-url`, then $DATABASE_URL).
     #[arg(
         long,
         global = true,
@@ -69,8 +70,16 @@ pub enum Command {
     Health(HealthArgs),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
-    /// Print the manual page (roff): `tableq man > tableq.1`.
-    Man,
+    /// Print the manual page tableq(1) (`tableq man > tableq.1`), or write every page
+    /// into DIR: tableq.1, and tableq-run.1 and so on for each subcommand.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The directory to write the pages into (made if it does not exist).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Where `run --metrics-addr` listens when it is not told (the container's default).

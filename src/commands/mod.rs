@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod database_url;
 mod health;
+mod man;
 mod notify;
 mod reaper;
 mod signals;
@@ -75,11 +76,16 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
             clap_complete::generate(args.shell, &mut command, "tableq", &mut std::io::stdout());
             Ok(())
         }
-        Command::Man => {
-            let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
-            page.render(&mut std::io::stdout())
-                .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}")))
-        }
+        Command::Man(args) => match &args.dir {
+            None => man::print_page(&mut std::io::stdout())
+                .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}"))),
+            Some(dir) => man::write_pages(dir).map_err(|e| {
+                Failure::Runtime(format!(
+                    "{}: cannot write the manual pages: {e}",
+                    dir.display()
+                ))
+            }),
+        },
     }
 }
 
