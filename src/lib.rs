@@ -13,8 +13,9 @@
 //! ```
 //!
 //! - [`commands`]: the command line ([`commands::cli`]), signals, systemd's notify
-//!   socket, reaping orphaned processes, and what each subcommand does, with its
-//!   exit status.
+//!   socket, reaping orphaned processes, the man pages, where the database URL comes
+//!   from (a flag, a file, a systemd credential), and what each subcommand does,
+//!   with its exit status.
 //! - `engine`: running queues — `supervisor` (one version per queue: start, reload
 //!   without harm, the watchdog, graceful shutdown), `launch` (prepare, then start
 //!   a queue's workers), `reload` (SIGHUP), `lifecycle` and `liveness` (what the
@@ -28,8 +29,9 @@
 //!   `idle` (one worker polls an empty queue), `stop_when_empty`, `backoff`.
 //! - `check`: `tableq check` — the files, the server, the two-session SKIP LOCKED
 //!   self-test, the claim's index and the leave-the-query proof (and lease mode's),
-//!   all rolled back.
-//! - `count`: `tableq count`.
+//!   all rolled back; the report as text, JSON or GitHub annotations.
+//! - `count`: `tableq count`, and the background count's statement for an
+//!   autoscaler (`--print-sql`).
 //! - [`telemetry`]: per-queue counters, timings and recent failures, the progress
 //!   line, the metrics and health endpoint, the status page, logging.
 //! - `action`: what to do with one item, one folder per kind (`sql`, `http`,
@@ -39,9 +41,9 @@
 //!   savepoints, commit), a lease-mode queue's small `SessionPool`, the backlog and
 //!   the database's clock, a queue's SQL prepared, the claimed row as parameters and
 //!   as JSON.
-//! - [`config`]: queue files — locating lines, `${ENV}`, `{column}` templates, the
-//!   queue-level keys and each action kind's table, `mode` and `[lease]`, `scope`,
-//!   validation, names.
+//! - [`config`]: queue files — locating lines, `${ENV}` and `${file:…}` secrets,
+//!   `{column}` templates, the queue-level keys and each action kind's table, `mode`
+//!   and `[lease]`, `scope`, validation, names.
 //! - `sql`: the user's SQL as text — one lexer, statements and their `:params`, what
 //!   a statement's shape tells (literal columns, tables, the index a claim wants).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
