@@ -59,6 +59,7 @@ pub fn interpolate_secret(
     expand(text, lookup, Files::Read)
 }
 
+/// Replaces `${NAME}`, and `${file:/PATH}` where `files` says so.
 pub(super) fn expand(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
