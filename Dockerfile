@@ -13,13 +13,22 @@ RUN mkdir -p src benches \
  && echo 'fn main() {}' > benches/throughput.rs \
  && cargo build --release --locked --bin tableq \
  && rm -rf src benches
+COPY build.rs ./
 COPY src src
 COPY benches benches
+# The commit `tableq --version` names: the build context has no .git, so say it
+# (docker build --build-arg TABLEQ_COMMIT=$(git rev-parse HEAD) .); else "unknown
+# commit".
+ARG TABLEQ_COMMIT=""
 # cargo compares modification times: make the real sources newer than the stand-ins.
 RUN touch src/main.rs src/lib.rs \
  && cargo build --release --locked --bin tableq
 
 FROM debian:bookworm-slim
+# The release workflow adds the version, the commit and the date (OCI labels too).
+LABEL org.opencontainers.image.title="tableq" \
+      org.opencontainers.image.description="Turn any MySQL 8 or MariaDB table into a work queue" \
+      org.opencontainers.image.licenses="MIT OR Apache-2.0"
 # ca-certificates: the roots that HTTP actions verify https:// endpoints against.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \

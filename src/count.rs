@@ -1,11 +1,16 @@
 //! `tableq count`: how many rows are waiting, the article's way — lock up to a cap
 //! of them with SKIP LOCKED in a transaction that commits at once. Rows being worked
 //! on right now are not counted; a big backlog costs no more than the cap.
+//!
+//! `tableq count --print-sql`: the statement the background count runs (a plain read,
+//! rows in flight counted too), for an autoscaler to run itself.
 
 use std::fmt;
 
 use crate::config::QueueConfig;
 use crate::db::{Database, OpenError, Session};
+
+pub use crate::db::backlog::printable_count_statement;
 
 /// Waiting rows, up to the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

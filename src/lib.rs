@@ -16,7 +16,8 @@
 //! - [`commands`]: the command line and what each subcommand does, with its exit
 //!   status — `commands::cli` (clap types), `commands::signals`, `commands::notify`
 //!   (systemd's notify socket), `commands::reaper` (orphaned processes),
-//!   `commands::health` (`tableq health`).
+//!   `commands::health` (`tableq health`), `commands::man` (the man pages),
+//!   `commands::database_url` (the URL from a flag, a file or a systemd credential).
 //! - `engine`: running queues.
 //!   - `engine::supervisor` (one version per queue: start, reload without harm, the
 //!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
@@ -44,9 +45,10 @@
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
 //!   `check::tables`, `check::oldest`, `check::queries`, `check::samples` (sample
-//!   outcomes), and `check::proof` (the leave-the-query proof: `check::proof::sample`,
+//!   outcomes), `check::format` (the report as text, JSON or GitHub annotations), and `check::proof` (the leave-the-query proof: `check::proof::sample`,
 //!   `check::proof::lease`, `check::proof::words`), all rolled back.
-//! - `count`: `tableq count`.
+//! - `count`: `tableq count`, and the background count's statement for an
+//!   autoscaler (`--print-sql`).
 //! - [`telemetry`]: `telemetry::stats` (per-queue counters, the progress line),
 //!   `telemetry::events` (what is both logged and counted, one type each),
 //!   `telemetry::observed` (timings, rollbacks, errors, backlog, history,
@@ -72,7 +74,7 @@
 //!   `db::backlog`, `db::clock`, `db::waiting`.
 //! - [`config`]: queue files — `config::raw`, `config::parse` (every key's problem
 //!   at once), `config::validate`, `config::statements`, `config::names` (one rule
-//!   for unknown names), `config::locate`, `config::interpolate` (`${ENV}`),
+//!   for unknown names), `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`), `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
 //!   value), `config::scope`, `config::lease`, `config::circuit`,
 //!   `config::monitoring`, and `config::action`: each kind's `[action]` table

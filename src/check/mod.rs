@@ -10,6 +10,7 @@
 //! in [`queries`].
 
 pub mod explain;
+pub mod format;
 pub mod index;
 pub mod offline;
 pub mod oldest;

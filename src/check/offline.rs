@@ -2,6 +2,7 @@
 //! reveals are the loader's — `run` refuses them too; see [`crate::config::names`].) These
 //! are warnings: `run` logs them and runs.
 
+use crate::config::secret_file::{others_can_read, readable_by_others};
 use crate::config::statement_path;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
@@ -15,6 +16,26 @@ pub fn warnings(queue: &QueueConfig, key: Option<&str>) -> Vec<Finding> {
         findings.extend(outcome_not_by_key(queue, key));
     }
     findings.extend(queue.action.kind().warnings(queue));
+    findings.extend(secret_files_others_can_read(queue));
+    findings
+}
+
+/// A `${file:…}` whose file every user of the machine can read.
+pub fn secret_files_others_can_read(queue: &QueueConfig) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for secret in &queue.secret_files {
+        let Some(mode) = readable_by_others(&secret.path) else {
+            continue;
+        };
+        let key: Vec<&str> = secret.key.iter().map(String::as_str).collect();
+        let what = format!(
+            "`{}` reads its secret from {}",
+            key.join("."),
+            secret.path.display()
+        );
+        let message = others_can_read(&what, &secret.path, mode);
+        findings.push(queue.finding(Severity::Warning, &key, message));
+    }
     findings
 }
 

@@ -87,6 +87,7 @@ pub async fn check_queue(
     servers: &mut Servers,
 ) -> Vec<Finding> {
     let mut findings: Vec<Finding> = offline::missing_on_failure(queue).into_iter().collect();
+    findings.extend(offline::secret_files_others_can_read(queue));
     let database = match Database::for_queue(queue, options.database_url.as_deref()) {
         Ok(database) => database,
         Err(finding) => {

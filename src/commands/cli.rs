@@ -5,16 +5,26 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::check::format::ReportFormat;
 use crate::telemetry::logging::LogFormat;
+
+/// `tableq --version`: the version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TABLEQ_BUILD_COMMIT"),
+    ")"
+);
 
 #[derive(Debug, Parser)]
 #[command(
     name = "tableq",
-    version,
+    version = VERSION,
     about = "Turn any MySQL or MariaDB table into a reliable work queue."
 )]
 pub struct Cli {
-    /// Database for queues without their own `database_url` (else $DATABASE_URL).
+    /// Database for queues without their own `database_url` (else --database-url-file,
+    /// then the systemd credential `database-url`, then $DATABASE_URL).
     #[arg(
         long,
         global = true,
@@ -23,6 +33,16 @@ pub struct Cli {
         value_name = "URL"
     )]
     pub database_url: Option<String>,
+
+    /// A file that holds that URL (a mounted Secret, a systemd credential), so that it
+    /// is in no environment; relative to the working directory.
+    #[arg(
+        long,
+        global = true,
+        env = "TABLEQ_DATABASE_URL_FILE",
+        value_name = "FILE"
+    )]
+    pub database_url_file: Option<PathBuf>,
 
     /// Log format on stderr; the level comes from TABLEQ_LOG (default "info").
     #[arg(
@@ -50,8 +70,16 @@ pub enum Command {
     Health(HealthArgs),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
-    /// Print the manual page (roff): `tableq man > tableq.1`.
-    Man,
+    /// Print the manual page tableq(1) (`tableq man > tableq.1`), or write every page
+    /// into DIR: tableq.1, and tableq-run.1 and so on for each subcommand.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The directory to write the pages into (made if it does not exist).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Where `run --metrics-addr` listens when it is not told (the container's default).
@@ -131,6 +159,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub allow_multi_primary: bool,
 
+    /// How to print the report: text, json (one document), or github (workflow
+    /// commands that annotate the queue file's lines in a pull request).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
+
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
@@ -145,6 +178,11 @@ pub struct CountArgs {
     /// Count only these queues (repeatable).
     #[arg(long = "queue", value_name = "NAME")]
     pub queues: Vec<String>,
+
+    /// Print the statement the background count runs for one queue (for KEDA's
+    /// MySQL scaler) instead of counting; its cap is the queue's `waiting_cap`.
+    #[arg(long)]
+    pub print_sql: bool,
 
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]

@@ -2,7 +2,9 @@
 //! the exit status each kind of failure maps to.
 
 pub mod cli;
+pub mod database_url;
 mod health;
+mod man;
 mod notify;
 mod reaper;
 mod signals;
@@ -11,15 +13,17 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::check::format::render;
 use crate::check::{check, CheckOptions};
 use crate::config::names::key_name;
 use crate::config::{LoadError, QueueConfig, QueueSource};
-use crate::count::count_waiting;
+use crate::count::{count_waiting, printable_count_statement};
 use crate::db::OpenError;
 use crate::diagnostic::Findings;
 use crate::engine::reload::{listen_for_hangups, run_with_reload};
 use crate::engine::supervisor::{resolve_databases, RunOptions};
 use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
+use database_url::{default_url, DefaultUrl};
 
 /// Why a command failed, and so how the process exits.
 #[derive(Debug, thiserror::Error)]
@@ -49,14 +53,15 @@ impl Failure {
 
 /// Runs the command `cli` asks for.
 pub async fn execute(cli: Cli) -> Result<(), Failure> {
-    let database_url = cli
-        .database_url
-        .or_else(|| std::env::var("DATABASE_URL").ok())
-        .filter(|url| !url.is_empty());
+    // Read only by the commands that use it: `completions` needs no secret file.
+    let database = || {
+        let (flag, file) = (cli.database_url.clone(), cli.database_url_file.clone());
+        default_url(flag, file, &env_lookup).map_err(|e| Failure::Usage(e.to_string()))
+    };
     match cli.command {
-        Command::Run(args) => run_command(args, database_url).await,
-        Command::Check(args) => check_command(args, database_url).await,
-        Command::Count(args) => count_command(args, database_url).await,
+        Command::Run(args) => run_command(args, database()?).await,
+        Command::Check(args) => check_command(args, database()?).await,
+        Command::Count(args) => count_command(args, database()?).await,
         Command::Health(args) => {
             match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
                 Ok(body) => {
@@ -71,11 +76,16 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
             clap_complete::generate(args.shell, &mut command, "tableq", &mut std::io::stdout());
             Ok(())
         }
-        Command::Man => {
-            let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
-            page.render(&mut std::io::stdout())
-                .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}")))
-        }
+        Command::Man(args) => match &args.dir {
+            None => man::print_page(&mut std::io::stdout())
+                .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}"))),
+            Some(dir) => man::write_pages(dir).map_err(|e| {
+                Failure::Runtime(format!(
+                    "{}: cannot write the manual pages: {e}",
+                    dir.display()
+                ))
+            }),
+        },
     }
 }
 
@@ -90,10 +100,14 @@ fn load(source: &QueueSource) -> Result<Vec<QueueConfig>, Failure> {
     })
 }
 
-async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), Failure> {
+async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure> {
     // First of all: a SIGHUP sent while the files load must not end the process.
     let hangups = listen_for_hangups()
         .map_err(|e| Failure::Runtime(format!("cannot listen for SIGHUP: {e}")))?;
+    if let Some(finding) = &database.warning {
+        tracing::warn!(%finding, "database URL file warning");
+    }
+    let database_url = database.url;
     let source = QueueSource {
         paths: args.paths.clone(),
         names: args.queues.clone(),
@@ -147,30 +161,34 @@ async fn run_command(args: RunArgs, database_url: Option<String>) -> Result<(), 
     Ok(())
 }
 
-async fn check_command(args: CheckArgs, database_url: Option<String>) -> Result<(), Failure> {
+async fn check_command(args: CheckArgs, database: DefaultUrl) -> Result<(), Failure> {
     let options = CheckOptions {
         offline: args.offline,
-        database_url,
+        database_url: database.url,
         allow_multi_primary: args.allow_multi_primary,
     };
-    let report = check(&args.paths, &env_lookup, &options).await;
-    for finding in &report.findings {
-        println!("{finding}");
-    }
-    println!("{}", report.summary());
+    let mut report = check(&args.paths, &env_lookup, &options).await;
+    report.findings.extend(database.warning);
+    print!("{}", render(&report, args.format));
     if report.fails(args.strict) {
         return Err(Failure::CheckFailed);
     }
     Ok(())
 }
 
-async fn count_command(args: CountArgs, database_url: Option<String>) -> Result<(), Failure> {
+async fn count_command(args: CountArgs, database: DefaultUrl) -> Result<(), Failure> {
+    if let Some(warning) = &database.warning {
+        eprintln!("{warning}");
+    }
     let source = QueueSource {
         paths: args.paths,
         names: args.queues,
     };
     let queues = load(&source)?;
-    let resolved = resolve_databases(queues, database_url.as_deref()).map_err(Failure::Config)?;
+    if args.print_sql {
+        return print_count_sql(&queues);
+    }
+    let resolved = resolve_databases(queues, database.url.as_deref()).map_err(Failure::Config)?;
     for (queue, database) in &resolved {
         match count_waiting(queue, database, args.cap as usize).await {
             Ok(waiting) => println!("{}\t{waiting}", queue.name),
@@ -185,4 +203,22 @@ async fn count_command(args: CountArgs, database_url: Option<String>) -> Result<
         }
     }
     Ok(())
+}
+
+/// `count --print-sql`: one queue's count statement, to paste into an autoscaler.
+fn print_count_sql(queues: &[QueueConfig]) -> Result<(), Failure> {
+    match queues {
+        [queue] => {
+            println!("{}", printable_count_statement(queue));
+            Ok(())
+        }
+        _ => {
+            let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+            Err(Failure::Usage(format!(
+                "count --print-sql prints one queue's statement: choose it with --queue NAME \
+                 (the files define: {})",
+                names.join(", ")
+            )))
+        }
+    }
 }

@@ -13,6 +13,7 @@ pub mod names;
 mod parse;
 mod raw;
 pub mod scope;
+pub mod secret_file;
 mod statements;
 pub mod template;
 mod validate;
@@ -29,7 +30,7 @@ pub use action::{
     SqlAction,
 };
 pub use circuit::CircuitConfig;
-pub use interpolate::{interpolate, variables, InterpolateError};
+pub use interpolate::{files, interpolate, interpolate_secret, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
 pub use mode::Mode;
 pub use monitoring::Monitoring;
@@ -74,6 +75,14 @@ pub const MAX_BATCH: usize = 1000;
 /// The largest `workers`: each one holds a database connection.
 pub const MAX_WORKERS: usize = 1000;
 
+/// A file a secret was read from (`${file:/PATH}`), and the key that read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretFile {
+    pub path: PathBuf,
+    /// Where in the queue file: `["action", "headers", "Authorization"]`.
+    pub key: Vec<String>,
+}
+
 /// One queue, validated: every value typed, every statement parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueConfig {
@@ -106,6 +115,8 @@ pub struct QueueConfig {
     /// The `${VARS}` the file puts into `database_url` or a signing secret: a command
     /// must not be handed them.
     pub secret_variables: Vec<String>,
+    /// The `${file:…}`s the file reads its secrets from, each with its key.
+    pub secret_files: Vec<SecretFile>,
     pub select: ParsedStatement,
     /// The column that identifies a row; `None` means the first column.
     pub key: Option<String>,

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use super::interpolate::{expand, Files};
 use crate::config::InterpolateError;
 
 /// One piece of a template.
@@ -39,6 +40,23 @@ impl Template {
         text: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Template, TemplateError> {
+        Template::parse_with(text, env, Files::Refuse)
+    }
+
+    /// Like [`Template::parse`], for a value that may hold a secret (a header):
+    /// `${file:/PATH}` is replaced by the file's text too.
+    pub fn parse_secret(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Template, TemplateError> {
+        Template::parse_with(text, env, Files::Read)
+    }
+
+    fn parse_with(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+        files: Files,
+    ) -> Result<Template, TemplateError> {
         let mut parts = Vec::new();
         let mut literal = String::new();
         let mut chars = text.char_indices().peekable();
@@ -53,7 +71,7 @@ impl Template {
                             .map(|i| at + i + 1)
                             .ok_or(InterpolateError::Unclosed)?
                     };
-                    literal.push_str(&crate::config::interpolate(&text[at..end], env)?);
+                    literal.push_str(&expand(&text[at..end], env, files)?);
                     while chars.peek().is_some_and(|(i, _)| *i < end) {
                         chars.next();
                     }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::raw::RawQueue;
 use super::{
-    action, interpolate, line_of, QueueConfig, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
-    DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL, MAX_BATCH, MAX_ERROR_BACKOFF,
-    MAX_WORKERS,
+    action, interpolate_secret, line_of, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT,
+    DEFAULT_ERROR_BACKOFF, DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL,
+    MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
 };
 use crate::diagnostic::Finding;
 
@@ -130,6 +130,7 @@ pub fn validate(
         circuit: flow.circuit,
         mode,
         secret_variables: secret_variables(&raw, &action),
+        secret_files: secret_files(&raw, &action),
         database_url,
         select,
         key: raw.key,
@@ -150,9 +151,9 @@ pub fn validate(
     Ok(queue)
 }
 
-/// `database_url` with its `${ENV}` replaced.
+/// `database_url` with its `${ENV}` and `${file:…}` replaced.
 fn database_url(v: &mut Validator, url: Option<&str>) -> Option<String> {
-    let interpolated = interpolate(url?, v.env);
+    let interpolated = interpolate_secret(url?, v.env);
     interpolated
         .map_err(|e| v.error(&["database_url"], format!("`database_url`: {e}")))
         .ok()
@@ -239,6 +240,23 @@ fn secret_variables(raw: &RawQueue, action: &super::ActionConfig) -> Vec<String>
         .unwrap_or_default();
     names.extend(action.kind().secret_variables());
     names
+}
+
+/// The files `database_url`, `signing_secret` and the headers read (`${file:…}`).
+fn secret_files(raw: &RawQueue, action: &super::ActionConfig) -> Vec<SecretFile> {
+    let mut found: Vec<SecretFile> = raw
+        .database_url
+        .as_deref()
+        .map(super::files)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|path| SecretFile {
+            path,
+            key: vec!["database_url".into()],
+        })
+        .collect();
+    found.extend(action.kind().secret_files());
+    found
 }
 
 /// `name`, else the file's stem.

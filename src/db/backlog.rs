@@ -21,6 +21,7 @@ use super::error_kind::ErrorKind;
 use super::session::OpenError;
 use crate::config::names::find_column;
 use crate::config::QueueConfig;
+use crate::sql::statement::{string_literal, with_parameters_written_in};
 
 /// What one look at the backlog found.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,10 +97,11 @@ async fn read_on(
         0 => Params::Empty,
         n => Params::Positional(vec![Value::from(queue.name.as_str()); n]),
     };
-    // The count and the clock in one statement.
+    // The count and the clock in one statement: the count is the very statement
+    // `tableq count --print-sql` prints (there with `:queue` written in).
     let count = format!(
-        "SELECT COUNT(*), NOW(6), UNIX_TIMESTAMP(NOW(6)) FROM ({select}\nLIMIT {}) AS tableq_waiting",
-        cap + 1
+        "SELECT ({}), NOW(6), UNIX_TIMESTAMP(NOW(6))",
+        count_statement(select, cap)
     );
     let here = SystemTime::now();
     let row: Option<(u64, Value, Value)> =
@@ -121,6 +123,26 @@ async fn read_on(
         oldest_since,
         clock: DbClock::from_values(&now, &unix, here),
     })
+}
+
+/// The statement that counts the rows `select` returns, up to `cap` and one more (to
+/// tell "more than the cap"): one number. The background count runs it.
+fn count_statement(select: &str, cap: usize) -> String {
+    format!(
+        "SELECT COUNT(*) FROM ({select}\nLIMIT {}) AS tableq_waiting",
+        cap + 1
+    )
+}
+
+/// `queue`'s count statement as a client that binds no parameters runs it, `:queue`
+/// written in as a string: for KEDA's MySQL scaler (`tableq count --print-sql`).
+/// Its number is the `tableq_waiting` gauge's, less `waiting_cap`'s cut (it shows
+/// `waiting_cap + 1` for "more").
+pub fn printable_count_statement(queue: &QueueConfig) -> String {
+    // Queue names are letters, digits, `_` and `-` (the loader's rule): always a literal.
+    let name = string_literal(&queue.name).unwrap_or_else(|| "''".to_string());
+    let select = with_parameters_written_in(&queue.select.text, &|_| name.clone());
+    count_statement(&select, queue.monitoring.waiting_cap)
 }
 
 /// The value of `row`'s column `name`, by the loader's rule for names.

@@ -109,6 +109,29 @@ pub fn sets_only_user_variables(sql: &str) -> bool {
     true
 }
 
+/// `text` with every `:name` parameter written in as `literal(name)`: for a client
+/// that cannot bind parameters (KEDA's MySQL scaler, via `tableq count --print-sql`).
+/// tableq itself never runs such a statement; it binds.
+pub fn with_parameters_written_in(text: &str, literal: &dyn Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (lex, range) in spans(text) {
+        if let Lex::Param(name) = lex {
+            out.push_str(&text[copied..range.start]);
+            out.push_str(&literal(&name));
+            copied = range.end;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// A string literal of `value` for MySQL and MariaDB, in either SQL mode
+/// (`NO_BACKSLASH_ESCAPES` or not): no backslash, quote doubled.
+pub fn string_literal(value: &str) -> Option<String> {
+    (!value.contains('\\')).then(|| format!("'{}'", value.replace('\'', "''")))
+}
+
 /// The first word of a statement, upper-cased (`SELECT`, `UPDATE`, …).
 pub fn first_word(sql: &str) -> Option<String> {
     lex(sql).into_iter().find_map(|piece| match piece {
@@ -141,6 +164,18 @@ mod tests {
     fn handles_escapes_and_doubled_quotes() {
         let s = parse_statement(r"SELECT 'it''s :no', 'a\':no' FROM t WHERE b = :b").unwrap();
         assert_eq!(s.params, ["b"]);
+    }
+
+    #[test]
+    fn writes_parameters_in_but_not_lookalikes() {
+        let sql = "SELECT id FROM jobs WHERE queue = :queue AND note <> ':queue' -- :queue\n";
+        let written = with_parameters_written_in(sql, &|name| format!("'{name}!'"));
+        assert_eq!(
+            written,
+            "SELECT id FROM jobs WHERE queue = 'queue!' AND note <> ':queue' -- :queue\n"
+        );
+        assert_eq!(string_literal("it's").as_deref(), Some("'it''s'"));
+        assert_eq!(string_literal("a\\b"), None);
     }
 
     #[test]

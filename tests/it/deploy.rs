@@ -66,10 +66,14 @@ fn the_systemd_unit_agrees_with_the_code() {
         values(&unit, "ExecReload=").is_empty(),
         "notify-reload sends SIGHUP itself"
     );
+    // No directory: systemd finds /usr/local/bin/tableq or the package's /usr/bin/tableq.
     assert_eq!(
         value(&unit, "ExecStart="),
-        "/usr/local/bin/tableq run /etc/tableq/queues.d"
+        "tableq run /etc/tableq/queues.d"
     );
+    let credential = value(&unit, "LoadCredential=");
+    let (id, _source) = credential.split_once(':').expect("LoadCredential=ID:NAME");
+    assert_eq!(id, tableq::commands::database_url::CREDENTIAL);
     let timeout = value(&unit, "Environment=TABLEQ_SHUTDOWN_TIMEOUT=");
     assert_eq!(seconds(timeout), shutdown_timeout());
     let stop_after: u64 = value(&unit, "TimeoutStopSec=").parse().unwrap();

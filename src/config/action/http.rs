@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::super::template::{Part, Template};
 use super::super::validate::Validator;
 use super::{ActionKind, Samples};
-use crate::config::QueueConfig;
+use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it.
@@ -56,9 +56,12 @@ pub struct HttpAction {
     pub https_only: bool,
     /// The `${VARS}` `signing_secret` names.
     pub secret_variables: Vec<String>,
+    /// The files `signing_secret` and the headers read (`${file:…}`).
+    pub secret_files: Vec<SecretFile>,
 }
 
-/// A signing key. Its `Debug` never shows the key.
+/// A signing key. Its `Debug` never shows the key (a reload compares keys with
+/// `PartialEq`, so a rotated key file is seen as a change).
 #[derive(Clone, PartialEq, Eq)]
 pub struct SigningKey(pub Vec<u8>);
 
@@ -112,7 +115,29 @@ pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> Htt
             .as_deref()
             .map(super::super::variables)
             .unwrap_or_default(),
+        secret_files: secret_files(raw),
     }
+}
+
+/// The files `signing_secret` and the headers read their secrets from.
+fn secret_files(raw: &RawHttpAction) -> Vec<SecretFile> {
+    let mut values: Vec<(Vec<String>, &str)> = Vec::new();
+    if let Some(secret) = raw.signing_secret.as_deref() {
+        values.push((vec!["action".into(), "signing_secret".into()], secret));
+    }
+    for (name, value) in &raw.headers {
+        values.push((vec!["action".into(), "headers".into(), name.clone()], value));
+    }
+    let mut found = Vec::new();
+    for (key, value) in values {
+        for path in super::super::files(value) {
+            found.push(SecretFile {
+                path,
+                key: key.clone(),
+            });
+        }
+    }
+    found
 }
 
 impl ActionKind for HttpAction {
@@ -151,6 +176,10 @@ impl ActionKind for HttpAction {
 
     fn secret_variables(&self) -> Vec<String> {
         self.secret_variables.clone()
+    }
+
+    fn secret_files(&self) -> Vec<SecretFile> {
+        self.secret_files.clone()
     }
 
     fn samples(&self) -> Samples {
@@ -211,7 +240,7 @@ fn headers(raw: &RawHttpAction, v: &mut Validator) -> Vec<(String, Template)> {
             );
             continue;
         }
-        match Template::parse(value, v.env) {
+        match Template::parse_secret(value, v.env) {
             Ok(template) => headers.push((name.clone(), template)),
             Err(e) => v.error(
                 &["action", "headers", name],
@@ -264,7 +293,7 @@ fn signing_keys(
     secret: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<SigningKey>, String> {
-    let secret = super::super::interpolate(secret, env)
+    let secret = super::super::interpolate_secret(secret, env)
         .map_err(|e| format!("`action.signing_secret`: {e}"))?;
     let mut keys = Vec::new();
     for (index, one) in secret.split_whitespace().enumerate() {

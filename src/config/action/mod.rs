@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::validate::Validator;
-use super::QueueConfig;
+use super::{QueueConfig, SecretFile};
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
@@ -76,6 +76,12 @@ pub trait ActionKind: std::fmt::Debug {
 
     /// The `${VARS}` the table puts into a secret: a command must not be handed them.
     fn secret_variables(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The files the table reads secrets from (`${file:…}`), for `check`'s warning
+    /// about files others can read.
+    fn secret_files(&self) -> Vec<SecretFile> {
         Vec::new()
     }
 

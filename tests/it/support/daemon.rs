@@ -15,6 +15,8 @@ pub fn tableq(args: &[&str]) -> Command {
     cmd.args(args)
         .env_remove("TABLEQ_DATABASE_URL")
         .env_remove("DATABASE_URL")
+        .env_remove("TABLEQ_DATABASE_URL_FILE")
+        .env_remove("CREDENTIALS_DIRECTORY")
         .env_remove("TABLEQ_LOG_FORMAT")
         .env("TABLEQ_LOG", "info")
         .stdin(Stdio::null())
