@@ -52,6 +52,7 @@ mod monitoring;
 mod notify;
 mod observability;
 mod outcome_sql;
+mod packet;
 mod queues;
 mod reaper;
 mod reconnect_jitter;

@@ -106,3 +106,90 @@ async fn a_silent_stall_is_cut_at_the_deadline_and_nothing_is_lost_or_doubled() 
         "no job's SQL effect applied twice"
     );
 }
+
+/// A stall while a long SQL action runs (its timeout the default minute) shows on
+/// /readyz within seconds of `database_timeout`, not when the action's own timeout
+/// would have passed: a side look finds the server unreachable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stall_during_an_sql_action_shows_at_once() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", 2000, |i| i.to_string()).await;
+    let placeholder: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let (target, _) = through(&db.url, placeholder);
+    let proxy = StallingProxy::start(target).await;
+    let (_, proxied) = through(&db.url, proxy.addr);
+    let files = QueueFiles::new();
+    QueueFile::new("slow_sql")
+        .set("database_timeout", "2s")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql("DO SLEEP(3)")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &proxied).await;
+    let readyz = format!("{base}/readyz");
+    eventually("a row is done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            >= 1
+    })
+    .await;
+    proxy.stall();
+    let stalled_at = std::time::Instant::now();
+    eventually(
+        "/readyz says the worker is stalled",
+        Duration::from_secs(30),
+        || async {
+            let (status, reasons) = get(&readyz).await;
+            status == 503 && reasons.contains("has waited")
+        },
+    )
+    .await;
+    let noticed = stalled_at.elapsed();
+    proxy.resume();
+    daemon.terminate().await;
+    assert!(
+        noticed < Duration::from_secs(25),
+        "noticed after {noticed:?}"
+    );
+}
+
+/// A claim that runs past `database_timeout` is given up and killed on the server:
+/// no claim of tableq's runs much longer than the deadline (each would take 5 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_abandoned_at_its_deadline_is_killed_on_the_server() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         INSERT INTO job (id) VALUES (1)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("slow_claim")
+        .set("database_timeout", "1s")
+        .error_backoff("100ms")
+        .select("SELECT id FROM job WHERE state = 'waiting' AND SLEEP(5) = 0 ORDER BY id")
+        .action_sql("DO :id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, _base) = start_with_metrics(&files, &db.url).await;
+    let claims = format!(
+        "SELECT COALESCE(MAX(TIME_MS), 0) FROM information_schema.PROCESSLIST
+         WHERE DB = '{}' AND ID <> CONNECTION_ID() AND INFO LIKE '%SKIP LOCKED%'",
+        db.name
+    );
+    let mut longest = 0f64;
+    let cut = "no answer from the database within 1s while waiting for the claim";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while daemon.stderr().matches(cut).count() < 3 {
+        assert!(std::time::Instant::now() < deadline, "{}", daemon.stderr());
+        let running: f64 = db.scalar(&claims).await;
+        longest = longest.max(running);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    daemon.terminate().await;
+    assert!(longest < 3000.0, "a claim ran on for {longest} ms");
+}

@@ -1,0 +1,105 @@
+//! Statements larger than the server's `max_allowed_packet` are never sent: a batch
+//! whose `:batch` is too big is settled item by item instead — one request, one
+//! command run, not the same failed batch again and again — and every row is done.
+
+use std::time::Duration;
+
+use crate::support::web::{Reply, WebServer};
+use crate::support::{load, run_until_empty, MariaDb, QueueFile, QueueFiles, TestDb};
+
+/// A private server that takes at most 1 MiB in a packet, with `rows` rows of
+/// 50 KB each waiting.
+async fn big_rows(rows: usize) -> (MariaDb, TestDb) {
+    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-allowed-packet=1M"]))
+        .await
+        .unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    db.exec(
+        "CREATE TABLE letter (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           body MEDIUMTEXT NOT NULL) DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE archive (id INT PRIMARY KEY, size INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    for first in (1..=rows).step_by(20) {
+        let values: Vec<String> = (first..(first + 20).min(rows + 1))
+            .map(|id| format!("({id}, REPEAT('x', 50000))"))
+            .collect();
+        db.exec(&format!(
+            "INSERT INTO letter (id, body) VALUES {}",
+            values.join(", ")
+        ))
+        .await;
+    }
+    (server, db)
+}
+
+/// Batch scope over HTTP, batches of 30 rows of 50 KB (a 1.5 MB `:batch`): each batch
+/// is delivered once, its `[on_success]` — too large to send whole — is written item
+/// by item, and all 90 rows are done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_too_large_to_record_whole_is_recorded_item_by_item() {
+    let (_server, db) = big_rows(90).await;
+    let receiver = WebServer::start(|_| Reply::status(204)).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("letters")
+        .batch(30)
+        .set("scope", "batch")
+        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .action_http(&receiver.url("/letters"))
+        .action_set("allow_private_networks", true)
+        .on_success(
+            "UPDATE letter JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id INT PATH '$.id')) AS b \
+             USING (id) SET state = 'sent'",
+        )
+        .write(&files);
+    let summary = tokio::time::timeout(
+        Duration::from_secs(120),
+        run_until_empty(load(&[file]), &db.url),
+    )
+    .await
+    .expect("the queue drains");
+    assert_eq!(summary.counts("letters").unwrap().done, 90);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM letter WHERE state = 'sent'")
+            .await,
+        90
+    );
+    assert_eq!(
+        receiver.requests().len(),
+        3,
+        "each batch was delivered once"
+    );
+}
+
+/// Batch scope with an SQL action whose `:batch` is too large to send: the batch is
+/// run again item by item, each row's 50 KB alone, and every row is archived once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sql_batch_too_large_to_send_runs_item_by_item() {
+    let (_server, db) = big_rows(100).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("archiving")
+        .batch(100)
+        .set("scope", "batch")
+        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .action_sql(
+            "INSERT INTO archive (id, size) SELECT id, LENGTH(body) FROM JSON_TABLE(:batch, \
+             '$[*]' COLUMNS (id INT PATH '$.id', body MEDIUMTEXT PATH '$.body')) AS b",
+        )
+        .on_success(
+            "UPDATE letter JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id INT PATH '$.id')) AS b \
+             USING (id) SET state = 'archived'",
+        )
+        .write(&files);
+    let summary = tokio::time::timeout(
+        Duration::from_secs(120),
+        run_until_empty(load(&[file]), &db.url),
+    )
+    .await
+    .expect("the queue drains");
+    assert_eq!(summary.counts("archiving").unwrap().done, 100);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM archive WHERE size = 50000")
+            .await,
+        100
+    );
+}
