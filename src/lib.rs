@@ -35,7 +35,8 @@
 //!     leases rows, the action with no connection held: `engine::lease::mode`,
 //!     `engine::lease::claim`, `engine::lease::heartbeat`).
 //!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
-//!     breaker), `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
+//!     breaker), `engine::gate` (no claims while the database refuses writes),
+//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
 //!     (one worker polls an empty queue), `engine::stop_when_empty`,
 //!     `engine::loops` (rows that come straight back), `engine::refusals` (a full
 //!     server, warned once a minute), `engine::once` (said once per key),

@@ -34,6 +34,10 @@ pub enum Blame {
     /// there, or a privilege its user lacks. Every item would fail alike until
     /// someone fixes the queue, so the item is left waiting, its attempt not spent.
     Queue,
+    /// The database's, for now: it takes no writes (`read-only`, `permission
+    /// denied`). The item is left waiting, and no worker claims on that database
+    /// until it takes writes again.
+    Database(&'static str),
 }
 
 impl Outcome {

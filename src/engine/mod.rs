@@ -5,6 +5,7 @@
 pub mod backoff;
 pub mod circuit;
 pub mod execute;
+pub mod gate;
 pub mod idle;
 pub mod launch;
 pub mod lease;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::circuit::Circuit;
+use super::gate::WriteGate;
 use super::idle::Idle;
 use super::limits::Limits;
 use super::loops::Loops;
@@ -43,6 +44,8 @@ pub struct QueueRuntime {
     pub limits: Limits,
     /// Stops claiming while the action fails downstream.
     pub circuit: Circuit,
+    /// Stops claiming while the database refuses writes (shared by the queues on it).
+    pub gate: Arc<WriteGate>,
 }
 
 impl QueueRuntime {

@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use super::circuit::Circuit;
+use super::gate::WriteGate;
 use super::idle::Idle;
 use super::launch::{prepare, start_queue, Prepared};
 use super::lifecycle::{Lifecycle, Silent};
@@ -121,6 +122,8 @@ pub struct Supervisor {
     abort: CancellationToken,
     current: BTreeMap<String, Version>,
     retiring: FuturesUnordered<BoxFuture<'static, Retired>>,
+    /// Each database's write gate, shared by the queues on it.
+    gates: BTreeMap<String, Arc<WriteGate>>,
 }
 
 /// One running version of a queue.
@@ -144,6 +147,7 @@ impl Supervisor {
             abort: CancellationToken::new(),
             current: BTreeMap::new(),
             retiring: FuturesUnordered::new(),
+            gates: BTreeMap::new(),
         }
     }
 
@@ -308,6 +312,7 @@ impl Supervisor {
                 .monitor
                 .start_queue(&config.name, config.workers, config.database_timeout);
         let progress = Progress::new(&config, &stats);
+        let gate = self.gates.entry(database.to_string()).or_default().clone();
         let runtime = Arc::new(QueueRuntime {
             action,
             stop_when_empty: StopWhenEmpty::new(self.options.stop_when_empty, stop.clone()),
@@ -315,6 +320,7 @@ impl Supervisor {
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config),
             circuit: Circuit::new(&config, stats.clone()),
+            gate,
             stats,
             config,
             database,

@@ -118,6 +118,12 @@ impl<'a, M: Mode> Worker<'a, M> {
     async fn run(mut self) {
         let queue = self.queue;
         while !queue.stop.is_cancelled() {
+            // While the database refuses writes, wait here: an action claimed now
+            // could not have its outcome written.
+            queue.stats.set_refusing(queue.gate.refusing());
+            if !queue.gate.pass(&queue.stop).await {
+                break;
+            }
             // While the circuit is open, wait here: claiming would spend attempts.
             let Some(pass) = queue.circuit.pass(&queue.stop).await else {
                 break;
@@ -168,6 +174,9 @@ impl<'a, M: Mode> Worker<'a, M> {
             }
             Ended::Lost(e) => {
                 let wait = self.backoff.next_wait();
+                if let Some(why) = e.refuses_writes() {
+                    self.queue.gate.refused(why, wait);
+                }
                 tracing::warn!(error = %e, retry_in = %rounded(wait),
                     "database error; the transaction is rolled back and its items are waiting again");
                 self.reconnecting = true;

@@ -116,10 +116,28 @@ impl Monitor {
             waiting.extend(stalled.iter().map(|s| format!("queue {name}: {s}")));
         }
         if waiting.is_empty() {
-            Ok(circuit_notes(&queues))
+            let mut notes = circuit_notes(&queues);
+            notes.extend(self.refusal_notes());
+            Ok(notes)
         } else {
             Err(waiting)
         }
+    }
+
+    /// `queue email: the database is read-only …` for each running queue whose
+    /// database refuses writes: it claims nothing on purpose, and is ready.
+    fn refusal_notes(&self) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(_, w)| w.running)
+            .filter_map(|(name, w)| Some((name, w.stats.refusing()?)))
+            .map(|(name, why)| {
+                format!(
+                    "queue {name}: the database refuses writes ({why}): it claims again when \
+                     writes work"
+                )
+            })
+            .collect()
     }
 
     /// The queues that stopped claiming because a row kept coming back (since they

@@ -28,6 +28,8 @@ pub struct QueueStats {
     leases_lost: AtomicU64,
     /// The queue stopped claiming because a row kept coming back.
     looping: AtomicBool,
+    /// The queue's database refuses writes, and why (`read-only`, …).
+    refusing: Mutex<Option<&'static str>>,
     /// Each worker's wait for the database, and how long a wait may last.
     waits: Mutex<Waits>,
     /// The circuit breaker's state, as a [`CircuitState`].
@@ -180,6 +182,15 @@ impl QueueStats {
 
     pub fn looping(&self) -> bool {
         self.looping.load(Ordering::Acquire)
+    }
+
+    /// The queue's database refuses writes (`why`), or takes them again (`None`).
+    pub fn set_refusing(&self, why: Option<&'static str>) {
+        *lock(&self.refusing) = why;
+    }
+
+    pub fn refusing(&self) -> Option<&'static str> {
+        *lock(&self.refusing)
     }
 
     /// The circuit changed to `state` (counted as a transition unless it already was).

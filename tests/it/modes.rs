@@ -351,6 +351,113 @@ pub async fn kill_9_loses_nothing(mode: Mode) {
     );
 }
 
+/// How the database comes to refuse writes, and takes them again.
+struct Refusal {
+    start: &'static str,
+    end: &'static str,
+    /// What `/readyz` says meanwhile.
+    said: &'static str,
+}
+
+/// A read-only failover in mid-run: the outcomes of the actions in flight are kept
+/// and written once the server takes writes again — no action runs twice — no
+/// worker claims meanwhile, `/readyz` says "read-only", and every row is done.
+pub async fn read_only_repeats_nothing(mode: Mode) {
+    let read_only = Refusal {
+        start: "SET GLOBAL read_only = 1",
+        end: "SET GLOBAL read_only = 0",
+        said: "read-only",
+    };
+    refused_writes_repeat_nothing(mode, read_only).await;
+}
+
+/// The user's UPDATE privilege taken away in mid-run, then given back: as for a
+/// read-only server, nothing is done twice and `/readyz` says "permission denied".
+pub async fn a_revoked_grant_repeats_nothing(mode: Mode) {
+    let revoked = Refusal {
+        start: "REVOKE UPDATE ON job FROM 'app'@'%'",
+        end: "GRANT UPDATE ON job TO 'app'@'%'",
+        said: "permission denied",
+    };
+    refused_writes_repeat_nothing(mode, revoked).await;
+}
+
+async fn refused_writes_repeat_nothing(mode: Mode, refusal: Refusal) {
+    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    job_table(&db, 40).await;
+    // An ordinary user: root's privileges write through `read_only`. UPDATE on the
+    // table is its own grant, so that taking it away counts at once.
+    db.exec(&format!(
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'app';
+         GRANT SELECT, INSERT, DELETE ON `{0}`.* TO 'app'@'%';
+         GRANT UPDATE ON `{0}`.job TO 'app'@'%'",
+        db.name
+    ))
+    .await;
+    let app_url = db.url.replacen("root@", "app:app@", 1);
+    let files = QueueFiles::new();
+    let runs = files.path().join("runs");
+    let script = files.script(
+        "deliver",
+        &format!("echo \"$TABLEQ_KEY\" >> '{}'\nsleep 0.3", runs.display()),
+    );
+    let script = script.to_string_lossy().into_owned();
+    mode.queue("failover", &[script.as_str()], "state = 'done'")
+        .workers(3)
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &app_url).await;
+    let ran = || {
+        std::fs::read_to_string(&runs)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    eventually("some rows are done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            >= 5
+    })
+    .await;
+    db.exec(refusal.start).await;
+    eventually("/readyz says why", Duration::from_secs(30), || async {
+        get(&format!("{base}/readyz"))
+            .await
+            .1
+            .contains(refusal.said)
+    })
+    .await;
+    let before = ran();
+    eventually(
+        "the actions in flight have ended",
+        Duration::from_secs(10),
+        || async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            ran() == before
+        },
+    )
+    .await;
+    db.exec(refusal.end).await;
+    eventually("every row is done", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 40
+    })
+    .await;
+    daemon.terminate().await;
+    let log = std::fs::read_to_string(&runs).unwrap();
+    let mut keys: Vec<&str> = log.lines().collect();
+    let all = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(
+        (all, keys.len()),
+        (40, 40),
+        "every action ran once:\n{}",
+        daemon.stderr()
+    );
+}
+
 /// A test per behaviour and mode, in `modes::transaction` and `modes::lease`.
 macro_rules! in_both_modes {
     ($($behaviour:ident),* $(,)?) => {
@@ -381,4 +488,6 @@ in_both_modes!(
     connection_errors_are_counted,
     stop_when_empty_drains,
     kill_9_loses_nothing,
+    read_only_repeats_nothing,
+    a_revoked_grant_repeats_nothing,
 );

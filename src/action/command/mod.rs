@@ -98,7 +98,7 @@ impl Launch<'_> {
         let config = self.config;
         let argv = match arguments(config, self.item, self.queue) {
             Ok(argv) => argv,
-            Err(refused) => return refused,
+            Err(refused) => return Outcome::failure(refused),
         };
         let Some((program, args)) = argv.split_first() else {
             return Outcome::failure("the command is empty");
@@ -168,14 +168,14 @@ fn environment(command: &mut Process, config: &CommandAction) {
 }
 
 /// The argv for `item`: each element rendered whole from its template.
-fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsString>, Outcome> {
+fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsString>, String> {
     let mut argv: Vec<OsString> = Vec::with_capacity(config.argv.len());
     for (index, template) in config.argv.iter().enumerate() {
         let arg = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
         if arg.contains(&0) {
-            return Err(Outcome::failure(format!(
+            return Err(format!(
                 "argument {index} holds a NUL byte, which a command line cannot carry"
-            )));
+            ));
         }
         argv.push(OsString::from_vec(arg));
     }

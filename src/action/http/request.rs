@@ -35,7 +35,7 @@ impl Http {
         };
         let request = match self.request(&url, &delivery) {
             Ok(request) => request,
-            Err(refused) => return refused,
+            Err(refused) => return Outcome::failure(refused),
         };
         match tokio::time::timeout_at(delivery.deadline, exchange(request)).await {
             Ok(Ok((response, output))) => self.judge(response, output),
@@ -50,15 +50,11 @@ impl Http {
 
     /// The request for `delivery` to `url`: its body (none for GET and HEAD, whose
     /// signature covers an empty one), headers, trace context and signature.
-    fn request(&self, url: &Url, delivery: &Delivery<'_>) -> Result<RequestBuilder, Outcome> {
+    fn request(&self, url: &Url, delivery: &Delivery<'_>) -> Result<RequestBuilder, String> {
         let body = match serde_json::to_vec(&delivery.body) {
             Ok(body) if self.method != Method::GET && self.method != Method::HEAD => body,
             Ok(_) => Vec::new(),
-            Err(e) => {
-                return Err(Outcome::failure(format!(
-                    "cannot encode the row as JSON: {e}"
-                )))
-            }
+            Err(e) => return Err(format!("cannot encode the row as JSON: {e}")),
         };
         let mut request = self.client.request(self.method.clone(), url.clone());
         if !body.is_empty() && !self.sets_header("content-type") {
@@ -72,7 +68,7 @@ impl Http {
             let value = template.render(&|p| item.placeholder_bytes(p, queue), &|_, v| v);
             match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(&value)) {
                 (Ok(name), Ok(value)) => request = request.header(name, value),
-                _ => return Err(Outcome::failure(format!("header `{name}` has a value that cannot be sent (a line break or control character)"))),
+                _ => return Err(format!("header `{name}` has a value that cannot be sent (a line break or control character)")),
             }
         }
         if !self.config.signing_keys.is_empty() {

@@ -47,10 +47,10 @@ impl Sql {
         match ran {
             Ran::Completed => Outcome::success(),
             Ran::Failed(e) => Outcome {
-                blame: if e.is_queue_fault() {
-                    Blame::Queue
-                } else {
-                    Blame::Item
+                blame: match (e.refuses_writes(), e.is_queue_fault()) {
+                    (Some(why), _) => Blame::Database(why),
+                    (None, true) => Blame::Queue,
+                    (None, false) => Blame::Item,
                 },
                 ..Outcome::failure(e.to_string())
             },

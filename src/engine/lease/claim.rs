@@ -105,6 +105,8 @@ async fn lease_one(
             Ok(false)
         }
         Ok(_) => Ok(true),
+        // The database takes no writes now: nothing is leased, and the claim ends.
+        Err(e) if e.refuses_writes().is_some() => Err(e),
         Err(e) if e.is_statement_error() => {
             session.rollback_to_savepoint().await?;
             sql_failed(queue, &lease.item, Statements::Lease, &e, None);

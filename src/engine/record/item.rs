@@ -3,9 +3,10 @@
 //! an item alone in its transaction, the whole transaction, or nothing at all for
 //! one statement that fails (InnoDB rolls a failed statement back by itself).
 
-use super::{Store, Written};
+use super::{Refused, Store, Written};
 use crate::action::Outcome;
 use crate::db::{DbError, Item, Session, Statements};
+use crate::engine::queue::QueueRuntime;
 
 /// How an item whose outcome SQL failed is returned to the state it was claimed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub enum Undo {
 /// Writes outcomes on the worker's session, in its transaction.
 pub struct ItemStore<'s> {
     pub session: &'s mut Session,
-    pub queue: &'s str,
+    pub queue: &'s QueueRuntime,
     pub undo: Undo,
     /// The action ran SQL in the item's savepoint (taken before the action): it is
     /// undone before `[on_failure]`, or when the item is left as it was.
@@ -42,10 +43,22 @@ impl ItemStore<'_> {
         } else if self.undo == Undo::Savepoint && !self.action_wrote {
             session.savepoint().await?;
         }
-        match session
-            .run(which, item, self.queue, &outcome.params())
-            .await
-        {
+        let name = self.queue.config.name.as_str();
+        let params = outcome.params();
+        let mut written = session.run(which, item, name, &params).await;
+        // The outcome is known and the row still locked: write it again until the
+        // database takes it, rather than do the action again.
+        let mut refused = Refused::new(self.queue);
+        while let Err(e) = &written {
+            if !refused.again(e).await {
+                break;
+            }
+            written = session.run(which, item, name, &params).await;
+        }
+        if written.is_ok() {
+            refused.taken();
+        }
+        match written {
             Ok(()) => Ok(Written::Recorded),
             Err(e) if e.is_statement_error() => {
                 match self.undo {

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 
 use tracing::{info, warn};
 
-use super::{Store, Written};
+use super::{Refused, Store, Written};
 use crate::action::Outcome;
 use crate::db::{Item, OutcomeParams, Session, SessionPool, Statements};
 use crate::engine::backoff::{pause, Backoff};
@@ -53,7 +53,20 @@ impl Store for LeaseStore<'_> {
 
 impl LeaseStore<'_> {
     async fn written(&self, which: Statements, params: &OutcomeParams<'_>) -> Written {
-        match record_retrying(self.queue, self.pool, self.lease, which, params).await {
+        let (queue, pool, lease) = (self.queue, self.pool, self.lease);
+        let mut recorded = record_retrying(queue, pool, lease, which, params).await;
+        // The outcome is known: write it again until the database takes it.
+        let mut refused = Refused::new(queue);
+        while let Err(e) = &recorded {
+            if !refused.again(e).await {
+                break;
+            }
+            recorded = record(queue, pool, lease, which, params).await;
+        }
+        if recorded.is_ok() {
+            refused.taken();
+        }
+        match recorded {
             Ok(true) => Written::Recorded,
             Ok(false) => Written::LeaseLost {
                 lease_id: self.lease.id.clone(),

@@ -112,9 +112,19 @@ fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
     }
     let _span = span(item, outcome).entered();
     let error = outcome.error.as_deref().unwrap_or_default();
-    if outcome.blame == Blame::Queue {
-        queue_fault(queue, error);
-        return Verdict::Leave;
+    match outcome.blame {
+        Blame::Queue => {
+            queue_fault(queue, error);
+            return Verdict::Leave;
+        }
+        Blame::Database(why) => {
+            // Nothing of the action is kept: the row waits, its attempt not spent,
+            // and nobody claims on this database until it takes writes again.
+            queue.gate.refused(why, REFUSED_RETRY);
+            queue.stats.set_refusing(Some(why));
+            return Verdict::Leave;
+        }
+        Blame::Item | Blame::Downstream => {}
     }
     if queue.config.on_failure.is_none() {
         failed(queue, item, outcome, false);
@@ -196,6 +206,71 @@ fn tally<'i>(
         }
     }
     too_large
+}
+
+/// The longest a worker waits between two tries of an outcome the database refused:
+/// well within any session's `wait_timeout`, so the session holding the row's lock
+/// stays alive.
+pub const REFUSED_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// An outcome the database refused because it takes no writes now (see
+/// [`DbError::refuses_writes`]), kept and tried again until it is taken: the gate of
+/// its database closes meanwhile — no worker claims there — and opens when it is
+/// taken. The waits back off, and a reconnect does not reset them.
+pub struct Refused<'q> {
+    queue: &'q QueueRuntime,
+    backoff: crate::engine::backoff::Backoff,
+    waited: bool,
+}
+
+impl<'q> Refused<'q> {
+    pub fn new(queue: &'q QueueRuntime) -> Self {
+        Refused {
+            queue,
+            backoff: crate::engine::backoff::Backoff::new(queue.config.error_backoff),
+            waited: false,
+        }
+    }
+
+    /// If `error` says the database refuses writes: closes the gate and waits before
+    /// the next try, true. False — give up — for any other error, or once the
+    /// shutdown timeout has passed.
+    pub async fn again(&mut self, error: &impl Refusal) -> bool {
+        let Some(why) = error.refuses_writes() else {
+            return false;
+        };
+        let queue = self.queue;
+        queue.gate.refused(why, REFUSED_RETRY);
+        queue.stats.set_refusing(Some(why));
+        self.waited = true;
+        let wait = self.backoff.next_wait().min(REFUSED_RETRY);
+        crate::engine::backoff::pause(&queue.abort, wait).await
+    }
+
+    /// The write went through: if it had been refused, the gate opens.
+    pub fn taken(self) {
+        if self.waited {
+            self.queue.gate.writable();
+            self.queue.stats.set_refusing(None);
+        }
+    }
+}
+
+/// An error that may say the database refuses writes.
+pub trait Refusal {
+    fn refuses_writes(&self) -> Option<&'static str>;
+}
+
+impl Refusal for DbError {
+    fn refuses_writes(&self) -> Option<&'static str> {
+        DbError::refuses_writes(self)
+    }
+}
+
+impl Refusal for crate::engine::lease::LeaseError {
+    fn refuses_writes(&self) -> Option<&'static str> {
+        self.db_error().and_then(DbError::refuses_writes)
+    }
 }
 
 /// `which` SQL failed for `item`: counted every time, said in full once per key.

@@ -10,11 +10,12 @@ use super::item::{ItemStore, Undo};
 use super::{Store, Written};
 use crate::action::Outcome;
 use crate::db::{DbError, Item, OutcomeParams, Session, Statements};
+use crate::engine::queue::QueueRuntime;
 
 /// Writes outcome sets on the worker's session, in its transaction.
 pub struct SetStore<'s> {
     pub session: &'s mut Session,
-    pub queue: &'s str,
+    pub queue: &'s QueueRuntime,
     /// `[on_success]` and `[on_failure]` are one statement each: a failed one undoes
     /// itself, and no savepoint is needed.
     pub single_statements: bool,
@@ -39,7 +40,8 @@ impl Store for SetStore<'_> {
             .iter()
             .map(|(item, outcome)| (*item, outcome.params()))
             .collect();
-        match self.session.run_batch(which, &params, self.queue).await {
+        let name = self.queue.config.name.as_str();
+        match self.session.run_batch(which, &params, name).await {
             Ok(()) => return Ok(set.iter().map(|_| Written::Recorded).collect()),
             Err(e) if e.is_statement_error() => {
                 debug!(error = %e, items = set.len(), "a batch's outcome SQL failed; writing its items one by one");

@@ -31,7 +31,6 @@ pub async fn process(
     items: &[Item],
     report: &mut BatchReport,
 ) -> Result<(), DbError> {
-    let name = queue.config.name.as_str();
     let single_statements = outcomes_are_single_statements(&queue.config);
     if queue.batch_scope() {
         let outcomes = while_pinging(session, run_as_batch(queue, action, items)).await?;
@@ -41,7 +40,7 @@ pub async fn process(
             .collect();
         let mut store = SetStore {
             session,
-            queue: name,
+            queue,
             single_statements,
         };
         return record(queue, &mut store, &entries, report).await;
@@ -60,7 +59,7 @@ pub async fn process(
         .collect();
     let mut store = ItemStore {
         session,
-        queue: name,
+        queue,
         undo,
         action_wrote: false,
     };

@@ -128,7 +128,6 @@ pub async fn with_savepoints(
     items: &[Item],
     report: &mut BatchReport,
 ) -> Result<(), DbError> {
-    let name = queue.config.name.as_str();
     for (index, item) in items.iter().enumerate() {
         if stopping_at(queue, items, index, report) {
             break;
@@ -140,7 +139,7 @@ pub async fn with_savepoints(
                 .await?;
             let mut store = ItemStore {
                 session,
-                queue: name,
+                queue,
                 undo: Undo::Savepoint,
                 action_wrote: true,
             };
