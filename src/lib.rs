@@ -38,8 +38,8 @@
 //!     breaker), `engine::gate` (no claims while the database refuses writes),
 //!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
 //!     (one worker polls an empty queue), `engine::stop_when_empty`,
-//!     `engine::loops` (rows that come straight back), `engine::refusals` (a full
-//!     server, warned once a minute), `engine::once` (said once per key),
+//!     `engine::loops` (rows that come straight back), `engine::throttle` (a
+//!     line that would repeat, said once a minute), `engine::once` (said once per key),
 //!     `engine::backoff`, `engine::restart` (a worker that panicked runs again),
 //!     `engine::stats_refresher` (the background count of waiting rows).
 //! - `check`: `tableq check` — `check::offline` (the files alone), `check::online`
@@ -72,7 +72,8 @@
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
 //!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
-//!   `db::backlog`, `db::clock`, `db::waiting`.
+//!   `db::backlog`, `db::clock`, `db::waiting`, `db::budget` (the process's
+//!   connection budget).
 //! - [`config`]: queue files — `config::raw`, `config::parse` (every key's problem
 //!   at once), `config::validate`, `config::statements`, `config::names` (one rule
 //!   for unknown names), `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`), `config::secret_file`,

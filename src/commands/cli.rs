@@ -142,6 +142,17 @@ pub struct RunArgs {
         value_name = "DURATION"
     )]
     pub shutdown_timeout: humantime::Duration,
+
+    /// At most this many database connections at once, across every queue (workers,
+    /// lease pools, background counts); beyond it, a connection waits for a place.
+    #[arg(
+        long,
+        env = "TABLEQ_MAX_CONNECTIONS",
+        default_value_t = crate::db::budget::DEFAULT_MAX_CONNECTIONS as u32,
+        value_parser = clap::value_parser!(u32).range(1..=100_000),
+        value_name = "N"
+    )]
+    pub max_connections: u32,
 }
 
 #[derive(Debug, Args)]

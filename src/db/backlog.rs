@@ -65,6 +65,7 @@ pub async fn read_backlog(
     queue: &QueueConfig,
 ) -> Result<Backlog, BacklogError> {
     let limit = queue.database_timeout;
+    let _place = database.place().await;
     let mut conn = database
         .connect_within(limit)
         .await

@@ -7,6 +7,9 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
+use std::sync::Arc;
+
+use super::budget::{Budget, Place};
 use super::error::{describe_error, DbError, ER_NO_SUCH_THREAD};
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
@@ -22,10 +25,20 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 #[error("not a usable database URL ({0}); expected mysql://USER:PASSWORD@HOST:PORT/DATABASE")]
 pub struct DatabaseUrlError(String);
 
-/// A database to connect to: the options parsed from its URL.
-#[derive(Debug, Clone, PartialEq)]
+/// A database to connect to: the options parsed from its URL, and the process's
+/// connection budget its sessions take their places in (none for `check` and
+/// `count`, which hold a connection or two for moments).
+#[derive(Debug, Clone)]
 pub struct Database {
     opts: Opts,
+    budget: Option<Arc<Budget>>,
+}
+
+/// The same database: the same options (whatever the budget).
+impl PartialEq for Database {
+    fn eq(&self, other: &Database) -> bool {
+        self.opts == other.opts
+    }
 }
 
 impl Database {
@@ -48,6 +61,7 @@ impl Database {
         }
         Ok(Database {
             opts: builder.into(),
+            budget: None,
         })
     }
 
@@ -84,7 +98,10 @@ impl Database {
     /// changes nothing the second time, yet still holds.
     fn counting_matched_rows(&self) -> Database {
         let opts = OptsBuilder::from_opts(self.opts.clone()).client_found_rows(true);
-        Database { opts: opts.into() }
+        Database {
+            opts: opts.into(),
+            budget: self.budget.clone(),
+        }
     }
 
     #[cfg(test)]
@@ -171,6 +188,25 @@ impl Database {
 }
 
 impl Database {
+    /// Its sessions take their places in `budget` from now on.
+    pub fn within(mut self, budget: Arc<Budget>) -> Database {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// A place in the budget for one more connection, waiting for one if needed.
+    pub async fn place(&self) -> Option<Place> {
+        match &self.budget {
+            Some(budget) => Some(budget.place().await),
+            None => None,
+        }
+    }
+
+    /// Whether connections wait for a place in the budget.
+    pub fn contended(&self) -> bool {
+        self.budget.as_ref().is_some_and(|b| b.contended())
+    }
+
     /// Whether the server answers a fresh connection and a ping within
     /// [`QUICK_TIMEOUT`]: a side look at a session whose statement runs long.
     pub async fn reachable(&self) -> bool {

@@ -5,6 +5,7 @@
 //! [`row_json`]).
 
 pub mod backlog;
+pub mod budget;
 pub mod clock;
 pub mod connect;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod row_json;
 pub mod session;
 pub mod waiting;
 
+pub use budget::Budget;
 pub use clock::DbClock;
 pub use connect::{Database, Kill};
 pub use error::DbError;

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::{BoxFuture, FutureExt};
+use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn};
@@ -16,10 +18,13 @@ use super::transaction::TransactionMode;
 use super::worker::run_worker;
 use crate::action::Action;
 use crate::config::QueueConfig;
-use crate::db::{Database, DbClock, OpenError, Session};
+use crate::db::{Budget, Database, DbClock, OpenError, Session};
 use crate::diagnostic::{Finding, Findings, Severity};
 use crate::telemetry::events::{rounded, Event, NotConnected};
 use crate::telemetry::stats::report_progress;
+
+/// How many queues open their first session at once.
+const OPENING_AT_ONCE: usize = 16;
 
 /// A queue ready to start: its database, its action, and a session if one opened.
 pub struct Prepared {
@@ -36,11 +41,18 @@ pub struct Prepared {
 pub async fn prepare(
     queues: Vec<QueueConfig>,
     default_url: Option<&str>,
+    budget: Arc<Budget>,
     shutdown: &CancellationToken,
 ) -> Result<Option<Vec<Prepared>>, Findings> {
-    let resolved = resolve_databases(queues, default_url)?;
+    let resolved: Vec<(QueueConfig, Database)> = resolve_databases(queues, default_url)?
+        .into_iter()
+        .map(|(queue, database)| (queue, database.within(budget.clone())))
+        .collect();
     let actions = build_actions(&resolved)?;
-    let Some(sessions) = open_first_sessions(&resolved, shutdown).await? else {
+    // Sessions kept for the queues' first workers hold places in the budget until the
+    // queues start: keep as many as half the budget, and validate the rest alone.
+    let keep = budget.size() / 2;
+    let Some(sessions) = open_first_sessions(&resolved, keep, shutdown).await? else {
         return Ok(None);
     };
     let prepared = resolved
@@ -104,18 +116,19 @@ pub fn resolve_databases(
 /// gets `None`; a login the server refuses is a finding, as is SQL it rejects.
 async fn open_first_sessions(
     queues: &[(QueueConfig, Database)],
+    keep: usize,
     shutdown: &CancellationToken,
 ) -> Result<Option<Vec<Option<Session>>>, Findings> {
-    let attempts = futures::future::join_all(queues.iter().map(|(config, database)| async move {
-        let opened = Session::open(config, database).await;
-        if let Err(OpenError::Unreachable(error)) = &opened {
-            if !error.is_access_denied() {
-                warn!(queue = %config.name, %error, database = %database,
-                    "cannot connect to the database; the queue starts once it can");
-            }
-        }
-        opened
-    }));
+    // A few at a time: thousands of queues do not open thousands of connections at
+    // once (and each waits for its place in the connection budget).
+    let attempts: Vec<BoxFuture<'_, Result<Option<Session>, OpenError>>> = queues
+        .iter()
+        .enumerate()
+        .map(|(index, (config, database))| open_first(config, database, index < keep).boxed())
+        .collect();
+    let attempts = futures::stream::iter(attempts)
+        .buffered(OPENING_AT_ONCE)
+        .collect::<Vec<_>>();
     let attempts = tokio::select! {
         _ = shutdown.cancelled() => return Ok(None),
         attempts = attempts => attempts,
@@ -124,7 +137,7 @@ async fn open_first_sessions(
     let mut findings = Vec::new();
     for ((config, database), attempt) in queues.iter().zip(attempts) {
         match attempt {
-            Ok(session) => sessions.push(Some(session)),
+            Ok(session) => sessions.push(session),
             Err(OpenError::Unreachable(e)) if e.is_access_denied() => {
                 let message = database.refused_login(&e);
                 findings.push(config.finding(Severity::Error, &["database_url"], message));
@@ -137,6 +150,23 @@ async fn open_first_sessions(
         return Err(Findings(findings));
     }
     Ok(Some(sessions))
+}
+
+/// Opens a queue's first session, validating its SQL; keeps it if `keep` (the
+/// queue's first worker takes it), else closes it (the worker opens its own).
+async fn open_first(
+    config: &QueueConfig,
+    database: &Database,
+    keep: bool,
+) -> Result<Option<Session>, OpenError> {
+    let opened = Session::open(config, database).await;
+    if let Err(OpenError::Unreachable(error)) = &opened {
+        if !error.is_access_denied() {
+            warn!(queue = %config.name, %error, database = %database,
+                "cannot connect to the database; the queue starts once it can");
+        }
+    }
+    opened.map(|session| keep.then_some(session))
 }
 
 /// Starts `queue`: with `session`, or once one opens, logs "queue started" and
@@ -212,7 +242,7 @@ async fn first_session(queue: &QueueRuntime) -> Option<Session> {
                     error: &e,
                     database: &queue.database,
                     retry_in: wait,
-                    loud: true,
+                    times: queue.unreachable.record(),
                 };
                 not_connected.emit(&queue.stats);
             }

@@ -10,8 +10,8 @@ use super::idle::Idle;
 use super::limits::Limits;
 use super::loops::Loops;
 use super::once::OncePerKey;
-use super::refusals::Refusals;
 use super::stop_when_empty::StopWhenEmpty;
+use super::throttle::Throttle;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
 use crate::db::Database;
@@ -36,8 +36,12 @@ pub struct QueueRuntime {
     pub outcome_sql_failed: OncePerKey,
     /// The queue's own faults (errors no row causes), so each is logged in full once.
     pub queue_faults: OncePerKey,
-    /// Connections the server refused for being full, for a warning a minute.
-    pub refusals: Refusals,
+    /// Connections the server refused for being full, said once a minute.
+    pub full_server: Throttle,
+    /// Connections that could not be made, said once a minute.
+    pub unreachable: Throttle,
+    /// Transactions lost, said once a minute.
+    pub lost: Throttle,
     /// The keys completed lately, to notice rows that come straight back.
     pub loops: Loops,
     /// `rate_limit` and `max_in_flight`.

@@ -31,6 +31,7 @@ use super::loops::Loops;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
 use crate::config::QueueConfig;
+use crate::db::Budget;
 use crate::diagnostic::Findings;
 use crate::telemetry::monitor::Monitor;
 use crate::telemetry::stats::Counts;
@@ -53,6 +54,8 @@ pub struct RunOptions {
     pub monitor: Arc<Monitor>,
     /// Who hears that the daemon is ready, reloading, stopping, or stalled.
     pub lifecycle: Arc<dyn Lifecycle>,
+    /// At most this many database connections at once, across every queue.
+    pub budget: Arc<Budget>,
 }
 
 impl Default for RunOptions {
@@ -64,6 +67,7 @@ impl Default for RunOptions {
             progress_every: Duration::from_secs(60),
             monitor: Arc::new(Monitor::default()),
             lifecycle: Arc::new(Silent),
+            budget: Arc::default(),
         }
     }
 }
@@ -154,7 +158,8 @@ impl Supervisor {
     /// Prepares every queue, then starts them all; false if shutdown came first.
     pub async fn start(&mut self, queues: Vec<QueueConfig>) -> Result<bool, Findings> {
         let url = self.options.database_url.clone();
-        let Some(prepared) = prepare(queues, url.as_deref(), &self.shutdown).await? else {
+        let budget = self.options.budget.clone();
+        let Some(prepared) = prepare(queues, url.as_deref(), budget, &self.shutdown).await? else {
             return Ok(false);
         };
         for queue in prepared {
@@ -179,7 +184,8 @@ impl Supervisor {
             .map(|q| q.name.clone())
             .collect();
         let url = self.options.database_url.clone();
-        let Some(prepared) = prepare(fresh, url.as_deref(), &self.shutdown).await? else {
+        let budget = self.options.budget.clone();
+        let Some(prepared) = prepare(fresh, url.as_deref(), budget, &self.shutdown).await? else {
             return Ok(false);
         };
         for queue in &unchanged {
@@ -328,7 +334,9 @@ impl Supervisor {
             abort: self.abort.clone(),
             outcome_sql_failed: Default::default(),
             queue_faults: Default::default(),
-            refusals: Default::default(),
+            full_server: Default::default(),
+            unreachable: Default::default(),
+            lost: Default::default(),
         });
         let tracker = TaskTracker::new();
         tracker.spawn(start_queue(

@@ -80,10 +80,7 @@ where
         let mode = mode();
         async move {
             let span = info_span!("worker", queue = %queue.config.name, worker = index);
-            Worker::new(&queue, index, mode)
-                .run()
-                .instrument(span)
-                .await
+            Worker::new(&queue, mode).run().instrument(span).await
         }
     })
     .await;
@@ -91,7 +88,6 @@ where
 
 struct Worker<'a, M> {
     queue: &'a QueueRuntime,
-    index: usize,
     mode: M,
     backoff: Backoff,
     /// The database could not be reached: say so when it is back.
@@ -103,10 +99,9 @@ struct Worker<'a, M> {
 }
 
 impl<'a, M: Mode> Worker<'a, M> {
-    fn new(queue: &'a QueueRuntime, index: usize, mode: M) -> Self {
+    fn new(queue: &'a QueueRuntime, mode: M) -> Self {
         Worker {
             queue,
-            index,
             mode,
             backoff: Backoff::new(queue.config.error_backoff),
             reconnecting: false,
@@ -177,8 +172,12 @@ impl<'a, M: Mode> Worker<'a, M> {
                 if let Some(why) = e.refuses_writes() {
                     self.queue.gate.refused(why, wait);
                 }
-                tracing::warn!(error = %e, retry_in = %rounded(wait),
-                    "database error; the transaction is rolled back and its items are waiting again");
+                match self.queue.lost.record() {
+                    Some(times) => tracing::warn!(error = %e, retry_in = %rounded(wait), times,
+                        "database error; the transaction is rolled back and its items are waiting \
+                         again (said once a minute, with the times since)"),
+                    None => debug!(error = %e, "database error; the transaction is rolled back"),
+                }
                 self.reconnecting = true;
                 Step::Wait(wait)
             }
@@ -258,18 +257,23 @@ impl<'a, M: Mode> Worker<'a, M> {
                 }
             }
         }
+        if queue.database.contended() {
+            // Other connections wait for a place in the budget: the watcher gives its
+            // up between polls.
+            self.mode.sleep().await;
+        }
         pause(&queue.stop, queue.config.poll_interval).await
     }
 
-    /// Says why no session opened — loud from the queue's first worker only, as
-    /// the others would say the same; a full server once a minute.
+    /// Says why no session opened — once a minute per queue, as every worker and
+    /// every attempt would say the same.
     fn not_opened(&self, e: &OpenError, wait: Duration) {
         let queue = self.queue;
         if let Some(error) = e.unreachable().filter(|error| error.is_server_full()) {
             let full = DatabaseFull {
                 error,
                 database: &queue.database,
-                refused: queue.refusals.record(),
+                refused: queue.full_server.record(),
             };
             full.emit(&queue.stats);
             return;
@@ -278,7 +282,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             error: e,
             database: &queue.database,
             retry_in: wait,
-            loud: self.index == 0,
+            times: queue.unreachable.record(),
         };
         not_connected.emit(&queue.stats);
     }

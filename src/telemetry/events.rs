@@ -185,31 +185,32 @@ impl Event for CircuitChanged<'_> {
     }
 }
 
-/// A session could not be opened; the worker retries after `retry_in`. Loud from
-/// the queue's first worker only: the others would say the same.
+/// A session could not be opened; the worker retries after `retry_in`. Counted
+/// every time; said when `times` is due (once a minute per queue: every worker and
+/// every attempt would say the same), with how many times since.
 pub struct NotConnected<'a> {
     pub error: &'a OpenError,
     pub database: &'a dyn std::fmt::Display,
     pub retry_in: Duration,
-    pub loud: bool,
+    pub times: Option<u64>,
 }
 
 impl Event for NotConnected<'_> {
     fn emit(self, stats: &QueueStats) {
         let (error, database, retry_in) = (self.error, self.database, rounded(self.retry_in));
-        match error {
-            OpenError::Unreachable(e) => {
-                stats.observed.record_db_error(ErrorKind::Connect);
-                if self.loud {
-                    warn!(error = %e, %database, %retry_in, "cannot connect to the database; retrying");
-                } else {
-                    debug!(error = %e, %retry_in, "cannot connect to the database; retrying");
-                }
+        if let OpenError::Unreachable(_) = error {
+            stats.observed.record_db_error(ErrorKind::Connect);
+        }
+        match (error, self.times) {
+            (OpenError::Unreachable(e), Some(times)) => warn!(error = %e, %database, %retry_in,
+                times, "cannot connect to the database; retrying (said once a minute, with the \
+                times since)"),
+            (OpenError::Unreachable(e), None) => {
+                debug!(error = %e, %retry_in, "cannot connect to the database; retrying")
             }
-            OpenError::Invalid(_) if self.loud => {
-                error!(%error, %retry_in, "the queue's SQL does not work on its database; retrying")
-            }
-            OpenError::Invalid(_) => {
+            (OpenError::Invalid(_), Some(times)) => error!(%error, %retry_in, times,
+                "the queue's SQL does not work on its database; retrying (said once a minute)"),
+            (OpenError::Invalid(_), None) => {
                 debug!(%error, %retry_in, "the queue's SQL does not work on its database; retrying")
             }
         }

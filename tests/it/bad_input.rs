@@ -223,10 +223,12 @@ async fn unreachable_database_at_start_keeps_retrying() {
         .action_sql("DO 1")
         .write(&files);
     let mut cmd = tableq(&["run"]);
-    cmd.arg(&path).env(
-        "TABLEQ_DATABASE_URL",
-        "mysql://root:hunter2@127.0.0.1:1/nowhere",
-    );
+    cmd.arg(&path)
+        .env(
+            "TABLEQ_DATABASE_URL",
+            "mysql://root:hunter2@127.0.0.1:1/nowhere",
+        )
+        .env("TABLEQ_LOG", "debug");
     let mut daemon = Daemon::spawn(cmd);
     daemon
         .wait_for_log(
@@ -234,7 +236,8 @@ async fn unreachable_database_at_start_keeps_retrying() {
             Duration::from_secs(30),
         )
         .await;
-    // Still retrying, with a growing backoff, a few attempts later.
+    // Still retrying, with a growing backoff, a few attempts later (said at info
+    // once a minute, at debug every time).
     daemon
         .wait_for_log_times(
             "cannot connect to the database; retrying",

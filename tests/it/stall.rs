@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::endpoint::{get, start_with_metrics, start_with_metrics_logging};
 use crate::support::proxy::StallingProxy;
 use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
 
@@ -58,7 +58,7 @@ async fn a_silent_stall_is_cut_at_the_deadline_and_nothing_is_lost_or_doubled() 
         .action_set("timeout", "1s")
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
         .write(&files);
-    let (mut daemon, base) = start_with_metrics(&files, &proxied).await;
+    let (mut daemon, base) = start_with_metrics_logging(&files, &proxied, "debug").await;
     let readyz = format!("{base}/readyz");
     eventually("some rows done", Duration::from_secs(30), || async {
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
@@ -175,7 +175,7 @@ async fn a_claim_abandoned_at_its_deadline_is_killed_on_the_server() {
         .action_sql("DO :id")
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
         .write(&files);
-    let (mut daemon, _base) = start_with_metrics(&files, &db.url).await;
+    let (mut daemon, _base) = start_with_metrics_logging(&files, &db.url, "debug").await;
     let claims = format!(
         "SELECT COALESCE(MAX(TIME_MS), 0) FROM information_schema.PROCESSLIST
          WHERE DB = '{}' AND ID <> CONNECTION_ID() AND INFO LIKE '%SKIP LOCKED%'",

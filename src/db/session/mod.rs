@@ -21,6 +21,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
 use tokio::time::Instant;
 
+use super::budget::Place;
 use super::connect::{Database, QUICK_TIMEOUT};
 use super::error::DbError;
 use super::item::Item;
@@ -35,6 +36,8 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT tableq_item";
 
 pub struct Session {
     conn: Conn,
+    /// Its place in the process's connection budget, for as long as it lives.
+    _place: Option<Place>,
     /// The database it is connected to, for KILL from a side connection.
     database: Database,
     /// The largest packet the server takes (`max_allowed_packet`).
@@ -143,8 +146,10 @@ impl Session {
         limit: usize,
         waiting: Arc<Waiting>,
     ) -> Result<Session, OpenError> {
+        // A place in the budget first: waiting for one is no wait for the database.
+        let place = database.place().await;
         waiting.begin("a connection");
-        let opening = Session::opening(queue, database, limit, waiting.clone());
+        let opening = Session::opening(queue, database, limit, waiting.clone(), place);
         match tokio::time::timeout(queue.database_timeout, opening).await {
             Ok(Ok(session)) => {
                 waiting.answered();
@@ -167,6 +172,7 @@ impl Session {
         database: &Database,
         limit: usize,
         waiting: Arc<Waiting>,
+        place: Option<Place>,
     ) -> Result<Session, OpenError> {
         let settings = SessionSettings::for_queue(queue);
         let mut conn = match worker_connection(database, &settings).await {
@@ -186,6 +192,7 @@ impl Session {
             .await
             .map_err(|e| OpenError::Unreachable(e.into()))?;
         Ok(Session {
+            _place: place,
             database: database.clone(),
             max_packet,
             prepared,

@@ -172,6 +172,10 @@ impl Mode for LeaseMode {
 
     async fn sleep(&mut self) {
         self.connected = None;
+        if self.queue.database.contended() {
+            // Other connections wait for a place in the budget.
+            self.pool.close().await;
+        }
     }
 }
 

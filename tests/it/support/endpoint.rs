@@ -8,10 +8,21 @@ use super::QueueFiles;
 /// `tableq run --metrics-addr 127.0.0.1:0` on the queues in `files`, logging JSON;
 /// returns it and the base URL of its metrics endpoint.
 pub async fn start_with_metrics(files: &QueueFiles, url: &str) -> (Daemon, String) {
+    start_with_metrics_logging(files, url, "info").await
+}
+
+/// As [`start_with_metrics`], logging at `level` (`debug`: every line a throttled
+/// warning holds back too).
+pub async fn start_with_metrics_logging(
+    files: &QueueFiles,
+    url: &str,
+    level: &str,
+) -> (Daemon, String) {
     let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
     cmd.arg(files.path())
         .env("TABLEQ_DATABASE_URL", url)
-        .env("TABLEQ_LOG_FORMAT", "json");
+        .env("TABLEQ_LOG_FORMAT", "json")
+        .env("TABLEQ_LOG", level);
     let daemon = Daemon::spawn(cmd);
     let base = format!("http://{}", metrics_address(&daemon).await);
     (daemon, base)
