@@ -13,6 +13,7 @@
 
 mod support;
 
+mod amqp;
 mod bad_input;
 mod batch_scope;
 mod batch_scope_outside;
