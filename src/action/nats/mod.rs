@@ -18,6 +18,7 @@ mod judge;
 mod probe;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_nats::connection::State;
 use async_nats::jetstream::context::PublishAckFuture;
@@ -26,19 +27,31 @@ use async_nats::jetstream::{Context, ContextBuilder};
 use async_nats::{Client, HeaderMap, HeaderValue};
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use tokio::sync::OnceCell;
+use tokio::sync::{Mutex, OnceCell};
+use tokio::time::Instant;
 
 use super::message::{each_or_one, render, Rendered};
 use super::{ActionError, Blame, External, Job, Outcome, Probed};
 use crate::config::action::nats::subject_problem;
 use crate::config::NatsAction;
 use crate::db::Item;
+use client::Failed;
+
+/// The first wait after a failed first connection; it doubles from there.
+const FIRST_WAIT: Duration = Duration::from_millis(500);
 
 /// A NATS action with its client, shared by all the queue's workers.
 pub struct Nats {
     config: Arc<NatsAction>,
     /// Made when the queue first publishes (or `check` first looks).
     connected: OnceCell<Connected>,
+    /// Until then: when the next attempt may be, and why the last one failed.
+    first: Mutex<FirstAttempts>,
+}
+
+struct FirstAttempts {
+    retry: Option<(Instant, String)>,
+    wait: Duration,
 }
 
 /// The client, and with `jetstream = true` its JetStream context (whose
@@ -64,28 +77,50 @@ impl Nats {
         Ok(Nats {
             config: Arc::new(config.clone()),
             connected: OnceCell::new(),
+            first: Mutex::new(FirstAttempts {
+                retry: None,
+                wait: FIRST_WAIT,
+            }),
         })
     }
 
-    /// The client, made on first use. `Err` when it cannot be made (a credentials
-    /// file that does not read: the queue's fault).
+    /// The client, made on first use; until the first connection succeeds, one
+    /// attempt at a time, each a jittered backoff after the last. `Err` says why
+    /// there is none.
     async fn connected(&self) -> Result<&Connected, Outcome> {
-        let connect = || async {
-            let client = client::connect(&self.config).await?;
-            let stream = self.config.jetstream.then(|| {
-                ContextBuilder::new()
-                    .timeout(self.config.timeout)
-                    .build(client.clone())
-            });
-            Ok::<_, String>(Connected { client, stream })
+        if let Some(connected) = self.connected.get() {
+            return Ok(connected);
+        }
+        let mut first = self.first.lock().await;
+        if let Some(connected) = self.connected.get() {
+            return Ok(connected);
+        }
+        if let Some((retry_at, error)) = &first.retry {
+            if Instant::now() < *retry_at {
+                return Err(Outcome::downstream(format!("{error} (trying again soon)")));
+            }
+        }
+        let client = match client::connect(&self.config).await {
+            Ok(client) => client,
+            Err(Failed::Queue(error)) => {
+                return Err(Outcome {
+                    blame: Blame::Queue,
+                    ..Outcome::failure(error)
+                })
+            }
+            Err(Failed::Unreachable(error)) => {
+                first.retry = Some((Instant::now() + client::jitter(first.wait), error.clone()));
+                first.wait = client::next_wait(first.wait);
+                return Err(Outcome::downstream(error));
+            }
         };
-        self.connected
-            .get_or_try_init(connect)
-            .await
-            .map_err(|error| Outcome {
-                blame: Blame::Queue,
-                ..Outcome::failure(error)
-            })
+        let stream = self.config.jetstream.then(|| {
+            ContextBuilder::new()
+                .timeout(self.config.timeout)
+                .build(client.clone())
+        });
+        let connected = Connected { client, stream };
+        Ok(self.connected.get_or_init(|| async { connected }).await)
     }
 
     /// The client, while it is connected; `Err` (a downstream failure) while not.
