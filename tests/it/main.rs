@@ -46,6 +46,7 @@ mod metrics;
 mod metrics_flood;
 mod modes;
 mod monitoring;
+mod nats;
 mod notify;
 mod observability;
 mod outcome_sql;

@@ -175,6 +175,14 @@ impl Stream {
     /// A fresh stream (in memory, expiring its messages after a while) that takes
     /// the subjects under a random prefix, de-duplicating within two minutes.
     pub async fn create() -> Stream {
+        Stream::create_with(|config| config).await
+    }
+
+    /// A fresh stream as [`Stream::create`] makes it, its config changed by `change`
+    /// (limits, a discard policy).
+    pub async fn create_with(
+        change: impl FnOnce(jetstream::stream::Config) -> jetstream::stream::Config,
+    ) -> Stream {
         let client = async_nats::connect(NATS_URL)
             .await
             .expect("connect to NATS on 127.0.0.1:4222");
@@ -190,7 +198,7 @@ impl Stream {
             ..Default::default()
         };
         context
-            .create_stream(config)
+            .create_stream(change(config))
             .await
             .expect("create a JetStream stream (is the server started with -js?)");
         Stream {
