@@ -174,7 +174,10 @@ impl Targets {
         Ok(stream.info().await?.state.messages)
     }
 
+    /// The queue file of `run`. Its message ids are the run's own: the stream would
+    /// drop a repeat of an earlier run's id within its duplicate window, purged or not.
     fn queue_file(&self, run: Run) -> String {
+        let tag: String = (0..8).map(|_| fastrand::lowercase()).collect();
         let action = match run.kind {
             "amqp" => format!(
                 "type = \"amqp\"\nurl = \"{RABBITMQ_URL}\"\nrouting_key = \"{}\"",
@@ -185,6 +188,7 @@ impl Targets {
                 self.subjects
             ),
         };
+        let action = format!("{action}\nmessage_id = \"{tag}_{{id}}\"");
         let (scope, on_success) = match run.batch_scope {
             true => (
                 "scope = \"batch\"\n",
