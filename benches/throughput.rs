@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/bench.sh [--quick] [--rows N] [--reps N] [--workers 1,4,16] [--idle-secs S]
-//!                  [--backlog N] [--claims N] [--only throughput,idle,backlog]
+//!                  [--backlog N] [--claims N] [--only throughput,idle,backlog,http,brokers]
 //! ```
 //!
 //! One run, on one private MariaDB (or the server of `TABLEQ_BENCH_DATABASE_URL`, in a
@@ -41,7 +41,8 @@
 //! - `daemon`: the real tableq binary: its queue file, its command line, one drain.
 //! - `throughput`, `idle`, `backlog`: the three parts of issue 5; each measures and
 //!   returns its results. `http`: webhook deliveries to a local endpoint (issue 3),
-//!   measured and reported by itself.
+//!   measured and reported by itself; `brokers`: the same rows published to the
+//!   local RabbitMQ and NATS JetStream (issue 23), at batch 1 and 100.
 //! - `report`: the printed report: header, the three parts' tables, footer.
 //! - `measure`: the server's counters, a process's CPU and memory, medians, tables.
 
@@ -56,6 +57,8 @@ mod test_server;
 
 #[path = "throughput/backlog.rs"]
 mod backlog;
+#[path = "throughput/brokers.rs"]
+mod brokers;
 #[path = "throughput/claim.rs"]
 mod claim;
 #[path = "throughput/daemon.rs"]
@@ -138,6 +141,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     if options.runs("http") {
         out.push_str(&http::report(&http::measure(&mut bench, &options).await?));
+    }
+    if options.runs("brokers") {
+        out.push_str(&brokers::report(
+            &brokers::measure(&mut bench, &options).await?,
+        ));
     }
     bench.drop_database().await?;
     out.push_str(&report::footer(began.elapsed()));

@@ -46,7 +46,9 @@
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
 //!   `check::tables`, `check::oldest`, `check::queries`, `check::samples` (sample
-//!   outcomes), `check::format` (the report as text, JSON or GitHub annotations), and `check::proof` (the leave-the-query proof: `check::proof::sample`,
+//!   outcomes), `check::format` (the report as text, JSON or GitHub annotations),
+//!   `check::downstream` (the action's own look at what it reaches, with a sample
+//!   row), and `check::proof` (the leave-the-query proof: `check::proof::sample`,
 //!   `check::proof::lease`, `check::proof::words`), all rolled back.
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
@@ -62,8 +64,12 @@
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,
 //!   `action::http::ssrf`, `action::http::trace`; `action::command` with
-//!   `action::command::process_group`), registered in `Action::new`;
-//!   `action::outcome` (what an action came to, and whose fault a failure is),
+//!   `action::command::process_group`; `action::amqp` with `action::amqp::link`,
+//!   `action::amqp::judge`, `action::amqp::probe`; `action::nats` with
+//!   `action::nats::client`, `action::nats::judge`, `action::nats::probe`),
+//!   registered in `Action::new`; `action::message` (a broker message made from a
+//!   row, for amqp and nats); `action::outcome` (what an action came to, and whose
+//!   fault a failure is),
 //!   `action::progress` (lease mode's `:progress`), `action::capture` (bounded
 //!   output).
 //! - `db`: the only place outside `check` that talks to the driver —
@@ -80,8 +86,9 @@
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
 //!   value), `config::scope`, `config::lease`, `config::circuit`,
 //!   `config::monitoring`, and `config::action`: each kind's `[action]` table
-//!   (`config::action::sql`, `config::action::http`, `config::action::command`),
-//!   registered in its `kinds!` line.
+//!   (`config::action::sql`, `config::action::http`, `config::action::command`,
+//!   `config::action::amqp`, `config::action::nats`; `config::action::message`, the
+//!   message keys the two brokers share), registered in its `kinds!` line.
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`.
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.

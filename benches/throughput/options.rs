@@ -5,7 +5,7 @@ use crate::claim::Claim;
 use std::time::Duration;
 
 const USAGE: &str = "usage: scripts/bench.sh [--quick] [--rows N] [--reps N] [--workers 1,4,16] \
-[--idle-secs S] [--backlog N] [--claims N] [--only throughput,idle,backlog,http] \
+[--idle-secs S] [--backlog N] [--claims N] [--only throughput,idle,backlog,http,brokers] \
 [--indexes article,status_id,forced] [--durable]
   --quick      smoke test: 2,000 rows, 1 repetition, 10 s idle window, 100,000-row backlog
   --rows       rows per throughput run (default 5000)
@@ -34,7 +34,7 @@ const FLAGS: [&str; 8] = [
 ];
 
 /// The parts of the benchmark, in the order they run.
-const PARTS: [&str; 4] = ["throughput", "idle", "backlog", "http"];
+const PARTS: [&str; 5] = ["throughput", "idle", "backlog", "http", "brokers"];
 
 pub struct Options {
     pub rows: u64,

@@ -7,9 +7,12 @@
 //! command), where the items of a batch run concurrently while the worker keeps its
 //! connection alive. [`Action::new`] is the one registry of runtimes.
 
+pub mod amqp;
 pub mod capture;
 pub mod command;
 pub mod http;
+pub mod message;
+pub mod nats;
 mod outcome;
 pub mod progress;
 pub mod sql;
@@ -21,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
+use crate::diagnostic::Severity;
 pub use outcome::{Blame, Outcome};
 use progress::Progress;
 
@@ -45,6 +49,8 @@ impl Action {
             ActionConfig::Sql(sql) => Action::in_transaction(sql::Sql::new(sql)),
             ActionConfig::Http(http) => Action::external(http::Http::new(http)?),
             ActionConfig::Command(command) => Action::external(command::Command::new(command)),
+            ActionConfig::Amqp(amqp) => Action::external(amqp::Amqp::new(amqp)?),
+            ActionConfig::Nats(nats) => Action::external(nats::Nats::new(nats)?),
         })
     }
 
@@ -103,4 +109,48 @@ pub trait External: Send + Sync {
     /// Runs the action, by `job.deadline`. Dropping the future cancels it (a
     /// command's process group is killed, a request aborted).
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome>;
+
+    /// For `check`: looks at what the action reaches without sending anything (a
+    /// broker's exchange or stream is there), and says what `sample`'s message
+    /// would look like. Nothing, for a kind that has nothing to look at.
+    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
+        let _ = (queue, sample);
+        Box::pin(async { Vec::new() })
+    }
+}
+
+/// One thing an action's [`External::probe`] found: how bad it is, the key of
+/// `[action]` it is about, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probed {
+    pub severity: Severity,
+    /// The key under `[action]`: `"exchange"`.
+    pub key: &'static str,
+    pub message: String,
+}
+
+impl Probed {
+    pub fn error(key: &'static str, message: impl Into<String>) -> Probed {
+        Probed {
+            severity: Severity::Error,
+            key,
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(key: &'static str, message: impl Into<String>) -> Probed {
+        Probed {
+            severity: Severity::Warning,
+            key,
+            message: message.into(),
+        }
+    }
+
+    pub fn note(key: &'static str, message: impl Into<String>) -> Probed {
+        Probed {
+            severity: Severity::Note,
+            key,
+            message: message.into(),
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! What an action came to: success, or a failure with its reason and whose fault it
 //! looks like. A failure is a value, not an error.
 
+use std::sync::Arc;
+
 use super::capture;
-use crate::db::OutcomeParams;
+use crate::db::{OutcomeParams, Refusal};
 
 /// What happened to an item's action; outcome SQL sees it as `:error`, `:status`,
 /// `:output` and `:retry_after`.
@@ -16,6 +18,11 @@ pub struct Outcome {
     pub blame: Blame,
     /// The W3C trace id an HTTP action sent (`traceparent`), for the item's log lines.
     pub trace_id: Option<String>,
+    /// A batch's action that sends each item on its own (a message per row) and so
+    /// knows each one's fate: their outcomes, in the batch's order. `None` when the
+    /// batch went as one (an HTTP request, a command). Behind a pointer, so that an
+    /// outcome stays small to move about.
+    pub each: Option<Arc<Vec<Outcome>>>,
 }
 
 /// Whose fault a failure looks like. Only the item's own failures are recorded
@@ -37,7 +44,7 @@ pub enum Blame {
     /// The database's, for now: it takes no writes (`read-only`, `permission
     /// denied`). The item is left waiting, and no worker claims on that database
     /// until it takes writes again.
-    Database(&'static str),
+    Database(Refusal),
 }
 
 impl Outcome {

@@ -60,7 +60,7 @@ fn json_report(report: &CheckReport) -> serde_json::Value {
         "offline": report.offline,
         "servers": report.servers,
         "errors": errors,
-        "warnings": report.findings.len() - errors,
+        "warnings": report.findings.iter().filter(|f| f.severity == Severity::Warning).count(),
         "findings": findings,
         "summary": report.summary(),
     })
@@ -71,6 +71,7 @@ fn github_annotation(finding: &Finding) -> String {
     let command = match finding.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
+        Severity::Note => "notice",
     };
     let mut properties = vec![format!(
         "file={}",

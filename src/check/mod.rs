@@ -6,9 +6,11 @@
 //! tables' engine ([`tables`]), the two-session SKIP LOCKED self-test
 //! ([`self_test`]), whether the claim is driven by an index ([`index`], with
 //! [`explain`]), and the leave-the-query proof ([`proof`], with [`samples`]) — all
-//! in transactions that are rolled back. Every statement check runs of its own is
-//! in [`queries`].
+//! in transactions that are rolled back; then, for an action that reaches a broker,
+//! the action's own look at it with a sample row ([`downstream`]). Every statement
+//! check runs of its own is in [`queries`].
 
+pub mod downstream;
 pub mod explain;
 pub mod format;
 pub mod index;
@@ -55,15 +57,23 @@ impl CheckReport {
         self.findings.iter().any(Finding::is_error)
     }
 
-    /// Whether `check` fails: on any error, or with `strict` on any warning too.
+    /// Whether `check` fails: on any error, or with `strict` on any warning too
+    /// (notes never fail it).
     pub fn fails(&self, strict: bool) -> bool {
-        self.has_errors() || (strict && !self.findings.is_empty())
+        self.has_errors() || (strict && self.count(Severity::Warning) > 0)
+    }
+
+    fn count(&self, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count()
     }
 
     /// `checked 3 queues on MariaDB 10.11.19: 1 error, 2 warnings`.
     pub fn summary(&self) -> String {
-        let errors = self.findings.iter().filter(|f| f.is_error()).count();
-        let warnings = self.findings.len() - errors;
+        let errors = self.count(Severity::Error);
+        let warnings = self.count(Severity::Warning);
         let place = if self.offline {
             " offline".to_string()
         } else if self.servers.is_empty() {
@@ -109,11 +119,13 @@ pub async fn check(
     for queue in &loaded.queues {
         // `run` builds every action before it starts (for HTTP: its client, which
         // needs the system's root certificates): so does `check`.
-        if let Err(e) = Action::new(&queue.action) {
-            report
-                .findings
-                .push(queue.finding(Severity::Error, &["action"], e.to_string()));
-        }
+        let action = Action::new(&queue.action)
+            .map_err(|e| {
+                report
+                    .findings
+                    .push(queue.finding(Severity::Error, &["action"], e.to_string()))
+            })
+            .ok();
         if options.offline {
             // The database is not asked, but its URL must be one `run` can use.
             if queue.database_url.is_some() {
@@ -127,7 +139,7 @@ pub async fn check(
                 .extend(offline::warnings(queue, key.as_deref()));
             continue;
         }
-        let findings = online::check_queue(queue, options, &mut servers).await;
+        let findings = online::check_queue(queue, action.as_ref(), options, &mut servers).await;
         report.findings.extend(findings);
     }
     report.findings.extend(servers.connection_findings());

@@ -11,7 +11,8 @@ use super::queries::{self, WaitingRows};
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
 use super::tables::Engines;
-use super::{index, offline, oldest, proof, self_test, tables, CheckOptions};
+use super::{downstream, index, offline, oldest, proof, self_test, tables, CheckOptions};
+use crate::action::Action;
 use crate::config::names::key_name;
 use crate::config::QueueConfig;
 use crate::db::error::{describe_error, is_expected_contention, is_statement_error};
@@ -80,14 +81,17 @@ impl Servers {
     }
 }
 
-/// Every finding for `queue` that its database can tell.
+/// Every finding for `queue` that its database can tell, and what its `action`
+/// finds downstream with a sample row.
 pub async fn check_queue(
     queue: &QueueConfig,
+    action: Option<&Action>,
     options: &CheckOptions,
     servers: &mut Servers,
 ) -> Vec<Finding> {
     let mut findings: Vec<Finding> = offline::missing_on_failure(queue).into_iter().collect();
     findings.extend(offline::secret_files_others_can_read(queue));
+    findings.extend(queue.action.kind().warnings(queue));
     let database = match Database::for_queue(queue, options.database_url.as_deref()) {
         Ok(database) => database,
         Err(finding) => {
@@ -118,6 +122,10 @@ pub async fn check_queue(
     match deeper(queue, &database, &mut session).await {
         Ok(more) => findings.extend(more),
         Err(e) => findings.push(stopped(queue, &e)),
+    }
+    if let Some(Action::External(action)) = action {
+        let sample = downstream::sample_row(queue, &mut session).await;
+        findings.extend(downstream::probe(queue, action.as_ref(), sample.as_ref()).await);
     }
     // Ends whatever check left open, XA transactions included: the server rolls
     // back a session's transaction when the session ends.

@@ -26,8 +26,8 @@ use crate::diagnostic::{Finding, Findings, Severity};
 use crate::sql::statement::ParsedStatement;
 
 pub use action::{
-    find_program, host_from_row, ActionConfig, ActionKind, CommandAction, HttpAction, SigningKey,
-    SqlAction,
+    find_program, host_from_row, ActionConfig, ActionKind, AmqpAction, CommandAction, HttpAction,
+    NatsAction, SigningKey, SqlAction,
 };
 pub use circuit::CircuitConfig;
 pub use interpolate::{files, interpolate, interpolate_secret, variables, InterpolateError};
@@ -150,9 +150,9 @@ impl QueueConfig {
         path: &[&str],
         message: impl Into<String>,
     ) -> Finding {
-        let finding = match severity {
-            Severity::Error => Finding::error(&self.file, message),
-            Severity::Warning => Finding::warning(&self.file, message),
+        let finding = Finding {
+            severity,
+            ..Finding::error(&self.file, message)
         };
         finding.at_line(self.line_of(path)).in_queue(&self.name)
     }

@@ -44,8 +44,9 @@ impl Validator<'_> {
 }
 
 /// In batch scope: every statement parameter other than `:batch` and `:queue`, and
-/// every `{column}` placeholder, as errors showing what to write instead. Nothing in
-/// item scope, nor in lease mode (which refuses batch scope as a whole).
+/// every `{column}` placeholder of a kind that sends the batch as one, as errors
+/// showing what to write instead. Nothing in item scope, nor in lease mode (which
+/// refuses batch scope as a whole).
 pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
     if queue.scope() != Scope::Batch {
         return Vec::new();
@@ -69,6 +70,9 @@ pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
         statements(&["on_failure", "sql"], on_failure);
     }
     found.extend(queue.action.kind().batch_scope_refusals(queue));
+    if queue.action.kind().sends_each_item() {
+        return found;
+    }
     for (key, name) in queue.action.placeholders() {
         if name != "queue" {
             let message = format!(

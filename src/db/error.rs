@@ -58,6 +58,23 @@ const TRANSACTION_LOST: &[u16] = &[
     4031, // disconnected for inactivity (MariaDB)
 ];
 
+/// Why a database refuses writes for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    ReadOnly,
+    PermissionDenied,
+}
+
+impl Refusal {
+    /// In the words of `/readyz` and the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::ReadOnly => "read-only",
+            Refusal::PermissionDenied => "permission denied",
+        }
+    }
+}
+
 /// A database error, in one line for a user when displayed.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -100,12 +117,11 @@ impl DbError {
     }
 
     /// The database refuses writes for now — it is read-only (a replica, a failover
-    /// under way) or the user's privilege was taken away — whatever the row: what it
-    /// is, in the words of `/readyz` and the log.
-    pub fn refuses_writes(&self) -> Option<&'static str> {
+    /// under way) or the user's privilege was taken away — whatever the row.
+    pub fn refuses_writes(&self) -> Option<Refusal> {
         match self.server_code()? {
-            code if READ_ONLY.contains(&code) => Some("read-only"),
-            code if DENIED.contains(&code) => Some("permission denied"),
+            code if READ_ONLY.contains(&code) => Some(Refusal::ReadOnly),
+            code if DENIED.contains(&code) => Some(Refusal::PermissionDenied),
             _ => None,
         }
     }

@@ -20,7 +20,7 @@ pub mod waiting;
 pub use budget::Budget;
 pub use clock::DbClock;
 pub use connect::{Database, Kill};
-pub use error::DbError;
+pub use error::{DbError, Refusal};
 pub use error_kind::ErrorKind;
 pub use item::{Item, LeaseParams, OutcomeParams};
 pub use pool::SessionPool;

@@ -166,7 +166,15 @@ async fn open_first(
                 "cannot connect to the database; the queue starts once it can");
         }
     }
-    opened.map(|session| keep.then_some(session))
+    match opened {
+        Ok(session) if keep => Ok(Some(session)),
+        // Closed, not dropped: its place in the budget is free once it is gone.
+        Ok(session) => {
+            session.close().await;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Starts `queue`: with `session`, or once one opens, logs "queue started" and

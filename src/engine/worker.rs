@@ -170,7 +170,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             Ended::Lost(e) => {
                 let wait = self.backoff.next_wait();
                 if let Some(why) = e.refuses_writes() {
-                    self.queue.gate.refused(why, wait);
+                    self.queue.gate.refused(why.as_str(), wait);
                 }
                 match self.queue.lost.record() {
                     Some(times) => tracing::warn!(error = %e, retry_in = %rounded(wait), times,

@@ -30,7 +30,7 @@ pub fn init(format: LogFormat) {
         }
     };
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(quiet(filter))
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(colour(std::env::var_os("NO_COLOR").as_deref()));
@@ -48,6 +48,20 @@ pub fn init(format: LogFormat) {
     if let Some(error) = bad_filter {
         tracing::warn!(%error, "{LOG_ENV} is not a valid filter; logging at info");
     }
+}
+
+/// Log lines turned off whatever the filter says: lapin logs every message the
+/// broker returns (unroutable) at warn level, body and all, and a row's values
+/// must never reach the log — tableq says why the item failed instead.
+const SILENCED: &[&str] = &["lapin::returned_messages=off"];
+
+fn quiet(mut filter: EnvFilter) -> EnvFilter {
+    for directive in SILENCED {
+        if let Ok(directive) = directive.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    filter
 }
 
 /// Colour only for a person at a terminal who has not asked for none

@@ -46,7 +46,7 @@ fn the_commented_example_actions_load() {
     let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
     let start = text.find("\n[action]").unwrap();
     let end = start + 1 + text[start + 1..].find("\n[on_success]").unwrap();
-    for kind in ["http", "command"] {
+    for kind in ["http", "command", "amqp", "nats"] {
         let marker = format!("#{kind}> ");
         let block: String = text
             .lines()
@@ -74,12 +74,16 @@ fn the_commented_example_actions_load() {
             "HOOK_TOKEN" => Some("secret".to_string()),
             "APP_DATABASE_URL" => Some("mysql://app:secret@127.0.0.1:3306/shop".to_string()),
             "HOOK_SECRET" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string()),
+            "RABBITMQ_PASSWORD" | "NATS_TOKEN" => Some("secret".to_string()),
             _ => None,
         };
         let queues = tableq::load_paths(&[file], &env).unwrap_or_else(|f| panic!("{kind}: {f}"));
+        let action = &queues[0].action;
         let expected = match kind {
-            "http" => matches!(queues[0].action, tableq::config::ActionConfig::Http(_)),
-            _ => matches!(queues[0].action, tableq::config::ActionConfig::Command(_)),
+            "http" => matches!(action, tableq::config::ActionConfig::Http(_)),
+            "amqp" => matches!(action, tableq::config::ActionConfig::Amqp(_)),
+            "nats" => matches!(action, tableq::config::ActionConfig::Nats(_)),
+            _ => matches!(action, tableq::config::ActionConfig::Command(_)),
         };
         assert!(expected, "{kind}");
     }

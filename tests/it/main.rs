@@ -13,6 +13,7 @@
 
 mod support;
 
+mod amqp;
 mod bad_input;
 mod batch_scope;
 mod batch_scope_outside;
@@ -50,6 +51,7 @@ mod metrics;
 mod metrics_flood;
 mod modes;
 mod monitoring;
+mod nats;
 mod notify;
 mod observability;
 mod outcome_sql;

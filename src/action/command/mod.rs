@@ -277,6 +277,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         retry_after: None,
         trace_id: None,
         blame: Blame::Item,
+        each: None,
     }
 }
 

@@ -24,6 +24,7 @@ impl Http {
             retry_after: None,
             trace_id: None,
             blame: Blame::Item,
+            each: None,
         };
         if status.is_success() {
             return outcome;

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::super::template::{Part, Template};
 use super::super::validate::Validator;
 use super::{ActionKind, Samples};
+use crate::config::secret_file::read_by;
 use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::{Finding, Severity};
 
@@ -121,21 +122,12 @@ pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> Htt
 
 /// The files `signing_secret` and the headers read their secrets from.
 fn secret_files(raw: &RawHttpAction) -> Vec<SecretFile> {
-    let mut values: Vec<(Vec<String>, &str)> = Vec::new();
+    let mut found = Vec::new();
     if let Some(secret) = raw.signing_secret.as_deref() {
-        values.push((vec!["action".into(), "signing_secret".into()], secret));
+        found.extend(read_by(&["action", "signing_secret"], secret));
     }
     for (name, value) in &raw.headers {
-        values.push((vec!["action".into(), "headers".into(), name.clone()], value));
-    }
-    let mut found = Vec::new();
-    for (key, value) in values {
-        for path in super::super::files(value) {
-            found.push(SecretFile {
-                path,
-                key: key.clone(),
-            });
-        }
+        found.extend(read_by(&["action", "headers", name], value));
     }
     found
 }

@@ -8,8 +8,11 @@
 //! `impl ActionKind`, one line in [`kinds!`] below, and one line in the runtime's
 //! registry (`crate::action::Action::new`).
 
+pub mod amqp;
 pub mod command;
 pub mod http;
+pub mod message;
+pub mod nats;
 pub mod sql;
 
 use std::time::Duration;
@@ -21,8 +24,10 @@ use super::{QueueConfig, SecretFile};
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
+pub use amqp::AmqpAction;
 pub use command::{find_program, CommandAction};
 pub use http::{host_from_row, HttpAction, SigningKey};
+pub use nats::NatsAction;
 pub use sql::SqlAction;
 
 /// What tableq asks of an action kind's table, whichever kind it is.
@@ -63,8 +68,16 @@ pub trait ActionKind: std::fmt::Debug {
         false
     }
 
+    /// Whether in `scope = "batch"` the action still sends each item on its own (a
+    /// message per row, all of them before any answer is awaited): each is rendered
+    /// from its own row, so `{column}` placeholders stay allowed.
+    fn sends_each_item(&self) -> bool {
+        false
+    }
+
     /// What the kind's table holds that `scope = "batch"` cannot serve, beyond
-    /// placeholders (which batch scope refuses for every kind).
+    /// placeholders (which batch scope refuses unless the kind [sends each
+    /// item](ActionKind::sends_each_item)).
     fn batch_scope_refusals(&self, _queue: &QueueConfig) -> Vec<Finding> {
         Vec::new()
     }
@@ -158,6 +171,8 @@ kinds! {
     "sql" => Sql(sql::RawSqlAction, SqlAction),
     "http" => Http(http::RawHttpAction, HttpAction),
     "command" => Command(command::RawCommandAction, CommandAction),
+    "amqp" => Amqp(amqp::RawAmqpAction, AmqpAction),
+    "nats" => Nats(nats::RawNatsAction, NatsAction),
 }
 
 impl ActionConfig {

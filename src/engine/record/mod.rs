@@ -20,7 +20,7 @@ use tracing::{warn, Instrument, Span};
 use super::queue::QueueRuntime;
 use super::report::{BatchReport, Fate};
 use crate::action::{Blame, Outcome};
-use crate::db::{DbError, Item, Statements};
+use crate::db::{DbError, Item, Refusal, Statements};
 use crate::telemetry::events::{Event, ItemFailed, LeaseLost, LostAt, OutcomeSqlFailed};
 
 /// How writing one item's outcome SQL went.
@@ -120,8 +120,8 @@ fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
         Blame::Database(why) => {
             // Nothing of the action is kept: the row waits, its attempt not spent,
             // and nobody claims on this database until it takes writes again.
-            queue.gate.refused(why, REFUSED_RETRY);
-            queue.stats.set_refusing(Some(why));
+            queue.gate.refused(why.as_str(), REFUSED_RETRY);
+            queue.stats.set_refusing(Some(why.as_str()));
             return Verdict::Leave;
         }
         Blame::Item | Blame::Downstream => {}
@@ -235,8 +235,8 @@ impl<'q> Refused<'q> {
     /// If `error` says the database refuses writes: closes the gate and waits before
     /// the next try, true. False — give up — for any other error, or once the
     /// shutdown timeout has passed.
-    pub async fn again(&mut self, error: &impl Refusal) -> bool {
-        let Some(why) = error.refuses_writes() else {
+    pub async fn again(&mut self, error: &impl RefusesWrites) -> bool {
+        let Some(why) = error.refuses_writes().map(Refusal::as_str) else {
             return false;
         };
         let queue = self.queue;
@@ -257,18 +257,18 @@ impl<'q> Refused<'q> {
 }
 
 /// An error that may say the database refuses writes.
-pub trait Refusal {
-    fn refuses_writes(&self) -> Option<&'static str>;
+pub trait RefusesWrites {
+    fn refuses_writes(&self) -> Option<Refusal>;
 }
 
-impl Refusal for DbError {
-    fn refuses_writes(&self) -> Option<&'static str> {
+impl RefusesWrites for DbError {
+    fn refuses_writes(&self) -> Option<Refusal> {
         DbError::refuses_writes(self)
     }
 }
 
-impl Refusal for crate::engine::lease::LeaseError {
-    fn refuses_writes(&self) -> Option<&'static str> {
+impl RefusesWrites for crate::engine::lease::LeaseError {
+    fn refuses_writes(&self) -> Option<Refusal> {
         self.db_error().and_then(DbError::refuses_writes)
     }
 }

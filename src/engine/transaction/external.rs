@@ -3,6 +3,7 @@
 //! outcome SQL runs in the batch's transaction.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -86,7 +87,9 @@ async fn run_each(
 /// command); if it fails for the items' sake, once per item, so an item the
 /// receiver rejects does not fail the others. A failure downstream (the receiver
 /// down) is every item's outcome alike: asking again item by item would only knock
-/// on the same closed door.
+/// on the same closed door. A kind that sends each item of the batch on its own (a
+/// message per row) says how each one went: those outcomes stand, and nothing is
+/// sent again.
 async fn run_as_batch(
     queue: &QueueRuntime,
     action: &dyn External,
@@ -94,6 +97,12 @@ async fn run_as_batch(
 ) -> Vec<Option<Outcome>> {
     let whole = queue.execute(action, Work::batch(items), None).await;
     match whole {
+        Some(Outcome {
+            each: Some(each), ..
+        }) if each.len() == items.len() => {
+            let each = Arc::unwrap_or_clone(each);
+            each.into_iter().map(Some).collect()
+        }
         Some(whole) if !whole.succeeded() && whole.blame == Blame::Item && items.len() > 1 => {
             let error = whole.error.as_deref().unwrap_or_default();
             debug!(%error, items = items.len(), "the batch's action failed; running it item by item");

@@ -5,6 +5,7 @@
 //! MariaDB is started for the test process. Every test gets a database of its own.
 #![allow(dead_code)]
 
+pub mod brokers;
 pub mod check;
 pub mod daemon;
 pub mod endpoint;

@@ -1,0 +1,243 @@
+//! `type = "nats"`: the `[action]` table of a NATS publish — core NATS, or a
+//! JetStream stream with `jetstream = true` — its TOML keys, and what each must be.
+//! Publishing is `crate::action::nats`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::super::template::{Part, Template};
+use super::super::validate::Validator;
+use super::message::{self, Message, RawMessage};
+use super::{ActionKind, Samples};
+use crate::config::secret_file::read_by;
+use crate::config::{QueueConfig, SecretFile};
+use crate::diagnostic::{Finding, Severity};
+
+/// `[action] timeout` when the file does not set it: as for HTTP.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNatsAction {
+    pub url: String,
+    pub subject: String,
+    #[serde(default)]
+    pub jetstream: bool,
+    pub body: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub message_id: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    pub token: Option<String>,
+    pub credentials_file: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
+}
+
+/// `type = "nats"`: one message per item; with JetStream, acknowledged by its stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NatsAction {
+    /// `nats://host:4222` (or several, comma-separated), its `${ENV}` replaced.
+    pub url: String,
+    /// The servers as messages name them: no user, no password.
+    pub servers: String,
+    pub subject: Template,
+    /// Publish to a stream and await its acknowledgement, `Nats-Msg-Id` set.
+    pub jetstream: bool,
+    pub message: Message,
+    pub timeout: Duration,
+    /// A secret: `token`, its `${ENV}` replaced.
+    pub token: Option<String>,
+    /// A `.creds` file (JWT and NKey seed), relative to the queue file.
+    pub credentials_file: Option<PathBuf>,
+    /// A PEM CA to trust (and TLS required), relative to the queue file.
+    pub ca_file: Option<PathBuf>,
+    /// The `${VARS}` `url` and `token` name.
+    pub secret_variables: Vec<String>,
+    /// The files `url` (and `token`) read secrets from (`${file:…}`).
+    pub secret_files: Vec<SecretFile>,
+}
+
+/// The files `url` and `token` read their secrets from.
+fn secret_files(raw: &RawNatsAction) -> Vec<SecretFile> {
+    let mut found = read_by(&["action", "url"], &raw.url);
+    if let Some(token) = raw.token.as_deref() {
+        found.extend(read_by(&["action", "token"], token));
+    }
+    found
+}
+
+/// Validates `type = "nats"`.
+pub(in crate::config) fn validate(raw: &RawNatsAction, v: &mut Validator) -> NatsAction {
+    let (url, servers) = url(raw, v);
+    let subject = message::template(v, &["action", "subject"], &raw.subject)
+        .unwrap_or(Template { parts: vec![] });
+    check_subject(&subject, v);
+    let message = message::validate(
+        RawMessage {
+            body: raw.body.as_deref(),
+            headers: &raw.headers,
+            message_id: raw.message_id.as_deref(),
+        },
+        v,
+        header_problem,
+    );
+    let token = raw.token.as_deref().and_then(|token| {
+        super::super::interpolate_secret(token, v.env)
+            .map_err(|e| v.error(&["action", "token"], format!("`action.token`: {e}")))
+            .ok()
+    });
+    let mut secret_variables = super::super::variables(&raw.url);
+    secret_variables.extend(
+        raw.token
+            .as_deref()
+            .map(super::super::variables)
+            .unwrap_or_default(),
+    );
+    NatsAction {
+        url,
+        servers,
+        subject,
+        jetstream: raw.jetstream,
+        message,
+        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
+        token,
+        credentials_file: readable(v, "credentials_file", raw.credentials_file.as_ref()),
+        ca_file: readable(v, "ca_file", raw.ca_file.as_ref()),
+        secret_variables,
+        secret_files: secret_files(raw),
+    }
+}
+
+impl ActionKind for NatsAction {
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn placeholders(&self) -> Vec<(String, &str)> {
+        let mut found: Vec<(String, &str)> = self
+            .subject
+            .placeholders()
+            .map(|p| ("action.subject".to_string(), p))
+            .collect();
+        found.extend(self.message.placeholders());
+        found
+    }
+
+    fn sends_each_item(&self) -> bool {
+        true
+    }
+
+    fn warnings(&self, queue: &QueueConfig) -> Vec<Finding> {
+        if self.jetstream {
+            return Vec::new();
+        }
+        let message = "core NATS (no `jetstream = true`) acknowledges nothing: a message is lost \
+                       when no subscriber is listening, or when the server fails before it \
+                       passes it on, and its row is marked done all the same; publish to a \
+                       JetStream stream with `jetstream = true` for acknowledged messages";
+        let at = match queue.line_of(&["action", "jetstream"]) {
+            Some(_) => vec!["action", "jetstream"],
+            None => vec!["action"],
+        };
+        vec![queue.finding(Severity::Warning, &at, message)]
+    }
+
+    fn secret_variables(&self) -> Vec<String> {
+        self.secret_variables.clone()
+    }
+
+    fn secret_files(&self) -> Vec<SecretFile> {
+        self.secret_files.clone()
+    }
+
+    fn samples(&self) -> Samples {
+        Samples::default()
+    }
+}
+
+/// The URL with its `${ENV}` replaced, each server in it checked, and the servers
+/// as messages name them.
+fn url(raw: &RawNatsAction, v: &mut Validator) -> (String, String) {
+    let url = match super::super::interpolate_secret(&raw.url, v.env) {
+        Ok(url) => url,
+        Err(e) => {
+            v.error(&["action", "url"], format!("`action.url`: {e}"));
+            return (String::new(), String::new());
+        }
+    };
+    let mut shown = Vec::new();
+    for one in url.split(',').map(str::trim) {
+        match server(one) {
+            Ok(server) => shown.push(server),
+            Err(why) => {
+                let message = format!(
+                    "`action.url`: {why}: write nats://host:4222 (tls:// for TLS), or several \
+                     separated by commas"
+                );
+                v.error(&["action", "url"], message);
+            }
+        }
+    }
+    (url, shown.join(", "))
+}
+
+/// One server of the URL as messages name it (`nats://host:4222`), or why it is not
+/// one. Never the user or password it may hold.
+pub fn server(url: &str) -> Result<String, String> {
+    let addr = url
+        .parse::<async_nats::ServerAddr>()
+        .map_err(|_| "not a NATS server URL".to_string())?;
+    let scheme = addr.into_inner();
+    match scheme.scheme() {
+        "nats" | "tls" => {}
+        other => return Err(format!("{other}:// is not served (nats:// or tls://)")),
+    }
+    let host = scheme.host_str().unwrap_or("");
+    let port = scheme.port().unwrap_or(4222);
+    Ok(format!("{}://{host}:{port}", scheme.scheme()))
+}
+
+/// A subject is tokens separated by `.`; no spaces, and no wildcards to publish to.
+fn check_subject(subject: &Template, v: &mut Validator) {
+    if subject.parts.is_empty() {
+        v.error(&["action", "subject"], "`action.subject` is empty");
+    }
+    for part in &subject.parts {
+        let Part::Literal(text) = part else { continue };
+        if let Some(why) = subject_problem(text) {
+            v.error(&["action", "subject"], format!("`action.subject`: {why}"));
+            return;
+        }
+    }
+}
+
+/// Why `text` (a subject, or the literal part of one) cannot be published to.
+pub fn subject_problem(text: &str) -> Option<String> {
+    if text.chars().any(char::is_whitespace) {
+        return Some("a subject has no spaces or line breaks".to_string());
+    }
+    text.split('.')
+        .any(|token| token == "*" || token == ">")
+        .then(|| "`*` and `>` are wildcards, for subscribers: publish to a whole subject".into())
+}
+
+/// Why `name` cannot be a NATS header's name, if it cannot.
+fn header_problem(name: &str) -> Option<String> {
+    name.parse::<async_nats::HeaderName>()
+        .err()
+        .map(|_| format!("`{name}` is not a valid header name"))
+}
+
+/// `key`'s file, relative to the queue file's directory, if it can be read.
+fn readable(v: &mut Validator, key: &str, file: Option<&PathBuf>) -> Option<PathBuf> {
+    let path = v.dir.join(file?);
+    if let Err(e) = std::fs::metadata(&path).and_then(|_| std::fs::File::open(&path)) {
+        let message = format!("`action.{key}`: cannot read {}: {e}", path.display());
+        v.error(&["action", key], message);
+    }
+    Some(path)
+}
