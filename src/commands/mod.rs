@@ -76,6 +76,10 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
             clap_complete::generate(args.shell, &mut command, "tableq", &mut std::io::stdout());
             Ok(())
         }
+        Command::Schema => {
+            print!("{}", crate::config::schema::queue_file_schema());
+            Ok(())
+        }
         Command::Man(args) => match &args.dir {
             None => man::print_page(&mut std::io::stdout())
                 .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}"))),

@@ -6,10 +6,12 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::names::key_name;
 use super::raw::Statements;
+use super::schema::DurationText;
 use super::validate::Validator;
 use super::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
@@ -22,15 +24,33 @@ pub const DEFAULT_LEASE_CONNECTIONS: usize = 4;
 /// The most connections a lease-mode queue may keep.
 pub const MAX_LEASE_CONNECTIONS: usize = 100;
 
-/// The `[lease]` table as written.
-#[derive(Debug, Deserialize)]
+/// `[lease]`, in lease mode: renewal, release and outcome SQL must be UPDATE or
+/// DELETE with the key and :lease_id in their WHERE.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawLease {
+    /// Runs for each claimed row in the claim's transaction, taking it out of the
+    /// select under a fresh :lease_id (this claim's random token); :worker is
+    /// host:pid:worker. Keep the lease in UTC or unix time (UTC_TIMESTAMP(),
+    /// UNIX_TIMESTAMP()): NOW() against a DATETIME moves with the session's time zone.
     pub sql: Statements,
+    /// Runs (and commits) every renew_every while the action runs; :progress is the
+    /// action's last progress line. A renewal that matches no row means the lease is
+    /// lost: the action is cancelled. Optional: without it the lease must outlast the
+    /// action.
     pub renew_sql: Option<Statements>,
+    /// When shutdown cancels an action, or the circuit breaker keeps a leased row from
+    /// running: the row is waiting again at once. Optional: without it the row waits
+    /// for its lease to expire.
     pub release_sql: Option<Statements>,
+    /// How often renew_sql runs. Default: a third of the shorter lease sql and
+    /// renew_sql give, each in its one INTERVAL <n> SECOND|MINUTE|HOUR|DAY (otherwise
+    /// required); it must be shorter than that lease.
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub renew_every: Option<Duration>,
+    /// The pool of connections the workers share. Default 4, at most 100.
+    #[schemars(range(min = 1, max = 100))]
     pub connections: Option<u32>,
 }
 

@@ -12,6 +12,7 @@ pub mod monitoring;
 pub mod names;
 mod parse;
 mod raw;
+pub mod schema;
 pub mod scope;
 pub mod secret_file;
 mod statements;

@@ -57,6 +57,7 @@ mod reaper;
 mod reconnect_jitter;
 mod reload;
 mod restart;
+mod schema;
 mod scrape_cost;
 mod secret_files;
 mod server_full;
