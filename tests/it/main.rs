@@ -16,6 +16,7 @@ mod support;
 mod bad_input;
 mod batch_scope;
 mod batch_scope_outside;
+mod binary_keys;
 mod check_batch_scope;
 mod check_format;
 mod check_index;
