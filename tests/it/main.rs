@@ -55,6 +55,7 @@ mod monitoring;
 mod notify;
 mod observability;
 mod outcome_sql;
+mod queue_file_types;
 mod queues;
 mod reaper;
 mod reconnect_jitter;
