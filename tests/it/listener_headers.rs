@@ -8,8 +8,10 @@ use crate::support::{QueueFile, QueueFiles, TestDb};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_answer_says_nosniff() {
     let db = TestDb::new().await;
-    db.exec("CREATE TABLE sniff_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'done')")
-        .await;
+    db.exec(
+        "CREATE TABLE sniff_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'done')",
+    )
+    .await;
     let files = QueueFiles::new();
     QueueFile::new("sniff")
         .select("SELECT id FROM sniff_job WHERE state = 'waiting' ORDER BY id")
@@ -17,7 +19,14 @@ async fn every_answer_says_nosniff() {
         .write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    for path in ["/metrics", "/healthz", "/readyz", "/", "/status.json", "/no-such-page"] {
+    for path in [
+        "/metrics",
+        "/healthz",
+        "/readyz",
+        "/",
+        "/status.json",
+        "/no-such-page",
+    ] {
         let response = reqwest::get(format!("{base}{path}")).await.unwrap();
         assert_eq!(
             response

@@ -33,8 +33,10 @@ async fn run(path: &Path, url: &str) -> Finished {
 
 async fn typed_table() -> TestDb {
     let db = TestDb::new().await;
-    db.exec("CREATE TABLE typed_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
-        .await;
+    db.exec(
+        "CREATE TABLE typed_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')",
+    )
+    .await;
     db
 }
 
@@ -82,7 +84,10 @@ async fn a_queue_file_over_a_mebibyte_is_refused() {
     let finished = run(&file, &db.url).await;
     assert_eq!(finished.code(), Some(2), "{}", finished.stderr);
     let said = &finished.stderr;
-    assert!(said.contains(&format!("{}: error:", file.display())), "{said}");
+    assert!(
+        said.contains(&format!("{}: error:", file.display())),
+        "{said}"
+    );
     assert!(said.contains("(1 MiB) a queue file may hold"), "{said}");
     assert!(said.contains("is a statement in it this large?"), "{said}");
 }
