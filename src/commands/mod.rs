@@ -53,6 +53,9 @@ impl Failure {
 
 /// Runs the command `cli` asks for.
 pub async fn execute(cli: Cli) -> Result<(), Failure> {
+    if database_url::password_on_command_line(&std::env::args_os().collect::<Vec<_>>()) {
+        tracing::warn!("{}", database_url::PASSWORD_ON_ARGV);
+    }
     // Read only by the commands that use it: `completions` needs no secret file.
     let database = || {
         let (flag, file) = (cli.database_url.clone(), cli.database_url_file.clone());

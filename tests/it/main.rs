@@ -29,6 +29,7 @@ mod command_action;
 mod command_env;
 mod count;
 mod count_print_sql;
+mod database_url;
 mod deploy;
 mod email_queue;
 mod exactly_once;
