@@ -43,6 +43,7 @@ mod layers;
 mod lease;
 mod lease_check;
 mod lease_connections;
+mod lease_time_zone;
 mod limits;
 mod listener_headers;
 mod loader_fuzz;
