@@ -303,18 +303,18 @@ mod tests {
 
     #[test]
     fn a_bad_percent_escape_is_refused_naming_the_part_not_its_text() {
-        for (url, part) in [
-            ("mysql://app:p%zzss@db/shop", "password"),
-            ("mysql://a%g1:pass@db/shop", "user name"),
-            ("mysql://app@db/sh%op", "database name"),
-            ("mysql://app@db/shop?socket=%", "parameters"),
+        for (url, part, text) in [
+            ("mysql://app:s3%zzcret@db/shop", "password", "s3%zzcret"),
+            ("mysql://a%g1:s3cret@db/shop", "user name", "a%g1"),
+            ("mysql://app@db/sh%op", "database name", "sh%op"),
+            ("mysql://app@db/shop?socket=%", "parameters", "socket"),
         ] {
             let err = Database::from_url(url).unwrap_err().to_string();
             assert!(
                 err.contains(&format!("a `%` in its {part} ")),
                 "{url}: {err}"
             );
-            assert!(!err.contains("zz") && !err.contains("pass"), "{err}");
+            assert!(!err.contains(text) && !err.contains("s3"), "{err}");
         }
         assert!(Database::from_url("mysql://app:p%40ss@db/shop").is_ok());
     }
