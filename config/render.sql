@@ -8,7 +8,7 @@ CREATE TABLE video (
     title       VARCHAR(250) NOT NULL,
     seconds     INT NOT NULL,
     state       ENUM('waiting', 'rendering', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-    lease_until DATETIME NULL,
+    lease_until DATETIME NULL,          -- UTC: written and compared with UTC_TIMESTAMP()
     lease_id    CHAR(32) NULL,
     worker      VARCHAR(255) NULL,
     progress    VARCHAR(255) NULL,

@@ -1,13 +1,15 @@
-//! `tableq count`: how many rows are waiting, the article's way — lock up to a cap
-//! of them with SKIP LOCKED in a transaction that commits at once. Rows being worked
-//! on right now are not counted; a big backlog costs no more than the cap.
+//! `tableq count`: how many rows are waiting, up to a cap — the background count's
+//! plain read, on a session opened as a worker's (READ COMMITTED, the queue's SQL
+//! prepared). It locks no row: a count of a million holds no lock a worker would
+//! skip. Rows being worked on right now are counted too, as in `tableq_waiting`.
 //!
-//! `tableq count --print-sql`: the statement the background count runs (a plain read,
-//! rows in flight counted too), for an autoscaler to run itself.
+//! `tableq count --print-sql`: the statement the background count runs (the same
+//! read, its cap the queue's `waiting_cap`), for an autoscaler to run itself.
 
 use std::fmt;
 
 use crate::config::QueueConfig;
+use crate::db::backlog::count_on;
 use crate::db::{Database, OpenError, Session};
 
 pub use crate::db::backlog::printable_count_statement;
@@ -32,14 +34,12 @@ pub async fn count_waiting(
     database: &Database,
     cap: usize,
 ) -> Result<Waiting, OpenError> {
-    // One more than the cap tells "exactly cap" from "more than cap".
-    let mut session =
-        Session::open_with_limit(queue, database, cap + 1, Default::default()).await?;
-    let claimed = session.claim(&queue.name).await;
-    let committed = session.commit().await;
+    let mut session = Session::open(queue, database).await?;
+    let counted = count_on(session.parts().0, queue, cap).await;
+    let ended = session.rollback().await;
     session.close().await;
-    let found = claimed.map_err(OpenError::Unreachable)?.len();
-    committed.map_err(OpenError::Unreachable)?;
+    let found = counted.map_err(OpenError::Unreachable)?;
+    ended.map_err(OpenError::Unreachable)?;
     Ok(Waiting {
         count: found.min(cap),
         capped: found > cap,

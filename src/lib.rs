@@ -80,9 +80,13 @@
 //!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
 //!   `db::backlog`, `db::clock`, `db::waiting`, `db::budget` (the process's
 //!   connection budget).
-//! - [`config`]: queue files — `config::raw`, `config::parse` (every key's problem
-//!   at once), `config::validate`, `config::statements`, `config::names` (one rule
-//!   for unknown names), `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`), `config::secret_file`,
+//! - [`config`]: queue files — `config::files` (which paths are queue files, and
+//!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
+//!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),
+//!   `config::parse` (every key's problem at once), `config::validate`,
+//!   `config::statements`, `config::names` (one rule for unknown names),
+//!   `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`),
+//!   `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
 //!   value), `config::scope`, `config::lease`, `config::circuit`,
 //!   `config::monitoring`, and `config::action`: each kind's `[action]` table

@@ -127,11 +127,13 @@ pub async fn check(
             })
             .ok();
         if options.offline {
-            // The database is not asked, but its URL must be one `run` can use.
-            if queue.database_url.is_some() {
+            // The database is not asked, but its URL — the queue's own, or the one
+            // given to check — must be one `run` can use.
+            let default_url = options.database_url.as_deref();
+            if queue.database_url.is_some() || default_url.is_some() {
                 report
                     .findings
-                    .extend(Database::for_queue(queue, None).err());
+                    .extend(Database::for_queue(queue, default_url).err());
             }
             let key = key_name(queue);
             report

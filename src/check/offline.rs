@@ -16,6 +16,7 @@ pub fn warnings(queue: &QueueConfig, key: Option<&str>) -> Vec<Finding> {
         findings.extend(outcome_not_by_key(queue, key));
     }
     findings.extend(queue.action.kind().warnings(queue));
+    findings.extend(crate::config::lease::session_clock_warnings(queue));
     findings.extend(secret_files_others_can_read(queue));
     findings
 }

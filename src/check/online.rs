@@ -115,9 +115,13 @@ pub async fn check_queue(
             return findings;
         }
     };
-    let (_, prepared) = session.parts();
+    let (conn, prepared) = session.parts();
     if let Some(key) = prepared.columns.names.get(prepared.key_index) {
         findings.extend(offline::outcome_not_by_key(queue, key));
+    }
+    match tables::session_clock(conn, queue).await {
+        Ok(clocks) => findings.extend(clocks),
+        Err(e) => findings.push(stopped(queue, &e)),
     }
     match deeper(queue, &database, &mut session).await {
         Ok(more) => findings.extend(more),

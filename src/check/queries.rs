@@ -49,6 +49,20 @@ async fn information_schema_pair(
     Ok(found.flatten())
 }
 
+/// The DATETIME columns of `table` (none when it is not found, or the server
+/// refuses to say).
+pub async fn datetime_columns(
+    conn: &mut Conn,
+    table: &TableRef,
+) -> Result<Vec<String>, mysql_async::Error> {
+    let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
+               WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? \
+               AND DATA_TYPE = 'datetime'";
+    let params = (table.schema.clone(), table.name.clone());
+    let found: Option<Vec<String>> = refused_is_none(conn.exec(sql, params).await)?;
+    Ok(found.unwrap_or_default())
+}
+
 /// Rows the session's handlers have examined so far: the `Handler_read_%` counters,
 /// plus the rows index condition pushdown looked at inside the engine and ruled out
 /// (`Handler_icp_attempts` − `Handler_icp_match`, on MariaDB; MySQL has no such

@@ -60,6 +60,33 @@ pub async fn engines(
     Ok(engines)
 }
 
+/// The lease-mode statements that compare a DATETIME column of the select's tables
+/// with the session's clock (`NOW()`, …): warnings that name the column. A
+/// TIMESTAMP column or unix time is not warned about (see
+/// [`crate::config::lease::session_clock`]).
+pub async fn session_clock(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+) -> Result<Vec<Finding>, mysql_async::Error> {
+    let clocks = crate::config::lease::session_clock(queue);
+    if clocks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut datetime = Vec::new();
+    for table in from_tables(&queue.select.text) {
+        datetime.extend(queries::datetime_columns(conn, &table).await?);
+    }
+    Ok(clocks
+        .iter()
+        .filter_map(|clock| {
+            let column = datetime
+                .iter()
+                .find(|c| clock.names.iter().any(|n| n.eq_ignore_ascii_case(c)))?;
+            Some(clock.warning(queue, Some(column)))
+        })
+        .collect())
+}
+
 fn is_innodb(engine: &str) -> bool {
     engine.eq_ignore_ascii_case("InnoDB")
 }

@@ -70,6 +70,10 @@ pub enum Command {
     Health(HealthArgs),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
+    /// Print a JSON Schema of the queue file, for editors (taplo, Even Better TOML)
+    /// and CI: `tableq schema > tableq.schema.json`, then `#:schema ./tableq.schema.json`
+    /// at the top of a queue file.
+    Schema,
     /// Print the manual page tableq(1) (`tableq man > tableq.1`), or write every page
     /// into DIR: tableq.1, and tableq-run.1 and so on for each subcommand.
     Man(ManArgs),

@@ -11,6 +11,47 @@ use crate::diagnostic::Finding;
 /// The systemd credential that holds the URL (systemd/tableq.service loads it).
 pub const CREDENTIAL: &str = "database-url";
 
+/// What tableq says when `--database-url` on its command line holds a password.
+pub const PASSWORD_ON_ARGV: &str = "--database-url holds a password on the command line, \
+    where every user of this machine sees it (ps, /proc) and so do the commands tableq runs; \
+    pass the URL in the environment (TABLEQ_DATABASE_URL) or, better, in a file only tableq \
+    can read (--database-url-file / TABLEQ_DATABASE_URL_FILE, or the systemd credential \
+    database-url)";
+
+/// Whether the command line `args` (the program first) gives `--database-url` a URL
+/// with a password. Only the command line: the same URL from the environment is
+/// not in `ps`.
+pub fn password_on_command_line(args: &[std::ffi::OsString]) -> bool {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut urls = Vec::new();
+    for (index, arg) in args.iter().enumerate().skip(1) {
+        if arg == "--" {
+            break;
+        }
+        if let Some(url) = arg.strip_prefix("--database-url=") {
+            urls.push(url);
+        } else if arg == "--database-url" {
+            urls.extend(args.get(index + 1).map(String::as_str));
+        }
+    }
+    urls.into_iter().any(has_password)
+}
+
+/// Whether `url` has a password: `scheme://user:PASSWORD@host…`.
+fn has_password(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    match authority.rsplit_once('@') {
+        Some((userinfo, _)) => userinfo
+            .split_once(':')
+            .is_some_and(|(_, password)| !password.is_empty()),
+        None => false,
+    }
+}
+
 /// The URL, and a warning when it came from a file others can read.
 #[derive(Debug, Default)]
 pub struct DefaultUrl {
@@ -83,4 +124,47 @@ fn from_file(
         url: Some(url.trim().to_string()),
         warning,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Vec<std::ffi::OsString> {
+        args.iter().map(std::ffi::OsString::from).collect()
+    }
+
+    #[test]
+    fn a_password_on_the_command_line_is_seen_in_both_spellings() {
+        let url = "mysql://app:s3cret@db/shop";
+        assert!(password_on_command_line(&argv(&[
+            "tableq",
+            "--database-url",
+            url,
+            "run",
+            "q.toml"
+        ])));
+        let joined = format!("--database-url={url}");
+        assert!(password_on_command_line(&argv(&[
+            "tableq", "check", &joined, "q.toml"
+        ])));
+        let no_password = [
+            "tableq",
+            "--database-url",
+            "mysql://app@db/shop",
+            "run",
+            "q",
+        ];
+        assert!(!password_on_command_line(&argv(&no_password)));
+        assert!(!password_on_command_line(&argv(&[
+            "tableq", "run", "q.toml"
+        ])));
+        assert!(!password_on_command_line(&argv(&[
+            "tableq",
+            "run",
+            "--",
+            "--database-url",
+            url
+        ])));
+    }
 }

@@ -53,6 +53,9 @@ impl Failure {
 
 /// Runs the command `cli` asks for.
 pub async fn execute(cli: Cli) -> Result<(), Failure> {
+    if database_url::password_on_command_line(&std::env::args_os().collect::<Vec<_>>()) {
+        tracing::warn!("{}", database_url::PASSWORD_ON_ARGV);
+    }
     // Read only by the commands that use it: `completions` needs no secret file.
     let database = || {
         let (flag, file) = (cli.database_url.clone(), cli.database_url_file.clone());
@@ -74,6 +77,10 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(args.shell, &mut command, "tableq", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Schema => {
+            print!("{}", crate::config::schema::queue_file_schema());
             Ok(())
         }
         Command::Man(args) => match &args.dir {

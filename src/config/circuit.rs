@@ -6,24 +6,44 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::action::ActionConfig;
+use super::schema::DurationText;
 use super::validate::Validator;
 
-/// `[circuit]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[circuit]`, the circuit breaker: when more than failure_ratio of the items
+/// finished within window (at least min_items) failed downstream — unreachable,
+/// timed out, HTTP 429/502/503/504 — the queue stops claiming for a cool-down.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCircuit {
+    /// Default: on for HTTP and command actions; false turns it off.
     pub enabled: Option<bool>,
+    /// The failures counted are those of the items finished this long ago at most.
+    /// Default "60s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub window: Option<Duration>,
+    /// The fewest items finished within the window before the circuit may open.
+    /// Default 10.
     pub min_items: Option<u32>,
+    /// The circuit opens when more than this share of them failed downstream.
+    /// Default 0.5.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub failure_ratio: Option<f64>,
+    /// After this one item is tried (a probe): success closes the circuit, failure
+    /// doubles the cool-down. Default "10s", jittered.
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub cool_down: Option<Duration>,
+    /// The longest cool-down. Default "5m".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub max_cool_down: Option<Duration>,
+    /// A command's exit codes that mean "not now" rather than "not this item": a
+    /// failure downstream. Default [75] (EX_TEMPFAIL).
     pub transient_exit_codes: Option<Vec<i32>>,
 }
 

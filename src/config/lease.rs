@@ -6,14 +6,16 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::names::key_name;
 use super::raw::Statements;
+use super::schema::DurationText;
 use super::validate::Validator;
 use super::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
-use crate::sql::lex::{is_kw, spans, Lex};
+use crate::sql::lex::{ident, is_any_kw, is_kw, lex, spans, Lex};
 use crate::sql::shape::restricts_to_key;
 use crate::sql::statement::{first_word, ParsedStatement};
 
@@ -22,15 +24,33 @@ pub const DEFAULT_LEASE_CONNECTIONS: usize = 4;
 /// The most connections a lease-mode queue may keep.
 pub const MAX_LEASE_CONNECTIONS: usize = 100;
 
-/// The `[lease]` table as written.
-#[derive(Debug, Deserialize)]
+/// `[lease]`, in lease mode: renewal, release and outcome SQL must be UPDATE or
+/// DELETE with the key and :lease_id in their WHERE.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawLease {
+    /// Runs for each claimed row in the claim's transaction, taking it out of the
+    /// select under a fresh :lease_id (this claim's random token); :worker is
+    /// host:pid:worker. Keep the lease in UTC or unix time (UTC_TIMESTAMP(),
+    /// UNIX_TIMESTAMP()): NOW() against a DATETIME moves with the session's time zone.
     pub sql: Statements,
+    /// Runs (and commits) every renew_every while the action runs; :progress is the
+    /// action's last progress line. A renewal that matches no row means the lease is
+    /// lost: the action is cancelled. Optional: without it the lease must outlast the
+    /// action.
     pub renew_sql: Option<Statements>,
+    /// When shutdown cancels an action, or the circuit breaker keeps a leased row from
+    /// running: the row is waiting again at once. Optional: without it the row waits
+    /// for its lease to expire.
     pub release_sql: Option<Statements>,
+    /// How often renew_sql runs. Default: a third of the shorter lease sql and
+    /// renew_sql give, each in its one INTERVAL <n> SECOND|MINUTE|HOUR|DAY (otherwise
+    /// required); it must be shorter than that lease.
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub renew_every: Option<Duration>,
+    /// The pool of connections the workers share. Default 4, at most 100.
+    #[schemars(range(min = 1, max = 100))]
     pub connections: Option<u32>,
 }
 
@@ -240,6 +260,103 @@ fn guard_problem(sql: &str, key: Option<&str>, by_lease: bool) -> Option<String>
     None
 }
 
+/// The SQL functions whose value follows the session's time zone.
+const SESSION_CLOCK: &[&str] = &[
+    "NOW",
+    "CURRENT_TIMESTAMP",
+    "SYSDATE",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+];
+
+/// A statement of a lease-mode queue's select or `[lease]` that reads the session's
+/// clock: a lease kept in a DATETIME column against it moves whenever the session's
+/// time zone does (a DATETIME holds no time zone; NOW() is the session's local time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionClock {
+    /// The key that holds it: `lease.renew_sql`.
+    pub key: String,
+    /// Where it is: `["lease", "renew_sql"]` (and its index, in an array).
+    pub path: Vec<String>,
+    /// The function, as the warning names it: `NOW()`.
+    pub function: String,
+    /// The names the statement mentions (a column among them, perhaps).
+    pub names: Vec<String>,
+}
+
+/// The select and `[lease]` statements of a lease-mode queue that read the
+/// session's clock (none for a queue in transaction mode).
+pub fn session_clock(queue: &QueueConfig) -> Vec<SessionClock> {
+    let Some(lease) = queue.lease() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut look = |path: &[&str], statements: &[ParsedStatement]| {
+        for (index, statement) in statements.iter().enumerate() {
+            let pieces = lex(&statement.text);
+            let Some(function) = pieces.iter().find(|p| is_any_kw(p, SESSION_CLOCK)) else {
+                continue;
+            };
+            let Lex::Word(function) = function else {
+                continue;
+            };
+            found.push(SessionClock {
+                key: path.join("."),
+                path: statement_path(path, index, statements.len()),
+                function: format!("{}()", function.to_ascii_uppercase()),
+                names: pieces.iter().filter_map(ident).collect(),
+            });
+        }
+    };
+    look(&["select"], std::slice::from_ref(&queue.select));
+    look(&["lease", "sql"], &lease.sql);
+    if let Some(renew) = &lease.renew_sql {
+        look(&["lease", "renew_sql"], renew);
+    }
+    if let Some(release) = &lease.release_sql {
+        look(&["lease", "release_sql"], release);
+    }
+    found
+}
+
+impl SessionClock {
+    /// The warning for this statement; `column` is the DATETIME column it meets,
+    /// when `check` has read the table (offline it cannot tell DATETIME from
+    /// TIMESTAMP).
+    pub fn warning(&self, queue: &QueueConfig, column: Option<&str>) -> Finding {
+        let (key, function) = (&self.key, &self.function);
+        let what = match column {
+            Some(column) => format!(
+                "`{key}` compares the DATETIME column `{column}` with {function}, which follows \
+                 the session's time zone"
+            ),
+            None => format!(
+                "`{key}` uses {function}, which follows the session's time zone: with a DATETIME \
+                 lease column"
+            ),
+        };
+        let at: Vec<&str> = self.path.iter().map(String::as_str).collect();
+        queue.finding(
+            Severity::Warning,
+            &at,
+            format!(
+                "{what}, every lease moves when the time zone changes (a changed server time zone \
+                 expires them all at once, and their jobs run twice); keep leases in UTC — \
+                 UTC_TIMESTAMP() with a DATETIME column — or in unix time (UNIX_TIMESTAMP()), in \
+                 the select too (a TIMESTAMP column with NOW() is safe)"
+            ),
+        )
+    }
+}
+
+/// [`session_clock`]'s warnings, from the file alone.
+pub fn session_clock_warnings(queue: &QueueConfig) -> Vec<Finding> {
+    session_clock(queue)
+        .iter()
+        .map(|clock| clock.warning(queue, None))
+        .collect()
+}
+
 impl LeaseConfig {
     /// The longest a lease taken or renewed now may last: its length, when the SQL
     /// says it; else three renewals; else (no renewals: the lease must outlast the
@@ -268,6 +385,32 @@ mod tests {
         assert!(problem.contains("key"), "{problem}");
         let insert = "INSERT INTO log (id) VALUES (:id)";
         assert!(guard_problem(insert, Some("id"), true).is_some());
+    }
+
+    #[test]
+    fn finds_the_session_clock_in_words_not_in_strings() {
+        let words = |sql: &str| {
+            lex(sql)
+                .iter()
+                .filter(|p| is_any_kw(p, SESSION_CLOCK))
+                .count()
+        };
+        assert_eq!(
+            words("UPDATE v SET lease_until = NOW() + INTERVAL 2 MINUTE"),
+            1
+        );
+        assert_eq!(
+            words("SELECT id FROM v WHERE lease_until < current_timestamp"),
+            1
+        );
+        assert_eq!(
+            words("UPDATE v SET lease_until = UTC_TIMESTAMP() + INTERVAL 2 MINUTE"),
+            0
+        );
+        assert_eq!(
+            words("UPDATE v SET until = UNIX_TIMESTAMP() + 120, note = 'NOW()'"),
+            0
+        );
     }
 
     #[test]

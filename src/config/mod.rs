@@ -4,6 +4,7 @@
 
 pub mod action;
 pub mod circuit;
+pub mod files;
 mod interpolate;
 pub mod lease;
 mod locate;
@@ -12,6 +13,7 @@ pub mod monitoring;
 pub mod names;
 mod parse;
 mod raw;
+pub mod schema;
 pub mod scope;
 pub mod secret_file;
 mod statements;
@@ -30,6 +32,7 @@ pub use action::{
     NatsAction, SigningKey, SqlAction,
 };
 pub use circuit::CircuitConfig;
+use files::queue_files;
 pub use interpolate::{files, interpolate, interpolate_secret, variables, InterpolateError};
 pub use locate::{line_of, statement_path};
 pub use mode::Mode;
@@ -216,53 +219,9 @@ pub fn load_file(
     file: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<QueueConfig, Vec<Finding>> {
-    let source = std::fs::read_to_string(file).map_err(|e| {
-        vec![Finding::error(
-            file,
-            format!("cannot read the queue file: {e}"),
-        )]
-    })?;
+    let source = files::read_queue_file(file).map_err(|finding| vec![finding])?;
     let raw = parse::parse(file, &source)?;
     validate::validate(raw, file, Arc::from(source), env)
-}
-
-/// Expands `paths` into queue files: a file stands for itself, a directory for the
-/// `*.toml` files directly inside it, in name order.
-fn queue_files(paths: &[PathBuf], findings: &mut Vec<Finding>) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            if !path.exists() {
-                findings.push(Finding::error(path, "no such file or directory"));
-            } else {
-                files.push(path.clone());
-            }
-            continue;
-        }
-        let entries = match std::fs::read_dir(path) {
-            Ok(entries) => entries,
-            Err(e) => {
-                findings.push(Finding::error(
-                    path,
-                    format!("cannot read the directory: {e}"),
-                ));
-                continue;
-            }
-        };
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|ext| ext == "toml"))
-            .collect();
-        if found.is_empty() {
-            findings.push(Finding::error(
-                path,
-                "the directory holds no *.toml queue files",
-            ));
-        }
-        found.sort();
-        files.append(&mut found);
-    }
-    files
 }
 
 /// Where the queues come from — files and directories, and the `--queue` names to

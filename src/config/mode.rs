@@ -40,7 +40,7 @@ pub(super) fn validate(v: &mut Validator, raw: &RawQueue, action: &ActionConfig)
             &["mode"],
             "`mode = \"lease\"` needs a [lease] table with `sql`, the UPDATE that takes a claimed \
              row out of the select, e.g. sql = \"UPDATE video SET state = 'rendering', lease_until = \
-             NOW() + INTERVAL 2 MINUTE, lease_id = :lease_id WHERE id = :id\"",
+             UTC_TIMESTAMP() + INTERVAL 2 MINUTE, lease_id = :lease_id WHERE id = :id\"",
         ),
         (Some(_), false) => v.error(
             &["lease"],

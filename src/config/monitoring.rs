@@ -10,7 +10,7 @@ use super::validate::Validator;
 pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(15);
 /// `waiting_cap` when the file does not set it.
 pub const DEFAULT_WAITING_CAP: usize = 10_000;
-/// The largest `waiting_cap`: the count locks up to this many rows for a moment.
+/// The largest `waiting_cap`: the count reads up to this many rows (locking none).
 pub const MAX_WAITING_CAP: usize = 1_000_000;
 
 /// What the queue's background statistics read, and how often.

@@ -4,46 +4,118 @@
 use std::fmt;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-#[derive(Debug, Deserialize)]
+use super::schema::DurationText;
+
+/// A queue file: one queue.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawQueue {
+    /// The queue's name in logs and on the command line (--queue NAME). Default: the
+    /// file name without .toml. Letters, digits, `_` and `-`; unique across the files.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]+$"))]
     pub name: Option<String>,
+    /// Concurrent worker loops, each with its own database connection. Default 1, at
+    /// most 1000.
+    #[schemars(range(min = 1, max = 1000))]
     pub workers: Option<u32>,
+    /// Rows locked per transaction, at most 1000. Default 1. Larger batches commit
+    /// less often and go faster, but hold more locks for longer.
+    #[schemars(range(min = 1, max = 1000))]
     pub batch: Option<u32>,
+    /// How long a worker waits after finding nothing. Default "5s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub poll_interval: Option<Duration>,
+    /// The first wait after a database error or a failed item; it doubles up to one
+    /// minute. Default "1s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub error_backoff: Option<Duration>,
+    /// How long tableq waits for any one answer from the database (a connection, the
+    /// claim, outcome SQL, COMMIT, a ping) before it gives the connection up and
+    /// reconnects. Default "30s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub database_timeout: Option<Duration>,
+    /// A row completed again within this long did not leave the select: its
+    /// [on_success] forgot to change it (a loop). "0s" for rows re-armed on purpose.
+    /// Default "60s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub loop_window: Option<Duration>,
+    /// After this many loops of one row the queue stops claiming until a reload.
+    /// Default 3.
     pub loop_limit: Option<u32>,
+    /// At most this many items started per second, minute or hour, per process:
+    /// "50/s", "600/m", "1000/h". Optional.
+    #[schemars(regex(pattern = r"^\s*[0-9]+\s*/\s*[smh]\s*$"))]
     pub rate_limit: Option<String>,
+    /// At most this many actions running at once across the queue's workers, per
+    /// process. Optional.
+    #[schemars(range(min = 1))]
     pub max_in_flight: Option<u32>,
-    /// `"transaction"` (the default) or `"lease"`.
+    /// "transaction" (the default): one transaction per turn. "lease": for jobs of
+    /// minutes or hours, a short claim that leases rows ([lease]), the action with
+    /// no transaction held.
+    #[schemars(extend("enum" = ["transaction", "lease"]))]
     pub mode: Option<String>,
+    /// Lease mode's SQL: the claim's lease, renewals, the release.
     pub lease: Option<super::lease::RawLease>,
+    /// The circuit breaker, on by default for HTTP and command actions.
     pub circuit: Option<super::circuit::RawCircuit>,
+    /// "item" (default): every statement runs once per item, the columns as :column.
+    /// "batch": every statement runs once per batch, with the items as a JSON array
+    /// in :batch (only :batch and :queue).
+    #[schemars(extend("enum" = ["item", "batch"]))]
     pub scope: Option<String>,
+    /// The database: mysql://USER:PASSWORD@HOST:3306/DATABASE (mariadb:// works too).
+    /// Optional: default --database-url (TABLEQ_DATABASE_URL), then the file
+    /// TABLEQ_DATABASE_URL_FILE names, then the systemd credential database-url, then
+    /// DATABASE_URL. ${NAME} is replaced from the environment; ${file:/PATH} by that
+    /// file's text.
     pub database_url: Option<String>,
+    /// How often one short connection, outside the workers, counts the rows `select`
+    /// returns (without locking any), for tableq_waiting and the status page.
+    /// Default "15s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub stats_interval: Option<Duration>,
+    /// The background count stops here: tableq_waiting is at most this. Default
+    /// 10000, at most 1000000.
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub waiting_cap: Option<u64>,
+    /// A column of the select holding when the row started waiting (a DATETIME or
+    /// TIMESTAMP, or a unix time in seconds): with it tableq exports the queue's
+    /// lag. Optional.
     pub waiting_since: Option<String>,
+    /// The rows waiting for work. Don't add LIMIT or FOR UPDATE: tableq appends
+    /// `LIMIT <batch> FOR UPDATE SKIP LOCKED`. The columns it returns are the item:
+    /// statements use them as :column. Keep it on an index.
     pub select: String,
+    /// The column that identifies one row: unique, and never NULL, among waiting
+    /// rows (a primary key). Logs name items by it. Default: the first column.
     pub key: Option<String>,
+    /// What to do with one item: type = "sql", "http" or "command".
     pub action: super::action::RawAction,
+    /// Runs in the same transaction when the action succeeded. Touch the row by its
+    /// key: range predicates here deadlock against other workers.
     pub on_success: Option<RawOutcome>,
+    /// Runs in the same transaction when the action failed; it can use :error,
+    /// :status, :output and :retry_after. Without it a failed item returns to the
+    /// queue at once: record the failure on the row instead.
     pub on_failure: Option<RawOutcome>,
 }
 
-#[derive(Debug, Deserialize)]
+/// `[on_success]` or `[on_failure]`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawOutcome {
+    /// One statement, or an array of them run in order, with the row's columns as
+    /// :column, :queue, and the outcome's :error, :status, :output, :retry_after.
     pub sql: Statements,
 }
 

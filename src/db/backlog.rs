@@ -3,11 +3,11 @@
 //! claim's order — one row, read the way the claim reads it (its ORDER BY, its index)
 //! — for how long the oldest has waited, and the database's clock.
 //!
-//! A plain read, not the claim's `FOR UPDATE SKIP LOCKED` (which `tableq count`
-//! uses): rows locked by a background count would be skipped by a worker's claim at
-//! that instant, which would find the queue empty and idle (or, with
-//! `--stop-when-empty`, stop) while rows wait. The price: rows being worked on right
-//! now are counted too.
+//! A plain read, not the claim's `FOR UPDATE SKIP LOCKED`: rows locked by a count
+//! would be skipped by a worker's claim at that instant, which would find the queue
+//! empty and idle (or, with `--stop-when-empty`, stop) while rows wait — and a count
+//! of a million would hold a million locks. The price: rows being worked on right
+//! now are counted too. `tableq count` counts the same way ([`count_on`]).
 
 use std::time::{Duration, SystemTime};
 
@@ -93,11 +93,7 @@ async fn read_on(
 ) -> Result<Backlog, DbError> {
     let cap = queue.monitoring.waiting_cap;
     let select = &queue.select.positional;
-    // The select's only parameter can be `:queue`.
-    let params = match queue.select.params.len() {
-        0 => Params::Empty,
-        n => Params::Positional(vec![Value::from(queue.name.as_str()); n]),
-    };
+    let params = select_params(queue);
     // The count and the clock in one statement: the count is the very statement
     // `tableq count --print-sql` prints (there with `:queue` written in).
     let count = format!(
@@ -124,6 +120,27 @@ async fn read_on(
         oldest_since,
         clock: DbClock::from_values(&now, &unix, here),
     })
+}
+
+/// Counts the rows `queue`'s select returns on `conn`, up to `cap` and one more (to
+/// tell "more than the cap"), with the background count's plain read: no row is
+/// locked, so no worker skips one meanwhile. For `tableq count`.
+pub async fn count_on(conn: &mut Conn, queue: &QueueConfig, cap: usize) -> Result<usize, DbError> {
+    let count = count_statement(&queue.select.positional, cap);
+    let found: Option<u64> = within(
+        queue.database_timeout,
+        conn.exec_first(count, select_params(queue)),
+    )
+    .await?;
+    Ok(found.unwrap_or(0) as usize)
+}
+
+/// The select's parameters: its only parameter can be `:queue`.
+fn select_params(queue: &QueueConfig) -> Params {
+    match queue.select.params.len() {
+        0 => Params::Empty,
+        n => Params::Positional(vec![Value::from(queue.name.as_str()); n]),
+    }
 }
 
 /// The statement that counts the rows `select` returns, up to `cap` and one more (to

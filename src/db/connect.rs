@@ -25,6 +25,62 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 #[error("not a usable database URL ({0}); expected mysql://USER:PASSWORD@HOST:PORT/DATABASE")]
 pub struct DatabaseUrlError(String);
 
+/// The URL parameters of the driver that mean something to tableq (it sets TCP
+/// keepalive and the statement cache itself, and has no use for the pool's).
+pub const URL_PARAMETERS: &[&str] = &[
+    "require_ssl",
+    "verify_ca",
+    "verify_identity",
+    "built_in_roots",
+    "socket",
+    "prefer_socket",
+    "compression",
+    "tcp_nodelay",
+    "max_allowed_packet",
+    "secure_auth",
+    "enable_cleartext_plugin",
+];
+
+/// The driver's word on a URL, in tableq's: an unknown parameter named with the
+/// ones there are (and the TLS one, which is what `ssl-mode` and the like want).
+fn url_error(error: &mysql_async::UrlError) -> String {
+    match error {
+        mysql_async::UrlError::UnknownParameter { param } => format!(
+            "unknown parameter `{param}`: the parameters are {}; for TLS write \
+             ?require_ssl=true (see the README's \"TLS to the database\")",
+            URL_PARAMETERS.join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Which part of `url` holds a `%` not followed by two hex digits, if one does.
+/// Never the part's text: it may be a password.
+fn bad_escape(url: &str) -> Option<&'static str> {
+    let bytes = url.as_bytes();
+    let at = (0..bytes.len()).find(|&i| {
+        bytes[i] == b'%'
+            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    })?;
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let userinfo_end = url[start..authority_end].rfind('@').map(|i| start + i);
+    Some(match userinfo_end {
+        Some(end) if at < end => match url[start..end].find(':') {
+            Some(colon) if at > start + colon => "password",
+            _ => "user name",
+        },
+        _ if at < authority_end => "host",
+        _ => match url[authority_end..].find('?') {
+            Some(query) if at > authority_end + query => "parameters",
+            _ => "database name",
+        },
+    })
+}
+
 /// A database to connect to: the options parsed from its URL, and the process's
 /// connection budget its sessions take their places in (none for `check` and
 /// `count`, which hold a connection or two for moments).
@@ -44,13 +100,28 @@ impl PartialEq for Database {
 impl Database {
     /// Parses `mysql://…` (or `mariadb://…`), with tableq's defaults: TCP keepalive
     /// on, no statement cache, and TCP even for localhost unless the URL asks for
-    /// `prefer_socket`.
+    /// `prefer_socket`. Refused: a `%` that is not a percent-escape (the driver
+    /// would take it as it is, and the login fail later), a parameter the driver
+    /// does not know (named, with those it does), and a URL that names no database.
     pub fn from_url(url: &str) -> Result<Database, DatabaseUrlError> {
         let url = match url.strip_prefix("mariadb://") {
             Some(rest) => format!("mysql://{rest}"),
             None => url.to_string(),
         };
-        let opts = Opts::from_url(&url).map_err(|e| DatabaseUrlError(e.to_string()))?;
+        if let Some(part) = bad_escape(&url) {
+            return Err(DatabaseUrlError(format!(
+                "a `%` in its {part} is not followed by two hex digits: write `%25` for a `%` \
+                 itself, and percent-encode other special characters (`%40` for `@`, `%3A` for \
+                 `:`, `%2F` for `/`)"
+            )));
+        }
+        let opts = Opts::from_url(&url).map_err(|e| DatabaseUrlError(url_error(&e)))?;
+        if opts.db_name().is_none() {
+            return Err(DatabaseUrlError(
+                "it names no database: add one to its path, mysql://USER:PASSWORD@HOST:3306/DATABASE"
+                    .to_string(),
+            ));
+        }
         // No statement cache: a worker holds its prepared statements for the life of
         // the connection, and the cache would close the least recently used ones.
         let mut builder = OptsBuilder::from_opts(opts)
@@ -264,5 +335,46 @@ mod tests {
         let err = Database::from_url("postgres://app:s3cret@db/x").unwrap_err();
         assert!(!err.to_string().contains("s3cret"), "{err}");
         assert!(err.to_string().contains("expected mysql://"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_percent_escape_is_refused_naming_the_part_not_its_text() {
+        for (url, part, text) in [
+            ("mysql://app:s3%zzcret@db/shop", "password", "s3%zzcret"),
+            ("mysql://a%g1:s3cret@db/shop", "user name", "a%g1"),
+            ("mysql://app@db/sh%op", "database name", "sh%op"),
+            ("mysql://app@db/shop?socket=%", "parameters", "socket"),
+        ] {
+            let err = Database::from_url(url).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("a `%` in its {part} ")),
+                "{url}: {err}"
+            );
+            assert!(!err.contains(text) && !err.contains("s3"), "{err}");
+        }
+        assert!(Database::from_url("mysql://app:p%40ss@db/shop").is_ok());
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_named_with_the_ones_there_are() {
+        let err = Database::from_url("mysql://app@db/shop?ssl-mode=REQUIRED")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown parameter `ssl-mode`"), "{err}");
+        assert!(err.contains("require_ssl=true"), "{err}");
+        let tls = Database::from_url("mysql://app@db/shop?require_ssl=true&verify_identity=false");
+        assert!(tls.is_ok());
+    }
+
+    #[test]
+    fn a_url_without_a_database_is_refused() {
+        for url in [
+            "mysql://app@db",
+            "mysql://app@db/",
+            "mysql://app@db:3306/?require_ssl=true",
+        ] {
+            let err = Database::from_url(url).unwrap_err().to_string();
+            assert!(err.contains("names no database"), "{url}: {err}");
+        }
     }
 }

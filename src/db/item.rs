@@ -53,7 +53,9 @@ impl Item {
         &self.values[self.key_index]
     }
 
-    /// The key as text for logs and messages.
+    /// The key as text — in logs and messages, `TABLEQ_KEY`, the default
+    /// `webhook-id` and message ids — one distinct text per distinct key (see
+    /// [`value_text`]).
     pub fn key_text(&self) -> String {
         value_text(self.key())
     }
@@ -161,11 +163,27 @@ fn text(value: Option<&str>) -> Value {
     value.map_or(Value::NULL, Value::from)
 }
 
-/// A value as a person would write it: text as itself (invalid UTF-8 replaced),
-/// anything else as its SQL literal.
+/// What [`value_text`] puts before the hex digits of bytes it cannot show as text.
+pub const HEX_PREFIX: &str = "hex:";
+
+/// A value as a person would write it, and never two values as the same text: text
+/// as itself; bytes that are not UTF-8, or hold a NUL (which no environment
+/// variable or argument can carry), or begin with `hex:` themselves, as `hex:` and
+/// their bytes in lowercase hex (a BINARY(16) UUID: `hex:00a1…`); anything else as
+/// its SQL literal.
 pub fn value_text(value: &Value) -> String {
     match value {
-        Value::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::Bytes(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) if !text.contains('\0') && !text.starts_with(HEX_PREFIX) => text.to_string(),
+            _ => {
+                let mut hex = String::with_capacity(HEX_PREFIX.len() + bytes.len() * 2);
+                hex.push_str(HEX_PREFIX);
+                for byte in bytes {
+                    hex.push_str(&format!("{byte:02x}"));
+                }
+                hex
+            }
+        },
         other => other.as_sql(false),
     }
 }
@@ -208,6 +226,19 @@ mod tests {
             ])
         );
         assert_eq!(item.key_text(), "7");
-        assert_eq!(value_text(&Value::Bytes(vec![b'a', 0xff])), "a\u{fffd}");
+        assert_eq!(value_text(&Value::Bytes(vec![b'a', 0xff])), "hex:61ff");
+    }
+
+    /// Distinct keys give distinct texts: bytes that are not text, a NUL, and text
+    /// that looks like the encoding itself.
+    #[test]
+    fn keys_that_are_not_text_are_hex() {
+        let text = |bytes: &[u8]| value_text(&Value::Bytes(bytes.to_vec()));
+        assert_eq!(text(b"order-7"), "order-7");
+        assert_eq!(text(&[0x00, 0x11, 0xab]), "hex:0011ab");
+        assert_ne!(text(&[0xfe]), text(&[0xff]));
+        assert_eq!(text(b"hex:ff"), "hex:6865783a6666");
+        assert_ne!(text(b"hex:ff"), text(&[0xff]));
+        assert_eq!(value_text(&Value::Int(7)), "7");
     }
 }

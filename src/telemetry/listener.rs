@@ -2,13 +2,16 @@
 //! gets a few seconds to send its request headers and a connection a bounded life,
 //! and at most [`MAX_CONNECTIONS`] are open at once — past that, the oldest is closed
 //! to make room, so a flood of slow clients cannot keep the orchestrator's `/healthz`
-//! out, nor grow memory without end.
+//! out, nor grow memory without end. Every answer says `X-Content-Type-Options:
+//! nosniff`, so a browser takes each for what its Content-Type says and nothing else.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::lock::lock;
+use axum::http::{header, HeaderValue};
+use axum::response::Response;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -28,6 +31,7 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
 
 /// Serves `app` on `listener` until `shutdown`.
 pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken) {
+    let app = app.layer(axum::middleware::map_response(nosniff));
     let open = Open::default();
     loop {
         let stream = tokio::select! {
@@ -43,6 +47,14 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
         let (id, closed) = open.admit(&shutdown);
         tokio::spawn(serve_one(stream, app.clone(), closed, open.clone(), id));
     }
+}
+
+async fn nosniff(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 async fn serve_one(stream: TcpStream, app: Router, closed: CancellationToken, open: Open, id: u64) {

@@ -5,10 +5,19 @@
 //! journald, `docker logs`, pipes and files get plain lines. When stderr is the
 //! journal (systemd says so in `JOURNAL_STREAM`), lines carry no timestamp of their
 //! own: the journal stamps each one.
+//!
+//! Text lines escape every control character a value brings (CR, LF, ESC, the rest
+//! of C0 and C1, DEL): a key or a command's stderr cannot start a forged line nor
+//! send the terminal escape sequences. JSON escapes them by itself.
 
+use std::fmt::{self, Write as _};
 use std::io::IsTerminal;
 
 use clap::ValueEnum;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,8 +44,10 @@ pub fn init(format: LogFormat) {
         .with_target(false)
         .with_ansi(colour(std::env::var_os("NO_COLOR").as_deref()));
     match format {
-        LogFormat::Text if stderr_is_journal() => builder.without_time().init(),
-        LogFormat::Text => builder.init(),
+        LogFormat::Text if stderr_is_journal() => {
+            builder.fmt_fields(EscapedFields).without_time().init()
+        }
+        LogFormat::Text => builder.fmt_fields(EscapedFields).init(),
         // Each line carries its spans: the worker's (queue, worker) and the item's (key).
         LogFormat::Json => builder
             .json()
@@ -64,6 +75,80 @@ fn quiet(mut filter: EnvFilter) -> EnvFilter {
     filter
 }
 
+/// The text format's fields, `name=value` as tracing's default has them, each value
+/// with its control characters escaped ([`Escaped`]).
+pub struct EscapedFields;
+
+impl<'writer> FormatFields<'writer> for EscapedFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'writer>, fields: R) -> fmt::Result {
+        let mut visitor = EscapingVisitor {
+            writer,
+            result: Ok(()),
+            first: true,
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+struct EscapingVisitor<'writer> {
+    writer: Writer<'writer>,
+    result: fmt::Result,
+    first: bool,
+}
+
+impl Visit for EscapingVisitor<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            // The message as it is; another string field quoted, as tracing does.
+            "message" => self.record_debug(field, &format_args!("{value}")),
+            _ => self.record_debug(field, &value),
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if self.result.is_err() {
+            return;
+        }
+        let separator = if std::mem::take(&mut self.first) {
+            ""
+        } else {
+            " "
+        };
+        let name = field.name();
+        let mut out = Escaped(&mut self.writer);
+        self.result = match name {
+            "message" => write!(out, "{separator}{value:?}"),
+            name => write!(
+                out,
+                "{separator}{}={value:?}",
+                name.trim_start_matches("r#")
+            ),
+        };
+    }
+}
+
+/// Writes text with its control characters escaped: `\n`, `\r`, `\t`, and
+/// `\u{1b}` for the others (C0, DEL, C1, and the Unicode line separators).
+pub struct Escaped<W>(pub W);
+
+impl<W: fmt::Write> fmt::Write for Escaped<W> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for c in text.chars() {
+            match c {
+                '\n' => self.0.write_str("\\n")?,
+                '\r' => self.0.write_str("\\r")?,
+                '\t' => self.0.write_str("\\t")?,
+                c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                    write!(self.0, "\\u{{{:x}}}", c as u32)?
+                }
+                c => self.0.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Colour only for a person at a terminal who has not asked for none
 /// (<https://no-color.org>: any non-empty `NO_COLOR`).
 fn colour(no_color: Option<&std::ffi::OsStr>) -> bool {
@@ -84,4 +169,19 @@ fn stderr_is_journal() -> bool {
     // SAFETY: fstat succeeded, so it filled the buffer.
     let stat = unsafe { stat.assume_init() };
     stream.to_string_lossy() == format!("{}:{}", stat.st_dev, stat.st_ino)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let mut out = String::new();
+        write!(Escaped(&mut out), "a\r\nb\x1b[2J\x07\u{9b}c\td").unwrap();
+        assert_eq!(out, "a\\r\\nb\\u{1b}[2J\\u{7}\\u{9b}c\\td");
+        let mut plain = String::new();
+        write!(Escaped(&mut plain), "key=7 «ok»").unwrap();
+        assert_eq!(plain, "key=7 «ok»");
+    }
 }

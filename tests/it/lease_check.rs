@@ -10,13 +10,13 @@ use crate::support::TestDb;
 
 /// A lease-mode queue that keeps every rule; each test breaks it one way.
 const GOOD: &str = r#"mode = "lease"
-select = "SELECT id FROM video WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < NOW()) ORDER BY id"
+select = "SELECT id FROM video WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < UTC_TIMESTAMP()) ORDER BY id"
 [action]
 type = "command"
 command = ["true"]
 [lease]
-sql = "UPDATE video SET state = 'rendering', lease_until = NOW() + INTERVAL 2 MINUTE, lease_id = :lease_id, worker = :worker WHERE id = :id"
-renew_sql = "UPDATE video SET lease_until = NOW() + INTERVAL 2 MINUTE, progress = :progress WHERE id = :id AND lease_id = :lease_id"
+sql = "UPDATE video SET state = 'rendering', lease_until = UTC_TIMESTAMP() + INTERVAL 2 MINUTE, lease_id = :lease_id, worker = :worker WHERE id = :id"
+renew_sql = "UPDATE video SET lease_until = UTC_TIMESTAMP() + INTERVAL 2 MINUTE, progress = :progress WHERE id = :id AND lease_id = :lease_id"
 renew_every = "40s"
 [on_success]
 sql = "UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id"
@@ -53,14 +53,17 @@ async fn a_good_lease_queue_is_proven() {
 #[tokio::test]
 async fn a_select_without_expired_leases_is_refused() {
     let db = video_db().await;
-    let contents = GOOD.replace(" OR (state = 'rendering' AND lease_until < NOW())", "");
+    let contents = GOOD.replace(
+        " OR (state = 'rendering' AND lease_until < UTC_TIMESTAMP())",
+        "",
+    );
     let (done, shown) = check_online(&db, &contents).await;
     assert_report(
         &done,
         &[format!(
             "{shown}:2: queue jobs: error: a day after its lease, the row is still not in the \
              select: a crashed worker's row would never come back; return expired leases too, \
-             e.g. `WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < NOW())`"
+             e.g. `WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < UTC_TIMESTAMP())`"
         )],
         ": 1 error, 0 warnings",
         1,
@@ -213,8 +216,8 @@ async fn mistakes_are_refused_before_any_database() {
         ),
         (
             GOOD.replace(
-                "state = 'rendering', lease_until = NOW() + INTERVAL 2 MINUTE",
-                "state = 'rendering', lease_until = NOW() + INTERVAL 30 SECOND",
+                "state = 'rendering', lease_until = UTC_TIMESTAMP() + INTERVAL 2 MINUTE",
+                "state = 'rendering', lease_until = UTC_TIMESTAMP() + INTERVAL 30 SECOND",
             ),
             "9: queue jobs: error: `renew_every` = 40s is not shorter than the lease `sql` gives \
              (30s): the lease would expire between renewals; renew every third of it",

@@ -202,7 +202,7 @@ impl Proof<'_> {
                 &["select"],
                 "a day after its lease, the row is still not in the select: a crashed worker's row \
                  would never come back; return expired leases too, e.g. `WHERE state = 'waiting' OR \
-                 (state = 'rendering' AND lease_until < NOW())`",
+                 (state = 'rendering' AND lease_until < UTC_TIMESTAMP())`",
             )));
         }
         let success = Expect {

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lapin::uri::{AMQPScheme, AMQPUri};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::super::schema::DurationText;
 use super::super::template::{Part, Template};
 use super::super::validate::Validator;
 use super::message::{self, Message, RawMessage};
@@ -22,20 +24,36 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest exchange name or routing key AMQP can carry (a short string).
 const SHORT_STRING: usize = 255;
 
-#[derive(Debug, Deserialize)]
+/// type = "amqp": one persistent message per item to RabbitMQ (AMQP 0-9-1), done
+/// once the broker confirmed it (publisher confirms).
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawAmqpAction {
+    /// amqp://user:password@host:port/vhost (%2f is the vhost "/"); amqps:// for TLS.
+    /// ${NAME} and ${file:/PATH} are replaced.
     pub url: String,
+    /// The exchange. Default "": the default exchange, which routes by queue name.
     pub exchange: Option<String>,
+    /// The routing key; {column} placeholders allowed, as they are; at most 255 bytes.
     pub routing_key: Option<String>,
+    /// The body: default, the row as a JSON object; or "{column}", a column that
+    /// already holds the payload, as it is.
     pub body: Option<String>,
+    /// The content_type property. Default application/json for the row as JSON,
+    /// else none.
     pub content_type: Option<String>,
+    /// AMQP headers; values take {column} placeholders.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// An unroutable message fails its row. Default true.
     pub mandatory: Option<bool>,
+    /// The message_id property, with {column} placeholders. Default "<queue>_<key>".
     pub message_id: Option<String>,
+    /// Connect, publish and confirm. Default "30s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub timeout: Option<Duration>,
+    /// For amqps://: trust this CA too (PEM; relative to the queue file).
     pub ca_file: Option<PathBuf>,
 }
 

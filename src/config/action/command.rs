@@ -6,8 +6,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::super::schema::DurationText;
 use super::super::template::Template;
 use super::super::validate::Validator;
 use super::{ActionKind, Samples};
@@ -17,22 +19,35 @@ use crate::diagnostic::{Finding, Severity};
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Deserialize)]
+/// type = "command": one process per item, no shell; the row arrives as JSON on
+/// stdin, with TABLEQ_QUEUE and TABLEQ_KEY in the environment. Exit 0 is success.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCommandAction {
+    /// The program and its arguments (argv, no shell); {column} placeholders fill
+    /// whole arguments, never split.
+    #[schemars(length(min = 1))]
     pub command: Vec<String>,
+    /// Then the whole process group is killed. Default "60s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub timeout: Option<Duration>,
+    /// The working directory. Default: the queue file's directory.
     pub workdir: Option<PathBuf>,
+    /// The command sees PATH, HOME, LANG, LC_* and TZ of tableq's environment, and
+    /// nothing else unless named here: a list passes variables through, a table sets
+    /// them (${NAME} allowed).
     pub env: Option<RawEnv>,
 }
 
 /// `env = ["NAME", …]` passes variables through; `env = { NAME = "value", … }` sets
 /// them (`${VAR}` allowed in the values).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum RawEnv {
+    /// The variables of tableq's environment to pass through.
     Pass(Vec<String>),
+    /// The variables to set, with their values.
     Set(BTreeMap<String, String>),
 }
 

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::super::schema::DurationText;
 use super::super::template::{Part, Template};
 use super::super::validate::Validator;
 use super::{ActionKind, Samples};
@@ -18,22 +20,40 @@ use crate::diagnostic::{Finding, Severity};
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Deserialize)]
+/// type = "http": one request per item; the body is the row as a JSON object. Any
+/// 2xx is success.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawHttpAction {
+    /// http(s) URL; {column} placeholders are percent-encoded, and one that begins
+    /// the URL supplies it whole (a URL stored in the row). ${NAME} comes from the
+    /// environment.
     pub url: String,
+    /// The HTTP method. Default "POST".
     pub method: Option<String>,
+    /// Request headers; values may use {column} placeholders, ${NAME} and
+    /// ${file:/PATH}.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Connect, send and the whole response. Default "30s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub timeout: Option<Duration>,
+    /// Standard Webhooks signing (webhook-id, webhook-timestamp, webhook-signature):
+    /// whsec_<base64>; several separated by spaces sign with each (for rotation).
     pub signing_secret: Option<String>,
+    /// The webhook-id, with {column} placeholders. Default "<queue>_<key>".
     pub message_id: Option<String>,
+    /// Follow redirects; by default a 3xx is a failure naming its Location.
     #[serde(default)]
     pub follow_redirects: bool,
+    /// When the row picks the host, private addresses are refused unless this is
+    /// true.
     #[serde(default)]
     pub allow_private_networks: bool,
+    /// Trust this CA too (PEM; relative to the queue file).
     pub ca_file: Option<PathBuf>,
+    /// Refuse plain http://.
     #[serde(default)]
     pub https_only: bool,
 }

@@ -17,6 +17,7 @@ pub mod sql;
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::validate::Validator;
@@ -127,7 +128,7 @@ pub struct Samples {
 macro_rules! kinds {
     ($($name:literal => $variant:ident($module:ident::$raw:ident, $config:ident),)*) => {
         /// The `[action]` table as written, by its `type`.
-        #[derive(Debug, Deserialize)]
+        #[derive(Debug, Deserialize, JsonSchema)]
         #[serde(tag = "type")]
         pub enum RawAction {
             $(#[serde(rename = $name)] $variant($module::$raw),)*

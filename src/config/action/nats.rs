@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::super::schema::DurationText;
 use super::super::template::{Part, Template};
 use super::super::validate::Validator;
 use super::message::{self, Message, RawMessage};
@@ -19,21 +21,38 @@ use crate::diagnostic::{Finding, Severity};
 /// `[action] timeout` when the file does not set it: as for HTTP.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Deserialize)]
+/// type = "nats": one message per item to NATS; with jetstream = true acknowledged
+/// by its stream, Nats-Msg-Id set.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawNatsAction {
+    /// nats:// (tls:// for TLS), or several servers separated by commas; a
+    /// user:password@ in the URL authenticates. ${NAME} and ${file:/PATH} are
+    /// replaced.
     pub url: String,
+    /// The subject; {column} placeholders; no spaces, no wildcards.
     pub subject: String,
+    /// Publish to a stream and await its acknowledgement. Default false (core NATS:
+    /// no acknowledgement; a message can be lost).
     #[serde(default)]
     pub jetstream: bool,
+    /// The body: default, the row as a JSON object; or "{column}", a column that
+    /// already holds the payload, as it is.
     pub body: Option<String>,
+    /// NATS headers; values take {column} placeholders.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Nats-Msg-Id, with {column} placeholders. Default "<queue>_<key>".
     pub message_id: Option<String>,
+    /// Publish and acknowledgement. Default "30s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub timeout: Option<Duration>,
+    /// A token to authenticate with; ${NAME} and ${file:/PATH} are replaced.
     pub token: Option<String>,
+    /// A .creds file (JWT and NKey seed), relative to the queue file.
     pub credentials_file: Option<PathBuf>,
+    /// Trust this CA, and require TLS (PEM; relative to the queue file).
     pub ca_file: Option<PathBuf>,
 }
 

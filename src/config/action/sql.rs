@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::super::raw::Statements;
+use super::super::schema::DurationText;
 use super::super::validate::Validator;
 use super::{ActionKind, ActionStatements};
 use crate::sql::statement::ParsedStatement;
@@ -13,11 +15,19 @@ use crate::sql::statement::ParsedStatement;
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Deserialize)]
+/// type = "sql": statements run inside the item's transaction, with the row's
+/// columns bound as :column and the queue's name as :queue. The work commits
+/// together with the outcome SQL, so it happens exactly once.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSqlAction {
+    /// One statement, or an array of them run in order. A statement's error is a
+    /// failure: its work is undone and [on_failure] runs.
     pub sql: Statements,
+    /// A statement still running after this is interrupted (KILL QUERY): a failure.
+    /// Default "60s".
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
     pub timeout: Option<Duration>,
 }
 

@@ -1,0 +1,147 @@
+//! `tableq schema`: a JSON Schema of the queue file, derived from the serde types
+//! that read it ([`super::raw::RawQueue`] and the tables under it), so that an
+//! editor (taplo, Even Better TOML) validates and completes queue files with the
+//! very keys the loader takes. The doc comments of those types are the schema's
+//! descriptions. What the schema cannot say (a select's columns, a command that
+//! exists) the loader and `tableq check` still say.
+
+use std::borrow::Cow;
+
+use schemars::generate::SchemaSettings;
+use schemars::transform::{transform_subschemas, Transform};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+
+use super::raw::RawQueue;
+
+/// The file `tableq schema` writes in the repository, which the shipped examples
+/// name in their `#:schema` line (a test keeps it current).
+pub const SCHEMA_FILE: &str = "tableq.schema.json";
+
+/// The queue file's schema, as pretty-printed JSON (draft 7, which taplo reads).
+pub fn queue_file_schema() -> String {
+    let generator = SchemaSettings::draft07()
+        .with_transform(NoNull)
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<RawQueue>();
+    schema.insert("title".into(), "tableq queue file".into());
+    schema.insert(
+        "description".into(),
+        "One queue: a SELECT whose rows are waiting, the action to run on each, and the SQL \
+         that takes a row out of the select. See queues.example.toml and the README."
+            .into(),
+    );
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// TOML has no null: an optional key is one that is left out, not one that may be
+/// null, so `"type": ["string", "null"]` becomes `"type": "string"`, and a default
+/// of null (a key whose default tableq works out) is no default.
+#[derive(Clone)]
+struct NoNull;
+
+impl Transform for NoNull {
+    fn transform(&mut self, schema: &mut Schema) {
+        if let Some(serde_json::Value::Array(types)) = schema.get_mut("type") {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                schema.insert("type".into(), only);
+            }
+        }
+        if schema
+            .get("default")
+            .is_some_and(serde_json::Value::is_null)
+        {
+            schema.remove("default");
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(serde_json::Value::Array(options)) = schema.get_mut(key) {
+                options.retain(|o| o.get("type").is_none_or(|t| t != "null"));
+            }
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// A duration as the queue file writes it (humantime): `"250ms"`, `"5s"`, `"2m"`,
+/// `"1h 30m"`.
+pub struct DurationText;
+
+impl JsonSchema for DurationText {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": r"^\s*([0-9]+\s*[a-zA-Zµ]+\s*)+$",
+            "examples": ["250ms", "5s", "2m", "1h 30m"]
+        })
+    }
+}
+
+/// `sql = "…"` or `sql = ["…", "…"]`: one statement, or several run in order.
+impl JsonSchema for super::raw::Statements {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Statements".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "anyOf": [
+                { "type": "string" },
+                { "type": "array", "items": { "type": "string" }, "minItems": 1 }
+            ]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every property of every table has a description (from its doc comment).
+    #[test]
+    fn every_key_is_documented() {
+        let schema: serde_json::Value = serde_json::from_str(&queue_file_schema()).unwrap();
+        let mut undocumented = Vec::new();
+        walk(&schema, "", &mut undocumented);
+        assert!(undocumented.is_empty(), "no description: {undocumented:?}");
+    }
+
+    fn walk(schema: &serde_json::Value, at: &str, undocumented: &mut Vec<String>) {
+        match schema {
+            serde_json::Value::Object(object) => {
+                if let Some(serde_json::Value::Object(properties)) = object.get("properties") {
+                    for (name, property) in properties {
+                        // The tag of [action] is described by the variant it picks.
+                        let tagged = name == "type" && property.get("const").is_some();
+                        if property.get("description").is_none() && !tagged {
+                            undocumented.push(format!("{at}.{name}"));
+                        }
+                    }
+                }
+                for (key, value) in object {
+                    walk(value, &format!("{at}/{key}"), undocumented);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    walk(item, at, undocumented);
+                }
+            }
+            _ => {}
+        }
+    }
+}
