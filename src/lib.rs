@@ -37,7 +37,8 @@
 //!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
 //!     breaker), `engine::gate` (no claims while the database refuses writes),
 //!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
-//!     (one worker polls an empty queue), `engine::stop_when_empty`,
+//!     (one worker polls an empty queue), `engine::stop_when_empty` (one queue
+//!     found itself empty), `engine::drain` (every queue of the process is),
 //!     `engine::loops` (rows that come straight back), `engine::throttle` (a
 //!     line that would repeat, said once a minute), `engine::once` (said once per key),
 //!     `engine::backoff`, `engine::restart` (a worker that panicked runs again),
@@ -63,7 +64,8 @@
 //! - `action`: what to do with one item, one folder per kind's runtime
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,
-//!   `action::http::ssrf`, `action::http::trace`; `action::command` with
+//!   `action::http::ssrf`, `action::http::trace`, `action::http::probe` (what
+//!   `check` tells from a sample row's URL); `action::command` with
 //!   `action::command::process_group`; `action::amqp` with `action::amqp::link`,
 //!   `action::amqp::judge`, `action::amqp::probe`; `action::nats` with
 //!   `action::nats::client`, `action::nats::judge`, `action::nats::probe`),

@@ -4,6 +4,7 @@
 
 pub mod backoff;
 pub mod circuit;
+pub mod drain;
 pub mod execute;
 pub mod gate;
 pub mod idle;

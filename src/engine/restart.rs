@@ -7,6 +7,7 @@ use tracing::error;
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use crate::telemetry::events::rounded;
 
 /// Runs worker `index` of `queue`, as `start` makes it, and again each time it
 /// panics; `left` says what became of its rows (for the log line).
@@ -20,7 +21,7 @@ where
         match tokio::spawn(start()).await {
             Err(e) if e.is_panic() => {
                 let wait = backoff.next_wait();
-                error!(queue = %queue.config.name, worker = index, retry_in = %humantime::format_duration(wait),
+                error!(queue = %queue.config.name, worker = index, retry_in = %rounded(wait),
                     "worker crashed (a bug in tableq; please report it); {left}; restarting it");
                 if !pause(&queue.stop, wait).await {
                     return;

@@ -1,20 +1,23 @@
-//! `--stop-when-empty`: knowing when a queue is drained — nothing waiting and nothing
-//! in flight — even with many workers, some of whose items may come back.
+//! `--stop-when-empty`, for one queue: knowing when it found itself empty —
+//! nothing waiting and nothing in flight — even with many workers, some of whose
+//! items may come back. Whether the process is drained is the [`Drain`]'s to say:
+//! every queue empty after the last commit of any.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
+use super::drain::Drain;
 use crate::lock::lock;
 
-/// Shared by a queue's workers. A queue is drained when a claim found nothing, no
+/// Shared by a queue's workers. A queue is empty when a claim found nothing, no
 /// other worker was busy, and no item returned to the queue since that claim began.
 #[derive(Debug)]
 pub struct StopWhenEmpty {
     enabled: bool,
     state: Mutex<State>,
-    drained: CancellationToken,
+    drain: Arc<Drain>,
+    queue: String,
 }
 
 #[derive(Debug, Default)]
@@ -34,16 +37,19 @@ struct State {
 pub struct Attempt<'a> {
     queue: &'a StopWhenEmpty,
     returns_at_start: u64,
+    /// The process's count of commits when the claim began.
+    commits_at_start: u64,
     finished: bool,
 }
 
 impl StopWhenEmpty {
-    /// `drained` is cancelled when the queue is drained (only if `enabled`).
-    pub fn new(enabled: bool, drained: CancellationToken) -> Self {
+    /// `queue`'s, reporting to `drain` (only if `enabled`).
+    pub fn new(enabled: bool, drain: Arc<Drain>, queue: &str) -> Self {
         StopWhenEmpty {
             enabled,
             state: Mutex::new(State::default()),
-            drained,
+            drain,
+            queue: queue.to_string(),
         }
     }
 
@@ -53,8 +59,19 @@ impl StopWhenEmpty {
         Attempt {
             queue: self,
             returns_at_start: state.returns,
+            commits_at_start: self.drain.commits(),
             finished: false,
         }
+    }
+
+    /// A turn carried items to their end: every queue must look again.
+    pub fn committed(&self) {
+        self.drain.committed();
+    }
+
+    /// The queue stopped claiming (a loop): the process's drain does not wait for it.
+    pub fn leave(&self) {
+        self.drain.unregister(&self.queue);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -77,7 +94,8 @@ impl Attempt<'_> {
         self.end(returned);
     }
 
-    /// The claim found nothing. Returns true if the queue is now drained.
+    /// The claim found nothing. Returns true if the queue is now empty (and tells
+    /// the process's drain so).
     pub fn finish_empty(mut self) -> bool {
         let queue = self.queue;
         let returns_at_start = self.returns_at_start;
@@ -85,12 +103,13 @@ impl Attempt<'_> {
         let mut state = queue.lock();
         state.busy -= 1;
         let leases_out = state.not_before.is_some_and(|at| Instant::now() < at);
-        let drained =
+        let empty =
             queue.enabled && state.busy == 0 && state.returns == returns_at_start && !leases_out;
-        if drained {
-            queue.drained.cancel();
+        drop(state);
+        if empty {
+            queue.drain.empty(&queue.queue, self.commits_at_start);
         }
-        drained
+        empty
     }
 
     fn end(&mut self, returned: bool) {
@@ -116,10 +135,14 @@ impl Drop for Attempt<'_> {
 mod tests {
     use super::*;
 
+    fn queue_in(drain: &Arc<Drain>) -> StopWhenEmpty {
+        drain.register("jobs");
+        StopWhenEmpty::new(true, drain.clone(), "jobs")
+    }
+
     #[test]
     fn drained_only_when_nobody_is_busy_and_nothing_came_back() {
-        let token = CancellationToken::new();
-        let queue = StopWhenEmpty::new(true, token.clone());
+        let queue = queue_in(&Arc::default());
         let a = queue.begin();
         let b = queue.begin();
         assert!(!a.finish_empty(), "b is still busy");
@@ -128,13 +151,11 @@ mod tests {
         assert!(!a.finish_empty(), "an item returned after a's claim began");
         let a = queue.begin();
         assert!(a.finish_empty());
-        assert!(token.is_cancelled());
     }
 
     #[test]
     fn a_ticket_dropped_unfinished_is_not_busy_forever() {
-        let token = CancellationToken::new();
-        let queue = StopWhenEmpty::new(true, token.clone());
+        let queue = queue_in(&Arc::default());
         drop(queue.begin()); // a worker that panicked mid-batch
         let a = queue.begin();
         assert!(a.finish_empty());
@@ -142,12 +163,11 @@ mod tests {
 
     #[test]
     fn a_row_left_leased_keeps_the_queue_from_draining_until_its_lease_ends() {
-        let token = CancellationToken::new();
-        let queue = StopWhenEmpty::new(true, token.clone());
+        let queue = queue_in(&Arc::default());
         queue.not_before(Instant::now() + std::time::Duration::from_secs(3600));
         queue.not_before(Instant::now()); // an earlier one changes nothing
         assert!(!queue.begin().finish_empty(), "the lease has not ended");
-        let fresh = StopWhenEmpty::new(true, token.clone());
+        let fresh = queue_in(&Arc::default());
         fresh.not_before(Instant::now());
         assert!(
             fresh.begin().finish_empty(),
@@ -157,9 +177,7 @@ mod tests {
 
     #[test]
     fn never_drains_when_disabled() {
-        let token = CancellationToken::new();
-        let queue = StopWhenEmpty::new(false, token.clone());
+        let queue = StopWhenEmpty::new(false, Arc::default(), "jobs");
         assert!(!queue.begin().finish_empty());
-        assert!(!token.is_cancelled());
     }
 }

@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use super::circuit::Circuit;
+use super::drain::Drain;
 use super::gate::WriteGate;
 use super::idle::Idle;
 use super::launch::{prepare, start_queue, Prepared};
@@ -31,7 +32,8 @@ use super::loops::Loops;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
 use crate::config::QueueConfig;
-use crate::db::Budget;
+use crate::db::backlog::read_backlog;
+use crate::db::{Budget, Database};
 use crate::diagnostic::Findings;
 use crate::telemetry::monitor::Monitor;
 use crate::telemetry::stats::Counts;
@@ -128,6 +130,8 @@ pub struct Supervisor {
     retiring: FuturesUnordered<BoxFuture<'static, Retired>>,
     /// Each database's write gate, shared by the queues on it.
     gates: BTreeMap<String, Arc<WriteGate>>,
+    /// `--stop-when-empty`: whether every queue is empty.
+    drain: Arc<Drain>,
 }
 
 /// One running version of a queue.
@@ -152,6 +156,7 @@ impl Supervisor {
             current: BTreeMap::new(),
             retiring: FuturesUnordered::new(),
             gates: BTreeMap::new(),
+            drain: Arc::default(),
         }
     }
 
@@ -209,6 +214,7 @@ impl Supervisor {
             .collect();
         for name in removed {
             info!(queue = %name, "reload: queue removed; it finishes its items in flight and stops");
+            self.drain.unregister(&name);
             if let Some(old) = self.current.remove(&name) {
                 self.retire(old, true);
             }
@@ -226,8 +232,14 @@ impl Supervisor {
             let every = (every / 2).max(Duration::from_millis(10));
             tokio::time::interval_at(Instant::now() + every, every)
         });
+        // Only `--stop-when-empty` ends the run by itself: a queue that stops claiming
+        // (a loop) keeps the process up, saying why, until a reload or a signal.
+        let finished: BoxFuture<'static, ()> = match self.options.stop_when_empty {
+            true => Box::pin(self.drained()),
+            false => Box::pin(std::future::pending()),
+        };
+        tokio::pin!(finished);
         loop {
-            let finished = self.all_finished();
             let tick = async {
                 match watchdog.as_mut() {
                     Some(ticks) => ticks.tick().await,
@@ -236,7 +248,7 @@ impl Supervisor {
             };
             let retired = tokio::select! {
                 _ = shutdown.cancelled() => return Event::Shutdown,
-                _ = finished => return Event::Finished,
+                _ = &mut finished => return Event::Finished,
                 _ = &mut reload => return Event::Reload,
                 Some(retired) = self.retiring.next() => Some(retired),
                 _ = tick => None,
@@ -276,8 +288,10 @@ impl Supervisor {
         for (name, version) in &self.current {
             self.options.monitor.stop_queue(name);
             let counts = version.runtime.stats.counts();
+            let rolled_back = version.runtime.stats.observed.rolled_back();
             info!(queue = %name, done = counts.done, failed = counts.failed,
-                returned = counts.returned, leases_lost = counts.leases_lost, "queue stopped");
+                returned = counts.returned, rolled_back, leases_lost = counts.leases_lost,
+                "queue stopped");
             summary.queues.push((name.clone(), counts));
         }
         summary
@@ -321,7 +335,11 @@ impl Supervisor {
         let gate = self.gates.entry(database.to_string()).or_default().clone();
         let runtime = Arc::new(QueueRuntime {
             action,
-            stop_when_empty: StopWhenEmpty::new(self.options.stop_when_empty, stop.clone()),
+            stop_when_empty: StopWhenEmpty::new(
+                self.options.stop_when_empty,
+                self.drain.clone(),
+                &config.name,
+            ),
             idle: Idle::default(),
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config),
@@ -347,6 +365,7 @@ impl Supervisor {
         ));
         tracker.close();
         let name = runtime.config.name.clone();
+        self.drain.register(&name);
         let version = Version {
             runtime,
             tracker,
@@ -376,6 +395,50 @@ impl Supervisor {
                 returned = counts.returned, "queue stopped");
         } else {
             info!(queue = %name, "the queue's old version finished its items in flight");
+        }
+    }
+
+    /// Resolves once the process is drained: every queue found itself empty after the
+    /// last commit of any (see [`Drain`]), and a count that locks nothing finds no row
+    /// waiting in any — an empty claim may only mean a sibling had the rows locked.
+    /// A queue that stopped claiming (a loop) has left the drain and is not counted.
+    fn drained(&self) -> impl Future<Output = ()> + 'static {
+        let drain = self.drain.clone();
+        let queues: BTreeMap<String, (QueueConfig, Database)> = self
+            .current
+            .iter()
+            .map(|(name, v)| {
+                let runtime = &v.runtime;
+                (
+                    name.clone(),
+                    (runtime.config.clone(), runtime.database.clone()),
+                )
+            })
+            .collect();
+        async move {
+            loop {
+                let quiet = drain.all_empty().await;
+                let mut waiting = Vec::new();
+                for name in &quiet.queues {
+                    let Some((config, database)) = queues.get(name) else {
+                        continue;
+                    };
+                    let read = read_backlog(database, config).await;
+                    if !matches!(read, Ok(backlog) if backlog.waiting == 0) {
+                        waiting.push(name);
+                    }
+                }
+                if waiting.is_empty() && drain.still(quiet.at) {
+                    for name in &quiet.queues {
+                        info!(queue = %name, "the queue is drained");
+                    }
+                    return;
+                }
+                for name in waiting {
+                    // Rows wait that the claim did not see: it must look again.
+                    drain.reopen(name);
+                }
+            }
         }
     }
 

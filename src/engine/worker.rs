@@ -147,9 +147,10 @@ impl<'a, M: Mode> Worker<'a, M> {
         }
         match ended {
             Ended::Empty => {
+                // With --stop-when-empty the process's drain decides when to stop:
+                // meanwhile an empty queue idles, and works rows that appear.
                 if attempt.finish_empty() {
-                    info!("the queue is drained");
-                    return Step::Stop;
+                    debug!("the queue is empty");
                 }
                 self.backoff.reset();
                 Step::Idle
@@ -198,6 +199,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         self.queue
             .stats
             .record(report.done, report.failed, report.returned);
+        self.queue.stop_when_empty.committed();
         self.contention = 0;
         if self.loops_too_often(&report.completed) {
             return Step::Stop;
@@ -224,6 +226,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             .emit(&queue.stats);
             if repeats >= queue.config.loop_limit {
                 QueueLooping { key: &key, repeats }.emit(&queue.stats);
+                queue.stop_when_empty.leave();
                 queue.stop.cancel();
                 return true;
             }

@@ -95,12 +95,18 @@ async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
     }
 }
 
-async fn status_page(State(endpoint): State<Arc<Endpoint>>) -> axum::response::Response {
-    status::page_response(&endpoint.monitor)
+async fn status_page(
+    State(endpoint): State<Arc<Endpoint>>,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    status::page_response(&endpoint.monitor, status::page_asked(uri.query()))
 }
 
-async fn status_json(State(endpoint): State<Arc<Endpoint>>) -> axum::response::Response {
-    status::json_response(&endpoint.monitor)
+async fn status_json(
+    State(endpoint): State<Arc<Endpoint>>,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    status::json_response(&endpoint.monitor, status::page_asked(uri.query()))
 }
 
 async fn readyz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
@@ -182,6 +188,16 @@ impl Collector for QueueCollector {
         )?;
         for q in queues.iter().filter(|q| q.running) {
             ConstGauge::new(q.connected as i64)
+                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "queue_claiming",
+            "1 while the queue claims rows; 0 once it stopped claiming by itself (a loop) until a reload",
+            None,
+            gauge.metric_type(),
+        )?;
+        for q in queues.iter().filter(|q| q.running) {
+            ConstGauge::new(i64::from(q.stopped_claiming.is_none()))
                 .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
         }
         encode_circuits(&queues, &mut encoder)?;

@@ -32,6 +32,8 @@ pub struct QueueView {
     pub connected: usize,
     pub running: bool,
     pub circuit: CircuitState,
+    /// Why the queue stopped claiming by itself, if it did (`looping`).
+    pub stopped_claiming: Option<&'static str>,
     /// How many times the circuit changed to each state, in [`CircuitState::ALL`]'s
     /// order.
     pub circuit_transitions: [u64; 3],
@@ -81,6 +83,7 @@ impl Monitor {
                     connected: watched.stats.connected(),
                     running: watched.running,
                     circuit: watched.stats.circuit(),
+                    stopped_claiming: watched.stats.looping().then_some("looping"),
                     circuit_transitions: CircuitState::ALL
                         .map(|state| watched.stats.circuit_transitions(state)),
                 };

@@ -108,7 +108,7 @@ async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
     assert!(
         daemon
             .stderr()
-            .contains("done=100 failed=0 returned=0 leases_lost=0"),
+            .contains("done=100 failed=0 returned=0 rolled_back=0 leases_lost=0"),
         "{}",
         daemon.stderr()
     );

@@ -75,5 +75,6 @@ mod signals;
 mod stall;
 mod startup;
 mod status_page;
+mod stop_when_empty;
 mod trace_context;
 mod version;

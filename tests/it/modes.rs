@@ -114,6 +114,53 @@ pub async fn a_loop_stops_the_queue(mode: Mode) {
     assert!(most <= 4, "a row ran {most} times");
 }
 
+/// A sole queue that loops does not end the process quietly: without
+/// `--stop-when-empty` the process stays up, `/readyz` answers 503 naming the queue,
+/// `tableq_queue_claiming` is 0, the status page says "stopped claiming: looping", and
+/// no row ran more than `loop_limit + 1` times.
+pub async fn a_sole_looping_queue_keeps_the_process_up(mode: Mode) {
+    let db = TestDb::new().await;
+    job_table(&db, 2).await;
+    let files = QueueFiles::new();
+    mode.queue(
+        "sole_looper",
+        &["true"],
+        "state = 'waiting', attempts = attempts + 1",
+    )
+    .batch(2)
+    .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    daemon
+        .wait_for_log("the queue loops", Duration::from_secs(60))
+        .await;
+    let claiming = "tableq_queue_claiming{queue=\"sole_looper\"}";
+    eventually(
+        "the queue shows as not claiming",
+        Duration::from_secs(10),
+        || async {
+            let (_, metrics) = get(&format!("{base}/metrics")).await;
+            sample(&metrics, claiming) == Some(0.0)
+        },
+    )
+    .await;
+    let (status, ready) = get(&format!("{base}/readyz")).await;
+    assert_eq!(status, 503, "{ready}");
+    assert!(
+        ready.contains("queue sole_looper stopped claiming"),
+        "{ready}"
+    );
+    let (_, page) = get(&format!("{base}/")).await;
+    assert!(page.contains(">stopped claiming: looping<"), "{page}");
+    assert!(
+        daemon.try_status().is_none(),
+        "the process exited: {}",
+        daemon.stderr()
+    );
+    let most: i64 = db.scalar("SELECT MAX(attempts) FROM job").await;
+    assert!(most <= 4, "a row ran {most} times");
+    daemon.terminate().await;
+}
+
 /// 60 rows whose action fails for their own sake, each recorded by `[on_failure]`
 /// until it gives up after three attempts, are all given up on in one short run: a
 /// recorded failure is normal processing, not a reason to back off (at `batch = 1`
@@ -482,6 +529,7 @@ macro_rules! in_both_modes {
 
 in_both_modes!(
     a_loop_stops_the_queue,
+    a_sole_looping_queue_keeps_the_process_up,
     recorded_failures_do_not_slow_the_queue,
     the_circuit_opens_and_closes,
     a_full_server_is_said,
@@ -491,3 +539,70 @@ in_both_modes!(
     read_only_repeats_nothing,
     a_revoked_grant_repeats_nothing,
 );
+
+/// Lease mode: renewals refused by a read-only server (a failover) are the
+/// database's condition, not the SQL's: the job runs on through three refused
+/// renewals and is recorded done once, with no attempt spent (they used to cancel it
+/// after two and record it failed, blaming the SQL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_renewals_do_not_cancel_a_leased_job() {
+    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    job_table(&db, 1).await;
+    db.exec(&format!(
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'app';
+         GRANT SELECT, INSERT, UPDATE, DELETE ON `{}`.* TO 'app'@'%'",
+        db.name
+    ))
+    .await;
+    let files = QueueFiles::new();
+    let (runs, go) = (files.path().join("runs"), files.path().join("go"));
+    let script = files.script(
+        "long",
+        &format!(
+            "echo \"$TABLEQ_KEY\" >> '{}'\nfor _ in $(seq 600); do [ -e '{}' ] && exit 0; sleep 0.1; done\nexit 1",
+            runs.display(),
+            go.display()
+        ),
+    );
+    let script = script.to_string_lossy().into_owned();
+    Mode::Lease
+        .queue("renewing", &[script.as_str()], "state = 'done'")
+        .on_failure(Mode::Lease.update("state = 'failed', attempts = attempts + 1"))
+        .write(&files);
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(files.path()).env(
+        "TABLEQ_DATABASE_URL",
+        db.url.replacen("root@", "app:app@", 1),
+    );
+    let mut daemon = Daemon::spawn(cmd);
+    eventually("the job runs", Duration::from_secs(30), || async {
+        runs.exists()
+    })
+    .await;
+    db.exec("SET GLOBAL read_only = 1").await;
+    daemon
+        .wait_for_log_times("could not renew the lease", 3, Duration::from_secs(30))
+        .await;
+    db.exec("SET GLOBAL read_only = 0").await;
+    std::fs::write(&go, "").unwrap();
+    eventually(
+        "the job is recorded done",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done' AND attempts = 0")
+                .await
+                == 1
+        },
+    )
+    .await;
+    daemon.terminate().await;
+    let log = daemon.stderr();
+    assert!(!log.contains("renew_sql keeps failing"), "{log}");
+    assert!(log.contains("read-only"), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().lines().count(),
+        1,
+        "{log}"
+    );
+}

@@ -240,13 +240,15 @@ async fn queue_wait_is_each_rows_age_at_its_claim() {
 }
 
 /// A shutdown whose timeout passes mid-batch rolls the batch back: its 3 items
-/// count as rolled back, none as done, failed or returned.
+/// count as rolled back, none as done, failed or returned, and the `queue stopped`
+/// line says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn items_rolled_back_at_the_shutdown_timeout_are_counted() {
+    let logs = support::logs::capture();
     let db = TestDb::new().await;
     support::job_table(&db, &[1, 2, 3]).await;
     let files = QueueFiles::new();
-    let file = QueueFile::new("slow")
+    let file = QueueFile::new("slow_at_shutdown")
         .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
         .batch(3)
         .action_command(&["sleep", "60"])
@@ -271,9 +273,14 @@ async fn items_rolled_back_at_the_shutdown_timeout_are_counted() {
     let stats = stats().unwrap();
     assert_eq!(stats.observed.rolled_back(), 3);
     assert_eq!(stats.observed.busy_workers(), 0);
-    let counts = summary.counts("slow").unwrap();
+    let counts = summary.counts("slow_at_shutdown").unwrap();
     assert_eq!((counts.done, counts.failed, counts.returned), (0, 0, 0));
     assert_eq!(stats.observed.transaction.count(), 1);
+    let stopped = logs.lines_of("slow_at_shutdown", "queue stopped");
+    assert!(
+        stopped.iter().any(|line| line.contains("rolled_back=3")),
+        "{stopped:?}"
+    );
     assert_eq!(
         db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
             .await,

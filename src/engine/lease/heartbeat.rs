@@ -31,8 +31,9 @@ pub enum Kept<T> {
 }
 
 /// Runs `action` to its end, renewing `lease` meanwhile; cancels it when the lease
-/// is lost, when `renew_sql` keeps failing on its own until the lease is about to
-/// run out, or when the shutdown timeout passes.
+/// is lost, when `renew_sql` keeps failing on its own (not because the database
+/// refuses writes) until the lease is about to run out, or when the shutdown timeout
+/// passes.
 pub async fn hold<T>(
     queue: &QueueRuntime,
     pool: &SessionPool,
@@ -72,7 +73,15 @@ pub async fn hold<T>(
                 return Kept::Lost;
             }
             Err(e) => {
-                let own = e.db_error().is_some_and(DbError::is_statement_error);
+                // A read-only server or a revoked grant refuses every write, not this
+                // SQL: the action runs on (its lease may still be there when writes
+                // work again), and no queue on that database claims meanwhile.
+                let refusal = e.db_error().and_then(DbError::refuses_writes);
+                if let Some(why) = &refusal {
+                    queue.gate.refused(why.as_str(), every);
+                }
+                let own =
+                    refusal.is_none() && e.db_error().is_some_and(DbError::is_statement_error);
                 if own && renewals.failed_until_run_out() {
                     queue.stats.observed.record_db_error(e.kind());
                     error!(error = %e,

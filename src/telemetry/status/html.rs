@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
-use super::{QueueStatus, Status};
+use super::{QueueStatus, Status, Summary, PER_PAGE};
 use crate::telemetry::observed::Failure;
 
 /// How often the page reloads itself, in seconds.
@@ -36,10 +36,11 @@ pub fn render(status: &Status) -> String {
          <h1>tableq — queues</h1>\
          <p class=\"legend\">Last 15 minutes, per minute: <span class=\"done\">done</span>\
          <span class=\"failed\">failed</span><span class=\"returned\">returned</span></p>\
-         <div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
+         {}<div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
          <th>Workers<br>busy / connected / all</th><th>Last 15 min</th><th>Done</th>\
          <th>Failed</th><th>Returned</th><th>Rolled back</th><th>Waiting</th>\
-         <th>Oldest waiting</th><th>Action p50 / p99</th></tr></thead><tbody>"
+         <th>Oldest waiting</th><th>Action p50 / p99</th></tr></thead><tbody>",
+        summary(&status.summary)
     );
     if status.queues.is_empty() {
         page.push_str("<tr><td colspan=\"10\">No queue is running yet.</td></tr>");
@@ -47,15 +48,71 @@ pub fn render(status: &Status) -> String {
     for queue in &status.queues {
         queue_rows(&mut page, queue);
     }
+    page.push_str("</tbody></table></div>");
+    page.push_str(&pages(status.page, status.pages));
     let _ = writeln!(
         page,
-        "</tbody></table></div><footer>tableq {} · read at {} · refreshes every {REFRESH_SECONDS} s · \
+        "<footer>tableq {} · read at {} · refreshes every {REFRESH_SECONDS} s · \
          the same data as JSON: <a href=\"status.json\">status.json</a> · \
          <a href=\"metrics\">metrics</a></footer></body></html>",
         escape(status.version),
         time(status.generated_at)
     );
     page
+}
+
+/// The whole process in one line: queues, workers busy, and how many need a look.
+fn summary(all: &Summary) -> String {
+    let mut line = format!(
+        "<p id=\"summary\"><span data-field=\"queues\">{} queue{}</span>, {} running · \
+         workers busy / all: {} / {}",
+        all.queues,
+        if all.queues == 1 { "" } else { "s" },
+        all.running,
+        all.busy,
+        all.workers
+    );
+    if all.circuit_not_closed > 0 {
+        let _ = write!(
+            line,
+            " · <span class=\"failed\">circuit not closed: {}</span>",
+            all.circuit_not_closed
+        );
+    }
+    if all.stopped_claiming > 0 {
+        let _ = write!(
+            line,
+            " · <span class=\"failed\">stopped claiming: {}</span>",
+            all.stopped_claiming
+        );
+    }
+    line.push_str("</p>");
+    line
+}
+
+/// Links to the pages before and after, when the queues fill more than one.
+fn pages(page: usize, pages: usize) -> String {
+    if pages <= 1 {
+        return String::new();
+    }
+    let mut nav = String::from("<nav id=\"pages\">");
+    if page > 1 {
+        let _ = write!(
+            nav,
+            "<a href=\"?page={}\" rel=\"prev\">← previous</a> · ",
+            page - 1
+        );
+    }
+    let _ = write!(nav, "page {page} of {pages} ({PER_PAGE} queues a page)");
+    if page < pages {
+        let _ = write!(
+            nav,
+            " · <a href=\"?page={}\" rel=\"next\">next →</a>",
+            page + 1
+        );
+    }
+    nav.push_str("</nav>");
+    nav
 }
 
 /// A queue's row, then the row of its last failures.
@@ -71,7 +128,8 @@ fn queue_rows(page: &mut String, q: &QueueStatus) {
         seconds(q.action_p50_seconds),
         seconds(q.action_p99_seconds)
     );
-    let (circuit, leases_lost) = notes(q.circuit, q.leases_lost);
+    let (mut circuit, leases_lost) = notes(q.circuit, q.leases_lost);
+    circuit.push_str(&stopped_note(q.stopped_claiming));
     let _ = write!(
         page,
         "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\">{name}{circuit}</th>\
@@ -113,6 +171,17 @@ fn notes(circuit: &str, leases_lost: u64) -> (String, String) {
         lost => format!("<br><span data-field=\"leases_lost\">{lost} leases lost</span>"),
     };
     (circuit, leases_lost)
+}
+
+/// `stopped claiming: looping` under a queue's name when it stopped by itself.
+fn stopped_note(stopped_claiming: Option<&str>) -> String {
+    match stopped_claiming {
+        None => String::new(),
+        Some(why) => format!(
+            "<br><span class=\"failed\" data-field=\"stopped_claiming\">stopped claiming: {}</span>",
+            escape(why)
+        ),
+    }
 }
 
 fn failures(page: &mut String, name: &str, failures: &[Failure]) {
@@ -194,6 +263,8 @@ mod tests {
             "{lost}"
         );
         assert!(notes("closed", 1).1.contains(">1 lease lost<"));
+        assert_eq!(stopped_note(None), "");
+        assert!(stopped_note(Some("looping")).contains(">stopped claiming: looping<"));
     }
 
     #[test]

@@ -18,13 +18,36 @@ use super::stats::QueueStats;
 
 pub use html::{render, STYLE};
 
+/// How many queues one page shows: a process with thousands of queues still
+/// answers `/` and `/status.json` quickly, a page at a time.
+pub const PER_PAGE: usize = 50;
+
 /// Everything the page shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub version: &'static str,
     /// When this was read, in seconds since the epoch.
     pub generated_at: u64,
+    /// Every queue of the process, counted.
+    pub summary: Summary,
+    /// Which page of the queues this is (`?page=N`, from 1).
+    pub page: usize,
+    pub pages: usize,
+    /// This page's queues, by name.
     pub queues: Vec<QueueStatus>,
+}
+
+/// The whole process at a glance, whatever the page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub queues: usize,
+    pub running: usize,
+    /// Running queues whose circuit is not closed.
+    pub circuit_not_closed: usize,
+    /// Running queues that stopped claiming by themselves (a loop).
+    pub stopped_claiming: usize,
+    pub workers: usize,
+    pub busy: usize,
 }
 
 /// One queue's line, and its failures.
@@ -44,6 +67,10 @@ pub struct QueueStatus {
     pub leases_lost: u64,
     /// The circuit breaker: `closed` (also when it is off), `open` or `half_open`.
     pub circuit: &'static str,
+    /// Whether the queue claims rows; when it stopped by itself, why
+    /// (`stopped_claiming`: `looping`).
+    pub claiming: bool,
+    pub stopped_claiming: Option<&'static str>,
     /// Waiting rows, as of the last background count (none yet: `null`).
     pub waiting: Option<usize>,
     /// More rows wait than `waiting_cap`.
@@ -58,22 +85,57 @@ pub struct QueueStatus {
 }
 
 impl Status {
-    /// Reads every queue's numbers from `monitor`.
-    pub fn of(monitor: &Monitor) -> Status {
+    /// Reads the summary of every queue from `monitor`, and the numbers of the
+    /// queues on `page` (from 1; past the last, the last).
+    pub fn of(monitor: &Monitor, page: usize) -> Status {
         let generated_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
+        let watched = monitor.watched();
+        let pages = watched.len().div_ceil(PER_PAGE).max(1);
+        let page = page.clamp(1, pages);
         Status {
             version: env!("CARGO_PKG_VERSION"),
             generated_at,
-            queues: monitor
-                .watched()
+            summary: Summary::of(&watched),
+            page,
+            pages,
+            queues: watched
                 .iter()
+                .skip((page - 1) * PER_PAGE)
+                .take(PER_PAGE)
                 .map(|(view, stats)| QueueStatus::of(view, stats))
                 .collect(),
         }
     }
+}
+
+impl Summary {
+    fn of(watched: &[(QueueView, Arc<QueueStats>)]) -> Summary {
+        let mut summary = Summary {
+            queues: watched.len(),
+            ..Summary::default()
+        };
+        for (view, stats) in watched.iter().filter(|(view, _)| view.running) {
+            summary.running += 1;
+            summary.circuit_not_closed += usize::from(view.circuit.name() != "closed");
+            summary.stopped_claiming += usize::from(view.stopped_claiming.is_some());
+            summary.workers += view.workers;
+            summary.busy += stats.observed.busy_workers();
+        }
+        summary
+    }
+}
+
+/// The page a request asks for: `page=N` in its query, else the first.
+pub fn page_asked(query: Option<&str>) -> usize {
+    query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("page="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
 }
 
 impl QueueStatus {
@@ -92,6 +154,8 @@ impl QueueStatus {
             rolled_back: observed.rolled_back(),
             leases_lost: view.counts.leases_lost,
             circuit: view.circuit.name(),
+            claiming: view.stopped_claiming.is_none(),
+            stopped_claiming: view.stopped_claiming,
             waiting: backlog.waiting,
             waiting_capped: backlog.capped,
             oldest_waiting_seconds: backlog.oldest_seconds,
@@ -105,7 +169,7 @@ impl QueueStatus {
 
 /// `GET /`: the page, with a Content-Security-Policy that allows its own style and
 /// nothing else.
-pub fn page_response(monitor: &Monitor) -> axum::response::Response {
+pub fn page_response(monitor: &Monitor, page: usize) -> axum::response::Response {
     use axum::http::header;
     use axum::response::IntoResponse;
     let headers = [
@@ -113,14 +177,14 @@ pub fn page_response(monitor: &Monitor) -> axum::response::Response {
         (header::CONTENT_SECURITY_POLICY, content_security_policy()),
         (header::CACHE_CONTROL, "no-store".to_string()),
     ];
-    (headers, render(&Status::of(monitor))).into_response()
+    (headers, render(&Status::of(monitor, page))).into_response()
 }
 
 /// `GET /status.json`: the page's data.
-pub fn json_response(monitor: &Monitor) -> axum::response::Response {
+pub fn json_response(monitor: &Monitor, page: usize) -> axum::response::Response {
     use axum::http::header;
     use axum::response::IntoResponse;
-    let body = serde_json::to_string_pretty(&Status::of(monitor)).unwrap_or_default();
+    let body = serde_json::to_string(&Status::of(monitor, page)).unwrap_or_default();
     let headers = [
         (header::CONTENT_TYPE, "application/json"),
         (header::CACHE_CONTROL, "no-store"),
@@ -137,4 +201,47 @@ pub fn content_security_policy() -> String {
     format!(
         "default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// With 5,000 queues a page holds 50 of them and the summary counts them all, so
+    /// `/` and `/status.json` stay small (they were megabytes); pages past the last
+    /// show the last.
+    #[test]
+    fn thousands_of_queues_are_shown_a_page_at_a_time() {
+        let monitor = Monitor::default();
+        for i in 0..5_000 {
+            let stats = monitor.start_queue(&format!("q{i:04}"), 2, Duration::from_secs(30));
+            if i == 7 {
+                stats.set_looping();
+            }
+        }
+        let first = Status::of(&monitor, 1);
+        assert_eq!(
+            (first.page, first.pages, first.queues.len()),
+            (1, 100, PER_PAGE)
+        );
+        assert_eq!(first.queues[0].name, "q0000");
+        assert_eq!(first.summary.queues, 5_000);
+        assert_eq!(first.summary.workers, 10_000);
+        assert_eq!(first.summary.stopped_claiming, 1);
+        let json = serde_json::to_string(&first).unwrap();
+        assert!(json.len() < 200_000, "{} bytes", json.len());
+        let html = render(&first);
+        assert!(html.len() < 200_000, "{} bytes", html.len());
+        assert!(
+            html.contains("page 1 of 100") && html.contains("?page=2"),
+            "paged"
+        );
+        assert!(html.contains("stopped claiming: 1"), "summarised");
+        let last = Status::of(&monitor, 1_000);
+        assert_eq!((last.page, last.queues[0].name.as_str()), (100, "q4950"));
+        assert_eq!(page_asked(Some("page=3")), 3);
+        assert_eq!(page_asked(Some("x=1&page=abc")), 1);
+        assert_eq!(page_asked(None), 1);
+    }
 }

@@ -122,6 +122,11 @@ impl Daemon {
         }
     }
 
+    /// The exit status if the process has exited, without waiting.
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("ask whether tableq exited")
+    }
+
     /// Waits for the process to exit; panics (with the log) after `timeout`.
     pub async fn wait(&mut self, timeout: Duration) -> ExitStatus {
         match tokio::time::timeout(timeout, self.child.wait()).await {
