@@ -1,6 +1,6 @@
-//! What an action that reaches a broker finds there, asked by `check` through the
-//! kind's own [`External::probe`]: the exchange or stream is there, and what a
-//! sample row's message would look like. The sample is the first waiting row,
+//! What an action finds downstream (a broker, a webhook's host), asked by `check`
+//! through the kind's own [`External::probe`]: the exchange or stream is there, what
+//! a sample row's message would look like, where its request would go. The sample is the first waiting row,
 //! claimed and at once rolled back; nothing is sent.
 
 use std::time::Duration;
@@ -39,7 +39,7 @@ pub async fn probe(
         Err(_) => vec![crate::action::Probed::error(
             "url",
             format!(
-                "no answer from the broker within {}",
+                "no answer from downstream within {}",
                 humantime::format_duration(within)
             ),
         )],

@@ -36,7 +36,15 @@ impl Servers {
             return known.clone();
         }
         let read = async {
-            let mut conn = database.connect().await.map_err(|e| e.to_string())?;
+            let mut conn = database
+                .connect()
+                .await
+                .map_err(|e| match e.is_access_denied() {
+                    // In `run`'s words: the user, the server and the database, and what to
+                    // check.
+                    true => database.refused_login(&e),
+                    false => format!("cannot reach the database: {e}"),
+                })?;
             let facts = server::read_facts(&mut conn).await;
             let _ = conn.disconnect().await;
             facts.map_err(|e| describe_error(&e))
@@ -137,12 +145,9 @@ pub async fn check_queue(
     findings
 }
 
-fn unreachable(queue: &QueueConfig, error: &str) -> Finding {
-    queue.finding(
-        Severity::Error,
-        &["database_url"],
-        format!("cannot reach the database: {error}"),
-    )
+/// The database could not be used: `why` says so in full.
+fn unreachable(queue: &QueueConfig, why: &str) -> Finding {
+    queue.finding(Severity::Error, &["database_url"], why)
 }
 
 /// Why a worker's session could not be opened, as `run` would say at start.
@@ -154,7 +159,10 @@ fn not_opened(queue: &QueueConfig, e: OpenError) -> Vec<Finding> {
             }
             invalid
         }
-        OpenError::Unreachable(error) => vec![unreachable(queue, &error.to_string())],
+        OpenError::Unreachable(error) => vec![unreachable(
+            queue,
+            &format!("cannot reach the database: {error}"),
+        )],
     }
 }
 
@@ -291,6 +299,12 @@ async fn nothing_to_claim(
         Err(e) if is_statement_error(&e) => None,
         Err(e) => return Err(e),
     };
+    // An empty queue is a correct queue not yet proven: a note, so that `--strict` in
+    // a deploy pipeline passes on it; rows that wait but are locked are a warning.
+    let severity = match waiting {
+        Some(0) => Severity::Note,
+        _ => Severity::Warning,
+    };
     let what = match waiting {
         Some(0) => "queue is empty".to_string(),
         Some(locked) => format!(
@@ -300,7 +314,7 @@ async fn nothing_to_claim(
         None => "no unlocked row is waiting".to_string(),
     };
     Ok(queue.finding(
-        Severity::Warning,
+        severity,
         &["select"],
         format!(
             "not proven: {what} — with no row to claim, neither the leave-the-query proof nor \

@@ -21,10 +21,35 @@ const REQUIRED: &[&str] = &["select", "action"];
 /// Parses `source` (the text of `file`) into a [`RawQueue`], or every problem found.
 pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
     let table: Table = toml::from_str(source).map_err(|e| vec![syntax_error(file, source, &e)])?;
+    let queue = queue_name(&table, file);
+    parse_table(file, source, table).map_err(|found| {
+        found
+            .into_iter()
+            .map(|finding| Finding {
+                queue: queue.clone(),
+                ..finding
+            })
+            .collect()
+    })
+}
+
+/// The queue's name as the loader will give it: `name`, else the file's stem.
+fn queue_name(table: &Table, file: &Path) -> Option<String> {
+    match table.get("name") {
+        Some(Value::String(name)) => Some(name.clone()),
+        _ => file.file_stem().map(|s| s.to_string_lossy().into_owned()),
+    }
+}
+
+fn parse_table(file: &Path, source: &str, table: Table) -> Result<RawQueue, Vec<Finding>> {
     let mut problems = Vec::new();
     for key in table.keys() {
         match table.get(key) {
             Some(Value::Table(action)) if key == "action" && action.contains_key("type") => {
+                if let Some(problem) = unknown_kind(action) {
+                    problems.push(problem);
+                    continue;
+                }
                 problems.extend(table_problems::<RawAction>(action, "action", &["type"]));
             }
             Some(Value::Table(lease)) if key == "lease" => {
@@ -55,6 +80,32 @@ pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
         .collect();
     found.sort_by_key(|(line, _)| line.unwrap_or(usize::MAX));
     Err(found.into_iter().map(|(_, finding)| finding).collect())
+}
+
+/// An `[action] type` that names no kind: said at `type`'s own line, with the kinds
+/// there are (rather than at the first other key, as serde would).
+fn unknown_kind(action: &Table) -> Option<Problem> {
+    let kinds = super::action::KINDS;
+    let written = match action.get("type") {
+        Some(Value::String(kind)) if kinds.contains(&kind.as_str()) => return None,
+        Some(Value::String(kind)) => format!("`{kind}`"),
+        Some(other) => format!("{other}"),
+        None => return None,
+    };
+    let hint = match written.as_str() {
+        "`webhook`" | "`https`" => " (a webhook is `type = \"http\"`)",
+        "`rabbitmq`" => " (RabbitMQ is `type = \"amqp\"`)",
+        "`shell`" | "`exec`" => " (a program is `type = \"command\"`)",
+        _ => "",
+    };
+    let list: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
+    Some(Problem {
+        path: vec!["action".into(), "type".into()],
+        message: format!(
+            "`action.type`: {written} is not a kind of action; expected one of {}{hint}",
+            list.join(", ")
+        ),
+    })
 }
 
 /// The problems of the table `name` read as a `T`: each key but `keep` on its own
@@ -127,6 +178,10 @@ fn key_alone<T: DeserializeOwned>(
         .and_then(|rest| rest.split('`').next());
     let message = plain_words(&message);
     if let Some(unknown) = unknown {
+        let message = match closest(unknown, &message) {
+            Some(known) => format!("{message}; did you mean `{known}`?"),
+            None => message,
+        };
         // Point at the unknown key itself, named by the table that holds it.
         let message = match prefix {
             [] => message,
@@ -138,6 +193,20 @@ fn key_alone<T: DeserializeOwned>(
     path.push(key.to_string());
     let message = format!("`{}`: {message}", path.join("."));
     Some(Problem { path, message })
+}
+
+/// The expected key nearest to the misspelt `unknown`, if one is near: from serde's
+/// "unknown field `x`, expected one of `a`, `b`" (or "expected `a` or `b`").
+fn closest<'a>(unknown: &str, message: &'a str) -> Option<&'a str> {
+    let (_, expected) = message.split_once("expected")?;
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|known| (strsim::damerau_levenshtein(unknown, known), known))
+        .filter(|(distance, known)| *distance <= 2.max(known.len() / 3))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, known)| known)
 }
 
 /// A file that is not TOML at all: the parser's one error, at its line.
@@ -182,13 +251,46 @@ mod tests {
         let lines = findings(source);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         for (finding, expected) in lines.iter().zip([
-            "q.toml:1: error: unknown field `wrokers`",
-            "q.toml:2: error: `batch`: invalid type: string \"ten\", expected a whole number",
-            "q.toml:8: error: `action.timeout`: invalid value",
-            "q.toml:9: error: `action`: unknown field `retries`",
+            "q.toml:1: queue q: error: unknown field `wrokers`",
+            "q.toml:2: queue q: error: `batch`: invalid type: string \"ten\", expected a whole number",
+            "q.toml:8: queue q: error: `action.timeout`: invalid value",
+            "q.toml:9: queue q: error: `action`: unknown field `retries`",
         ]) {
             assert!(finding.starts_with(expected), "{finding}");
         }
+        assert!(
+            lines[0].ends_with("; did you mean `workers`?"),
+            "{}",
+            lines[0]
+        );
+        assert!(!lines[3].contains("did you mean"), "{}", lines[3]);
+    }
+
+    /// A misspelt key is answered with the nearest one; the queue is named by `name`
+    /// when the file gives one.
+    #[test]
+    fn a_misspelt_key_gets_the_nearest_one() {
+        let source = "name = \"mail\"\npoll_intreval = \"1s\"\nselect = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n";
+        let lines = findings(source);
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(lines[0].starts_with("q.toml:2: queue mail: error: unknown field `poll_intreval`"));
+        assert!(
+            lines[0].ends_with("; did you mean `poll_interval`?"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    /// `type = "webhook"` is said at `type`'s line, with the kinds there are.
+    #[test]
+    fn an_unknown_kind_names_action_type_and_the_kinds() {
+        let source = "select = \"SELECT 1\"\n[action]\ntype = \"webhook\"\nurl = \"http://x/\"\n";
+        assert_eq!(
+            findings(source),
+            ["q.toml:3: queue q: error: `action.type`: `webhook` is not a kind of action; expected \
+              one of \"sql\", \"http\", \"command\", \"amqp\", \"nats\" (a webhook is \
+              `type = \"http\"`)"]
+        );
     }
 
     /// Outcome tables too: a value of the wrong kind at its line, a missing `sql`.
@@ -198,13 +300,13 @@ mod tests {
         let lines = findings(source);
         assert_eq!(lines.len(), 2, "{lines:#?}");
         assert!(
-            lines[0].starts_with("q.toml:6: error: `on_success.sql`: invalid type"),
+            lines[0].starts_with("q.toml:6: queue q: error: `on_success.sql`: invalid type"),
             "{}",
             lines[0]
         );
         assert_eq!(
             lines[1],
-            "q.toml:7: error: `on_failure`: missing field `sql`"
+            "q.toml:7: queue q: error: `on_failure`: missing field `sql`"
         );
     }
 }

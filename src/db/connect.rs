@@ -54,6 +54,15 @@ fn url_error(error: &mysql_async::UrlError) -> String {
     }
 }
 
+/// Whether a `/` or `#` comes before the last `@`: a password written as it is
+/// (`p/ss@word`), which would end the host early — parsed as a port ("invalid port
+/// number") or as another host — rather than a path that holds an `@`.
+fn unencoded_userinfo(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.rfind('@')
+        .is_some_and(|at| rest[..at].contains(['/', '#']))
+}
+
 /// Which part of `url` holds a `%` not followed by two hex digits, if one does.
 /// Never the part's text: it may be a password.
 fn bad_escape(url: &str) -> Option<&'static str> {
@@ -114,6 +123,14 @@ impl Database {
                  itself, and percent-encode other special characters (`%40` for `@`, `%3A` for \
                  `:`, `%2F` for `/`)"
             )));
+        }
+        if unencoded_userinfo(&url) {
+            return Err(DatabaseUrlError(
+                "its user name or password holds a character that must be percent-encoded \
+                 there: `/` as `%2F`, `@` as `%40`, `:` as `%3A`, `#` as `%23`, `?` as `%3F`, \
+                 `%` as `%25` (mysql://USER:PASSWORD@HOST/DATABASE)"
+                    .to_string(),
+            ));
         }
         let opts = Opts::from_url(&url).map_err(|e| DatabaseUrlError(url_error(&e)))?;
         if opts.db_name().is_none() {
@@ -353,6 +370,22 @@ mod tests {
             assert!(!err.contains(text) && !err.contains("s3"), "{err}");
         }
         assert!(Database::from_url("mysql://app:p%40ss@db/shop").is_ok());
+    }
+
+    #[test]
+    fn a_password_with_a_slash_or_at_not_encoded_is_told_to_percent_encode() {
+        for url in [
+            "mysql://app:s3c/rt@db/shop",
+            "mysql://app:s3c@rt/w@db:3306/shop",
+            "mysql://app:s3c#rt@db/shop",
+        ] {
+            let err = Database::from_url(url).unwrap_err().to_string();
+            assert!(err.contains("must be percent-encoded"), "{url}: {err}");
+            assert!(err.contains("`%2F`") && err.contains("`%40`"), "{err}");
+            assert!(!err.contains("s3c"), "the password is not shown: {err}");
+        }
+        assert!(Database::from_url("mysql://app:p%2Fss%40@db/shop").is_ok());
+        assert!(Database::from_url("mysql://app:p@ss@db/shop").is_ok());
     }
 
     #[test]

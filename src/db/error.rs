@@ -14,8 +14,9 @@ pub const ER_QUERY_INTERRUPTED: u16 = 1317;
 pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 /// Unknown thread id (a KILL whose session ended meanwhile).
 pub const ER_NO_SUCH_THREAD: u16 = 1094;
-/// Access denied for user to database (1044), or for user with that password (1045).
-const ACCESS_DENIED: &[u16] = &[1044, 1045];
+/// Access denied for user to database (1044), for user with that password (1045), or
+/// for a user that must log in another way (1698: MariaDB's unix_socket root).
+const ACCESS_DENIED: &[u16] = &[1044, 1045, 1698];
 /// Too many connections (`max_connections`, 1040); the user has more than
 /// `max_user_connections` (1203).
 const SERVER_FULL: &[u16] = &[1040, 1203];
@@ -28,6 +29,8 @@ const QUEUE_FAULTS: &[u16] = &[1054, 1146, 1064, 1142, 1143, 1305];
 const READ_ONLY: &[u16] = &[1290, 1836];
 /// A privilege the user lacks on a table (1142) or a column (1143).
 const DENIED: &[u16] = &[1142, 1143];
+/// Data too long for a column (strict mode).
+const ER_DATA_TOO_LONG: u16 = 1406;
 /// The server got a packet larger than `max_allowed_packet`.
 const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
 
@@ -172,6 +175,11 @@ impl DbError {
 /// SIGNAL): the transaction is still open and the item's lock still held.
 pub fn is_statement_error(e: &mysql_async::Error) -> bool {
     matches!(e, mysql_async::Error::Server(s) if !TRANSACTION_LOST.contains(&s.code))
+}
+
+/// True when `e` says a value was too long for its column (1406, strict mode).
+pub fn is_value_too_long(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if s.code == ER_DATA_TOO_LONG)
 }
 
 /// True for the errors a busy queue expects now and then: deadlock and lock wait

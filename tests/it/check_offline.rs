@@ -252,10 +252,10 @@ async fn every_mistake_of_a_file_at_once() {
     let (done, shown) = check_offline(contents).await;
     let lines: Vec<&str> = done.stdout.lines().collect();
     let expected = [
-        format!("{shown}:1: error: unknown field `wrokers`"),
-        format!("{shown}:2: error: `batch`: invalid type"),
-        format!("{shown}:8: error: `action.timeout`: invalid value"),
-        format!("{shown}:9: error: `action`: unknown field `retries`"),
+        format!("{shown}:1: queue jobs: error: unknown field `wrokers`"),
+        format!("{shown}:2: queue jobs: error: `batch`: invalid type"),
+        format!("{shown}:8: queue jobs: error: `action.timeout`: invalid value"),
+        format!("{shown}:9: queue jobs: error: `action`: unknown field `retries`"),
     ];
     assert_eq!(lines.len(), 5, "{}", done.stdout);
     for (line, expected) in lines.iter().zip(&expected) {

@@ -62,8 +62,8 @@ async fn outcome(
     .expect("the row exists")
 }
 
-/// Every column type arrives in the JSON body as the README's table says; headers,
-/// placeholders and the response reach `[on_success]`.
+/// Every column type arrives in the JSON body as the README's table says; headers
+/// (`webhook-id` unsigned too), placeholders and the response reach `[on_success]`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delivers_the_row_as_json_with_headers() {
     let server = WebServer::start(|_| Reply::status(200).body("thanks")).await;
@@ -118,6 +118,12 @@ async fn delivers_the_row_as_json_with_headers() {
     );
     assert_eq!(request.header("x-queue"), "hooks");
     assert_eq!(request.header("x-token"), "t0ken");
+    assert_eq!(
+        request.header("webhook-id"),
+        "hooks_7",
+        "the row's identity, on an unsigned request too"
+    );
+    assert!(!request.headers.contains_key("webhook-signature"));
     assert_eq!(
         request.json(),
         json!({
@@ -512,4 +518,52 @@ async fn a_signed_get_verifies() {
         .unwrap()
         .verify(b"", &headers)
         .expect("the signature verifies");
+}
+
+/// Where the row chooses the host, `check` looks at the sample row's destination: a
+/// host that resolves only to private addresses, or a private address written out,
+/// is a warning (every such row would fail at run time), not a silent pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_warns_when_the_sample_row_sends_to_a_private_address() {
+    let db = TestDb::new().await;
+    hook_table(&db, "target VARCHAR(100),").await;
+    let files = QueueFiles::new();
+    let file = hook_queue(
+        "private_hooks",
+        "SELECT id, target FROM hook WHERE state = 'waiting' ORDER BY id",
+        "{target}/in",
+    )
+    .write(&files);
+    for (target, says) in [
+        (
+            "http://localhost:1",
+            "sends to localhost, a private address (127.0.0.1",
+        ),
+        (
+            "http://10.1.2.3",
+            "cannot be sent: refused: 10.1.2.3 is a private address",
+        ),
+    ] {
+        db.exec("DELETE FROM hook").await;
+        db.exec(&format!(
+            "INSERT INTO hook (id, target) VALUES (1, '{target}')"
+        ))
+        .await;
+        let done = support::check::check(&[], &[&file], Some(&db.url)).await;
+        let warned = done
+            .stdout
+            .lines()
+            .any(|l| l.contains("warning: the sample row (1)") && l.contains(says));
+        assert!(warned, "{target}: {}", done.stdout);
+        assert!(
+            done.stdout.contains("allow_private_networks"),
+            "{}",
+            done.stdout
+        );
+    }
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM hook WHERE state = 'waiting'")
+            .await,
+        1
+    );
 }

@@ -19,7 +19,8 @@ fn as_user(db: &TestDb, user: &str, password: &str) -> String {
 }
 
 /// A wrong password (1045) and a user without access to the database (1044) stop
-/// `run` at once with exit 2, naming user, server and database, never the password.
+/// `run` at once with exit 2, naming user, server and database, never the password;
+/// `check` says the same words (not "cannot reach the database").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_login_exits_2_naming_user_host_and_database() {
     let db = TestDb::new().await;
@@ -61,6 +62,24 @@ async fn a_refused_login_exits_2_naming_user_host_and_database() {
         }
         assert!(!done.stderr.contains(password), "{}", done.stderr);
         assert!(!done.stderr.contains("queue started"), "{}", done.stderr);
+        let mut cmd = tableq(&["check"]);
+        cmd.arg(&file)
+            .env("TABLEQ_DATABASE_URL", as_user(&db, &user, password));
+        let checked = run_to_end(cmd, Duration::from_secs(30)).await;
+        assert_eq!(checked.code(), Some(1), "{why}: {}", checked.stdout);
+        let refused = format!("refused user `{user}` for database `{}`", db.name);
+        assert!(checked.stdout.contains(&refused), "{}", checked.stdout);
+        assert!(
+            checked.stdout.contains("check the user and password"),
+            "{}",
+            checked.stdout
+        );
+        assert!(
+            !checked.stdout.contains("cannot reach"),
+            "{}",
+            checked.stdout
+        );
+        assert!(!checked.stdout.contains(password), "{}", checked.stdout);
     }
     db.exec(&format!(
         "DROP USER '{user}'@'%'; DROP USER '{user}'@'localhost'"

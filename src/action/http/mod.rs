@@ -9,6 +9,7 @@
 
 mod client;
 mod judge;
+mod probe;
 mod request;
 mod signing;
 mod ssrf;
@@ -20,7 +21,7 @@ use futures::future::BoxFuture;
 use reqwest::{Client, Method};
 use tokio::time::Instant;
 
-use super::{ActionError, External, Job, Outcome};
+use super::{ActionError, External, Job, Outcome, Probed};
 use crate::config::HttpAction;
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
@@ -121,6 +122,10 @@ impl Http {
 impl External for Http {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(self.deliver(job))
+    }
+
+    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
+        Box::pin(probe::probe(self, queue, sample))
     }
 }
 

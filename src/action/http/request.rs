@@ -71,14 +71,15 @@ impl Http {
                 _ => return Err(format!("header `{name}` has a value that cannot be sent (a line break or control character)")),
             }
         }
+        // The row's identity, signed or not: receivers deduplicate on it.
+        let id = delivery.id.as_str();
+        request = request.header("webhook-id", id);
         if !self.config.signing_keys.is_empty() {
             let timestamp = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            let id = delivery.id.as_str();
             let signed = signature(&self.config.signing_keys, id, timestamp, &body);
             request = request
-                .header("webhook-id", id)
                 .header("webhook-timestamp", timestamp)
                 .header("webhook-signature", signed);
         }
@@ -90,7 +91,7 @@ impl Http {
 
     /// Renders the URL: placeholders percent-encoded, except one that begins the URL,
     /// which supplies the URL (or its start) as it is.
-    fn url(&self, item: &Item, queue: &str) -> Result<Url, String> {
+    pub(super) fn url(&self, item: &Item, queue: &str) -> Result<Url, String> {
         let dot_segment = std::cell::RefCell::new(None);
         let parts = &self.config.url.parts;
         let rendered =

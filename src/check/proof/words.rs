@@ -2,7 +2,9 @@
 
 use super::{Path, Proof};
 use crate::check::queries;
-use crate::db::error::{describe_error, is_expected_contention, is_statement_error};
+use crate::db::error::{
+    describe_error, is_expected_contention, is_statement_error, is_value_too_long,
+};
 use crate::db::item::Item;
 use crate::diagnostic::{Finding, Severity};
 
@@ -92,11 +94,18 @@ impl Proof<'_> {
                 ),
             );
         }
+        let hint = match is_value_too_long(e) {
+            true => {
+                "; `:error` may be 8 KiB and `:output` 64 KiB: keep what fits the column \
+                     with LEFT(:error, n) (or LEFT(:output, n)), n its length"
+            }
+            false => "",
+        };
         self.queue.finding(
             Severity::Error,
             at,
             format!(
-                "`{key}` fails on {}: {}; the item would be rolled back and come straight back",
+                "`{key}` fails on {}: {}; the item would be rolled back and come straight back{hint}",
                 self.rows(sample),
                 describe_error(e)
             ),
