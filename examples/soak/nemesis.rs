@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use mysql_async::prelude::Queryable;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::now;
 use crate::database;
