@@ -9,18 +9,33 @@
 //!   a fault of the nemesis, close enough in time and, where it hit one tableq
 //!   process, made by that process — kill -9, SIGTERM or SIGHUP of the start that
 //!   made the delivery, at most [`LEAD`] after it (a command started before the kill
-//!   lives on, so until the fault's end too); a stall of that process's path, or a
-//!   database kill, from [`LEAD`] before to `database_timeout` after; an endpoint
-//!   reset, from [`LEAD`] before to its end.
+//!   lives on, so until the fault's end too); a stall of that process's path, a
+//!   database kill, or the database read-only, from [`LEAD`] before to
+//!   `database_timeout` after; an endpoint reset, from [`LEAD`] before to its end.
+//!
+//! The lease queue's jobs live on outside any transaction, and log their delivery
+//! when done: each window reaches [`LEASE_JOB_LONGEST`] further for it. A lease
+//! that expired meanwhile (renewals refused or slow, the process gone) lets
+//! another process take the row over; the first job's outcome then matches no
+//! row. Its renewals made slow explain its duplicates as the database's faults do.
 
 use crate::deliveries::Delivery;
 use crate::nemesis::{Fault, Kind};
-use crate::queues::{ACTION_TIMEOUT, DATABASE_TIMEOUT, SHUTDOWN_TIMEOUT};
+use crate::queues::{ACTION_TIMEOUT, DATABASE_TIMEOUT, LEASE_JOB_LONGEST, SHUTDOWN_TIMEOUT};
 
 /// How long before a fault a delivery can be and still have its transaction open:
 /// the rest of the batch's actions (their timeout), then outcome SQL and COMMIT
 /// (the database's), and a second for the scheduler.
 pub const LEAD: f64 = ACTION_TIMEOUT.as_secs_f64() + DATABASE_TIMEOUT.as_secs_f64() + 1.0;
+
+/// What sets one queue's duplicates apart.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// What hangs past the action's timeout in it (`the endpoint hung`).
+    pub hung: &'static str,
+    /// It works in lease mode: its deliveries come later, its renewals can be slow.
+    pub lease: bool,
+}
 
 /// A failed attempt a queue recorded for a row.
 #[derive(Debug, Clone)]
@@ -31,16 +46,16 @@ pub struct Failure {
 
 /// Why `delivery` did not count, in a few words; None when nothing explains it.
 /// `next` is the time of the row's next delivery; `failures` the row's recorded
-/// failures; `hung` says what hung (the endpoint, the command).
+/// failures; `shape` the queue's.
 pub fn cause(
     delivery: &Delivery,
     next: f64,
     failures: &[Failure],
     faults: &[Fault],
-    hung: &str,
+    shape: Shape,
 ) -> Option<String> {
     if delivery.hung {
-        return Some(format!("timeout: {hung}"));
+        return Some(format!("timeout: {}", shape.hung));
     }
     if let Some(failure) = failures
         .iter()
@@ -50,25 +65,33 @@ pub fn cause(
     }
     faults
         .iter()
-        .filter(|fault| explains(fault, delivery))
+        .filter(|fault| explains(fault, delivery, shape))
         .min_by(|a, b| distance(a, delivery).total_cmp(&distance(b, delivery)))
         .map(|fault| short(fault.kind).to_string())
 }
 
-fn explains(fault: &Fault, delivery: &Delivery) -> bool {
+/// Whether `fault` explains `delivery` not counting: the right process, the right
+/// time.
+fn explains(fault: &Fault, delivery: &Delivery, shape: Shape) -> bool {
     let at = delivery.at;
     let from = fault.start - LEAD;
-    let database = DATABASE_TIMEOUT.as_secs_f64();
+    let late = if shape.lease {
+        LEASE_JOB_LONGEST.as_secs_f64()
+    } else {
+        0.0
+    };
+    let database = DATABASE_TIMEOUT.as_secs_f64() + late;
     let same_start = fault.target.as_deref() == Some(delivery.process.as_str());
     let same_process = fault.target.as_deref().map(process) == Some(process(&delivery.process));
     match fault.kind {
-        Kind::Kill | Kind::Term => same_start && (from..=fault.end).contains(&at),
+        Kind::Kill | Kind::Term => same_start && (from..=fault.end + late).contains(&at),
         Kind::Hup => {
-            let to = fault.end + SHUTDOWN_TIMEOUT.as_secs_f64();
+            let to = fault.end + SHUTDOWN_TIMEOUT.as_secs_f64() + late;
             same_start && (from..=to).contains(&at)
         }
         Kind::Stall => same_process && (from..=fault.end + database).contains(&at),
-        Kind::DatabaseKill => (from..=fault.end + database).contains(&at),
+        Kind::DatabaseKill | Kind::ReadOnly => (from..=fault.end + database).contains(&at),
+        Kind::SlowRenewal => shape.lease && (from..=fault.end + database).contains(&at),
         Kind::EndpointReset => (from..=fault.end).contains(&at),
         _ => false,
     }
@@ -110,5 +133,7 @@ pub fn short(kind: Kind) -> &'static str {
         Kind::EndpointError => "500",
         Kind::CommandFail => "command fails",
         Kind::CommandHang => "command hang",
+        Kind::ReadOnly => "read-only",
+        Kind::SlowRenewal => "slow renewal",
     }
 }

@@ -1,13 +1,15 @@
 //! The figures: what each row ended as (read from the database), what arrived for
-//! it (the SQL action's effect log, the receiver's log, the command's log), the
-//! duplicates and their causes, and the problems that fail the soak.
+//! it (the SQL action's effect log, the receiver's log, the commands' logs), the
+//! duplicates and their causes, what the tableq processes' logs say, and the
+//! problems that fail the soak.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
-use crate::attribution::{cause, Failure};
+use crate::attribution::{cause, Failure, Shape};
 use crate::data::{fails_by_design, values, Values};
 use crate::database::table;
 use crate::deliveries::Arrivals;
@@ -75,7 +77,7 @@ async fn table_states(
         let by_design = fails_by_design(queue, id);
         match state.as_str() {
             "done" => figures.done += 1,
-            "waiting" => figures.waiting += 1,
+            "waiting" | "leased" => figures.waiting += 1,
             "failed" if by_design => figures.failed_by_design += 1,
             "failed" => figures
                 .failed_other
@@ -125,8 +127,20 @@ pub async fn sql(conn: &mut Conn, rows: u64) -> anyhow::Result<QueueFigures> {
     Ok(figures)
 }
 
-/// The HTTP or command queue: at least one delivery per done row, and a cause for
-/// every delivery beyond the first.
+/// What sets `queue`'s duplicates apart.
+fn shape(queue: &str) -> Shape {
+    let hung = match queue {
+        "http" => "the endpoint hung",
+        _ => "the command hung",
+    };
+    Shape {
+        hung,
+        lease: queue == "lease",
+    }
+}
+
+/// The HTTP, command or lease queue: at least one delivery per done row, and a
+/// cause for every delivery beyond the first.
 pub async fn delivered(
     conn: &mut Conn,
     queue: &'static str,
@@ -137,10 +151,6 @@ pub async fn delivered(
     let (states, mut figures) = table_states(conn, queue, rows).await?;
     let failures = failures(conn, queue).await?;
     figures.altered = arrivals.altered.clone();
-    let hung = match queue {
-        "http" => "the endpoint hung",
-        _ => "the command hung",
-    };
     for (id, state) in &states {
         let deliveries = arrivals.deliveries.get(id).map_or(&[][..], |d| &d[..]);
         figures.deliveries += deliveries.len() as u64;
@@ -152,7 +162,7 @@ pub async fn delivered(
         let failed = failures.get(id).map_or(&[][..], |f| &f[..]);
         for (n, delivery) in extra.iter().enumerate() {
             let next = deliveries[n + 1].at;
-            match cause(delivery, next, failed, faults, hung) {
+            match cause(delivery, next, failed, faults, shape(queue)) {
                 Some(cause) => *figures.causes.entry(cause).or_default() += 1,
                 None => figures.unexplained.push(format!(
                     "row {id}: delivered at {:.3} by {}",
@@ -180,10 +190,64 @@ async fn failures(conn: &mut Conn, queue: &str) -> anyhow::Result<BTreeMap<u64, 
     Ok(failures)
 }
 
+/// What the tableq processes' logs and the failure log say.
+#[derive(Debug, Default)]
+pub struct Said {
+    /// Where "No child processes" appears: a command's exit status taken away
+    /// from its worker (the old bug of slow renewals), so a command that exited 0
+    /// was recorded failed.
+    pub no_child: Vec<String>,
+    /// Lines saying the database refuses writes because it is read-only.
+    pub read_only: u64,
+    /// Leases lost (a renewal or an outcome matched no row), as the processes said.
+    pub leases_lost: u64,
+}
+
+/// Reads every `tableq-*.log` in `logs`, and the failure log.
+pub async fn said(conn: &mut Conn, logs: &Path) -> anyhow::Result<Said> {
+    const NO_CHILD: &str = "No child processes";
+    let mut said = Said::default();
+    for entry in std::fs::read_dir(logs)? {
+        let path = entry?.path();
+        let text = String::from_utf8_lossy(&std::fs::read(&path)?).into_owned();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        for line in text.lines() {
+            if line.contains(NO_CHILD) {
+                said.no_child.push(format!("{name}: {line}"));
+            }
+            said.read_only += u64::from(line.contains("refuses writes (read-only)"));
+            said.leases_lost += u64::from(line.contains("lease lost"));
+        }
+    }
+    let recorded: Vec<(String, u64)> = conn
+        .exec(
+            "SELECT queue, job_id FROM failure_log WHERE error LIKE ?",
+            (format!("%{NO_CHILD}%"),),
+        )
+        .await?;
+    for (queue, id) in recorded {
+        said.no_child
+            .push(format!("{queue} row {id}: recorded failed with {NO_CHILD}"));
+    }
+    Ok(said)
+}
+
+/// The lease queue's renewals that went through, over all its rows.
+pub async fn renewals(conn: &mut Conn) -> anyhow::Result<u64> {
+    let sql = format!("SELECT SUM(renewals) FROM {}", table("lease"));
+    let sum: Option<Option<u64>> = conn.query_first(sql).await?;
+    Ok(sum.flatten().unwrap_or(0))
+}
+
 /// Everything the soak found.
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub queues: Vec<QueueFigures>,
+    pub said: Said,
+    /// How many times the nemesis made the database read-only.
+    pub read_only_faults: u64,
+    /// The lease queue's renewals that went through.
+    pub renewals: u64,
     /// Commands that saw a secret of tableq's environment.
     pub leaks: u64,
     /// A value reached a shell: the file its `$(touch …)` names exists.
@@ -225,6 +289,18 @@ impl Outcome {
         }
         if self.pwned {
             problems.push("a value reached a shell".to_string());
+        }
+        if !self.said.no_child.is_empty() {
+            problems.push(format!(
+                "\"No child processes\" {} times: a command's exit status taken from its worker",
+                self.said.no_child.len()
+            ));
+        }
+        if self.read_only_faults > 0 && self.said.read_only == 0 {
+            problems.push(format!(
+                "the database was read-only {} times, and no tableq process said so",
+                self.read_only_faults
+            ));
         }
         problems.extend(self.anomalies.iter().cloned());
         problems

@@ -23,15 +23,26 @@ pub const SQL_HANG: u64 = 1999;
 /// A file the command action would create if a value ever reached a shell.
 pub const PWNED: &str = "PWNED";
 
-/// Rows inserted per statement.
+/// Rows inserted per statement (into the queues that have `--rows` rows).
 const CHUNK: u64 = 100;
+/// The lease queue's jobs take 1 to 3 s each, so it has a tenth of the rows: it
+/// drains within the soak's time like the others.
+pub const LEASE_SHARE: u64 = 10;
+
+/// How many rows `queue` gets when the others get `rows`.
+pub fn rows_of(queue: &str, rows: u64) -> u64 {
+    match queue {
+        "lease" => rows.div_ceil(LEASE_SHARE),
+        _ => rows,
+    }
+}
 
 pub fn is_poison(id: u64) -> bool {
     id.is_multiple_of(POISON)
 }
 
-/// Rows that fail every time in `queue`: the poison rows, and in the SQL queue the
-/// rows whose action hangs past its timeout.
+/// Rows that fail every time in `queue`: the poison rows (in every queue), and in
+/// the SQL queue the rows whose action hangs past its timeout.
 pub fn fails_by_design(queue: &str, id: u64) -> bool {
     is_poison(id) || (queue == "sql" && id % SQL_HANG == 1)
 }
@@ -109,7 +120,7 @@ pub fn argv_bytes(values: &Values) -> Vec<u8> {
     bytes
 }
 
-/// Inserts `rows` rows into every queue's table, in chunks spread evenly over
+/// Inserts [`rows_of`] rows into every queue's table, in chunks spread evenly over
 /// `over`, each chunk retried until the server takes it (it may be down).
 pub async fn produce(url: String, rows: u64, over: Duration) -> anyhow::Result<()> {
     let start = Instant::now();
@@ -118,13 +129,21 @@ pub async fn produce(url: String, rows: u64, over: Duration) -> anyhow::Result<(
     for chunk in 0..chunks {
         let due = start + over.mul_f64(chunk as f64 / chunks as f64);
         tokio::time::sleep_until(due.into()).await;
-        let ids = chunk * CHUNK + 1..=((chunk + 1) * CHUNK).min(rows);
         for queue in QUEUES {
-            conn = insert_surely(conn, &url, &database::table(queue), ids.clone()).await?;
+            let ids = chunk_ids(chunk, chunks, rows_of(queue, rows));
+            if !ids.is_empty() {
+                conn = insert_surely(conn, &url, &database::table(queue), ids).await?;
+            }
         }
     }
     conn.disconnect().await.ok();
     Ok(())
+}
+
+/// The ids of chunk `chunk` of `chunks` for a queue of `rows` rows: its share, so
+/// that a queue with fewer rows is filled over the same time.
+fn chunk_ids(chunk: u64, chunks: u64, rows: u64) -> std::ops::RangeInclusive<u64> {
+    chunk * rows / chunks + 1..=(chunk + 1) * rows / chunks
 }
 
 /// Inserts rows `ids` into `table`; after an error, reconnects and looks whether

@@ -1,4 +1,4 @@
-//! What arrived, read back from the receiver's log and the command script's log and
+//! What arrived, read back from the receiver's log and the command scripts' logs and
 //! files, in one shape: a delivery each time the receiver or the command did its
 //! work for a row, and everything that arrived otherwise than it was written.
 
@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value as Json;
 
 use crate::data::{argv_bytes, fingerprint, json_fields, values};
-use crate::queues::{COMMAND_LOG, SCRIPT};
+use crate::queues::SCRIPT;
 use crate::receiver::Request;
 
 /// One time the endpoint or the command did its work for a row.
@@ -82,10 +82,11 @@ pub fn http(log: &Path) -> anyhow::Result<Arrivals> {
     Ok(arrivals)
 }
 
-/// The command script's log, and the stdin and argv it kept for each run.
-pub fn command(dir: &Path) -> anyhow::Result<Arrivals> {
+/// A command script's log in `dir` (the command queue's or the lease queue's), and
+/// the stdin and argv it kept for each run.
+pub fn command(dir: &Path, log: &str) -> anyhow::Result<Arrivals> {
     let mut arrivals = Arrivals::default();
-    let Ok(log) = std::fs::File::open(dir.join(COMMAND_LOG)) else {
+    let Ok(log) = std::fs::File::open(dir.join(log)) else {
         return Ok(arrivals);
     };
     for line in BufReader::new(log).lines() {

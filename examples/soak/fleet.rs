@@ -1,9 +1,9 @@
 //! The tableq processes: `tableq run` over the same queue files, each reaching the
-//! database through a loopback proxy of its own (so the nemesis can stall one) and
-//! logging to a file of its own; killed (-9), stopped (SIGTERM), reloaded (SIGHUP)
-//! and started again. Each start has a label, `p2.3` for the third start of process
-//! 2, which its webhooks and commands carry (`SOAK_PROCESS`), so a duplicate can be
-//! traced to the process that made it.
+//! database as the ordinary user (not root) through a loopback proxy of its own (so
+//! the nemesis can stall one) and logging to a file of its own; killed (-9),
+//! stopped (SIGTERM), reloaded (SIGHUP) and started again. Each start has a label,
+//! `p2.3` for the third start of process 2, which its webhooks and commands carry
+//! (`SOAK_PROCESS`), so a duplicate can be traced to the process that made it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::database::NAME;
+use crate::database::worker_url;
 use crate::mariadb::spawn_tied_to_process;
 use crate::proxy::StallingProxy;
 use crate::queues::SHUTDOWN_TIMEOUT;
@@ -95,7 +95,8 @@ impl Fleet {
             crate::clock::now()
         )?;
         let from = log.metadata()?.len();
-        let url = format!("mysql://root@{}/{NAME}", self.members[index].proxy.addr);
+        // The ordinary user: root would write through the nemesis's `read_only`.
+        let url = worker_url(self.members[index].proxy.addr);
         let mut cmd = Command::new(&self.setup.bin);
         cmd.arg("run")
             .arg("--shutdown-timeout")

@@ -1,5 +1,5 @@
 //! The nemesis: seeded faults, one at a time with a short pause between, drawn from
-//! a shuffled deck of every kind so that each kind comes up once in every ten
+//! a shuffled deck of every kind so that each kind comes up once in every twelve
 //! faults. Each fault undoes itself before the next (a killed process is started
 //! again, a stall resumes, the endpoint answers again), and is logged — a line on
 //! stdout, and a JSON line in `nemesis.log` with its start, end and the tableq
@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mysql_async::prelude::Queryable;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::now;
+use crate::database;
 use crate::fleet::Fleet;
 use crate::mariadb::MariaDb;
 use crate::queues;
@@ -32,10 +34,12 @@ pub enum Kind {
     EndpointReset,
     CommandFail,
     CommandHang,
+    ReadOnly,
+    SlowRenewal,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Kill,
         Kind::Term,
         Kind::Hup,
@@ -46,6 +50,8 @@ impl Kind {
         Kind::EndpointReset,
         Kind::CommandFail,
         Kind::CommandHang,
+        Kind::ReadOnly,
+        Kind::SlowRenewal,
     ];
 
     pub fn describe(self) -> &'static str {
@@ -60,6 +66,8 @@ impl Kind {
             Kind::EndpointReset => "endpoint resets",
             Kind::CommandFail => "command fails",
             Kind::CommandHang => "command hangs",
+            Kind::ReadOnly => "MariaDB read-only (failover)",
+            Kind::SlowRenewal => "lease renewals slow",
         }
     }
 }
@@ -161,6 +169,8 @@ impl Nemesis {
             Kind::EndpointReset => self.reset(world).await,
             Kind::CommandFail => self.command(world, "fail").await?,
             Kind::CommandHang => self.command(world, "hang").await?,
+            Kind::ReadOnly => self.read_only(world).await?,
+            Kind::SlowRenewal => self.slow_renewal(world).await?,
         };
         Ok(Fault {
             kind,
@@ -277,4 +287,46 @@ impl Nemesis {
         std::fs::write(&switch, "")?;
         Ok((None, format!("for {lasting:.1?}")))
     }
+
+    /// `read_only` on for a few seconds, as a failover does, then off: the tableq
+    /// processes' user is refused every write meanwhile.
+    async fn read_only(&mut self, world: &mut World<'_>) -> anyhow::Result<Hit> {
+        let lasting = self
+            .rng
+            .between(Duration::from_secs(2), Duration::from_secs(6));
+        let began = Instant::now();
+        as_root(world, "SET GLOBAL read_only = 1").await?;
+        let took = began.elapsed();
+        tokio::time::sleep(lasting).await;
+        as_root(world, "SET GLOBAL read_only = 0").await?;
+        Ok((
+            None,
+            format!("for {lasting:.1?} (setting it took {took:.1?})"),
+        ))
+    }
+
+    /// Every lease renewal sleeps 1 to 5 s (on both sides of `database_timeout`)
+    /// for a few seconds: the lease queue's `renew_sql` reads `soak_switch`.
+    async fn slow_renewal(&mut self, world: &mut World<'_>) -> anyhow::Result<Hit> {
+        let sleep = self
+            .rng
+            .between(Duration::from_secs(1), Duration::from_secs(5));
+        let lasting = self
+            .rng
+            .between(Duration::from_secs(3), Duration::from_secs(8));
+        let set = |seconds: f64| format!("UPDATE soak_switch SET renew_sleep = {seconds}");
+        as_root(world, &set(sleep.as_secs_f64())).await?;
+        tokio::time::sleep(lasting).await;
+        as_root(world, &set(0.0)).await?;
+        Ok((None, format!("{sleep:.1?} each, for {lasting:.1?}")))
+    }
+}
+
+/// Runs `sql` on the soak's database as root (who writes through `read_only`).
+async fn as_root(world: &World<'_>, sql: &str) -> anyhow::Result<()> {
+    let url = format!("{}/{}", world.server.base_url(), database::NAME);
+    let mut conn = database::connect(&url).await?;
+    conn.query_drop(sql).await?;
+    conn.disconnect().await.ok();
+    Ok(())
 }

@@ -8,7 +8,7 @@ use clap::Parser;
 #[derive(Parser, Debug, Clone)]
 #[command(name = "soak")]
 pub struct Options {
-    /// Rows per queue (three queues).
+    /// Rows per queue (the SQL, HTTP and command queues; the lease queue has a tenth).
     #[arg(long, default_value_t = 20_000)]
     pub rows: u64,
     /// How long the nemesis runs, in seconds; then the faults heal and the queues drain.

@@ -1,7 +1,8 @@
-//! The three queue files all tableq processes read, and the command action's script.
+//! The four queue files all tableq processes read, and the command actions' scripts.
 //! Deadlines are short, so that faults cost seconds: `database_timeout` 3 s, action
 //! timeouts 2 s, retries after 1, 2, 3… s, and a row fails for good at its
-//! sixth failed attempt.
+//! sixth failed attempt. The lease queue's jobs take 1 to 3 s, under a lease of 6 s
+//! (in unix time) renewed every second.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -21,14 +22,31 @@ pub const SWITCH: &str = "command.switch";
 /// The command action's log, one line per delivery, and its folder of what arrived.
 pub const COMMAND_LOG: &str = "deliveries.log";
 pub const COMMAND_INPUTS: &str = "in";
+/// The lease queue's script and its log (its inputs go to [`COMMAND_INPUTS`] too).
+pub const LEASE_SCRIPT: &str = "soak-lease";
+pub const LEASE_LOG: &str = "lease-deliveries.log";
+/// The lease's length, the renewals' interval, and the lease queue's action timeout.
+pub const LEASE: Duration = Duration::from_secs(6);
+pub const RENEW_EVERY: Duration = Duration::from_secs(1);
+pub const LEASE_ACTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a lease job takes: it logs its delivery when it is done, so up to
+/// this long after its process was hit.
+pub const LEASE_JOB_LONGEST: Duration = Duration::from_secs(3);
+/// A lease-mode process runs this many times `--workers` on the lease queue: its
+/// workers hold no connection while their jobs run.
+const LEASE_WORKERS: u32 = 4;
 
-/// Writes (or rewrites, for a reload) the three queue files into `dir`, each
+/// Writes (or rewrites, for a reload) the four queue files into `dir`, each
 /// replaced at once so that a process starting meanwhile reads a whole file.
 pub fn write(dir: &Path, receiver: &str, workers: u32) -> anyhow::Result<()> {
     for queue in QUEUES {
         let path = dir.join(format!("{queue}.toml"));
         let temporary = dir.join(format!(".{queue}.toml.new"));
-        std::fs::write(&temporary, queue_file(queue, receiver, workers))?;
+        let text = match queue {
+            "lease" => lease_file(workers * LEASE_WORKERS),
+            _ => queue_file(queue, receiver, workers),
+        };
+        std::fs::write(&temporary, text)?;
         std::fs::rename(&temporary, &path)?;
     }
     Ok(())
@@ -75,6 +93,77 @@ sql = [
     )
 }
 
+/// The lease queue: a command of 1 to 3 s in lease mode, its lease in unix time
+/// (`UNIX_TIMESTAMP()`, never the session's `NOW()`). An expired lease is waiting
+/// again. Outcomes check `:lease_id`; `[on_failure]` counts the attempt, and a
+/// trigger logs it into `failure_log` (outcome SQL may only update the row).
+///
+/// Slow renewals: `renew_sql` sleeps as long as `soak_switch` says (the nemesis's
+/// [`SlowRenewal`](crate::nemesis::Kind::SlowRenewal)). A switch table rather than
+/// a stalled proxy: it slows the renewals alone, in every process at once, while
+/// claims and outcomes go through — the case of the old bug (a command's exit
+/// while its renewal waited, its status reaped away from the worker) — and it
+/// holds the row's lock while it sleeps, as a renewal stuck on a busy server would.
+fn lease_file(workers: u32) -> String {
+    let table = table("lease");
+    let lease = LEASE.as_secs();
+    format!(
+        r#"# The soak's lease queue (examples/soak/queues.rs): every tableq process reads it.
+mode = "lease"
+workers = {workers}
+batch = 1
+poll_interval = "250ms"
+error_backoff = "250ms"
+database_timeout = "{database_timeout}"
+
+# No ORDER BY: the index (state, lease_until) reads the two ranges — expired
+# leases, then waiting rows — without sorting (and locking) the backlog.
+select = """
+SELECT id, label, body, raw, attempts
+FROM {table} FORCE INDEX (state_lease)
+WHERE (state = 'waiting' AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP()))
+   OR (state = 'leased' AND lease_until < UNIX_TIMESTAMP())
+"""
+
+[action]
+type = "command"
+command = ["./{LEASE_SCRIPT}", "{{label}}", "{{raw}}"]
+timeout = "{timeout}"
+env = ["SOAK_PROCESS"]
+
+[lease]
+sql = "UPDATE {table} SET state = 'leased', lease_until = UNIX_TIMESTAMP() + {lease}, lease_id = :lease_id WHERE id = :id"
+renew_sql = """
+UPDATE {table}
+SET lease_until = UNIX_TIMESTAMP() + {lease} + (SELECT SLEEP(renew_sleep) FROM soak_switch),
+    renewals = renewals + 1, progress = LEFT(:progress, 20)
+WHERE id = :id AND lease_id = :lease_id
+"""
+renew_every = "{renew_every}"
+release_sql = "UPDATE {table} SET state = 'waiting', lease_until = NULL, lease_id = NULL WHERE id = :id AND lease_id = :lease_id"
+connections = 4
+
+[on_success]
+sql = "UPDATE {table} SET state = 'done', done_at = NOW(6), lease_id = NULL WHERE id = :id AND lease_id = :lease_id"
+
+[on_failure]
+sql = """
+UPDATE {table}
+SET state       = IF(attempts + 1 >= {ATTEMPTS}, 'failed', 'waiting'),
+    retry_at    = UNIX_TIMESTAMP() + attempts + 1,
+    last_error  = LEFT(:error, 2000),
+    lease_until = NULL,
+    lease_id    = NULL,
+    attempts    = attempts + 1
+WHERE id = :id AND lease_id = :lease_id
+"""
+"#,
+        database_timeout = humantime::format_duration(DATABASE_TIMEOUT),
+        timeout = humantime::format_duration(LEASE_ACTION_TIMEOUT),
+        renew_every = humantime::format_duration(RENEW_EVERY),
+    )
+}
+
 /// A queue's batch size and `[action]` table: an SQL action that logs its effect
 /// (the procedure fails or hangs for some rows), a signed webhook naming the process
 /// that sends it, or the script.
@@ -114,39 +203,69 @@ env = ["SOAK_PROCESS"]"#
     }
 }
 
-/// Writes the command action's script and its folder of inputs into `dir`.
+/// Writes the command queue's and the lease queue's scripts and their folder of
+/// inputs into `dir`.
 pub fn write_script(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir.join(COMMAND_INPUTS))?;
-    let path = dir.join(SCRIPT);
-    std::fs::write(&path, script())?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    for (name, text) in [(SCRIPT, command_script()), (LEASE_SCRIPT, lease_script())] {
+        let path = dir.join(name);
+        std::fs::write(&path, text)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    }
     Ok(())
 }
 
-/// The script: poison rows fail; the switch file makes every command fail, or do
-/// its work and then hang past the timeout; an input cut short fails. Its work:
-/// keep stdin and argv as they arrived, and append a line to the log (time, key, mode, process, whether a
-/// secret of tableq's environment reached it, the inputs' file name).
-fn script() -> String {
+/// The command queue's script: poison rows fail; the switch file makes every
+/// command fail, or do its work and then hang past the timeout.
+fn command_script() -> String {
+    let switch = format!(
+        r#"mode=ok
+if [[ -s {SWITCH} ]]; then read -r mode < {SWITCH}; fi
+if [[ $mode == fail ]]; then echo "the nemesis says fail" >&2; exit 1; fi"#
+    );
+    let hang = "if [[ $mode == hang ]]; then sleep 20; fi";
+    script(SCRIPT, &switch, "", COMMAND_LOG, hang)
+}
+
+/// The lease queue's script: poison rows fail; the job takes 1 to 3 s (by its key),
+/// reporting its progress halfway for the renewals to carry; it logs its delivery
+/// when done, just before it exits 0.
+fn lease_script() -> String {
+    let longest = LEASE_JOB_LONGEST.as_millis() - 1000;
+    let work = format!(
+        r#"ms=$(( 1000 + key * 7919 % {span} ))
+half=$(printf '%d.%03d' $(( ms / 2000 )) $(( ms / 2 % 1000 )))
+sleep "$half"
+echo half >> "$TABLEQ_PROGRESS"
+sleep "$half""#,
+        span = longest + 1
+    );
+    script(LEASE_SCRIPT, "mode=ok", &work, LEASE_LOG, "")
+}
+
+/// A script: poison rows fail; then `gate`; an input cut short fails; its work:
+/// keep stdin and argv as they arrived, do `work`, and append a line to `log`
+/// (time, key, mode, process, whether a secret of tableq's environment reached it,
+/// the inputs' file name); then `after`.
+fn script(name: &str, gate: &str, work: &str, log: &str, after: &str) -> String {
     format!(
         r#"#!/bin/bash
-# The soak's command action (written by examples/soak/queues.rs). argv: {{label}} {{raw}}.
+# The soak's {name} (written by examples/soak/queues.rs). argv: {{label}} {{raw}}.
 set -u
 key=$TABLEQ_KEY
 if (( key % {POISON} == 0 )); then echo "poison row: fails every time" >&2; exit 3; fi
-mode=ok
-if [[ -s {SWITCH} ]]; then read -r mode < {SWITCH}; fi
-if [[ $mode == fail ]]; then echo "the nemesis says fail" >&2; exit 1; fi
+{gate}
 leak=no
 if [[ -n ${{SOAK_SIGNING_SECRET-}}${{TABLEQ_DATABASE_URL-}}${{MYSQL_PWD-}} ]]; then leak=yes; fi
-name="{COMMAND_INPUTS}/$key.$EPOCHREALTIME.$$"
+name="{COMMAND_INPUTS}/{name}-$key.$EPOCHREALTIME.$$"
 cat > "$name.json"
 # tableq killed while writing stdin leaves it cut short: refuse it, as a program
 # that parses its input would.
 if [[ $(tail -c 1 "$name.json") != "}}" ]]; then echo "incomplete input" >&2; exit 2; fi
 printf '%s\0%s' "$1" "$2" > "$name.argv"
-printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$EPOCHREALTIME" "$key" "$mode" "${{SOAK_PROCESS-}}" "$leak" "$name" >> {COMMAND_LOG}
-if [[ $mode == hang ]]; then sleep 20; fi
+{work}
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$EPOCHREALTIME" "$key" "$mode" "${{SOAK_PROCESS-}}" "$leak" "$name" >> {log}
+{after}
 exit 0
 "#
     )

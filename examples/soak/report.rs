@@ -90,6 +90,21 @@ pub fn verdict(outcome: &Outcome) -> bool {
         "  a value reached a shell: {}",
         if outcome.pwned { "yes" } else { "no" }
     );
+    println!(
+        "  read-only faults: {}; lines where tableq said the database refuses writes (read-only): {}",
+        outcome.read_only_faults, outcome.said.read_only
+    );
+    println!(
+        "  lease renewals that went through: {}; leases lost: {}",
+        outcome.renewals, outcome.said.leases_lost
+    );
+    println!(
+        "  \"No child processes\" in a log or a recorded failure: {}",
+        outcome.said.no_child.len()
+    );
+    for line in outcome.said.no_child.iter().take(5) {
+        println!("    {line}");
+    }
     for q in &outcome.queues {
         for line in q.altered.iter().take(5) {
             println!("  {} arrived altered: {line}", q.queue);

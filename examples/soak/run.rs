@@ -13,7 +13,7 @@ use crate::database;
 use crate::deliveries;
 use crate::fleet::{Fleet, Setup};
 use crate::mariadb::MariaDb;
-use crate::nemesis::{Nemesis, World};
+use crate::nemesis::{Kind, Nemesis, World};
 use crate::options::Options;
 use crate::queues;
 use crate::receiver::Receiver;
@@ -206,19 +206,28 @@ async fn stop(fleet: &mut Fleet, anomalies: &mut Vec<String>) {
     }
 }
 
+/// Reads the tables, the receiver's and the scripts' logs and the tableq
+/// processes' logs: the figures, and what went wrong.
 async fn check(rig: &Rig, rows: u64, nemesis: &Nemesis) -> anyhow::Result<Outcome> {
     let mut conn = database::connect(&rig.url).await?;
     let http = deliveries::http(&rig.dir.join("receiver.log"))?;
-    let command = deliveries::command(&rig.queues)?;
+    let command = deliveries::command(&rig.queues, queues::COMMAND_LOG)?;
+    let lease = deliveries::command(&rig.queues, queues::LEASE_LOG)?;
     let faults = &nemesis.faults;
+    let lease_rows = data::rows_of("lease", rows);
     let queues = vec![
         checker::sql(&mut conn, rows).await?,
         checker::delivered(&mut conn, "http", rows, &http, faults).await?,
         checker::delivered(&mut conn, "command", rows, &command, faults).await?,
+        checker::delivered(&mut conn, "lease", lease_rows, &lease, faults).await?,
     ];
+    let read_only = faults.iter().filter(|f| f.kind == Kind::ReadOnly).count();
     Ok(Outcome {
         queues,
-        leaks: command.leaks,
+        said: checker::said(&mut conn, &rig.dir.join("logs")).await?,
+        read_only_faults: read_only as u64,
+        renewals: checker::renewals(&mut conn).await?,
+        leaks: command.leaks + lease.leaks,
         pwned: rig.queues.join(PWNED).exists(),
         anomalies: nemesis.anomalies.clone(),
     })
