@@ -28,6 +28,21 @@ struct State {
     /// Not drained before this: a row left leased (lease mode) is out of the select
     /// until its lease expires.
     not_before: Option<Instant>,
+    /// Bumped at every turn of this queue that carried items to their end.
+    commits: u64,
+}
+
+/// What an empty claim says about the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emptied {
+    /// Nothing waits and nothing is in flight: the process's drain is told.
+    Empty,
+    /// Nothing is in flight, but another worker of the queue committed while the
+    /// claim ran (its rows may have fed the queue): claim again at once rather
+    /// than a poll later.
+    LookAgain,
+    /// Other workers are busy, or items came back: idle as usual.
+    NotYet,
 }
 
 /// One attempt to find rows, taken before a claim; says what the queue looked like
@@ -39,6 +54,8 @@ pub struct Attempt<'a> {
     returns_at_start: u64,
     /// The process's count of commits when the claim began.
     commits_at_start: u64,
+    /// This queue's count of commits when the claim began.
+    queue_commits_at_start: u64,
     finished: bool,
 }
 
@@ -60,12 +77,14 @@ impl StopWhenEmpty {
             queue: self,
             returns_at_start: state.returns,
             commits_at_start: self.drain.commits(),
+            queue_commits_at_start: state.commits,
             finished: false,
         }
     }
 
     /// A turn carried items to their end: every queue must look again.
     pub fn committed(&self) {
+        self.lock().commits += 1;
         self.drain.committed();
     }
 
@@ -94,22 +113,25 @@ impl Attempt<'_> {
         self.end(returned);
     }
 
-    /// The claim found nothing. Returns true if the queue is now empty (and tells
-    /// the process's drain so).
-    pub fn finish_empty(mut self) -> bool {
+    /// The claim found nothing: whether the queue is now empty (the process's drain
+    /// is told so), must look again, or not yet.
+    pub fn finish_empty(mut self) -> Emptied {
         let queue = self.queue;
-        let returns_at_start = self.returns_at_start;
         self.finished = true;
         let mut state = queue.lock();
         state.busy -= 1;
         let leases_out = state.not_before.is_some_and(|at| Instant::now() < at);
-        let empty =
-            queue.enabled && state.busy == 0 && state.returns == returns_at_start && !leases_out;
+        let alone = state.busy == 0 && state.returns == self.returns_at_start && !leases_out;
+        let fed = state.commits != self.queue_commits_at_start;
         drop(state);
-        if empty {
-            queue.drain.empty(&queue.queue, self.commits_at_start);
+        match (queue.enabled && alone, fed) {
+            (false, _) => Emptied::NotYet,
+            (true, true) => Emptied::LookAgain,
+            (true, false) => {
+                queue.drain.empty(&queue.queue, self.commits_at_start);
+                Emptied::Empty
+            }
         }
-        empty
     }
 
     fn end(&mut self, returned: bool) {
@@ -145,12 +167,27 @@ mod tests {
         let queue = queue_in(&Arc::default());
         let a = queue.begin();
         let b = queue.begin();
-        assert!(!a.finish_empty(), "b is still busy");
+        assert_eq!(a.finish_empty(), Emptied::NotYet, "b is still busy");
         let a = queue.begin();
         b.finish(true); // b's item came back
-        assert!(!a.finish_empty(), "an item returned after a's claim began");
+        assert_eq!(
+            a.finish_empty(),
+            Emptied::NotYet,
+            "an item returned after a's claim began"
+        );
         let a = queue.begin();
-        assert!(a.finish_empty());
+        assert_eq!(a.finish_empty(), Emptied::Empty);
+    }
+
+    #[test]
+    fn a_commit_during_the_last_empty_claim_means_look_again_at_once() {
+        let queue = queue_in(&Arc::default());
+        let a = queue.begin();
+        let b = queue.begin();
+        b.finish(false);
+        queue.committed(); // b's batch committed while a's claim ran
+        assert_eq!(a.finish_empty(), Emptied::LookAgain);
+        assert_eq!(queue.begin().finish_empty(), Emptied::Empty);
     }
 
     #[test]
@@ -158,7 +195,7 @@ mod tests {
         let queue = queue_in(&Arc::default());
         drop(queue.begin()); // a worker that panicked mid-batch
         let a = queue.begin();
-        assert!(a.finish_empty());
+        assert_eq!(a.finish_empty(), Emptied::Empty);
     }
 
     #[test]
@@ -166,11 +203,16 @@ mod tests {
         let queue = queue_in(&Arc::default());
         queue.not_before(Instant::now() + std::time::Duration::from_secs(3600));
         queue.not_before(Instant::now()); // an earlier one changes nothing
-        assert!(!queue.begin().finish_empty(), "the lease has not ended");
+        assert_eq!(
+            queue.begin().finish_empty(),
+            Emptied::NotYet,
+            "the lease has not ended"
+        );
         let fresh = queue_in(&Arc::default());
         fresh.not_before(Instant::now());
-        assert!(
+        assert_eq!(
             fresh.begin().finish_empty(),
+            Emptied::Empty,
             "a lease that has ended holds nothing"
         );
     }
@@ -178,6 +220,6 @@ mod tests {
     #[test]
     fn never_drains_when_disabled() {
         let queue = StopWhenEmpty::new(false, Arc::default(), "jobs");
-        assert!(!queue.begin().finish_empty());
+        assert_eq!(queue.begin().finish_empty(), Emptied::NotYet);
     }
 }

@@ -16,7 +16,7 @@ use super::idle::{Turn as IdleTurn, Watch};
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
 use super::restart::restart_on_panic;
-use super::stop_when_empty::Attempt;
+use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
 use crate::db::{DbError, OpenError};
 use crate::telemetry::events::{
@@ -147,13 +147,17 @@ impl<'a, M: Mode> Worker<'a, M> {
         }
         match ended {
             Ended::Empty => {
+                self.backoff.reset();
                 // With --stop-when-empty the process's drain decides when to stop:
                 // meanwhile an empty queue idles, and works rows that appear.
-                if attempt.finish_empty() {
-                    debug!("the queue is empty");
+                match attempt.finish_empty() {
+                    Emptied::LookAgain => Step::ClaimAgain,
+                    Emptied::Empty => {
+                        debug!("the queue is empty");
+                        Step::Idle
+                    }
+                    Emptied::NotYet => Step::Idle,
                 }
-                self.backoff.reset();
-                Step::Idle
             }
             Ended::Done(report) => {
                 attempt.finish(report.returned > 0);
