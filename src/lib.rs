@@ -17,7 +17,8 @@
 //!   status — `commands::cli` (clap types), `commands::signals`, `commands::notify`
 //!   (systemd's notify socket), `commands::reaper` (orphaned processes),
 //!   `commands::health` (`tableq health`), `commands::man` (the man pages),
-//!   `commands::database_url` (the URL from a flag, a file or a systemd credential).
+//!   `commands::database_url` (the URL from a flag, a file or a systemd credential),
+//!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`).
 //! - `engine`: running queues.
 //!   - `engine::supervisor` (one version per queue: start, reload without harm, the
 //!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
@@ -49,8 +50,10 @@
 //!   `check::tables`, `check::oldest`, `check::queries`, `check::samples` (sample
 //!   outcomes), `check::format` (the report as text, JSON or GitHub annotations),
 //!   `check::downstream` (the action's own look at what it reaches, with a sample
-//!   row), and `check::proof` (the leave-the-query proof: `check::proof::sample`,
-//!   `check::proof::lease`, `check::proof::words`), all rolled back.
+//!   row), `check::proof` (the leave-the-query proof: `check::proof::sample`,
+//!   `check::proof::lease`, `check::proof::words`), `check::failed` (the proof
+//!   of `[failed]` retry and discard) and `check::packet` (a batch that would not
+//!   fit in `max_allowed_packet`), all rolled back.
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
 //! - [`telemetry`]: `telemetry::stats` (per-queue counters, the progress line),
@@ -81,7 +84,7 @@
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
 //!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
 //!   `db::backlog`, `db::clock`, `db::waiting`, `db::budget` (the process's
-//!   connection budget).
+//!   connection budget), `db::failed` (`[failed]` run for the operator's commands).
 //! - [`config`]: queue files — `config::files` (which paths are queue files, and
 //!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
 //!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),
@@ -90,7 +93,7 @@
 //!   `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`),
 //!   `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
-//!   value), `config::scope`, `config::lease`, `config::circuit`,
+//!   value), `config::scope`, `config::lease`, `config::circuit`, `config::failed`,
 //!   `config::monitoring`, and `config::action`: each kind's `[action]` table
 //!   (`config::action::sql`, `config::action::http`, `config::action::command`,
 //!   `config::action::amqp`, `config::action::nats`; `config::action::message`, the

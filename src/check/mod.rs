@@ -12,11 +12,13 @@
 
 pub mod downstream;
 pub mod explain;
+pub mod failed;
 pub mod format;
 pub mod index;
 pub mod offline;
 pub mod oldest;
 pub mod online;
+pub mod packet;
 pub mod proof;
 pub mod queries;
 pub mod samples;

@@ -258,6 +258,8 @@ async fn deeper(
         }
         None => findings.push(nothing_to_claim(conn, queue, prepared).await?),
     }
+    findings.extend(super::failed::prove(conn, queue, prepared).await?);
+    findings.extend(super::packet::batch_fits(conn, queue, prepared).await?);
     conn.query_drop("ROLLBACK").await?;
     Ok(findings)
 }

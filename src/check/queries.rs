@@ -10,6 +10,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Statement, Value};
 
 use crate::db::error::is_statement_error;
+use crate::sql::lex::quote_identifier;
 use crate::sql::shape::TableRef;
 use crate::sql::statement::ParsedStatement;
 
@@ -267,10 +268,6 @@ impl WaitingRows {
             .await?
             .unwrap_or(0))
     }
-}
-
-fn quote_identifier(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 /// XAER_RMFAIL: inside an XA transaction, the server refuses a COMMIT (or a

@@ -66,6 +66,16 @@ pub enum Command {
     Check(CheckArgs),
     /// Print how many rows are waiting in each queue: "NAME<TAB>COUNT".
     Count(CountArgs),
+    /// List the rows that gave up: what each queue's `[failed] select` returns.
+    Failed(FailedArgs),
+    /// Show one row as the queue's action would get it (JSON), and whether the
+    /// queue's select and its `[failed] select` return it now.
+    Inspect(InspectArgs),
+    /// Put rows that gave up back into the queue: run `[failed] retry` for each.
+    Retry(ChangeArgs),
+    /// Take rows that gave up out of `[failed] select` for good: run `[failed]
+    /// discard` for each.
+    Discard(ChangeArgs),
     /// Ask a running tableq's /healthz (or /readyz) whether it is well: exit 0 if so.
     Health(HealthArgs),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
@@ -198,6 +208,72 @@ pub struct CountArgs {
     /// MySQL scaler) instead of counting; its cap is the queue's `waiting_cap`.
     #[arg(long)]
     pub print_sql: bool,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// How `failed` prints the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RowsFormat {
+    /// A header of column names, then a line a row, tab-separated.
+    Text,
+    /// One JSON array of row objects, typed as an HTTP action's body.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct FailedArgs {
+    /// Only this queue (else every queue with a `[failed]` table).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queue: Option<String>,
+
+    /// At most this many rows per queue.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
+    pub limit: u64,
+
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: RowsFormat,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The queue.
+    #[arg(long = "queue", value_name = "NAME", required = true)]
+    pub queue: String,
+
+    /// The row's key (`hex:…` for a key that is not text, as tableq prints it).
+    #[arg(long, value_name = "VALUE", required = true)]
+    pub key: String,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("rows").required(true).args(["keys", "all"])))]
+pub struct ChangeArgs {
+    /// The queue.
+    #[arg(long = "queue", value_name = "NAME", required = true)]
+    pub queue: String,
+
+    /// The rows by key (repeatable; `hex:…` for a key that is not text).
+    #[arg(long = "key", value_name = "VALUE")]
+    pub keys: Vec<String>,
+
+    /// Every row `[failed] select` returns.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Say what would change, and change nothing (each transaction rolled back).
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]

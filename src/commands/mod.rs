@@ -6,6 +6,7 @@ pub mod database_url;
 mod health;
 mod man;
 mod notify;
+mod operate;
 mod reaper;
 mod signals;
 
@@ -15,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::check::format::render;
 use crate::check::{check, CheckOptions};
+use crate::config::failed::Change;
 use crate::config::names::key_name;
 use crate::config::{LoadError, QueueConfig, QueueSource};
 use crate::count::{count_waiting, printable_count_statement};
@@ -65,6 +67,14 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Run(args) => run_command(args, database()?).await,
         Command::Check(args) => check_command(args, database()?).await,
         Command::Count(args) => count_command(args, database()?).await,
+        Command::Failed(args) => operate::failed_command(args, database()?.url.as_deref()).await,
+        Command::Inspect(args) => operate::inspect_command(args, database()?.url.as_deref()).await,
+        Command::Retry(args) => {
+            operate::change_command(args, Change::Retry, database()?.url.as_deref()).await
+        }
+        Command::Discard(args) => {
+            operate::change_command(args, Change::Discard, database()?.url.as_deref()).await
+        }
         Command::Health(args) => {
             match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
                 Ok(body) => {

@@ -4,6 +4,7 @@
 
 pub mod action;
 pub mod circuit;
+pub mod failed;
 pub mod files;
 mod interpolate;
 pub mod lease;
@@ -126,6 +127,8 @@ pub struct QueueConfig {
     pub action: ActionConfig,
     pub on_success: Vec<ParsedStatement>,
     pub on_failure: Option<Vec<ParsedStatement>>,
+    /// `[failed]`: the rows that gave up, and their retry and discard.
+    pub failed: Option<failed::FailedConfig>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
     pub monitoring: Monitoring,
     /// The file's text, kept to point findings at lines.

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::action::RawAction;
+use super::failed::RawFailed;
 use super::lease::RawLease;
 use super::locate::{key_at, line_at, line_of};
 use super::raw::{RawOutcome, RawQueue};
@@ -54,6 +55,9 @@ fn parse_table(file: &Path, source: &str, table: Table) -> Result<RawQueue, Vec<
             }
             Some(Value::Table(lease)) if key == "lease" => {
                 problems.extend(table_problems::<RawLease>(lease, key, &[]));
+            }
+            Some(Value::Table(failed)) if key == "failed" => {
+                problems.extend(table_problems::<RawFailed>(failed, key, &[]));
             }
             Some(Value::Table(outcome)) if key == "on_success" || key == "on_failure" => {
                 problems.extend(table_problems::<RawOutcome>(outcome, key, &[]));

@@ -108,6 +108,9 @@ pub struct RawQueue {
     /// :status, :output and :retry_after. Without it a failed item returns to the
     /// queue at once: record the failure on the row instead.
     pub on_failure: Option<RawOutcome>,
+    /// The rows that gave up, and how an operator retries or discards one (`tableq
+    /// failed`, `inspect`, `retry`, `discard`).
+    pub failed: Option<super::failed::RawFailed>,
 }
 
 /// `[on_success]` or `[on_failure]`.

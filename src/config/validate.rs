@@ -13,6 +13,7 @@ use super::{
     MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
 };
 use crate::diagnostic::Finding;
+use crate::sql::statement::ParsedStatement;
 
 /// The longest duration a queue file may give: a day.
 const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -102,14 +103,11 @@ pub fn validate(
     let action = action::validate(&raw.action, &mut v);
     let flow = flow(&mut v, &raw, &action);
     let mode = super::mode::validate(&mut v, &raw, &action);
-    let on_success = raw
-        .on_success
+    let (on_success, on_failure) = outcomes(&mut v, &raw);
+    let failed = raw
+        .failed
         .as_ref()
-        .map(|o| v.statements(&["on_success", "sql"], &o.sql));
-    let on_failure = raw
-        .on_failure
-        .as_ref()
-        .map(|o| v.statements(&["on_failure", "sql"], &o.sql));
+        .and_then(|f| super::failed::validate(&mut v, f, raw.key.as_deref()));
 
     let mut findings = std::mem::take(&mut v.findings);
     let Some(select) = select else {
@@ -135,8 +133,9 @@ pub fn validate(
         select,
         key: raw.key,
         action,
-        on_success: on_success.unwrap_or_default(),
+        on_success,
         on_failure,
+        failed,
         monitoring: flow.monitoring,
         source,
     };
@@ -149,6 +148,22 @@ pub fn validate(
         return Err(findings);
     }
     Ok(queue)
+}
+
+/// `[on_success]` (none: no statement) and `[on_failure]`, validated.
+fn outcomes(
+    v: &mut Validator,
+    raw: &RawQueue,
+) -> (Vec<ParsedStatement>, Option<Vec<ParsedStatement>>) {
+    let on_success = raw
+        .on_success
+        .as_ref()
+        .map(|o| v.statements(&["on_success", "sql"], &o.sql));
+    let on_failure = raw
+        .on_failure
+        .as_ref()
+        .map(|o| v.statements(&["on_failure", "sql"], &o.sql));
+    (on_success.unwrap_or_default(), on_failure)
 }
 
 /// `database_url` with its `${ENV}` and `${file:…}` replaced.

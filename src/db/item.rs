@@ -188,9 +188,34 @@ pub fn value_text(value: &Value) -> String {
     }
 }
 
+/// A key as an operator writes it — as tableq prints it: text, or `hex:` and the
+/// bytes in hex for a key that is not text ([`value_text`]'s inverse).
+pub fn key_from_text(text: &str) -> Value {
+    let hex = text.strip_prefix(HEX_PREFIX).filter(|h| h.len() % 2 == 0);
+    let bytes = hex.and_then(|h| {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()
+    });
+    Value::Bytes(bytes.unwrap_or_else(|| text.as_bytes().to_vec()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_written_as_tableq_prints_it_is_the_same_value() {
+        for value in [
+            Value::Bytes(b"42".to_vec()),
+            Value::Bytes(vec![0, 0xff, 7]),
+            Value::Bytes("héllo".as_bytes().to_vec()),
+        ] {
+            assert_eq!(key_from_text(&value_text(&value)), value);
+        }
+        assert_eq!(key_from_text("hex:zz"), Value::Bytes(b"hex:zz".to_vec()));
+    }
 
     #[test]
     fn binds_columns_and_outcome_in_statement_order() {

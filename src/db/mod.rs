@@ -10,6 +10,7 @@ pub mod clock;
 pub mod connect;
 pub mod error;
 pub mod error_kind;
+pub mod failed;
 pub mod item;
 pub mod pool;
 pub mod prepared;

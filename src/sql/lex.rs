@@ -261,3 +261,8 @@ fn skip_block_comment(bytes: &[u8], start: usize) -> usize {
         .position(|w| w == b"*/")
         .map_or(bytes.len(), |p| start + 2 + p + 2)
 }
+
+/// `name` as a quoted identifier: in backticks, a backtick doubled.
+pub fn quote_identifier(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}

@@ -175,7 +175,8 @@ async fn statement_binlog_is_an_error() {
     drop(db);
 }
 
-/// The shipped examples pass check against the demo schema (config/*.sql).
+/// The shipped examples pass check against the demo schema (config/*.sql), with an
+/// email given up so that `[failed]` retry and discard are proven too.
 #[tokio::test]
 async fn the_shipped_examples_pass() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -195,7 +196,8 @@ async fn the_shipped_examples_pass() {
     db.exec(
         "INSERT INTO webhook_delivery (endpoint_url, event_type, payload)
          VALUES ('https://hooks.example.com/in', 'order.paid', '{\"order\": 1}');
-         INSERT INTO video (title, seconds) VALUES ('intro', 3)",
+         INSERT INTO video (title, seconds) VALUES ('intro', 3);
+         UPDATE email SET status = 'failed', attempts = 5 WHERE id = 20",
     )
     .await;
     let mut cmd = tableq(&["check"]);

@@ -36,6 +36,7 @@ mod deploy;
 mod email_queue;
 mod exactly_once;
 mod examples;
+mod failed_rows;
 mod failures;
 mod http_action;
 mod idle;

@@ -103,3 +103,37 @@ async fn an_sql_batch_too_large_to_send_runs_item_by_item() {
         100
     );
 }
+
+/// `check` scales the first waiting row by `batch` and warns when a batch scope's
+/// `:batch` would pass the server's max_allowed_packet, with a batch that fits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_warns_when_a_batch_would_not_fit_in_a_packet() {
+    let (_server, db) = big_rows(3).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("letters")
+        .batch(30)
+        .set("scope", "batch")
+        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .action_sql("DO JSON_LENGTH(:batch)")
+        .on_success(
+            "UPDATE letter JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id INT PATH '$.id')) AS b \
+             USING (id) SET state = 'sent'",
+        )
+        .write(&files);
+    let done = crate::support::check::check(&[], &[&file], Some(&db.url)).await;
+    let warning = done
+        .stdout
+        .lines()
+        .find(|l| l.contains("warning: a batch of 30 rows like the first waiting one"))
+        .unwrap_or_else(|| panic!("{}", done.stdout));
+    assert!(
+        warning.contains("over the server's max_allowed_packet (1.0 MiB)"),
+        "{warning}"
+    );
+    assert!(warning.contains("set batch = 20 or less"), "{warning}");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM letter WHERE state = 'waiting'")
+            .await,
+        3
+    );
+}

@@ -1,0 +1,230 @@
+//! Operating the queues' failed rows: `tableq failed` lists what `[failed] select`
+//! returns, `inspect` shows one row, `retry` and `discard` run `[failed] retry` or
+//! `discard` for given keys or all of them, and say what each changed.
+
+use super::cli::{ChangeArgs, FailedArgs, InspectArgs, RowsFormat};
+use super::{load, Failure};
+use crate::config::failed::{Change, FailedConfig};
+use crate::config::{QueueConfig, QueueSource};
+use crate::db::failed::{self, Changed, Key, Rows};
+use crate::db::{Database, DbError};
+use crate::engine::supervisor::resolve_databases;
+
+/// `tableq failed`: each queue's failed rows, as text or one JSON array.
+pub async fn failed_command(args: FailedArgs, url: Option<&str>) -> Result<(), Failure> {
+    let names: Vec<String> = args.queue.iter().cloned().collect();
+    let queues = queues(args.paths, names, url)?;
+    let with_failed: Vec<_> = queues.iter().filter(|(q, _)| q.failed.is_some()).collect();
+    if with_failed.is_empty() {
+        return Err(Failure::Usage(
+            "no queue here has a [failed] table: add one naming the rows that gave up (see the \
+             README's \"Operating\")"
+                .into(),
+        ));
+    }
+    if args.format == RowsFormat::Json && with_failed.len() > 1 {
+        return Err(Failure::Usage(format!(
+            "--format json prints one queue's rows: choose it with --queue NAME (of {})",
+            names_of(&with_failed)
+        )));
+    }
+    for (queue, database) in with_failed {
+        let Some(failed) = &queue.failed else {
+            continue;
+        };
+        let rows = failed::failed_rows(database, queue, failed, args.limit as usize)
+            .await
+            .map_err(|e| runtime(queue, database, "[failed] select", &e))?;
+        match args.format {
+            RowsFormat::Json => println!("{}", serde_json::Value::Array(rows.rows)),
+            RowsFormat::Text => print_text(queue, &rows),
+        }
+    }
+    Ok(())
+}
+
+/// `queue NAME: N rows`, then the column names and a line a row, tab-separated.
+fn print_text(queue: &QueueConfig, rows: &Rows) {
+    let count = rows.rows.len();
+    println!(
+        "queue {}: {count} row{}",
+        queue.name,
+        if count == 1 { "" } else { "s" }
+    );
+    let Some(serde_json::Value::Object(first)) = rows.rows.first() else {
+        return;
+    };
+    let names: Vec<&str> = first.keys().map(String::as_str).collect();
+    println!("{}", names.join("\t"));
+    for row in &rows.rows {
+        let cells: Vec<String> = names
+            .iter()
+            .map(|name| match &row[*name] {
+                serde_json::Value::String(text) => text.replace(['\t', '\n', '\r'], " "),
+                other => other.to_string(),
+            })
+            .collect();
+        println!("{}", cells.join("\t"));
+    }
+}
+
+/// `tableq inspect`: one row, as JSON, with where it is now.
+pub async fn inspect_command(args: InspectArgs, url: Option<&str>) -> Result<(), Failure> {
+    let queues = queues(args.paths, vec![args.queue], url)?;
+    let (queue, database) = &queues[0];
+    let key = Key::from_text(&args.key);
+    let found = failed::inspect(database, queue, &key)
+        .await
+        .map_err(|e| runtime(queue, database, "select", &e))?;
+    let shown = serde_json::json!({
+        "queue": queue.name,
+        "key": args.key,
+        "in_select": found.in_select.is_some(),
+        "in_failed": queue.failed.as_ref().map(|_| found.in_failed.is_some()),
+        "row": found.in_select.or(found.in_failed),
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&shown).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `tableq retry` and `tableq discard`.
+pub async fn change_command(
+    args: ChangeArgs,
+    change: Change,
+    url: Option<&str>,
+) -> Result<(), Failure> {
+    let queues = queues(args.paths, vec![args.queue], url)?;
+    let (queue, database) = &queues[0];
+    let failed = statements_of(queue, change)?;
+    let keys: Vec<Key> = match args.all {
+        true => all_keys(database, queue, failed).await?,
+        false => args.keys.iter().map(|k| Key::from_text(k)).collect(),
+    };
+    let result = failed::change(database, queue, failed, change, &keys, args.dry_run).await;
+    let (done, error) = match result {
+        Ok(done) => (done, None),
+        Err((done, e)) => (done, Some(e)),
+    };
+    let unmatched = report(queue, change, args.dry_run, &done);
+    if let Some(e) = error {
+        let key = keys.get(done.len()).map(Key::to_string).unwrap_or_default();
+        let what = format!("[failed] {} (for key {key})", change.key());
+        return Err(runtime(queue, database, &what, &e));
+    }
+    match unmatched {
+        0 => Ok(()),
+        n => Err(Failure::Runtime(format!(
+            "{n} key{} matched no row: not a row of queue {}, or no longer one that `[failed] {}` changes",
+            if n == 1 { "" } else { "s" },
+            queue.name,
+            change.key()
+        ))),
+    }
+}
+
+/// Every key `[failed] select` returns now.
+async fn all_keys(
+    database: &Database,
+    queue: &QueueConfig,
+    failed: &FailedConfig,
+) -> Result<Vec<Key>, Failure> {
+    let rows = failed::failed_rows(database, queue, failed, u32::MAX as usize)
+        .await
+        .map_err(|e| runtime(queue, database, "[failed] select", &e))?;
+    Ok(rows.keys)
+}
+
+/// Prints a line a key and a total; returns how many keys matched nothing.
+fn report(queue: &QueueConfig, change: Change, dry_run: bool, done: &[Changed]) -> usize {
+    let verb = match (change, dry_run) {
+        (Change::Retry, false) => "retried",
+        (Change::Retry, true) => "would retry",
+        (Change::Discard, false) => "discarded",
+        (Change::Discard, true) => "would discard",
+    };
+    let mut unmatched = 0;
+    for (key, rows) in done {
+        match rows {
+            0 => {
+                unmatched += 1;
+                println!("{}: key {key}: matched no row", queue.name);
+            }
+            n => println!(
+                "{}: key {key}: {verb} ({n} row{} changed)",
+                queue.name,
+                plural(*n)
+            ),
+        }
+    }
+    let changed = done.iter().filter(|(_, rows)| *rows > 0).count();
+    println!(
+        "{}: {verb} {changed} of {} key{}{}",
+        queue.name,
+        done.len(),
+        plural(done.len() as u64),
+        if dry_run {
+            " (dry run: nothing changed)"
+        } else {
+            ""
+        }
+    );
+    unmatched
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The queue's `[failed]` table, when it has the statements of `change`.
+fn statements_of(queue: &QueueConfig, change: Change) -> Result<&FailedConfig, Failure> {
+    match &queue.failed {
+        Some(failed) if !failed.statements(change).is_empty() => Ok(failed),
+        _ => Err(Failure::Usage(format!(
+            "{}: queue {} has no `[failed] {}`: add the SQL that {} one row by its key (see the \
+             README's \"Operating\")",
+            queue.file.display(),
+            queue.name,
+            change.key(),
+            match change {
+                Change::Retry => "puts back into the queue's select",
+                Change::Discard => "takes out of `[failed] select` for good",
+            }
+        ))),
+    }
+}
+
+/// The queues named (all, when none is), each with its database.
+fn queues(
+    paths: Vec<std::path::PathBuf>,
+    names: Vec<String>,
+    url: Option<&str>,
+) -> Result<Vec<(QueueConfig, Database)>, Failure> {
+    let queues = load(&QueueSource { paths, names })?;
+    resolve_databases(queues, url).map_err(Failure::Config)
+}
+
+/// What went wrong running `what` on `database`, in words naming file and queue (a
+/// refused login as `run` says it).
+fn runtime(queue: &QueueConfig, database: &Database, what: &str, e: &DbError) -> Failure {
+    let why = match e.is_access_denied() {
+        true => database.refused_login(e),
+        false => format!("{what} failed: {e}"),
+    };
+    Failure::Runtime(format!(
+        "{}: queue {}: {why}",
+        queue.file.display(),
+        queue.name
+    ))
+}
+
+fn names_of(queues: &[&(QueueConfig, Database)]) -> String {
+    let names: Vec<&str> = queues.iter().map(|(q, _)| q.name.as_str()).collect();
+    names.join(", ")
+}
