@@ -12,6 +12,13 @@ use prometheus_client::metrics::MetricType;
 #[derive(Debug)]
 pub struct ProcessCollector;
 
+/// This machine's name, as the kernel has it (`localhost` when it cannot be read).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
 /// What `/proc/self` tells.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProcessStats {

@@ -75,8 +75,9 @@ fn escaped(text: &str) -> String {
 }
 
 /// Chromium opens the page of a run with a working and a failing queue: each queue's
-/// row shows the numbers of /status.json, and the failing queue lists its failures
-/// (key, status, error) as /status.json does.
+/// row shows the numbers of /status.json, the failing queue lists its failures
+/// (key, status, error) grouped by error text as /status.json does, and the page
+/// names the host, pid and uptime of the copy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_page_in_a_browser_matches_status_json() {
     let Some(chromium) = chromium() else {
@@ -163,6 +164,38 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         assert!(html.contains(&escaped(error)), "{error} in {html}");
     }
     assert!(row(&page, "data-failures=\"emails\"").contains("No recent failures."));
+    // The failures come grouped by error text, collapsed, with when each last came.
+    assert!(
+        html.contains("<summary>Last 2 failures, 2 kinds</summary>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("data-field=\"count\">1<") && html.contains(" s ago</time>"),
+        "{html}"
+    );
+    assert_eq!(
+        status["queues"][1]["failure_groups"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // Which copy this is: host, pid and uptime, in the page and in the JSON.
+    assert_eq!(
+        status["pid"].as_u64(),
+        Some(daemon.pid() as u64),
+        "{status}"
+    );
+    let host = status["host"].as_str().unwrap();
+    assert!(
+        page.contains(&format!("data-field=\"host\">{}<", escaped(host))),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("data-field=\"pid\">{}<", daemon.pid())),
+        "{page}"
+    );
+    assert!(status["uptime_seconds"].as_u64().is_some(), "{status}");
 
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()

@@ -181,8 +181,6 @@ impl Mode for LeaseMode {
 
 /// `:worker` for worker `index` of this process: `host:pid:index`.
 fn worker_name(index: usize) -> Arc<str> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string());
+    let host = crate::telemetry::process::hostname();
     Arc::from(format!("{host}:{}:{index}", std::process::id()))
 }

@@ -6,8 +6,7 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
-use super::{QueueStatus, Status, Summary, PER_PAGE};
-use crate::telemetry::observed::Failure;
+use super::{FailureGroup, QueueStatus, Status, Summary, PER_PAGE};
 
 /// How often the page reloads itself, in seconds.
 pub const REFRESH_SECONDS: u32 = 5;
@@ -36,17 +35,18 @@ pub fn render(status: &Status) -> String {
          <h1>tableq — queues</h1>\
          <p class=\"legend\">Last 15 minutes, per minute: <span class=\"done\">done</span>\
          <span class=\"failed\">failed</span><span class=\"returned\">returned</span></p>\
-         {}<div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
+         {}{}<div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
          <th>Workers<br>busy / connected / all</th><th>Last 15 min</th><th>Done</th>\
          <th>Failed</th><th>Returned</th><th>Rolled back</th><th>Waiting</th>\
          <th>Oldest waiting</th><th>Action p50 / p99</th></tr></thead><tbody>",
+        process_line(status),
         summary(&status.summary)
     );
     if status.queues.is_empty() {
         page.push_str("<tr><td colspan=\"10\">No queue is running yet.</td></tr>");
     }
     for queue in &status.queues {
-        queue_rows(&mut page, queue);
+        queue_rows(&mut page, queue, status.generated_at);
     }
     page.push_str("</tbody></table></div>");
     page.push_str(&pages(status.page, status.pages));
@@ -116,7 +116,7 @@ fn pages(page: usize, pages: usize) -> String {
 }
 
 /// A queue's row, then the row of its last failures.
-fn queue_rows(page: &mut String, q: &QueueStatus) {
+fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
     let name = escape(&q.name);
     let class = if q.running { "queue" } else { "queue stopped" };
     let waiting = match q.waiting {
@@ -152,7 +152,7 @@ fn queue_rows(page: &mut String, q: &QueueStatus) {
         q.rolled_back,
         seconds(q.oldest_waiting_seconds),
     );
-    failures(page, &name, &q.failures);
+    failures(page, &name, &q.failure_groups, now);
 }
 
 /// What a queue's row says only when it happens: its circuit not closed, leases
@@ -184,34 +184,79 @@ fn stopped_note(stopped_claiming: Option<&str>) -> String {
     }
 }
 
-fn failures(page: &mut String, name: &str, failures: &[Failure]) {
+/// The queue's last failures, grouped by error text (collapsed: the summary says how
+/// many and how many kinds); each group with its count, when it last and first
+/// happened, and a few keys.
+fn failures(page: &mut String, name: &str, groups: &[FailureGroup], now: u64) {
     let _ = write!(
         page,
         "<tr class=\"failures\" data-failures=\"{name}\"><td colspan=\"10\">"
     );
-    if failures.is_empty() {
+    if groups.is_empty() {
         page.push_str("No recent failures.</td></tr>");
         return;
     }
+    let total: usize = groups.iter().map(|g| g.count).sum();
     let _ = write!(
         page,
-        "<details open><summary>Last {} failures</summary><table><tr><th>Key</th><th>Time</th>\
-         <th>Status</th><th>Error</th></tr>",
-        failures.len()
+        "<details><summary>Last {total} failure{}, {} kind{}</summary><table><tr><th>Count</th>\
+         <th>Last</th><th>First</th><th>Status</th><th>Error</th><th>Keys</th></tr>",
+        if total == 1 { "" } else { "s" },
+        groups.len(),
+        if groups.len() == 1 { "" } else { "s" }
     );
-    for failure in failures {
-        let status = failure.status.map(|s| s.to_string()).unwrap_or_default();
+    for group in groups {
+        let status = group.status.map(|s| s.to_string()).unwrap_or_default();
+        let keys: String = group
+            .keys
+            .iter()
+            .map(|key| format!("<span data-field=\"key\">{}</span> ", escape(key)))
+            .collect();
         let _ = write!(
             page,
-            "<tr class=\"failure\"><td data-label=\"Key\" data-field=\"key\">{}</td><td data-label=\"Time\">{}</td>\
+            "<tr class=\"failure\"><td class=\"num\" data-label=\"Count\" data-field=\"count\">{}</td>\
+             <td data-label=\"Last\">{}</td><td data-label=\"First\">{}</td>\
              <td data-label=\"Status\" data-field=\"status\">{status}</td>\
-             <td class=\"error\" data-label=\"Error\" data-field=\"error\">{}</td></tr>",
-            escape(&failure.key),
-            time(failure.at),
-            escape(&failure.error)
+             <td class=\"error\" data-label=\"Error\" data-field=\"error\">{}</td>\
+             <td data-label=\"Keys\">{keys}</td></tr>",
+            group.count,
+            ago(now, group.last_at),
+            ago(now, group.first_at),
+            escape(&group.error)
         );
     }
     page.push_str("</table></details></td></tr>");
+}
+
+/// `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago`, with the time itself on hover.
+fn ago(now: u64, at: u64) -> String {
+    let secs = now.saturating_sub(at);
+    let text = match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86_400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86_400),
+    };
+    format!("<time title=\"{}\">{text}</time>", time(at))
+}
+
+/// `host web-1 · pid 4242 · up 3h 2m`: which copy this is, as several run side by
+/// side.
+fn process_line(status: &Status) -> String {
+    let uptime = status
+        .uptime_seconds
+        .map(|s| {
+            format!(
+                " · up {}",
+                humantime::format_duration(Duration::from_secs(s))
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "<p id=\"process\">host <b data-field=\"host\">{}</b> · pid <span data-field=\"pid\">{}</span>{uptime}</p>",
+        escape(&status.host),
+        status.pid
+    )
 }
 
 /// `12 ms`, `2.5 s`, `3m 20s`; `–` for nothing yet.
@@ -277,5 +322,8 @@ mod tests {
         assert_eq!(seconds(Some(2.5)), "2.5 s");
         assert_eq!(seconds(Some(200.0)), "3m 20s");
         assert_eq!(seconds(None), "–");
+        assert!(ago(1_000, 988).contains(">12 s ago<"));
+        assert!(ago(10_000, 9_700).contains(">5 min ago<"));
+        assert!(ago(100_000, 89_200).contains(">3 h ago<"));
     }
 }

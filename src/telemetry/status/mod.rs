@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::monitor::{Monitor, QueueView};
 use super::observed::{Failure, Minute};
+use super::process::{hostname, ProcessStats};
 use super::stats::QueueStats;
 
 pub use html::{render, STYLE};
@@ -28,6 +29,10 @@ pub struct Status {
     pub version: &'static str,
     /// When this was read, in seconds since the epoch.
     pub generated_at: u64,
+    /// Which copy this is: several run side by side.
+    pub host: String,
+    pub pid: u32,
+    pub uptime_seconds: Option<u64>,
     /// Every queue of the process, counted.
     pub summary: Summary,
     /// Which page of the queues this is (`?page=N`, from 1).
@@ -82,6 +87,51 @@ pub struct QueueStatus {
     pub minutes: Vec<Minute>,
     /// The last failures, newest first.
     pub failures: Vec<Failure>,
+    /// The same failures grouped by error text and status, the latest group first.
+    pub failure_groups: Vec<FailureGroup>,
+}
+
+/// Failures that said the same thing: twenty identical bounces are one line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailureGroup {
+    pub error: String,
+    pub status: Option<i64>,
+    pub count: usize,
+    /// Unix times, in seconds.
+    pub first_at: u64,
+    pub last_at: u64,
+    /// A few of their keys, newest first.
+    pub keys: Vec<String>,
+}
+
+/// How many keys a failure group lists.
+const GROUP_KEYS: usize = 5;
+
+/// `failures` (newest first) grouped by error text and status, in the order each
+/// group last happened.
+pub fn group_failures(failures: &[Failure]) -> Vec<FailureGroup> {
+    let mut groups: Vec<FailureGroup> = Vec::new();
+    for failure in failures {
+        let same = |g: &&mut FailureGroup| g.error == failure.error && g.status == failure.status;
+        match groups.iter_mut().find(same) {
+            Some(group) => {
+                group.count += 1;
+                group.first_at = group.first_at.min(failure.at);
+                if group.keys.len() < GROUP_KEYS {
+                    group.keys.push(failure.key.clone());
+                }
+            }
+            None => groups.push(FailureGroup {
+                error: failure.error.clone(),
+                status: failure.status,
+                count: 1,
+                first_at: failure.at,
+                last_at: failure.at,
+                keys: vec![failure.key.clone()],
+            }),
+        }
+    }
+    groups
 }
 
 impl Status {
@@ -95,9 +145,13 @@ impl Status {
         let watched = monitor.watched();
         let pages = watched.len().div_ceil(PER_PAGE).max(1);
         let page = page.clamp(1, pages);
+        let started = ProcessStats::read().map(|p| p.start_time as u64);
         Status {
             version: env!("CARGO_PKG_VERSION"),
             generated_at,
+            host: hostname(),
+            pid: std::process::id(),
+            uptime_seconds: started.map(|at| generated_at.saturating_sub(at)),
             summary: Summary::of(&watched),
             page,
             pages,
@@ -162,6 +216,7 @@ impl QueueStatus {
             action_p50_seconds: observed.action.quantile(0.5),
             action_p99_seconds: observed.action.quantile(0.99),
             minutes: observed.minutes(),
+            failure_groups: group_failures(&observed.failures()),
             failures: observed.failures(),
         }
     }
@@ -243,5 +298,31 @@ mod tests {
         assert_eq!(page_asked(Some("page=3")), 3);
         assert_eq!(page_asked(Some("x=1&page=abc")), 1);
         assert_eq!(page_asked(None), 1);
+    }
+
+    /// Twenty identical bounces and one other failure are two groups, the latest
+    /// first, with a few keys each.
+    #[test]
+    fn failures_are_grouped_by_error_and_status() {
+        let failure = |key: u64, error: &str| Failure {
+            key: key.to_string(),
+            at: 1_000 + key,
+            error: error.to_string(),
+            status: Some(550),
+        };
+        let mut failures: Vec<Failure> = (0..20).rev().map(|k| failure(k, "bounced")).collect();
+        failures.insert(0, failure(30, "mailbox full"));
+        let groups = group_failures(&failures);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(
+            (groups[0].error.as_str(), groups[0].count),
+            ("mailbox full", 1)
+        );
+        let bounced = &groups[1];
+        assert_eq!(
+            (bounced.count, bounced.first_at, bounced.last_at),
+            (20, 1_000, 1_019)
+        );
+        assert_eq!(bounced.keys, ["19", "18", "17", "16", "15"]);
     }
 }
