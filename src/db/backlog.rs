@@ -18,6 +18,7 @@ use super::clock::DbClock;
 use super::connect::{Database, Kill, QUICK_TIMEOUT};
 use super::error::DbError;
 use super::error_kind::ErrorKind;
+use super::failed::{positional, queue_params};
 use super::session::OpenError;
 use crate::config::names::find_column;
 use crate::config::QueueConfig;
@@ -35,6 +36,9 @@ pub struct Backlog {
     pub oldest_since: Option<Value>,
     /// The database's clock, read at the same time.
     pub clock: DbClock,
+    /// Rows `[failed] select` returns (the rows that gave up), up to the cap; `None`
+    /// without `[failed]`, or when that count failed.
+    pub gave_up: Option<usize>,
 }
 
 /// Why the backlog could not be read.
@@ -119,7 +123,19 @@ async fn read_on(
         capped: found > cap,
         oldest_since,
         clock: DbClock::from_values(&now, &unix, here),
+        gave_up: gave_up(conn, queue, limit).await,
     })
+}
+
+/// How many rows `[failed] select` returns, up to `waiting_cap`, read the same way;
+/// a count that fails leaves the figure out rather than the whole backlog.
+async fn gave_up(conn: &mut Conn, queue: &QueueConfig, limit: Duration) -> Option<usize> {
+    let failed = queue.failed.as_ref()?;
+    let cap = queue.monitoring.waiting_cap;
+    let count = count_statement(&failed.select.positional, cap);
+    let params = positional(queue_params(&failed.select, &queue.name));
+    let found: Option<u64> = within(limit, conn.exec_first(count, params)).await.ok()?;
+    Some((found.unwrap_or(0) as usize).min(cap))
 }
 
 /// Counts the rows `queue`'s select returns on `conn`, up to `cap` and one more (to

@@ -56,6 +56,7 @@ async fn count_once(queue: &QueueRuntime, on: &CountOn) {
                     .unwrap_or_default()
             });
             observed.set_backlog(backlog.waiting, backlog.capped, oldest);
+            observed.set_gave_up(backlog.gave_up);
         }
         Err(e) => {
             let _span = tracing::debug_span!("queue", queue = %queue.config.name).entered();

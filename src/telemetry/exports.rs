@@ -75,7 +75,7 @@ fn histograms(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
 /// count so far, no `waiting_since`) is left out of that family.
 fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     type Read = fn(&Observed) -> Option<f64>;
-    let families: [(&str, &str, Read); 3] = [
+    let families: [(&str, &str, Read); 4] = [
         ("workers_busy", "Workers holding claimed rows now", |o| {
             Some(o.busy_workers() as f64)
         }),
@@ -83,6 +83,11 @@ fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::
             "waiting",
             "Rows the select returns (waiting, and in flight), counted without locks every stats_interval, up to waiting_cap",
             |o| o.backlog().waiting.map(|n| n as f64),
+        ),
+        (
+            "failed_rows",
+            "Rows that gave up: what [failed] select returns, counted with the waiting rows, up to waiting_cap",
+            |o| o.backlog().gave_up.map(|n| n as f64),
         ),
         (
             "oldest_waiting_seconds",

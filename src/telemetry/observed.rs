@@ -51,6 +51,9 @@ pub struct Backlog {
     pub oldest_seconds: Option<f64>,
     /// The database's clock, for ages measured at the claim.
     pub clock: Option<DbClock>,
+    /// Rows that gave up (`[failed] select`), up to the cap; `None` without
+    /// `[failed]` or before the first count.
+    pub gave_up: Option<usize>,
 }
 
 /// One minute's committed items.
@@ -191,6 +194,11 @@ impl Observed {
         backlog.waiting = Some(waiting);
         backlog.capped = capped;
         backlog.oldest_seconds = oldest.map(|age| age.as_secs_f64());
+    }
+
+    /// What the background count saw of the rows that gave up.
+    pub fn set_gave_up(&self, gave_up: Option<usize>) {
+        lock(&self.backlog).gave_up = gave_up;
     }
 
     pub fn set_clock(&self, clock: DbClock) {

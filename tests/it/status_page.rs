@@ -112,6 +112,13 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         .action_command(&["./fail.sh"])
         .on_success("UPDATE hook SET state = 'done' WHERE id = :id")
         .on_failure("UPDATE hook SET state = 'failed' WHERE id = :id")
+        .set(
+            "failed",
+            toml::Table::from_iter([(
+                "select".to_string(),
+                "SELECT id FROM hook WHERE state = 'failed' ORDER BY id DESC".into(),
+            )]),
+        )
         .write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     let json_url = format!("{base}/status.json");
@@ -127,6 +134,7 @@ async fn the_status_page_in_a_browser_matches_status_json() {
                 && queue(1, "failed") == Some(2)
                 && queue(0, "waiting") == Some(0)
                 && queue(1, "waiting") == Some(0)
+                && queue(1, "gave_up") == Some(2)
         },
     )
     .await;
@@ -180,6 +188,11 @@ async fn the_status_page_in_a_browser_matches_status_json() {
             .len(),
         2
     );
+    // The rows that gave up, from [failed] select; none shown without [failed].
+    let html = row(&page, "data-queue=\"webhooks\"");
+    assert_eq!(field(html, "gave_up"), "2 gave up", "{html}");
+    assert!(status["queues"][0]["gave_up"].is_null(), "{status}");
+    assert!(!row(&page, "data-queue=\"emails\"").contains("gave_up"));
     // Which copy this is: host, pid and uptime, in the page and in the JSON.
     assert_eq!(
         status["pid"].as_u64(),

@@ -130,13 +130,17 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
     );
     let (mut circuit, leases_lost) = notes(q.circuit, q.leases_lost);
     circuit.push_str(&stopped_note(q.stopped_claiming));
+    let gave_up = match q.gave_up {
+        Some(n) => format!("<br><span data-field=\"gave_up\">{n} gave up</span>"),
+        None => String::new(),
+    };
     let _ = write!(
         page,
         "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\">{name}{circuit}</th>\
          <td data-label=\"Workers busy / connected / all\" data-field=\"workers\">{} / {} / {}</td>\
          <td data-label=\"Last 15 min\">{}</td>\
          <td class=\"num\" data-label=\"Done\" data-field=\"done\">{}</td>\
-         <td class=\"num\" data-label=\"Failed\" data-field=\"failed\">{}</td>\
+         <td class=\"num\" data-label=\"Failed\"><span data-field=\"failed\">{}</span>{gave_up}</td>\
          <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}{leases_lost}</td>\
          <td class=\"num\" data-label=\"Rolled back\" data-field=\"rolled_back\">{}</td>\
          <td class=\"num\" data-label=\"Waiting\" data-field=\"waiting\">{waiting}</td>\

@@ -81,6 +81,9 @@ pub struct QueueStatus {
     /// More rows wait than `waiting_cap`.
     pub waiting_capped: bool,
     pub oldest_waiting_seconds: Option<f64>,
+    /// Rows that gave up (`[failed] select`), as of the last count; `null` without
+    /// `[failed]`.
+    pub gave_up: Option<usize>,
     pub action_p50_seconds: Option<f64>,
     pub action_p99_seconds: Option<f64>,
     /// The last 15 minutes, oldest first.
@@ -213,6 +216,7 @@ impl QueueStatus {
             waiting: backlog.waiting,
             waiting_capped: backlog.capped,
             oldest_waiting_seconds: backlog.oldest_seconds,
+            gave_up: backlog.gave_up,
             action_p50_seconds: observed.action.quantile(0.5),
             action_p99_seconds: observed.action.quantile(0.99),
             minutes: observed.minutes(),
