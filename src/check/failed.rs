@@ -52,12 +52,25 @@ pub async fn prove(
         }
         Err(e) => return Err(e),
     };
-    let Some(key) = sample.and_then(|row| row.get::<Value, _>(key_name.as_str())) else {
+    let Some(row) = sample else {
         return Ok(vec![failed_finding(
             queue,
             "select",
             Severity::Note,
-            format!("not proven: no row has given up (or `{key_name}` is not among its columns): retry and discard are proven on one when there is"),
+            "not proven: no row has given up: retry and discard are proven on one when there is"
+                .to_string(),
+        )]);
+    };
+    let Some(key) = row.get::<Value, _>(key_name.as_str()) else {
+        let message = format!(
+            "`failed.select` does not return `{key_name}`: retry and discard name the row by it, \
+             so `tableq retry --all` could not find the rows; add it to the columns"
+        );
+        return Ok(vec![failed_finding(
+            queue,
+            "select",
+            Severity::Error,
+            message,
         )]);
     };
     let mut findings = Vec::new();

@@ -195,5 +195,11 @@ fn tables_of(queue: &QueueConfig, prepared: &PreparedQueue) -> Vec<(Vec<String>,
     if let Some(on_failure) = &queue.on_failure {
         targets(&["on_failure", "sql"], on_failure);
     }
+    // `[failed]` retry and discard are proven on a real row, rolled back: their
+    // tables must be transactional too.
+    if let Some(failed) = &queue.failed {
+        targets(&["failed", "retry"], &failed.retry);
+        targets(&["failed", "discard"], &failed.discard);
+    }
     tables
 }

@@ -123,19 +123,29 @@ async fn read_on(
         capped: found > cap,
         oldest_since,
         clock: DbClock::from_values(&now, &unix, here),
-        gave_up: gave_up(conn, queue, limit).await,
+        gave_up: gave_up(conn, queue, limit).await?,
     })
 }
 
-/// How many rows `[failed] select` returns, up to `waiting_cap`, read the same way;
-/// a count that fails leaves the figure out rather than the whole backlog.
-async fn gave_up(conn: &mut Conn, queue: &QueueConfig, limit: Duration) -> Option<usize> {
-    let failed = queue.failed.as_ref()?;
+/// How many rows `[failed] select` returns, up to `waiting_cap`, read the same way.
+/// Its own SQL error leaves the figure out rather than the whole backlog; a deadline
+/// or a lost connection fails the read (and so the count is killed on the server).
+async fn gave_up(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    limit: Duration,
+) -> Result<Option<usize>, DbError> {
+    let Some(failed) = &queue.failed else {
+        return Ok(None);
+    };
     let cap = queue.monitoring.waiting_cap;
     let count = count_statement(&failed.select.positional, cap);
     let params = positional(queue_params(&failed.select, &queue.name));
-    let found: Option<u64> = within(limit, conn.exec_first(count, params)).await.ok()?;
-    Some((found.unwrap_or(0) as usize).min(cap))
+    match within(limit, conn.exec_first::<u64, _, _>(count, params)).await {
+        Ok(found) => Ok(Some((found.unwrap_or(0) as usize).min(cap))),
+        Err(e) if e.is_statement_error() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Counts the rows `queue`'s select returns on `conn`, up to `cap` and one more (to

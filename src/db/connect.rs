@@ -59,6 +59,8 @@ fn url_error(error: &mysql_async::UrlError) -> String {
 /// number") or as another host — rather than a path that holds an `@`.
 fn unencoded_userinfo(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    // Not in the parameters: a socket path there may hold an `@`.
+    let rest = rest.split('?').next().unwrap_or(rest);
     rest.rfind('@')
         .is_some_and(|at| rest[..at].contains(['/', '#']))
 }
@@ -386,6 +388,7 @@ mod tests {
         }
         assert!(Database::from_url("mysql://app:p%2Fss%40@db/shop").is_ok());
         assert!(Database::from_url("mysql://app:p@ss@db/shop").is_ok());
+        assert!(Database::from_url("mysql://app@db/shop?socket=/run/my@sql.sock").is_ok());
     }
 
     #[test]

@@ -83,7 +83,19 @@ async fn select_rows(
             .map(|c| c.column_type())
             .collect(),
     });
-    let key_index = key.and_then(|k| columns.find(k)).unwrap_or(0);
+    let key_index = match key {
+        None => 0,
+        Some(name) => columns.find(name).ok_or_else(|| {
+            DbError::Driver(mysql_async::Error::Other(
+                format!(
+                    "`{name}` is not among the columns it returns ({}): it must return the key \
+                     that retry and discard name the row by",
+                    columns.names.join(", ")
+                )
+                .into(),
+            ))
+        })?,
+    };
     let mut params = queue_params(select, queue);
     params.extend_from_slice(extra);
     let found: Vec<Row> = conn.exec(&statement, positional(params)).await?;

@@ -193,9 +193,9 @@ pub fn value_text(value: &Value) -> String {
 pub fn key_from_text(text: &str) -> Value {
     let hex = text.strip_prefix(HEX_PREFIX).filter(|h| h.len() % 2 == 0);
     let bytes = hex.and_then(|h| {
-        (0..h.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
+        h.as_bytes()
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
             .collect::<Option<Vec<u8>>>()
     });
     Value::Bytes(bytes.unwrap_or_else(|| text.as_bytes().to_vec()))
@@ -215,6 +215,10 @@ mod tests {
             assert_eq!(key_from_text(&value_text(&value)), value);
         }
         assert_eq!(key_from_text("hex:zz"), Value::Bytes(b"hex:zz".to_vec()));
+        assert_eq!(
+            key_from_text("hex:aéb"),
+            Value::Bytes("hex:aéb".as_bytes().to_vec())
+        );
     }
 
     #[test]

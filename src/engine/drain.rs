@@ -2,8 +2,10 @@
 //! claim found nothing *after the last commit of any queue* — a queue that feeds
 //! another (`a` moves rows into `b`'s select) makes `b`'s earlier empty claim stale
 //! — and a count that locks nothing then confirms every queue empty (an empty claim
-//! may only mean that a sibling's claim had the rows locked for a moment). Until
-//! then an empty queue idles as usual, so rows that appear are worked.
+//! may only mean that a sibling's claim had the rows locked for a moment) — with no
+//! turn of any queue under way meanwhile (a lease-mode job runs within its turn,
+//! its row out of every select). Until then an empty queue idles as usual, so rows
+//! that appear are worked.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -25,6 +27,9 @@ struct State {
     /// Each running queue, and the count of commits when its last empty claim
     /// began (`None` before it found itself empty).
     queues: BTreeMap<String, Option<u64>>,
+    /// Claims under way or carried on (a lease-mode job runs within its turn), in
+    /// every queue: nothing is drained while one is.
+    busy: usize,
 }
 
 impl Drain {
@@ -48,6 +53,17 @@ impl Drain {
     /// A turn carried items to their end: every queue's earlier empty claim is stale.
     pub fn committed(&self) {
         lock(&self.state).commits += 1;
+    }
+
+    /// A turn of some queue began: something may be in flight until it ends.
+    pub fn turn_began(&self) {
+        lock(&self.state).busy += 1;
+    }
+
+    /// That turn ended.
+    pub fn turn_ended(&self) {
+        let mut state = lock(&self.state);
+        state.busy = state.busy.saturating_sub(1);
     }
 
     /// `queue`'s claim that began when the count of commits was `at` found nothing,
@@ -82,16 +98,17 @@ impl Drain {
         }
     }
 
-    /// Whether no commit came since `at`.
+    /// Whether no commit came since `at`, and no turn is under way.
     pub fn still(&self, at: u64) -> bool {
-        self.commits() == at
+        let state = lock(&self.state);
+        state.commits == at && state.busy == 0
     }
 
     /// The moment, if every queue's last empty claim began after the last commit.
     fn quiet(&self) -> Option<Quiet> {
         let state = lock(&self.state);
         let at = state.commits;
-        let all_empty = state.queues.values().all(|seen| *seen == Some(at));
+        let all_empty = state.busy == 0 && state.queues.values().all(|seen| *seen == Some(at));
         all_empty.then(|| Quiet {
             at,
             queues: state.queues.keys().cloned().collect(),
@@ -144,5 +161,20 @@ mod tests {
         drain.unregister("b");
         let quiet = drain.all_empty().await;
         assert!(quiet.queues.is_empty(), "no queue left: drained");
+    }
+
+    #[tokio::test]
+    async fn a_turn_under_way_keeps_the_process_from_draining() {
+        let drain = Drain::default();
+        drain.register("lease");
+        drain.empty("lease", drain.commits());
+        drain.turn_began(); // a claim found a row: its job runs, its row out of the select
+        let pending = tokio::time::timeout(Duration::from_millis(20), drain.all_empty()).await;
+        assert!(pending.is_err(), "a job is in flight");
+        assert!(!drain.still(drain.commits()));
+        drain.turn_ended();
+        drain.committed();
+        drain.empty("lease", drain.commits());
+        assert!(drain.still(drain.all_empty().await.at));
     }
 }

@@ -71,6 +71,7 @@ impl StopWhenEmpty {
     }
 
     pub fn begin(&self) -> Attempt<'_> {
+        self.drain.turn_began();
         let mut state = self.lock();
         state.busy += 1;
         Attempt {
@@ -120,6 +121,7 @@ impl Attempt<'_> {
         self.finished = true;
         let mut state = queue.lock();
         state.busy -= 1;
+        queue.drain.turn_ended();
         let leases_out = state.not_before.is_some_and(|at| Instant::now() < at);
         let alone = state.busy == 0 && state.returns == self.returns_at_start && !leases_out;
         let fed = state.commits != self.queue_commits_at_start;
@@ -141,6 +143,7 @@ impl Attempt<'_> {
         self.finished = true;
         let mut state = self.queue.lock();
         state.busy -= 1;
+        self.queue.drain.turn_ended();
         if returned {
             state.returns += 1;
         }

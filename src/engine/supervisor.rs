@@ -287,11 +287,7 @@ impl Supervisor {
         let mut summary = RunSummary::default();
         for (name, version) in &self.current {
             self.options.monitor.stop_queue(name);
-            let counts = version.runtime.stats.counts();
-            let rolled_back = version.runtime.stats.observed.rolled_back();
-            info!(queue = %name, done = counts.done, failed = counts.failed,
-                returned = counts.returned, rolled_back, leases_lost = counts.leases_lost,
-                "queue stopped");
+            let counts = said_stopped(&version.runtime);
             summary.queues.push((name.clone(), counts));
         }
         summary
@@ -390,9 +386,7 @@ impl Supervisor {
         let name = &retired.runtime.config.name;
         if retired.removed && !self.current.contains_key(name) {
             self.options.monitor.stop_queue(name);
-            let counts = retired.runtime.stats.counts();
-            info!(queue = %name, done = counts.done, failed = counts.failed,
-                returned = counts.returned, "queue stopped");
+            said_stopped(&retired.runtime);
         } else {
             info!(queue = %name, "the queue's old version finished its items in flight");
         }
@@ -491,4 +485,14 @@ impl Supervisor {
             lifecycle.status(&format!("stalled: {}", stalled.join(", ")));
         }
     }
+}
+
+/// `queue stopped`, with what the queue did: its counts, returned.
+fn said_stopped(runtime: &QueueRuntime) -> Counts {
+    let counts = runtime.stats.counts();
+    let rolled_back = runtime.stats.observed.rolled_back();
+    info!(queue = %runtime.config.name, done = counts.done, failed = counts.failed,
+        returned = counts.returned, rolled_back, leases_lost = counts.leases_lost,
+        "queue stopped");
+    counts
 }

@@ -160,6 +160,9 @@ impl<'a, M: Mode> Worker<'a, M> {
                 }
             }
             Ended::Done(report) => {
+                // Counted before the turn ends, so that a sibling's empty claim that
+                // overlapped it looks again rather than a poll later.
+                self.queue.stop_when_empty.committed();
                 attempt.finish(report.returned > 0);
                 self.done(report)
             }
@@ -203,7 +206,6 @@ impl<'a, M: Mode> Worker<'a, M> {
         self.queue
             .stats
             .record(report.done, report.failed, report.returned);
-        self.queue.stop_when_empty.committed();
         self.contention = 0;
         if self.loops_too_often(&report.completed) {
             return Step::Stop;

@@ -182,7 +182,8 @@ async fn inspect_shows_a_row_and_where_it_is() {
 }
 
 /// `check` proves `retry` and `discard` on a row that gave up, and leaves it as it
-/// was; a `retry` that leaves the row out of the select is an error naming it.
+/// was; a `retry` that leaves the row out of the select is an error naming it, and so
+/// is a `[failed] select` without the key (which `retry --all` refuses).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_proves_retry_and_discard() {
     let db = TestDb::new().await;
@@ -207,4 +208,35 @@ async fn check_proves_retry_and_discard() {
         refused.stdout
     );
     assert_eq!(states(&db).await, before, "check changed nothing");
+    // A [failed] select without the key: check says so, and retry --all refuses
+    // rather than name rows by another column.
+    let keyless = queue(RETRY).set(
+        "failed",
+        toml::Table::from_iter([
+            (
+                "select".to_string(),
+                "SELECT attempts, last_error FROM job WHERE state = 'failed'".into(),
+            ),
+            ("retry".to_string(), RETRY.into()),
+        ]),
+    );
+    let keyless = files.write("mail.toml", &keyless.to_string());
+    let refused = operate(&db, &keyless, &["check"]).await;
+    assert!(
+        refused
+            .stdout
+            .contains("error: `failed.select` does not return `id`"),
+        "{}",
+        refused.stdout
+    );
+    let retry = operate(&db, &keyless, &["retry", "--queue", "mail", "--all"]).await;
+    assert_eq!(retry.code(), Some(1), "{}", retry.stdout);
+    assert!(
+        retry
+            .stderr
+            .contains("`id` is not among the columns it returns"),
+        "{}",
+        retry.stderr
+    );
+    assert_eq!(states(&db).await, before, "nothing changed");
 }

@@ -541,9 +541,9 @@ in_both_modes!(
 );
 
 /// Lease mode: renewals refused by a read-only server (a failover) are the
-/// database's condition, not the SQL's: the job runs on through three refused
-/// renewals and is recorded done once, with no attempt spent (they used to cancel it
-/// after two and record it failed, blaming the SQL).
+/// database's condition, not the SQL's: while its lease lasts the job runs on through
+/// three refused renewals and is recorded done once, with no attempt spent (they used
+/// to cancel it after two and record it failed, blaming the SQL).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_renewals_do_not_cancel_a_leased_job() {
     let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
@@ -566,8 +566,19 @@ async fn refused_renewals_do_not_cancel_a_leased_job() {
         ),
     );
     let script = script.to_string_lossy().into_owned();
+    // A 30 s lease: three refused renewals a second apart leave it held.
     Mode::Lease
         .queue("renewing", &[script.as_str()], "state = 'done'")
+        .lease_set(
+            "sql",
+            "UPDATE job SET state = 'leased', lease_id = :lease_id, \
+             lease_until = NOW(3) + INTERVAL 30 SECOND WHERE id = :id",
+        )
+        .lease_set(
+            "renew_sql",
+            "UPDATE job SET lease_until = NOW(3) + INTERVAL 30 SECOND \
+             WHERE id = :id AND lease_id = :lease_id",
+        )
         .on_failure(Mode::Lease.update("state = 'failed', attempts = attempts + 1"))
         .write(&files);
     let mut cmd = tableq(&["run"]);

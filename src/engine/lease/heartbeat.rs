@@ -12,7 +12,7 @@ use tracing::error;
 
 use super::{Lease, LeaseError};
 use crate::action::progress::Progress;
-use crate::db::{DbError, Session, SessionPool, Statements};
+use crate::db::{DbError, Refusal, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::telemetry::events::{Event, LeaseLost, LostAt, RenewalFailed};
 
@@ -31,9 +31,9 @@ pub enum Kept<T> {
 }
 
 /// Runs `action` to its end, renewing `lease` meanwhile; cancels it when the lease
-/// is lost, when `renew_sql` keeps failing on its own (not because the database
-/// refuses writes) until the lease is about to run out, or when the shutdown timeout
-/// passes.
+/// is lost, when `renew_sql` keeps failing on its own until the lease is about to
+/// run out, when a read-only server refused renewals until it ran out, or when the
+/// shutdown timeout passes.
 pub async fn hold<T>(
     queue: &QueueRuntime,
     pool: &SessionPool,
@@ -73,15 +73,25 @@ pub async fn hold<T>(
                 return Kept::Lost;
             }
             Err(e) => {
-                // A read-only server or a revoked grant refuses every write, not this
-                // SQL: the action runs on (its lease may still be there when writes
-                // work again), and no queue on that database claims meanwhile.
-                let refusal = e.db_error().and_then(DbError::refuses_writes);
-                if let Some(why) = &refusal {
-                    queue.gate.refused(why.as_str(), every);
+                // A read-only server (a failover) refuses every write, not this SQL:
+                // the action runs on while its lease lasts (it may still hold when
+                // writes work again), and no queue on that database claims meanwhile.
+                // A missing privilege is this SQL's own: it fails every time.
+                let read_only =
+                    e.db_error().and_then(DbError::refuses_writes) == Some(Refusal::ReadOnly);
+                if read_only {
+                    queue.gate.refused(Refusal::ReadOnly.as_str(), every);
+                    if renewals.ran_out() {
+                        // Another copy may take the row once writes work: let it go.
+                        let lost = LeaseLost {
+                            lease_id: &lease.id,
+                            at: LostAt::Renewal,
+                        };
+                        lost.emit(&queue.stats);
+                        return Kept::Lost;
+                    }
                 }
-                let own =
-                    refusal.is_none() && e.db_error().is_some_and(DbError::is_statement_error);
+                let own = !read_only && e.db_error().is_some_and(DbError::is_statement_error);
                 if own && renewals.failed_until_run_out() {
                     queue.stats.observed.record_db_error(e.kind());
                     error!(error = %e,
@@ -125,6 +135,13 @@ impl Renewals {
     fn renewed(&mut self) {
         self.renewed = Instant::now();
         self.failed = 0;
+    }
+
+    /// Whether the lease, as long as the SQL says, ran out since the last renewal
+    /// (never, when its length is unknown).
+    fn ran_out(&self) -> bool {
+        self.length
+            .is_some_and(|length| self.renewed.elapsed() >= length)
     }
 
     /// A renewal failed: true if the lease runs out before the next one could.

@@ -199,6 +199,7 @@ impl QueueStatus {
     fn of(view: &QueueView, stats: &Arc<QueueStats>) -> QueueStatus {
         let observed = &stats.observed;
         let backlog = observed.backlog();
+        let failures = observed.failures();
         QueueStatus {
             name: view.name.clone(),
             running: view.running,
@@ -220,8 +221,8 @@ impl QueueStatus {
             action_p50_seconds: observed.action.quantile(0.5),
             action_p99_seconds: observed.action.quantile(0.99),
             minutes: observed.minutes(),
-            failure_groups: group_failures(&observed.failures()),
-            failures: observed.failures(),
+            failure_groups: group_failures(&failures),
+            failures,
         }
     }
 }
