@@ -60,10 +60,12 @@ impl Drain {
         lock(&self.state).busy += 1;
     }
 
-    /// That turn ended.
+    /// That turn ended (the drain looks again: it may have been the last one).
     pub fn turn_ended(&self) {
         let mut state = lock(&self.state);
         state.busy = state.busy.saturating_sub(1);
+        drop(state);
+        self.changed.notify_waiters();
     }
 
     /// `queue`'s claim that began when the count of commits was `at` found nothing,
