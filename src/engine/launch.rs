@@ -197,6 +197,8 @@ pub async fn start_queue(
     read_clock(&queue, &mut session).await;
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
+    // Taken before a worker starts, so the first progress line counts its work.
+    let counted_from = queue.stats.counts();
     match (&queue.action, queue.config.is_lease()) {
         // Its workers and its backlog count share the queue's pool.
         (Action::External(action), true) => {
@@ -210,6 +212,7 @@ pub async fn start_queue(
     tracker.spawn(report_progress(
         queue.config.name.clone(),
         queue.stats.clone(),
+        counted_from,
         progress_every,
         queue.stop.clone(),
     ));

@@ -227,14 +227,16 @@ impl QueueStats {
     }
 }
 
-/// Logs, every `every`, what `queue` did since the last line, until `stop`.
+/// Logs, every `every`, what `queue` did since the last line (the first line: since
+/// `counted_from`), until `stop`.
 pub async fn report_progress(
     queue: String,
     stats: std::sync::Arc<QueueStats>,
+    counted_from: Counts,
     every: Duration,
     stop: CancellationToken,
 ) {
-    let mut last = stats.counts();
+    let mut last = counted_from;
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {

@@ -118,9 +118,9 @@ async fn progress_and_failures_are_logged() {
         || {
             let logs = logs.clone();
             async move {
-                // The counts of the lines so far add up to the work done (a worker
-                // backs off after a batch that failed whole, so the items may be
-                // spread over several lines).
+                // The counts of the lines so far add up to the work done, however
+                // the items are spread over the lines (the first counts from before
+                // any worker started).
                 let lines = logs.lines_with("progress queue=logged");
                 let sum = |field: &str| -> u64 {
                     lines
