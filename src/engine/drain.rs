@@ -2,10 +2,10 @@
 //! claim found nothing *after the last commit of any queue* — a queue that feeds
 //! another (`a` moves rows into `b`'s select) makes `b`'s earlier empty claim stale
 //! — and a count that locks nothing then confirms every queue empty (an empty claim
-//! may only mean that a sibling's claim had the rows locked for a moment) — with no
-//! turn of any queue under way meanwhile (a lease-mode job runs within its turn,
-//! its row out of every select). Until then an empty queue idles as usual, so rows
-//! that appear are worked.
+//! may only mean that a sibling's claim had the rows locked for a moment) — and the
+//! turns under way then end with nothing committed or returned (a lease-mode job
+//! runs within its turn, its row out of every select). Until then an empty queue
+//! idles as usual, so rows that appear are worked.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -50,7 +50,8 @@ impl Drain {
         lock(&self.state).commits
     }
 
-    /// A turn carried items to their end: every queue's earlier empty claim is stale.
+    /// A turn carried items to their end, or returned some to their queue: every
+    /// queue's earlier empty claim is stale.
     pub fn committed(&self) {
         lock(&self.state).commits += 1;
     }
@@ -100,10 +101,27 @@ impl Drain {
         }
     }
 
-    /// Whether no commit came since `at`, and no turn is under way.
-    pub fn still(&self, at: u64) -> bool {
-        let state = lock(&self.state);
-        state.commits == at && state.busy == 0
+    /// Whether nothing changed since `at`: waits for the turns under way to end
+    /// (a claim of an empty queue ends at once; a lease job runs within its turn, its
+    /// row out of every select), then sees whether any of them, or any other turn,
+    /// committed or returned a row since. A poll that keeps coming does not keep the
+    /// process from ever draining: the turns it begins end, committing nothing.
+    pub async fn settled(&self, at: u64) -> bool {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = lock(&self.state);
+                if state.commits != at {
+                    return false;
+                }
+                if state.busy == 0 {
+                    return true;
+                }
+            }
+            changed.await;
+        }
     }
 
     /// The moment, if every queue's last empty claim began after the last commit.
@@ -152,9 +170,9 @@ mod tests {
         drain.empty("b", drain.commits());
         let quiet = waiting.await;
         assert_eq!(quiet.queues, ["a", "b"]);
-        assert!(drain.still(quiet.at));
+        assert!(drain.settled(quiet.at).await);
         drain.committed();
-        assert!(!drain.still(quiet.at));
+        assert!(!drain.settled(quiet.at).await);
         drain.unregister("a"); // a loop: a no longer counts
         let pending = tokio::time::timeout(Duration::from_millis(20), drain.all_empty()).await;
         assert!(pending.is_err(), "b must look again after the commit");
@@ -173,10 +191,30 @@ mod tests {
         drain.turn_began(); // a claim found a row: its job runs, its row out of the select
         let pending = tokio::time::timeout(Duration::from_millis(20), drain.all_empty()).await;
         assert!(pending.is_err(), "a job is in flight");
-        assert!(!drain.still(drain.commits()));
-        drain.turn_ended();
+        let at = drain.commits();
+        let settled = drain.settled(at);
+        tokio::pin!(settled);
+        let pending = tokio::time::timeout(Duration::from_millis(20), settled.as_mut()).await;
+        assert!(pending.is_err(), "settled waits for the job");
         drain.committed();
+        drain.turn_ended();
+        assert!(!settled.await, "the job committed: look again");
         drain.empty("lease", drain.commits());
-        assert!(drain.still(drain.all_empty().await.at));
+        assert!(drain.settled(drain.all_empty().await.at).await);
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_ends_with_nothing_done_leaves_the_process_drained() {
+        let drain = Drain::default();
+        drain.register("poll");
+        drain.empty("poll", drain.commits());
+        let at = drain.all_empty().await.at;
+        drain.turn_began(); // the watcher polls again while the count runs
+        let settled = drain.settled(at);
+        tokio::pin!(settled);
+        let pending = tokio::time::timeout(Duration::from_millis(20), settled.as_mut()).await;
+        assert!(pending.is_err(), "settled waits for the poll");
+        drain.turn_ended();
+        assert!(settled.await, "the poll found nothing: drained");
     }
 }

@@ -143,10 +143,12 @@ impl Attempt<'_> {
         self.finished = true;
         let mut state = self.queue.lock();
         state.busy -= 1;
-        self.queue.drain.turn_ended();
         if returned {
             state.returns += 1;
+            // Back in the select: every queue must look again.
+            self.queue.drain.committed();
         }
+        self.queue.drain.turn_ended();
     }
 }
 

@@ -422,7 +422,7 @@ impl Supervisor {
                         waiting.push(name);
                     }
                 }
-                if waiting.is_empty() && drain.still(quiet.at) {
+                if waiting.is_empty() && drain.settled(quiet.at).await {
                     for name in &quiet.queues {
                         info!(queue = %name, "the queue is drained");
                     }
