@@ -18,7 +18,8 @@
 //!   (systemd's notify socket), `commands::reaper` (orphaned processes),
 //!   `commands::health` (`tableq health`), `commands::man` (the man pages),
 //!   `commands::database_url` (the URL from a flag, a file or a systemd credential),
-//!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`).
+//!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`),
+//!   `commands::pause` (`tableq pause`, `resume`).
 //! - `engine`: running queues.
 //!   - `engine::supervisor` (one version per queue: start, reload without harm, the
 //!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
@@ -38,7 +39,8 @@
 //!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
 //!     breaker), `engine::gate` (no claims while the database refuses writes),
 //!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
-//!     (one worker polls an empty queue), `engine::stop_when_empty` (one queue
+//!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
+//!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
 //!     `engine::loops` (rows that come straight back), `engine::throttle` (a
 //!     line that would repeat, said once a minute), `engine::once` (said once per key),
@@ -84,7 +86,8 @@
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
 //!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
 //!   `db::backlog`, `db::clock`, `db::waiting`, `db::budget` (the process's
-//!   connection budget), `db::failed` (`[failed]` run for the operator's commands).
+//!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
+//!   `db::pause` (the table `tableq pause` writes and every copy reads).
 //! - [`config`]: queue files — `config::files` (which paths are queue files, and
 //!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
 //!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),

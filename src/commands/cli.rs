@@ -76,6 +76,12 @@ pub enum Command {
     /// Take rows that gave up out of `[failed] select` for good: run `[failed]
     /// discard` for each.
     Discard(ChangeArgs),
+    /// Pause a queue in every running copy, on every host: each stops claiming it
+    /// within its poll_interval and a second (kept in the table tableq_paused of
+    /// the queue's database).
+    Pause(PauseArgs),
+    /// Resume a paused queue in every running copy.
+    Resume(ResumeArgs),
     /// Ask a running tableq's /healthz (or /readyz) whether it is well: exit 0 if so.
     Health(HealthArgs),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
@@ -274,6 +280,36 @@ pub struct ChangeArgs {
     /// Say what would change, and change nothing (each transaction rolled back).
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// The queue.
+    #[arg(long = "queue", value_name = "NAME", required = true)]
+    pub queue: String,
+
+    /// Resume by itself after this long (`30m`, `2h`); else at `tableq resume`.
+    #[arg(long = "for", value_name = "DURATION")]
+    pub duration: Option<humantime::Duration>,
+
+    /// Why, shown in every copy's log and status page.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub reason: String,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The queue.
+    #[arg(long = "queue", value_name = "NAME", required = true)]
+    pub queue: String,
 
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]

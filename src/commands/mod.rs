@@ -7,6 +7,7 @@ mod health;
 mod man;
 mod notify;
 mod operate;
+mod pause;
 mod reaper;
 mod signals;
 
@@ -75,6 +76,8 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Discard(args) => {
             operate::change_command(args, Change::Discard, database()?.url.as_deref()).await
         }
+        Command::Pause(args) => pause::pause_command(args, database()?.url.as_deref()).await,
+        Command::Resume(args) => pause::resume_command(args, database()?.url.as_deref()).await,
         Command::Health(args) => {
             match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
                 Ok(body) => {

@@ -201,7 +201,7 @@ fn statements_of(queue: &QueueConfig, change: Change) -> Result<&FailedConfig, F
 }
 
 /// The queues named (all, when none is), each with its database.
-fn queues(
+pub(super) fn queues(
     paths: Vec<std::path::PathBuf>,
     names: Vec<String>,
     url: Option<&str>,
@@ -212,7 +212,12 @@ fn queues(
 
 /// What went wrong running `what` on `database`, in words naming file and queue (a
 /// refused login as `run` says it).
-fn runtime(queue: &QueueConfig, database: &Database, what: &str, e: &DbError) -> Failure {
+pub(super) fn runtime(
+    queue: &QueueConfig,
+    database: &Database,
+    what: &str,
+    e: &DbError,
+) -> Failure {
     let why = match e.is_access_denied() {
         true => database.refused_login(e),
         false => format!("{what} failed: {e}"),

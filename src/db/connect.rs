@@ -226,6 +226,16 @@ impl Database {
         }
     }
 
+    /// The URL's user.
+    pub fn user(&self) -> &str {
+        self.opts.user().unwrap_or("")
+    }
+
+    /// The URL's database (empty when it names none).
+    pub fn name(&self) -> &str {
+        self.opts.db_name().unwrap_or("")
+    }
+
     /// Why the server refused to let this URL's user in, in words that name the user,
     /// the server and the database, never the password.
     pub fn refused_login(&self, error: &DbError) -> String {

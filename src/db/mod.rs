@@ -12,6 +12,7 @@ pub mod error;
 pub mod error_kind;
 pub mod failed;
 pub mod item;
+pub mod pause;
 pub mod pool;
 pub mod prepared;
 pub mod row_json;

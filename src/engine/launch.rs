@@ -195,6 +195,11 @@ pub async fn start_queue(
     let lag = queue.config.monitoring.waiting_since.is_some();
     queue.stats.observed.set_measures_lag(lag);
     read_clock(&queue, &mut session).await;
+    // Before any worker claims: a paused queue starts paused.
+    if queue.pausing.due() {
+        let read = session.read_pause(&queue.config.name).await;
+        queue.pausing.found(read.into(), &queue.stats);
+    }
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
     // Taken before a worker starts, so the first progress line counts its work.

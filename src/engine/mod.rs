@@ -15,6 +15,7 @@ pub mod limits;
 pub mod liveness;
 pub mod loops;
 pub mod once;
+pub mod pausing;
 pub mod queue;
 pub mod record;
 pub mod reload;

@@ -10,6 +10,7 @@ use super::idle::Idle;
 use super::limits::Limits;
 use super::loops::Loops;
 use super::once::OncePerKey;
+use super::pausing::Pausing;
 use super::stop_when_empty::StopWhenEmpty;
 use super::throttle::Throttle;
 use crate::action::Action;
@@ -50,6 +51,8 @@ pub struct QueueRuntime {
     pub circuit: Circuit,
     /// Stops claiming while the database refuses writes (shared by the queues on it).
     pub gate: Arc<WriteGate>,
+    /// Stops claiming while the queue is paused (`tableq pause`).
+    pub pausing: Pausing,
 }
 
 impl QueueRuntime {

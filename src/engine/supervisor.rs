@@ -29,6 +29,7 @@ use super::lifecycle::{Lifecycle, Silent};
 use super::limits::Limits;
 use super::liveness::Progress;
 use super::loops::Loops;
+use super::pausing::Pausing;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
 use crate::config::QueueConfig;
@@ -341,6 +342,7 @@ impl Supervisor {
             limits: Limits::new(&config),
             circuit: Circuit::new(&config, stats.clone()),
             gate,
+            pausing: Pausing::new(config.poll_interval),
             stats,
             config,
             database,

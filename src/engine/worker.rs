@@ -1,8 +1,8 @@
 //! One worker, in either mode: a loop that waits for the circuit's pass, has its
 //! mode claim and carry the claim to its end ([`Mode::turn`]), then decides what to
 //! do next ([`Worker::next_step`]: a small decision, no I/O) and does it. What both
-//! modes share is here, once: the circuit's pass, `--stop-when-empty`, the idle
-//! watch, backoff, loop detection, the "database full" warning, connection errors
+//! modes share is here, once: the circuit's pass, a pause, `--stop-when-empty`, the
+//! idle watch, backoff, loop detection, the "database full" warning, connection errors
 //! counted, and the restart of a worker that panicked.
 
 use std::future::Future;
@@ -13,6 +13,7 @@ use tracing::{debug, info, info_span, Instrument};
 
 use super::backoff::{jitter, pause, Backoff};
 use super::idle::{Turn as IdleTurn, Watch};
+use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
 use super::restart::restart_on_panic;
@@ -34,6 +35,9 @@ pub trait Mode: Send {
 
     /// The worker sleeps until woken: hold no connection meanwhile.
     fn sleep(&mut self) -> impl Future<Output = ()> + Send;
+
+    /// Reads whether the queue is paused, leaving nothing open on the session.
+    fn read_pause(&mut self) -> impl Future<Output = Read> + Send;
 }
 
 /// What one turn came to.
@@ -119,6 +123,14 @@ impl<'a, M: Mode> Worker<'a, M> {
             if !queue.gate.pass(&queue.stop).await {
                 break;
             }
+            // While the queue is paused, idle here as on an empty queue: the watcher
+            // reads the pause every poll_interval, the others sleep.
+            if self.paused().await {
+                if !self.idle().await {
+                    break;
+                }
+                continue;
+            }
             // While the circuit is open, wait here: claiming would spend attempts.
             let Some(pass) = queue.circuit.pass(&queue.stop).await else {
                 break;
@@ -133,6 +145,17 @@ impl<'a, M: Mode> Worker<'a, M> {
                 break;
             }
         }
+    }
+
+    /// Reads the pause when it is this worker's turn to; true while the queue is
+    /// paused.
+    async fn paused(&mut self) -> bool {
+        let pausing = &self.queue.pausing;
+        if pausing.due() {
+            let read = self.mode.read_pause().await;
+            pausing.found(read, &self.queue.stats);
+        }
+        pausing.is_paused()
     }
 
     /// Decides what to do after a turn, and keeps the worker's counters.

@@ -169,36 +169,26 @@ impl Collector for QueueCollector {
                 ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
             }
         }
-        let gauge = ConstGauge::new(0i64);
-        let mut family = encoder.encode_descriptor(
-            "workers",
-            "Worker loops the queue runs",
-            None,
-            gauge.metric_type(),
-        )?;
-        for q in queues.iter().filter(|q| q.running) {
-            ConstGauge::new(q.workers as i64)
-                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "workers_connected",
-            "Workers holding a database connection",
-            None,
-            gauge.metric_type(),
-        )?;
-        for q in queues.iter().filter(|q| q.running) {
-            ConstGauge::new(q.connected as i64)
-                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "queue_claiming",
-            "1 while the queue claims rows; 0 once it stopped claiming by itself (a loop) until a reload",
-            None,
-            gauge.metric_type(),
-        )?;
-        for q in queues.iter().filter(|q| q.running) {
-            ConstGauge::new(i64::from(q.stopped_claiming.is_none()))
-                .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        let gauges: [(&str, &str, GaugeOf); 4] = [
+            ("workers", "Worker loops the queue runs", |q| q.workers as i64),
+            (
+                "workers_connected",
+                "Workers holding a database connection",
+                |q| q.connected as i64,
+            ),
+            (
+                "queue_claiming",
+                "1 while the queue claims rows; 0 once it stopped claiming by itself (a loop) until a reload",
+                |q| i64::from(q.stopped_claiming.is_none()),
+            ),
+            (
+                "queue_paused",
+                "1 while the queue is paused by `tableq pause` (it claims nothing until resumed), else 0",
+                |q| i64::from(q.paused.is_some()),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            encode_gauge(&queues, &mut encoder, name, help, value)?;
         }
         encode_circuits(&queues, &mut encoder)?;
         super::exports::encode(&watched, &mut encoder)
@@ -207,6 +197,25 @@ impl Collector for QueueCollector {
 
 /// Reads one count of a queue.
 type CountOf = fn(&QueueView) -> u64;
+
+/// Reads one gauge of a queue.
+type GaugeOf = fn(&QueueView) -> i64;
+
+/// One gauge per running queue, `value` of each.
+fn encode_gauge(
+    queues: &[QueueView],
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: GaugeOf,
+) -> Result<(), std::fmt::Error> {
+    let metric_type = ConstGauge::new(0i64).metric_type();
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for q in queues.iter().filter(|q| q.running) {
+        ConstGauge::new(value(q)).encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+    }
+    Ok(())
+}
 
 /// One counter per queue, `value` of each.
 fn encode_counter(

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::db::pause::Paused;
 use crate::lock::lock;
 use crate::telemetry::stats::{CircuitState, Counts, QueueStats};
 
@@ -34,6 +35,8 @@ pub struct QueueView {
     pub circuit: CircuitState,
     /// Why the queue stopped claiming by itself, if it did (`looping`).
     pub stopped_claiming: Option<&'static str>,
+    /// The queue is paused (`tableq pause`), as its workers last read it.
+    pub paused: Option<Paused>,
     /// How many times the circuit changed to each state, in [`CircuitState::ALL`]'s
     /// order.
     pub circuit_transitions: [u64; 3],
@@ -84,6 +87,7 @@ impl Monitor {
                     running: watched.running,
                     circuit: watched.stats.circuit(),
                     stopped_claiming: watched.stats.looping().then_some("looping"),
+                    paused: watched.stats.paused(),
                     circuit_transitions: CircuitState::ALL
                         .map(|state| watched.stats.circuit_transitions(state)),
                 };
@@ -120,6 +124,7 @@ impl Monitor {
         }
         if waiting.is_empty() {
             let mut notes = circuit_notes(&queues);
+            notes.extend(pause_notes(&queues));
             notes.extend(self.refusal_notes());
             Ok(notes)
         } else {
@@ -169,6 +174,32 @@ fn circuit_notes(queues: &[QueueView]) -> Vec<String> {
                 "queue {}: circuit {} (failures downstream: it claims again after a probe succeeds)",
                 q.name,
                 q.circuit.name()
+            )
+        })
+        .collect()
+}
+
+/// `queue email: paused (…)` for each running queue paused by `tableq pause`: it
+/// claims nothing on purpose, and is ready.
+fn pause_notes(queues: &[QueueView]) -> Vec<String> {
+    queues
+        .iter()
+        .filter(|q| q.running)
+        .filter_map(|q| Some((q, q.paused.as_ref()?)))
+        .map(|(q, paused)| {
+            let reason = match paused.reason.as_str() {
+                "" => String::new(),
+                reason => format!(": {reason}"),
+            };
+            format!(
+                "queue {}: paused by {}{reason} (it claims again after `tableq resume`{})",
+                q.name,
+                paused.by,
+                if paused.until.is_some() {
+                    " or when the pause runs out"
+                } else {
+                    ""
+                }
             )
         })
         .collect()

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::observed::Observed;
+use crate::db::pause::Paused;
 use crate::db::Waiting;
 use crate::lock::lock;
 
@@ -30,6 +31,8 @@ pub struct QueueStats {
     looping: AtomicBool,
     /// The queue's database refuses writes, and why (`read-only`, …).
     refusing: Mutex<Option<&'static str>>,
+    /// The queue is paused (`tableq pause`), as its workers last read it.
+    paused: Mutex<Option<Paused>>,
     /// Each worker's wait for the database, and how long a wait may last.
     waits: Mutex<Waits>,
     /// The circuit breaker's state, as a [`CircuitState`].
@@ -191,6 +194,15 @@ impl QueueStats {
 
     pub fn refusing(&self) -> Option<&'static str> {
         *lock(&self.refusing)
+    }
+
+    /// The queue is paused (`Some`), or not, as its workers just read.
+    pub fn set_paused(&self, paused: Option<Paused>) {
+        *lock(&self.paused) = paused;
+    }
+
+    pub fn paused(&self) -> Option<Paused> {
+        lock(&self.paused).clone()
     }
 
     /// The circuit changed to `state` (counted as a transition unless it already was).

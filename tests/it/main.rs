@@ -62,6 +62,7 @@ mod notify;
 mod observability;
 mod outcome_sql;
 mod packet;
+mod pause;
 mod queue_file_types;
 mod queues;
 mod reaper;

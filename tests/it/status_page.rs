@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::daemon::{run_to_end, tableq};
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
 
@@ -120,6 +121,18 @@ async fn the_status_page_in_a_browser_matches_status_json() {
             )]),
         )
         .write(&files);
+    // A third queue, paused before the copy starts (named to come last).
+    QueueFile::new("zip_exports")
+        .select("SELECT id FROM email WHERE state = 'zipped'")
+        .poll_interval("1h")
+        .set("stats_interval", "200ms")
+        .action_sql("DO :id")
+        .on_success("UPDATE email SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let mut pause = tableq(&["pause", "--queue", "zip_exports", "--reason", "disk full"]);
+    pause.arg(files.path()).env("TABLEQ_DATABASE_URL", &db.url);
+    let paused = run_to_end(pause, Duration::from_secs(60)).await;
+    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     let json_url = format!("{base}/status.json");
     let status =
@@ -135,6 +148,8 @@ async fn the_status_page_in_a_browser_matches_status_json() {
                 && queue(0, "waiting") == Some(0)
                 && queue(1, "waiting") == Some(0)
                 && queue(1, "gave_up") == Some(2)
+                && queue(2, "waiting") == Some(0)
+                && status["queues"][2]["paused"]["reason"] == "disk full"
         },
     )
     .await;
@@ -209,6 +224,18 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         "{page}"
     );
     assert!(status["uptime_seconds"].as_u64().is_some(), "{status}");
+    // The paused queue, said in its row and in the summary.
+    let html = row(&page, "data-queue=\"zip_exports\"");
+    assert!(
+        field(html, "paused").starts_with("paused (disk full) by root@"),
+        "{html}"
+    );
+    assert!(
+        html.contains(" s ago</time>, until resumed</span>"),
+        "{html}"
+    );
+    assert_eq!(field(&page, "paused_queues"), "paused: 1", "{page}");
+    assert!(!row(&page, "data-queue=\"emails\"").contains("data-field=\"paused\""));
 
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()

@@ -25,6 +25,7 @@ use super::budget::Place;
 use super::connect::{Database, QUICK_TIMEOUT};
 use super::error::DbError;
 use super::item::Item;
+use super::pause::{self, Paused};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
 use super::waiting::Waiting;
 use crate::config::QueueConfig;
@@ -286,6 +287,17 @@ impl Session {
 
     pub async fn commit(&mut self) -> Result<(), DbError> {
         self.simple("COMMIT", "the COMMIT").await
+    }
+
+    /// Whether `queue` is paused (see [`crate::db::pause`]): one read, and the
+    /// transaction it opened rolled back, so the session holds nothing after.
+    pub async fn read_pause(&mut self, queue: &str) -> Result<Option<Paused>, DbError> {
+        let read = pause::read(&mut self.conn, queue);
+        let paused = answer(&self.watch, self.deadline, "the pause", read).await;
+        let ended = self.rollback().await;
+        self.touch();
+        let paused = paused?;
+        ended.map(|()| paused)
     }
 
     async fn simple(&mut self, sql: &'static str, what: &'static str) -> Result<(), DbError> {

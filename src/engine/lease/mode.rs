@@ -14,6 +14,7 @@ use crate::action::progress::Progress;
 use crate::action::{External, Outcome};
 use crate::db::SessionPool;
 use crate::engine::execute::Work;
+use crate::engine::pausing::Read;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::leased::{release, LeaseStore};
 use crate::engine::record::{item_span, record};
@@ -176,6 +177,15 @@ impl Mode for LeaseMode {
             // Other connections wait for a place in the budget.
             self.pool.close().await;
         }
+    }
+
+    async fn read_pause(&mut self) -> Read {
+        let Ok(mut pooled) = self.pool.get().await else {
+            return Read::NoSession;
+        };
+        let read = pooled.session().read_pause(&self.queue.config.name).await;
+        pooled.finish(&read).await;
+        read.into()
     }
 }
 

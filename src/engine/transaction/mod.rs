@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
+use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::turn::Turn;
 use super::worker::{Ended, Mode};
@@ -150,5 +151,22 @@ impl Mode for TransactionMode {
         if let Some(idle) = self.session.take() {
             idle.session.close().await;
         }
+    }
+
+    async fn read_pause(&mut self) -> Read {
+        let Ok(mut held) = self.ready_session().await else {
+            return Read::NoSession;
+        };
+        let read = held.session.read_pause(&self.queue.config.name).await;
+        // A read the server answered leaves the session as it was; one it did not
+        // leaves it untrusted.
+        if read
+            .as_ref()
+            .err()
+            .is_none_or(|e| e.server_code().is_some())
+        {
+            self.session = Some(held);
+        }
+        read.into()
     }
 }

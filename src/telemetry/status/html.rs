@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
-use super::{FailureGroup, QueueStatus, Status, Summary, PER_PAGE};
+use super::{FailureGroup, PauseStatus, QueueStatus, Status, Summary, PER_PAGE};
 
 /// How often the page reloads itself, in seconds.
 pub const REFRESH_SECONDS: u32 = 5;
@@ -86,6 +86,13 @@ fn summary(all: &Summary) -> String {
             all.stopped_claiming
         );
     }
+    if all.paused > 0 {
+        let _ = write!(
+            line,
+            " · <span data-field=\"paused_queues\">paused: {}</span>",
+            all.paused
+        );
+    }
     line.push_str("</p>");
     line
 }
@@ -130,6 +137,7 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
     );
     let (mut circuit, leases_lost) = notes(q.circuit, q.leases_lost);
     circuit.push_str(&stopped_note(q.stopped_claiming));
+    circuit.push_str(&paused_note(q.paused.as_ref(), now));
     let gave_up = match q.gave_up {
         Some(n) => format!("<br><span data-field=\"gave_up\">{n} gave up</span>"),
         None => String::new(),
@@ -186,6 +194,27 @@ fn stopped_note(stopped_claiming: Option<&str>) -> String {
             escape(why)
         ),
     }
+}
+
+/// `paused (reason) by who, 5 min ago, until …` under a queue's name while it is
+/// paused by `tableq pause`.
+fn paused_note(paused: Option<&PauseStatus>, now: u64) -> String {
+    let Some(paused) = paused else {
+        return String::new();
+    };
+    let reason = match paused.reason.as_str() {
+        "" => String::new(),
+        reason => format!(" ({})", escape(reason)),
+    };
+    let until = match paused.until_at {
+        Some(at) => format!(", until {}", time(at)),
+        None => ", until resumed".to_string(),
+    };
+    format!(
+        "<br><span data-field=\"paused\">paused{reason} by {}, {}{until}</span>",
+        escape(&paused.by),
+        ago(now, paused.since_at)
+    )
 }
 
 /// The queue's last failures, grouped by error text (collapsed: the summary says how

@@ -16,6 +16,7 @@ use super::monitor::{Monitor, QueueView};
 use super::observed::{Failure, Minute};
 use super::process::{hostname, ProcessStats};
 use super::stats::QueueStats;
+use crate::db::pause::Paused;
 
 pub use html::{render, STYLE};
 
@@ -51,6 +52,8 @@ pub struct Summary {
     pub circuit_not_closed: usize,
     /// Running queues that stopped claiming by themselves (a loop).
     pub stopped_claiming: usize,
+    /// Running queues paused by `tableq pause`.
+    pub paused: usize,
     pub workers: usize,
     pub busy: usize,
 }
@@ -76,6 +79,8 @@ pub struct QueueStatus {
     /// (`stopped_claiming`: `looping`).
     pub claiming: bool,
     pub stopped_claiming: Option<&'static str>,
+    /// Paused by `tableq pause` (claims nothing until resumed); `null` when not.
+    pub paused: Option<PauseStatus>,
     /// Waiting rows, as of the last background count (none yet: `null`).
     pub waiting: Option<usize>,
     /// More rows wait than `waiting_cap`.
@@ -92,6 +97,29 @@ pub struct QueueStatus {
     pub failures: Vec<Failure>,
     /// The same failures grouped by error text and status, the latest group first.
     pub failure_groups: Vec<FailureGroup>,
+}
+
+/// A pause in force, as `/status.json` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseStatus {
+    pub reason: String,
+    /// The operator's login and host (`CURRENT_USER()` of `tableq pause`).
+    pub by: String,
+    /// Unix times, in seconds; `until_at` is `null` for a pause until resumed.
+    pub since_at: u64,
+    pub until_at: Option<u64>,
+}
+
+impl PauseStatus {
+    fn of(paused: &Paused) -> PauseStatus {
+        let unix = |at: SystemTime| at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        PauseStatus {
+            reason: paused.reason.clone(),
+            by: paused.by.clone(),
+            since_at: unix(paused.since),
+            until_at: paused.until.map(unix),
+        }
+    }
 }
 
 /// Failures that said the same thing: twenty identical bounces are one line.
@@ -178,6 +206,7 @@ impl Summary {
             summary.running += 1;
             summary.circuit_not_closed += usize::from(view.circuit.name() != "closed");
             summary.stopped_claiming += usize::from(view.stopped_claiming.is_some());
+            summary.paused += usize::from(view.paused.is_some());
             summary.workers += view.workers;
             summary.busy += stats.observed.busy_workers();
         }
@@ -214,6 +243,7 @@ impl QueueStatus {
             circuit: view.circuit.name(),
             claiming: view.stopped_claiming.is_none(),
             stopped_claiming: view.stopped_claiming,
+            paused: view.paused.as_ref().map(PauseStatus::of),
             waiting: backlog.waiting,
             waiting_capped: backlog.capped,
             oldest_waiting_seconds: backlog.oldest_seconds,

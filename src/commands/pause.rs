@@ -1,0 +1,95 @@
+//! `tableq pause` and `tableq resume`: a row in the queue's database's
+//! `tableq_paused` table (see `db::pause`), which every running copy reads within
+//! its `poll_interval`.
+
+use std::time::{Duration, SystemTime};
+
+use super::cli::{PauseArgs, ResumeArgs};
+use super::operate::{queues, runtime};
+use super::Failure;
+use crate::config::QueueConfig;
+use crate::db::pause::{self, Needs, PauseError, TABLE};
+use crate::db::Database;
+
+/// How long after a pause every copy has stopped claiming, at most, beyond its
+/// `poll_interval` (the read's own time, and the turn a worker is in).
+const REACHED_WITHIN: Duration = Duration::from_secs(1);
+
+/// `tableq pause`.
+pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Failure> {
+    let queues = queues(args.paths, vec![args.queue], url)?;
+    let (queue, database) = &queues[0];
+    let duration: Option<Duration> = args.duration.map(Into::into);
+    let mut conn = database
+        .connect_within(queue.database_timeout)
+        .await
+        .map_err(|e| runtime(queue, database, "connecting", &e))?;
+    let paused = pause::pause(&mut conn, &queue.name, duration, &args.reason).await;
+    let _ = conn.disconnect().await;
+    paused.map_err(|e| refused(queue, database, "pause", e))?;
+    let until = match duration {
+        Some(d) => format!(
+            "for {} (until {})",
+            humantime::format_duration(d),
+            humantime::format_rfc3339_seconds(SystemTime::now() + d)
+        ),
+        None => format!("until `tableq resume --queue {}`", queue.name),
+    };
+    println!(
+        "queue {} paused on {database} {until}: every running copy stops claiming it within {}",
+        queue.name,
+        humantime::format_duration(queue.poll_interval + REACHED_WITHIN)
+    );
+    Ok(())
+}
+
+/// `tableq resume`.
+pub async fn resume_command(args: ResumeArgs, url: Option<&str>) -> Result<(), Failure> {
+    let queues = queues(args.paths, vec![args.queue], url)?;
+    let (queue, database) = &queues[0];
+    let mut conn = database
+        .connect_within(queue.database_timeout)
+        .await
+        .map_err(|e| runtime(queue, database, "connecting", &e))?;
+    let resumed = pause::resume(&mut conn, &queue.name).await;
+    let _ = conn.disconnect().await;
+    match resumed.map_err(|e| refused(queue, database, "resume", e))? {
+        true => println!(
+            "queue {} resumed on {database}: every running copy claims it again within {}",
+            queue.name,
+            humantime::format_duration(queue.poll_interval + REACHED_WITHIN)
+        ),
+        false => println!("queue {} was not paused on {database}", queue.name),
+    }
+    Ok(())
+}
+
+/// Why `what` (pause, resume) could not be written, naming the grant that is missing.
+fn refused(queue: &QueueConfig, database: &Database, what: &str, e: PauseError) -> Failure {
+    let (db, user) = (database.name(), database.user());
+    let grant = format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.`{TABLE}` TO '{user}'");
+    let why = match e {
+        PauseError::Denied {
+            needs: Needs::Create,
+            error,
+        } => format!(
+            "cannot {what}: user `{user}` may not create tableq's table `{db}`.`{TABLE}` \
+             ({error}). Grant it once (GRANT CREATE ON `{db}`.* TO '{user}'), or have an \
+             administrator create the table (the README's \"Pausing a queue\" shows the \
+             statement) and {grant}"
+        ),
+        PauseError::Denied {
+            needs: Needs::Write,
+            error,
+        } => format!(
+            "cannot {what}: user `{user}` may not change `{db}`.`{TABLE}` ({error}): {grant} \
+             (and every running copy's user needs SELECT on it)"
+        ),
+        other => format!("cannot {what}: {other}"),
+    };
+    Failure::Runtime(format!(
+        "{}: queue {}: {why}",
+        queue.file.display(),
+        queue.name
+    ))
+}

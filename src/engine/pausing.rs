@@ -1,0 +1,128 @@
+//! `tableq pause`, as a queue's workers see it: whether the queue is paused, read
+//! from the queue's database ([`crate::db::pause`]) by one worker for all, at most
+//! once per `poll_interval` — before the first claim, then whenever a worker comes
+//! to claim and the last read is that old. A paused queue's workers idle as on an
+//! empty queue: the watcher's look every `poll_interval` is the pause read instead
+//! of a claim, the others sleep, and nothing is locked. A pause reaches every copy
+//! within `poll_interval` (plus the turn a worker is in).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{debug, info};
+
+use crate::db::pause::{is_denied, Paused, TABLE};
+use crate::db::DbError;
+use crate::lock::lock;
+use crate::telemetry::events::rounded;
+use crate::telemetry::stats::QueueStats;
+
+/// What a worker's read of the pause came to.
+#[derive(Debug)]
+pub enum Read {
+    Found(Option<Paused>),
+    Failed(DbError),
+    /// No session could be opened: the claim will say why.
+    NoSession,
+}
+
+impl From<Result<Option<Paused>, DbError>> for Read {
+    fn from(read: Result<Option<Paused>, DbError>) -> Read {
+        match read {
+            Ok(found) => Read::Found(found),
+            Err(e) => Read::Failed(e),
+        }
+    }
+}
+
+/// Shared by a queue's workers.
+#[derive(Debug)]
+pub struct Pausing {
+    every: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    paused: Option<Paused>,
+    next_read: Instant,
+    /// The user may not read the table: said once.
+    said_unreadable: bool,
+}
+
+impl Pausing {
+    /// Read every `every` (the queue's `poll_interval`); the first read is due now.
+    pub fn new(every: Duration) -> Pausing {
+        Pausing {
+            every,
+            state: Mutex::new(State {
+                paused: None,
+                next_read: Instant::now(),
+                said_unreadable: false,
+            }),
+        }
+    }
+
+    /// Whether this worker reads the pause now: the last read is `poll_interval`
+    /// old. The worker told so has the next read pushed `poll_interval` on, so one
+    /// reads for all.
+    pub fn due(&self) -> bool {
+        let mut state = lock(&self.state);
+        let now = Instant::now();
+        if state.next_read > now {
+            return false;
+        }
+        state.next_read = now + self.every;
+        true
+    }
+
+    /// Whether the queue is paused, as last read.
+    pub fn is_paused(&self) -> bool {
+        lock(&self.state).paused.is_some()
+    }
+
+    /// Takes what a read found: a change is logged, and shown in `stats`. A read
+    /// that failed changes nothing; it is counted as a database error, except when
+    /// the user may not read the table (told once).
+    pub fn found(&self, read: Read, stats: &QueueStats) {
+        let mut state = lock(&self.state);
+        match read {
+            Read::Found(paused) => {
+                match (&state.paused, &paused) {
+                    (None, Some(now)) => said_paused(now),
+                    (Some(_), None) => info!("the queue is resumed: it claims again"),
+                    _ => {}
+                }
+                stats.set_paused(paused.clone());
+                state.paused = paused;
+            }
+            Read::Failed(e) if e.server_code().is_some_and(is_denied) => {
+                if !std::mem::replace(&mut state.said_unreadable, true) {
+                    info!(error = %e, "cannot read whether the queue is paused: `tableq pause` \
+                        does not reach this copy until the user may read the table {TABLE} \
+                        (GRANT SELECT ON the queue's database's {TABLE})");
+                }
+            }
+            Read::Failed(e) => {
+                // As a claim's failure would be (the claim that follows on a new
+                // session says more if the database is gone).
+                stats.observed.record_db_error(e.kind());
+                debug!(error = %e, "could not read whether the queue is paused");
+            }
+            Read::NoSession => {}
+        }
+    }
+}
+
+fn said_paused(paused: &Paused) {
+    let until = paused.until.map(|until| {
+        let left = until
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        format!("for {} more", rounded(left))
+    });
+    info!(reason = %paused.reason, by = %paused.by,
+        until = until.as_deref().unwrap_or("until `tableq resume`"),
+        "the queue is paused: it claims nothing until resumed; nothing is locked meanwhile");
+}
