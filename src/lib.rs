@@ -61,7 +61,8 @@
 //! - [`telemetry`]: `telemetry::stats` (per-queue counters, the progress line),
 //!   `telemetry::events` (what is both logged and counted, one type each),
 //!   `telemetry::observed` (timings, rollbacks, errors, backlog, history,
-//!   failures), `telemetry::histograms`, `telemetry::monitor` (every queue's, for
+//!   failures), `telemetry::in_flight` (the action's runs under way),
+//!   `telemetry::histograms`, `telemetry::monitor` (every queue's, for
 //!   the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
 //!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
 //!   `telemetry::status` (the status page: `telemetry::status::html`,

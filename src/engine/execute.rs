@@ -83,6 +83,11 @@ impl QueueRuntime {
             return Ok(None);
         };
         let started = Instant::now();
+        let _listed = self
+            .stats
+            .observed
+            .in_flight
+            .start(work.items, progress.clone());
         let job = Job {
             items: work.items,
             batch: work.batch,

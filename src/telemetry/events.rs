@@ -170,6 +170,7 @@ pub struct CircuitChanged<'a> {
 
 impl Event for CircuitChanged<'_> {
     fn emit(self, stats: &QueueStats) {
+        stats.note_circuit(self.to, self.why, self.retry_in);
         stats.set_circuit(self.to);
         match self.to {
             CircuitState::Open => error!(reason = self.why, retry_in = %rounded(self.retry_in),

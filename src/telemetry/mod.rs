@@ -4,6 +4,7 @@
 pub mod events;
 pub mod exports;
 pub mod histograms;
+pub mod in_flight;
 pub mod listener;
 pub mod logging;
 pub mod metrics;

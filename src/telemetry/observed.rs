@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::histograms::Timings;
+use super::in_flight::InFlight;
 use crate::db::{DbClock, ErrorKind};
 use crate::lock::lock;
 
@@ -35,6 +36,8 @@ pub struct Observed {
     rolled_back: AtomicU64,
     db_errors: [AtomicU64; ErrorKind::ALL.len()],
     busy: AtomicUsize,
+    /// The action's runs under way, for the status page.
+    pub in_flight: InFlight,
     backlog: Mutex<Backlog>,
     minutes: Mutex<[Minute; HISTORY_MINUTES]>,
     failures: Mutex<VecDeque<Failure>>,

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -37,10 +37,23 @@ pub struct QueueStats {
     waits: Mutex<Waits>,
     /// The circuit breaker's state, as a [`CircuitState`].
     circuit: AtomicU8,
+    /// While the circuit is not closed: since when, why, and when the next probe is due.
+    circuit_open: Mutex<Option<CircuitOpen>>,
     /// Changes of the circuit's state, by the state it changed to.
     circuit_transitions: [AtomicU64; 3],
     /// Timings, rollbacks, errors, the backlog, recent history and failures.
     pub observed: Observed,
+}
+
+/// A circuit that is not closed, as the status page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CircuitOpen {
+    /// When it opened (the first time, if probes failed since).
+    pub since: SystemTime,
+    /// Why it opened last.
+    pub why: String,
+    /// When the next probe is due; `None` while a probe runs (half-open).
+    pub next_probe: Option<SystemTime>,
 }
 
 /// A queue's circuit breaker, as the metrics and `/readyz` show it.
@@ -203,6 +216,29 @@ impl QueueStats {
 
     pub fn paused(&self) -> Option<Paused> {
         lock(&self.paused).clone()
+    }
+
+    /// The circuit changed to `to`: when it opened (first, if a probe failed and it
+    /// opened again), why, and when the next probe is due (`retry_in`).
+    pub fn note_circuit(&self, to: CircuitState, why: &str, retry_in: Duration) {
+        let mut open = lock(&self.circuit_open);
+        let now = SystemTime::now();
+        *open = match to {
+            CircuitState::Closed => None,
+            CircuitState::Open => Some(CircuitOpen {
+                since: open.as_ref().map_or(now, |o| o.since),
+                why: why.to_string(),
+                next_probe: Some(now + retry_in),
+            }),
+            CircuitState::HalfOpen => open.take().map(|o| CircuitOpen {
+                next_probe: None,
+                ..o
+            }),
+        };
+    }
+
+    pub fn circuit_open(&self) -> Option<CircuitOpen> {
+        lock(&self.circuit_open).clone()
     }
 
     /// The circuit changed to `state` (counted as a transition unless it already was).

@@ -178,6 +178,32 @@ async fn a_transient_exit_code_opens_the_circuit_and_readyz_says_so() {
             "no {line} in\n{metrics}"
         );
     }
+    // The status page says since when, why, and when the next probe is due.
+    let json: serde_json::Value =
+        serde_json::from_str(&get(&format!("{base}/status.json")).await.1).unwrap();
+    let tempfail = json["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "tempfail")
+        .unwrap();
+    let open = &tempfail["circuit_open"];
+    let (since, probe) = (open["since_at"].as_u64(), open["next_probe_at"].as_u64());
+    assert!(
+        open["reason"]
+            .as_str()
+            .unwrap()
+            .contains("3 of the last 3 items failed downstream"),
+        "{open}"
+    );
+    // A cool-down of 10 minutes, jittered.
+    assert!(probe > since.map(|s| s + 60), "{open}");
+    let page = get(&format!("{base}/")).await.1;
+    assert!(
+        page.contains("data-field=\"circuit_open\">since "),
+        "{page}"
+    );
+    assert!(page.contains("; next probe in "), "{page}");
     let spent: u64 = db.scalar("SELECT SUM(attempts) FROM tempfail").await;
     assert_eq!(
         spent, 3,

@@ -137,7 +137,8 @@ printf rendered"#,
 }
 
 /// A command's stdout lines `progress: …` reach the row through `:progress` too
-/// (the renewals', and the last one `[on_success]`'s), and stay in `:output`.
+/// (the renewals', and the last one `[on_success]`'s), and stay in `:output`; the
+/// status page lists the job in flight with its last line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_lines_on_stdout_reach_the_row() {
     let (db, files, script) = setup(
@@ -153,12 +154,24 @@ echo done"#,
     let file = render("render", &script, 5.0, "200ms")
         .on_success("UPDATE video SET state = 'done', result = CONCAT(:progress, '|', :output) WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
-    let engine = Engine::start(load(&[file]), &db.url);
+    let monitor = std::sync::Arc::new(tableq::telemetry::monitor::Monitor::default());
+    let options = tableq::RunOptions {
+        database_url: Some(db.url.clone()),
+        monitor: monitor.clone(),
+        ..tableq::RunOptions::default()
+    };
+    let engine = Engine::start_with(load(&[file]), options);
     for (step, progress) in [("go", "frame 1 of 2"), ("go2", "frame 2 of 2")] {
         eventually(progress, Duration::from_secs(30), || async {
             video(&db, 1).await.1.as_deref() == Some(progress)
         })
         .await;
+        // The status page lists the job in flight, with its last progress line.
+        let status = tableq::telemetry::status::Status::of(&monitor, 1);
+        let runs = &status.queues[0].in_flight_runs;
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0].keys, ["1"]);
+        assert_eq!(runs[0].progress.as_deref(), Some(progress));
         std::fs::write(dir.join(step), "").unwrap();
     }
     eventually("the video is done", Duration::from_secs(30), || async {

@@ -121,7 +121,17 @@ async fn the_status_page_in_a_browser_matches_status_json() {
             )]),
         )
         .write(&files);
-    // A third queue, paused before the copy starts (named to come last).
+    // A queue whose job runs until told to end: in flight meanwhile.
+    db.exec("CREATE TABLE xfer (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting'); INSERT INTO xfer (id) VALUES (42)").await;
+    files.script("hold.sh", "while [ ! -f go ]; do sleep 0.05; done");
+    QueueFile::new("xfer")
+        .select("SELECT id FROM xfer WHERE state = 'waiting'")
+        .poll_interval("1h")
+        .set("stats_interval", "200ms")
+        .action_command(&["./hold.sh"])
+        .on_success("UPDATE xfer SET state = 'done' WHERE id = :id")
+        .write(&files);
+    // A queue paused before the copy starts (named to come last).
     QueueFile::new("zip_exports")
         .select("SELECT id FROM email WHERE state = 'zipped'")
         .poll_interval("1h")
@@ -148,8 +158,9 @@ async fn the_status_page_in_a_browser_matches_status_json() {
                 && queue(0, "waiting") == Some(0)
                 && queue(1, "waiting") == Some(0)
                 && queue(1, "gave_up") == Some(2)
-                && queue(2, "waiting") == Some(0)
-                && status["queues"][2]["paused"]["reason"] == "disk full"
+                && queue(2, "in_flight") == Some(1)
+                && queue(3, "waiting") == Some(0)
+                && status["queues"][3]["paused"]["reason"] == "disk full"
         },
     )
     .await;
@@ -224,6 +235,12 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         "{page}"
     );
     assert!(status["uptime_seconds"].as_u64().is_some(), "{status}");
+    // The job in flight, under its queue's row.
+    let html = row(&page, "data-failures=\"xfer\"");
+    assert_eq!(field(html, "in_flight"), "1", "{html}");
+    assert!(field(html, "run").starts_with("42 (started "), "{html}");
+    assert_eq!(status["queues"][2]["in_flight_runs"][0]["keys"][0], "42");
+    std::fs::write(files.path().join("go"), "").unwrap();
     // The paused queue, said in its row and in the summary.
     let html = row(&page, "data-queue=\"zip_exports\"");
     assert!(

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
-use super::{FailureGroup, PauseStatus, QueueStatus, Status, Summary, PER_PAGE};
+use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, PER_PAGE};
 
 /// How often the page reloads itself, in seconds.
 pub const REFRESH_SECONDS: u32 = 5;
@@ -136,6 +136,7 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
         seconds(q.action_p99_seconds)
     );
     let (mut circuit, leases_lost) = notes(q.circuit, q.leases_lost);
+    circuit.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     circuit.push_str(&stopped_note(q.stopped_claiming));
     circuit.push_str(&paused_note(q.paused.as_ref(), now));
     let gave_up = match q.gave_up {
@@ -164,7 +165,58 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
         q.rolled_back,
         seconds(q.oldest_waiting_seconds),
     );
-    failures(page, &name, &q.failure_groups, now);
+    failures(page, &name, q, now);
+}
+
+/// `since 2 min ago: 3 of the last 5 items failed …; next probe in 25 s` under an
+/// open circuit.
+fn circuit_open_note(open: Option<&CircuitOpenStatus>, now: u64) -> String {
+    let Some(open) = open else {
+        return String::new();
+    };
+    let probe = match open.next_probe_at {
+        Some(at) if at > now => format!("next probe in {} s", at - now),
+        Some(_) => "next probe due now".to_string(),
+        None => "a probe is under way".to_string(),
+    };
+    format!(
+        "<br><span data-field=\"circuit_open\">since {}: {}; {probe}</span>",
+        ago(now, open.since_at),
+        escape(&open.reason)
+    )
+}
+
+/// `In flight: 2 — 42 (started 12 s ago; progress: 40%) · …`: the oldest runs of
+/// the action under way.
+fn in_flight(q: &QueueStatus, now: u64) -> String {
+    if q.in_flight == 0 {
+        return String::new();
+    }
+    let runs: Vec<String> = q
+        .in_flight_runs
+        .iter()
+        .map(|run| {
+            let more = run.items.saturating_sub(run.keys.len());
+            let keys = escape(&run.keys.join(", "));
+            let keys = match more {
+                0 => keys,
+                more => format!("{keys} and {more} more"),
+            };
+            let progress = match &run.progress {
+                Some(line) => format!("; progress: {}", escape(line)),
+                None => String::new(),
+            };
+            format!(
+                "<span data-field=\"run\">{keys} (started {}{progress})</span>",
+                ago(now, run.started_at)
+            )
+        })
+        .collect();
+    format!(
+        "<p>In flight: <span data-field=\"in_flight\">{}</span> — {}</p>",
+        q.in_flight,
+        runs.join(" · ")
+    )
 }
 
 /// What a queue's row says only when it happens: its circuit not closed, leases
@@ -217,13 +269,15 @@ fn paused_note(paused: Option<&PauseStatus>, now: u64) -> String {
     )
 }
 
-/// The queue's last failures, grouped by error text (collapsed: the summary says how
-/// many and how many kinds); each group with its count, when it last and first
-/// happened, and a few keys.
-fn failures(page: &mut String, name: &str, groups: &[FailureGroup], now: u64) {
+/// The row under a queue's: its runs under way, then its last failures grouped by
+/// error text (collapsed: the summary says how many and how many kinds); each group
+/// with its count, when it last and first happened, and a few keys.
+fn failures(page: &mut String, name: &str, q: &QueueStatus, now: u64) {
+    let groups = &q.failure_groups;
     let _ = write!(
         page,
-        "<tr class=\"failures\" data-failures=\"{name}\"><td colspan=\"10\">"
+        "<tr class=\"failures\" data-failures=\"{name}\"><td colspan=\"10\">{}",
+        in_flight(q, now)
     );
     if groups.is_empty() {
         page.push_str("No recent failures.</td></tr>");

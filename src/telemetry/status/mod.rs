@@ -12,10 +12,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::in_flight::RunView;
 use super::monitor::{Monitor, QueueView};
 use super::observed::{Failure, Minute};
 use super::process::{hostname, ProcessStats};
-use super::stats::QueueStats;
+use super::stats::{CircuitOpen, QueueStats};
 use crate::db::pause::Paused;
 
 pub use html::{render, STYLE};
@@ -75,6 +76,8 @@ pub struct QueueStatus {
     pub leases_lost: u64,
     /// The circuit breaker: `closed` (also when it is off), `open` or `half_open`.
     pub circuit: &'static str,
+    /// While the circuit is not closed: since when, why, the next probe.
+    pub circuit_open: Option<CircuitOpenStatus>,
     /// Whether the queue claims rows; when it stopped by itself, why
     /// (`stopped_claiming`: `looping`).
     pub claiming: bool,
@@ -91,6 +94,10 @@ pub struct QueueStatus {
     pub gave_up: Option<usize>,
     pub action_p50_seconds: Option<f64>,
     pub action_p99_seconds: Option<f64>,
+    /// The action's runs under way, and the oldest few of them (keys, since when,
+    /// lease mode's last progress line).
+    pub in_flight: usize,
+    pub in_flight_runs: Vec<RunView>,
     /// The last 15 minutes, oldest first.
     pub minutes: Vec<Minute>,
     /// The last failures, newest first.
@@ -98,6 +105,34 @@ pub struct QueueStatus {
     /// The same failures grouped by error text and status, the latest group first.
     pub failure_groups: Vec<FailureGroup>,
 }
+
+/// A circuit that is not closed, as `/status.json` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CircuitOpenStatus {
+    /// Unix times, in seconds: when it opened (the first time, if probes failed
+    /// since), and when the next probe is due (`null` while one runs).
+    pub since_at: u64,
+    pub reason: String,
+    pub next_probe_at: Option<u64>,
+}
+
+impl CircuitOpenStatus {
+    fn of(open: &CircuitOpen) -> CircuitOpenStatus {
+        CircuitOpenStatus {
+            since_at: unix(open.since),
+            reason: open.why.clone(),
+            next_probe_at: open.next_probe.map(unix),
+        }
+    }
+}
+
+/// A time in seconds since the epoch.
+fn unix(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+}
+
+/// How many runs under way a queue's line lists.
+const IN_FLIGHT_LISTED: usize = 10;
 
 /// A pause in force, as `/status.json` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,7 +147,6 @@ pub struct PauseStatus {
 
 impl PauseStatus {
     fn of(paused: &Paused) -> PauseStatus {
-        let unix = |at: SystemTime| at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         PauseStatus {
             reason: paused.reason.clone(),
             by: paused.by.clone(),
@@ -241,6 +275,7 @@ impl QueueStatus {
             rolled_back: observed.rolled_back(),
             leases_lost: view.counts.leases_lost,
             circuit: view.circuit.name(),
+            circuit_open: stats.circuit_open().as_ref().map(CircuitOpenStatus::of),
             claiming: view.stopped_claiming.is_none(),
             stopped_claiming: view.stopped_claiming,
             paused: view.paused.as_ref().map(PauseStatus::of),
@@ -250,6 +285,8 @@ impl QueueStatus {
             gave_up: backlog.gave_up,
             action_p50_seconds: observed.action.quantile(0.5),
             action_p99_seconds: observed.action.quantile(0.99),
+            in_flight: observed.in_flight.count(),
+            in_flight_runs: observed.in_flight.oldest(IN_FLIGHT_LISTED),
             minutes: observed.minutes(),
             failure_groups: group_failures(&failures),
             failures,
