@@ -197,7 +197,7 @@ pub async fn start_queue(
     read_clock(&queue, &mut session).await;
     // Before any worker claims: a paused queue starts paused.
     if queue.pausing.due() {
-        let read = session.read_pause(&queue.config.name).await;
+        let read = session.read_pause(&queue.config.name, false).await;
         queue.pausing.found(read.into(), &queue.stats);
     }
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,

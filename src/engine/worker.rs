@@ -36,7 +36,8 @@ pub trait Mode: Send {
     /// The worker sleeps until woken: hold no connection meanwhile.
     fn sleep(&mut self) -> impl Future<Output = ()> + Send;
 
-    /// Reads whether the queue is paused, leaving nothing open on the session.
+    /// Reads whether the queue is paused, leaving nothing open on the session but,
+    /// when it is not paused, a transaction holding no lock for the claim to use.
     fn read_pause(&mut self) -> impl Future<Output = Read> + Send;
 }
 

@@ -282,7 +282,8 @@ async fn settled(conn: &mut mysql_async::Conn) {
 /// A paused queue of four workers reads the pause once per `poll_interval` and sends
 /// nothing else: on a server of its own, `Com_select` grows by about one per poll
 /// (and every statement the server got is that read or the ROLLBACK that ends it);
-/// its rows stay unlocked.
+/// its rows stay unlocked. Resumed and empty, it sends the claim, its end and the
+/// read of the pause in the claim's transaction: three statements per poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_queue_reads_once_per_poll_and_locks_nothing() {
     let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
@@ -310,16 +311,7 @@ async fn a_paused_queue_reads_once_per_poll_and_locks_nothing() {
 
     let mut conn = db.conn().await;
     settled(&mut conn).await;
-    let (selects, questions) = (
-        global_status(&mut conn, "Com_select").await,
-        global_status(&mut conn, "Questions").await,
-    );
-    let started = Instant::now();
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let polls = started.elapsed().as_secs_f64();
-    let selects = global_status(&mut conn, "Com_select").await - selects;
-    // Less the two SHOW STATUS of this test since the first reading of Questions.
-    let questions = (global_status(&mut conn, "Questions").await - questions).saturating_sub(2);
+    let (selects, questions, polls) = statements_over(&mut conn).await;
     println!(
         "paused, 4 workers, poll_interval 1s: {selects} SELECTs and {questions} statements in {polls:.1} s"
     );
@@ -336,9 +328,39 @@ async fn a_paused_queue_reads_once_per_poll_and_locks_nothing() {
         .await
         .expect("a paused queue locks no row");
     assert_eq!(locked.len(), 20);
-    drop(conn);
     assert_eq!(done(&db).await, 0);
+
+    // Not paused, and empty: the claim and the read of the pause in its transaction.
+    db.exec("UPDATE job SET state = 'done'").await;
+    let resumed = operate(&db.url, &file, &["resume", "--queue", "quiet"]).await;
+    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    daemon
+        .wait_for_log("the queue is resumed", Duration::from_secs(30))
+        .await;
+    settled(&mut conn).await;
+    let (selects, questions, polls) = statements_over(&mut conn).await;
+    println!("empty, not paused: {selects} SELECTs and {questions} statements in {polls:.1} s");
+    assert!(
+        questions <= 3 * (polls as u64 + 1),
+        "the pause read, the claim and its end per poll: {questions} statements in {polls:.1} s"
+    );
     daemon.terminate().await;
+}
+
+/// The SELECTs and the statements of every kind the server got in 10 s (less this
+/// test's own), and the seconds.
+async fn statements_over(conn: &mut mysql_async::Conn) -> (u64, u64, f64) {
+    let (selects, questions) = (
+        global_status(conn, "Com_select").await,
+        global_status(conn, "Questions").await,
+    );
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let secs = started.elapsed().as_secs_f64();
+    let selects = global_status(conn, "Com_select").await - selects;
+    // Less the two SHOW STATUS of this test since the first reading of Questions.
+    let questions = (global_status(conn, "Questions").await - questions).saturating_sub(2);
+    (selects, questions, secs)
 }
 
 /// A user who may not create the table is told to grant CREATE (or to have it

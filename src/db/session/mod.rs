@@ -290,12 +290,22 @@ impl Session {
     }
 
     /// Whether `queue` is paused (see [`crate::db::pause`]): one read, and the
-    /// transaction it opened rolled back, so the session holds nothing after.
-    pub async fn read_pause(&mut self, queue: &str) -> Result<Option<Paused>, DbError> {
+    /// transaction it opened rolled back, so the session holds nothing after —
+    /// unless `claim_follows` and the queue is not paused: then the transaction is
+    /// left to the claim about to run in it, which ends it (under READ COMMITTED the
+    /// read keeps no snapshot and locks no row), saving a ROLLBACK per poll.
+    pub async fn read_pause(
+        &mut self,
+        queue: &str,
+        claim_follows: bool,
+    ) -> Result<Option<Paused>, DbError> {
         let read = pause::read(&mut self.conn, queue);
         let paused = answer(&self.watch, self.deadline, "the pause", read).await;
-        let ended = self.rollback().await;
         self.touch();
+        if claim_follows && matches!(paused, Ok(None)) {
+            return paused;
+        }
+        let ended = self.rollback().await;
         let paused = paused?;
         ended.map(|()| paused)
     }

@@ -183,7 +183,10 @@ impl Mode for LeaseMode {
         let Ok(mut pooled) = self.pool.get().await else {
             return Read::NoSession;
         };
-        let read = pooled.session().read_pause(&self.queue.config.name).await;
+        let read = pooled
+            .session()
+            .read_pause(&self.queue.config.name, false)
+            .await;
         pooled.finish(&read).await;
         read.into()
     }

@@ -157,9 +157,10 @@ impl Mode for TransactionMode {
         let Ok(mut held) = self.ready_session().await else {
             return Read::NoSession;
         };
-        let read = held.session.read_pause(&self.queue.config.name).await;
-        // A read the server answered leaves the session as it was; one it did not
-        // leaves it untrusted.
+        let read = held.session.read_pause(&self.queue.config.name, true).await;
+        // A read the server answered leaves the session for the claim (its
+        // transaction open when the queue is not paused); one it did not leaves it
+        // untrusted.
         if read
             .as_ref()
             .err()
