@@ -1,6 +1,8 @@
 //! Statements larger than the server's `max_allowed_packet` are never sent: a batch
 //! whose `:batch` is too big is settled item by item instead — one request, one
-//! command run, not the same failed batch again and again — and every row is done.
+//! command run, not the same failed batch again and again — and every row is done;
+//! a row too large to send even alone fails on its own, with an error naming the
+//! limit and the size, and the queue goes on.
 
 use std::time::Duration;
 
@@ -136,4 +138,47 @@ async fn check_warns_when_a_batch_would_not_fit_in_a_packet() {
             .await,
         3
     );
+}
+
+/// Item scope: one row whose statement alone would pass max_allowed_packet fails on
+/// its own — `[on_failure]` records an error naming the limit and the size — and the
+/// rows behind it are done: it does not block the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_too_large_to_send_alone_fails_on_its_own_and_the_queue_goes_on() {
+    let (_server, db) = big_rows(0).await;
+    db.exec(
+        "ALTER TABLE letter ADD last_error VARCHAR(500) NULL;
+         INSERT INTO letter (id, body) VALUES (1, 'short'), (2, REPEAT('x', 700000)), (3, 'short')",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("oversized")
+        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        // The body twice: 1.4 MB of values for row 2, against a 1 MiB packet.
+        .action_sql("INSERT INTO archive (id, size) VALUES (:id, LENGTH(CONCAT(:body, :body)))")
+        .on_success("UPDATE letter SET state = 'archived' WHERE id = :id")
+        .on_failure(
+            "UPDATE letter SET state = 'failed', last_error = LEFT(:error, 500) WHERE id = :id",
+        )
+        .write(&files);
+    let summary = tokio::time::timeout(
+        Duration::from_secs(120),
+        run_until_empty(load(&[file]), &db.url),
+    )
+    .await
+    .expect("the queue drains");
+    let counts = summary.counts("oversized").unwrap();
+    assert_eq!((counts.done, counts.failed), (2, 1), "{counts:?}");
+    let rows: Vec<(u32, String, Option<String>)> = db
+        .rows("SELECT id, state, last_error FROM letter ORDER BY id")
+        .await;
+    assert_eq!(rows[0].1, "archived");
+    assert_eq!(rows[2].1, "archived", "the row behind it was done");
+    assert_eq!(rows[1].1, "failed");
+    let error = rows[1].2.as_deref().unwrap();
+    assert!(
+        error.contains("max_allowed_packet") && error.contains("1048576"),
+        "the error names the limit: {error}"
+    );
+    assert!(error.contains("would send 14000"), "and the size: {error}");
 }
