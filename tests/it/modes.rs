@@ -116,8 +116,9 @@ pub async fn a_loop_stops_the_queue(mode: Mode) {
 
 /// A sole queue that loops does not end the process quietly: without
 /// `--stop-when-empty` the process stays up, `/readyz` answers 503 naming the queue,
-/// `tableq_queue_claiming` is 0, the status page says "stopped claiming: looping", and
-/// no row ran more than `loop_limit + 1` times.
+/// `tableq_queue_claiming` is 0, the status page says "stopped claiming: looping",
+/// `tableq_loops_total` counted the loops, and no row ran more than `loop_limit + 1`
+/// times.
 pub async fn a_sole_looping_queue_keeps_the_process_up(mode: Mode) {
     let db = TestDb::new().await;
     job_table(&db, 2).await;
@@ -151,6 +152,10 @@ pub async fn a_sole_looping_queue_keeps_the_process_up(mode: Mode) {
     );
     let (_, page) = get(&format!("{base}/")).await;
     assert!(page.contains(">stopped claiming: looping<"), "{page}");
+    // Each item completed again was counted as a loop: both rows, loop_limit times.
+    let (_, metrics) = get(&format!("{base}/metrics")).await;
+    let loops = sample(&metrics, "tableq_loops_total{queue=\"sole_looper\"}");
+    assert!(loops.is_some_and(|n| n >= 3.0), "{loops:?}: {metrics}");
     assert!(
         daemon.try_status().is_none(),
         "the process exited: {}",
