@@ -201,7 +201,7 @@ pub fn idle(results: &Idle) -> String {
     let rows = [
         ("Com_select", thousands(selects)),
         (
-            "claims per queue per poll_interval (target ≤ 1)",
+            "SELECTs per queue per poll_interval (the claim and the pause read: target ≤ 2)",
             format!("{:.1}", selects / polls),
         ),
         (

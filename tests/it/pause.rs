@@ -195,7 +195,7 @@ async fn a_pause_for_a_while_runs_out_and_is_shown_meanwhile() {
             "--queue",
             "digest",
             "--for",
-            "6s",
+            "10s",
             "--reason",
             "db <maintenance>",
         ],
@@ -203,7 +203,7 @@ async fn a_pause_for_a_while_runs_out_and_is_shown_meanwhile() {
     .await;
     assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
     assert!(
-        paused.stdout.contains("for 6s (until "),
+        paused.stdout.contains("for 10s (until "),
         "{}",
         paused.stdout
     );
