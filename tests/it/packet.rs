@@ -35,6 +35,16 @@ async fn big_rows(rows: usize) -> (MariaDb, TestDb) {
     (server, db)
 }
 
+/// Runs the queue in `file` until it is empty (at most two minutes).
+async fn drain(file: std::path::PathBuf, url: &str) -> tableq::RunSummary {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        run_until_empty(load(&[file]), url),
+    )
+    .await
+    .expect("the queue drains")
+}
+
 /// Batch scope over HTTP, batches of 30 rows of 50 KB (a 1.5 MB `:batch`): each batch
 /// is delivered once, its `[on_success]` — too large to send whole — is written item
 /// by item, and all 90 rows are done.
@@ -54,12 +64,7 @@ async fn a_batch_too_large_to_record_whole_is_recorded_item_by_item() {
              USING (id) SET state = 'sent'",
         )
         .write(&files);
-    let summary = tokio::time::timeout(
-        Duration::from_secs(120),
-        run_until_empty(load(&[file]), &db.url),
-    )
-    .await
-    .expect("the queue drains");
+    let summary = drain(file, &db.url).await;
     assert_eq!(summary.counts("letters").unwrap().done, 90);
     assert_eq!(
         db.count("SELECT COUNT(*) FROM letter WHERE state = 'sent'")
@@ -92,12 +97,7 @@ async fn an_sql_batch_too_large_to_send_runs_item_by_item() {
              USING (id) SET state = 'archived'",
         )
         .write(&files);
-    let summary = tokio::time::timeout(
-        Duration::from_secs(120),
-        run_until_empty(load(&[file]), &db.url),
-    )
-    .await
-    .expect("the queue drains");
+    let summary = drain(file, &db.url).await;
     assert_eq!(summary.counts("archiving").unwrap().done, 100);
     assert_eq!(
         db.count("SELECT COUNT(*) FROM archive WHERE size = 50000")
@@ -161,12 +161,7 @@ async fn a_row_too_large_to_send_alone_fails_on_its_own_and_the_queue_goes_on() 
             "UPDATE letter SET state = 'failed', last_error = LEFT(:error, 500) WHERE id = :id",
         )
         .write(&files);
-    let summary = tokio::time::timeout(
-        Duration::from_secs(120),
-        run_until_empty(load(&[file]), &db.url),
-    )
-    .await
-    .expect("the queue drains");
+    let summary = drain(file, &db.url).await;
     let counts = summary.counts("oversized").unwrap();
     assert_eq!((counts.done, counts.failed), (2, 1), "{counts:?}");
     let rows: Vec<(u32, String, Option<String>)> = db
