@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/bench.sh [--quick] [--rows N] [--reps N] [--workers 1,4,16] [--idle-secs S]
-//!                  [--backlog N] [--claims N] [--only throughput,idle,backlog,http,brokers]
+//!                  [--backlog N] [--claims N] [--only throughput,idle,backlog,http,brokers,latency]
 //! ```
 //!
 //! One run, on one private MariaDB (or the server of `TABLEQ_BENCH_DATABASE_URL`, in a
@@ -43,6 +43,8 @@
 //!   returns its results. `http`: webhook deliveries to a local endpoint (issue 3),
 //!   measured and reported by itself; `brokers`: the same rows published to the
 //!   local RabbitMQ and NATS JetStream (issue 23), at batch 1 and 100.
+//! - `latency`: pickup latency and idle statements by wake-up source (issue 20), on a
+//!   private MariaDB of its own writing a row-based binary log.
 //! - `report`: the printed report: header, the three parts' tables, footer.
 //! - `measure`: the server's counters, a process's CPU and memory, medians, tables.
 
@@ -71,6 +73,8 @@ mod engine;
 mod http;
 #[path = "throughput/idle.rs"]
 mod idle;
+#[path = "throughput/latency.rs"]
+mod latency;
 #[path = "throughput/measure.rs"]
 mod measure;
 #[path = "throughput/options.rs"]
@@ -146,6 +150,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
         out.push_str(&brokers::report(
             &brokers::measure(&mut bench, &options).await?,
         ));
+    }
+    if options.runs("latency") {
+        out.push_str(&report::latency(&latency::measure(&options).await?));
     }
     bench.drop_database().await?;
     out.push_str(&report::footer(began.elapsed()));

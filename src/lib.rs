@@ -45,11 +45,14 @@
 //!     `engine::loops` (rows that come straight back), `engine::throttle` (a
 //!     line that would repeat, said once a minute), `engine::once` (said once per key),
 //!     `engine::backoff`, `engine::restart` (a worker that panicked runs again),
-//!     `engine::stats_refresher` (the background count of waiting rows).
+//!     `engine::stats_refresher` (the background count of waiting rows),
+//!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
+//!     one per database, and `engine::wake::tables`, which tables wake a queue).
 //! - `check`: `tableq check` — `check::offline` (the files alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
-//!   `check::tables`, `check::oldest`, `check::queries`, `check::samples` (sample
+//!   `check::tables`, `check::wake` (where each queue's wake-ups would come from),
+//!   `check::oldest`, `check::queries`, `check::samples` (sample
 //!   outcomes), `check::format` (the report as text, JSON or GitHub annotations),
 //!   `check::downstream` (the action's own look at what it reaches, with a sample
 //!   row), `check::proof` (the leave-the-query proof: `check::proof::sample`,
@@ -88,12 +91,15 @@
 //!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
 //!   `db::backlog`, `db::clock`, `db::waiting`, `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
-//!   `db::pause` (the table `tableq pause` writes and every copy reads).
+//!   `db::pause` (the table `tableq pause` writes and every copy reads),
+//!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
+//!   `db::binlog::reader`).
 //! - [`config`]: queue files — `config::files` (which paths are queue files, and
 //!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
 //!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),
 //!   `config::parse` (every key's problem at once), `config::validate`,
-//!   `config::statements`, `config::names` (one rule for unknown names),
+//!   `config::statements`, `config::wake` (`wake` and the polls it implies),
+//!   `config::names` (one rule for unknown names),
 //!   `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`),
 //!   `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one

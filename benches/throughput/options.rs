@@ -5,13 +5,14 @@ use crate::claim::Claim;
 use std::time::Duration;
 
 const USAGE: &str = "usage: scripts/bench.sh [--quick] [--rows N] [--reps N] [--workers 1,4,16] \
-[--idle-secs S] [--backlog N] [--claims N] [--only throughput,idle,backlog,http,brokers] \
+[--idle-secs S] [--backlog N] [--claims N] [--only throughput,idle,backlog,http,brokers,latency] \
 [--indexes article,status_id,forced] [--durable]
   --quick      smoke test: 2,000 rows, 1 repetition, 10 s idle window, 100,000-row backlog
   --rows       rows per throughput run (default 5000)
   --reps       repetitions of every throughput configuration (default 3)
   --workers    the K values: connections / tableq workers (default 1,4,16)
-  --idle-secs  the idle measurement window (default 60)
+  --idle-secs  the idle measurement window (default 60; the latency part's binary
+               log idle window is three times as long, at least 2 minutes)
   --backlog    waiting rows of the large backlog (default 1000000)
   --claims     timed claims per backlog configuration (default 300)
   --only       which parts to run (default all)
@@ -34,7 +35,14 @@ const FLAGS: [&str; 8] = [
 ];
 
 /// The parts of the benchmark, in the order they run.
-const PARTS: [&str; 5] = ["throughput", "idle", "backlog", "http", "brokers"];
+const PARTS: [&str; 6] = [
+    "throughput",
+    "idle",
+    "backlog",
+    "http",
+    "brokers",
+    "latency",
+];
 
 pub struct Options {
     pub rows: u64,

@@ -38,15 +38,20 @@ impl Bench {
     /// Starts a private server unless `TABLEQ_BENCH_DATABASE_URL` names one, creates
     /// the benchmark's database there afresh, and connects to it.
     pub async fn open(durable: bool) -> anyhow::Result<Bench> {
+        Bench::open_with(durable, &[]).await
+    }
+
+    /// As [`Bench::open`], a private server started with `extra` server options too.
+    pub async fn open_with(durable: bool, extra: &[&str]) -> anyhow::Result<Bench> {
         let server = Server::from_env("TABLEQ_BENCH_DATABASE_URL", || {
-            eprintln!("==> starting a private MariaDB");
+            eprintln!("==> starting a private MariaDB {}", extra.join(" "));
             // The harness's server trades durability for speed (commit flushed once a
             // second); `--durable` restores the server's default.
+            let mut args = extra.to_vec();
             if durable {
-                MariaDb::start_with(&["--innodb-flush-log-at-trx-commit=1"])
-            } else {
-                MariaDb::start()
+                args.push("--innodb-flush-log-at-trx-commit=1");
             }
+            MariaDb::start_with(&args)
         });
         let base = server.base_url();
         let port = Opts::from_url(&base).context("the server URL")?.tcp_port();

@@ -59,6 +59,7 @@ fn json_report(report: &CheckReport) -> serde_json::Value {
         "queues": report.queues,
         "offline": report.offline,
         "servers": report.servers,
+        "wakes": report.wakes,
         "errors": errors,
         "warnings": report.findings.iter().filter(|f| f.severity == Severity::Warning).count(),
         "findings": findings,

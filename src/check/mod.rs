@@ -25,6 +25,7 @@ pub mod samples;
 pub mod self_test;
 pub mod server;
 pub mod tables;
+pub mod wake;
 
 use std::path::PathBuf;
 
@@ -51,6 +52,8 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     /// The servers the queues were checked on (`MariaDB 10.11.19`); empty offline.
     pub servers: Vec<String>,
+    /// Where each queue's wake-ups would come from; empty offline.
+    pub wakes: Vec<wake::WakeReport>,
     pub offline: bool,
 }
 
@@ -72,7 +75,7 @@ impl CheckReport {
             .count()
     }
 
-    /// `checked 3 queues on MariaDB 10.11.19: 1 error, 2 warnings`.
+    /// `checked 3 queues on MariaDB 10.11.19 (wake-ups: …): 1 error, 2 warnings`.
     pub fn summary(&self) -> String {
         let errors = self.count(Severity::Error);
         let warnings = self.count(Severity::Warning);
@@ -82,6 +85,11 @@ impl CheckReport {
             String::new()
         } else {
             format!(" on {}", self.servers.join(", "))
+        };
+        let wakes: Vec<String> = self.wakes.iter().map(ToString::to_string).collect();
+        let place = match wakes.is_empty() {
+            true => place,
+            false => format!("{place} (wake-ups: {})", wakes.join("; ")),
         };
         format!(
             "checked {} queue{}{place}: {} error{}, {} warning{}",
@@ -115,6 +123,7 @@ pub async fn check(
         queues: loaded.files,
         findings: loaded.findings,
         servers: Vec::new(),
+        wakes: Vec::new(),
         offline: options.offline,
     };
     let mut servers = online::Servers::default();
@@ -148,5 +157,6 @@ pub async fn check(
     }
     report.findings.extend(servers.connection_findings());
     report.servers = servers.described();
+    report.wakes = std::mem::take(&mut servers.wakes);
     report
 }

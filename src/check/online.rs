@@ -27,6 +27,10 @@ pub struct Servers {
     /// Per server (`host:port`): the workers of the queues checked on it, its facts,
     /// and the first of those queues, to point a finding at.
     workers: BTreeMap<String, (usize, ServerFacts, QueueConfig)>,
+    /// Whether each database streams its binary log to its user.
+    binlog: super::wake::BinlogVerdicts,
+    /// Where each queue's wake-ups would come from.
+    pub wakes: Vec<super::wake::WakeReport>,
 }
 
 impl Servers {
@@ -115,6 +119,10 @@ pub async fn check_queue(
         }
     };
     findings.extend(server_findings(queue, &facts, options.allow_multi_primary));
+    match super::wake::wake_report(queue, &database, &mut servers.binlog).await {
+        Ok(wake) => servers.wakes.push(wake),
+        Err(finding) => findings.push(finding),
+    }
     servers.count_workers(&database, queue, &facts);
     let mut session = match Session::open(queue, &database).await {
         Ok(session) => session,

@@ -20,6 +20,7 @@ pub mod secret_file;
 mod statements;
 pub mod template;
 mod validate;
+pub mod wake;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub use locate::{line_of, statement_path};
 pub use mode::Mode;
 pub use monitoring::Monitoring;
 pub use scope::Scope;
+pub use wake::{Wake, WakeSource};
 
 /// `rate_limit = "50/s"`: `count` items per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +97,10 @@ pub struct QueueConfig {
     pub file: PathBuf,
     pub workers: usize,
     pub batch: usize,
+    /// How often an idle queue polls, when it does not follow the binary log.
     pub poll_interval: Duration,
+    /// Where its wake-ups come from, and how often it polls on the binary log.
+    pub wake: wake::Wake,
     pub error_backoff: Duration,
     /// How long tableq waits for any one answer from the database (a claim, outcome
     /// SQL, a savepoint, COMMIT, a ping) before it gives the connection up.

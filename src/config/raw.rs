@@ -26,10 +26,17 @@ pub struct RawQueue {
     /// less often and go faster, but hold more locks for longer.
     #[schemars(range(min = 1, max = 1000))]
     pub batch: Option<u32>,
-    /// How long a worker waits after finding nothing. Default "5s".
+    /// How long a worker waits after finding nothing. Default "5s" — "60s" while the
+    /// queue follows the binary log (`wake`), which wakes it sooner.
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "Option<DurationText>")]
     pub poll_interval: Option<Duration>,
+    /// How an idle queue learns of new rows: "auto" (default): the database's binary
+    /// log, where the server writes one (row or mixed format) and the user may read it
+    /// (REPLICATION SLAVE, REPLICATION CLIENT; BINLOG MONITOR on MariaDB), else polls;
+    /// "binlog": the binary log, or the queue does not start; "poll": polls alone.
+    #[schemars(extend("enum" = ["auto", "binlog", "poll"]))]
+    pub wake: Option<String>,
     /// The first wait after a database error or a failed item; it doubles up to one
     /// minute. Default "1s".
     #[serde(default, with = "humantime_serde")]

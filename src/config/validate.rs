@@ -97,6 +97,7 @@ pub fn validate(
         error_backoff,
         database_timeout,
     } = timings(&mut v, &raw);
+    let wake = super::wake::validate(&mut v, &raw);
     let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
@@ -119,6 +120,7 @@ pub fn validate(
         workers,
         batch,
         poll_interval,
+        wake,
         error_backoff,
         database_timeout,
         loop_window: flow.loop_window,

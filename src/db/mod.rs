@@ -5,6 +5,7 @@
 //! [`row_json`]).
 
 pub mod backlog;
+pub mod binlog;
 pub mod budget;
 pub mod clock;
 pub mod connect;

@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
@@ -16,6 +17,9 @@ use tokio_util::sync::CancellationToken;
 pub struct Idle {
     watched: AtomicBool,
     wake: Notify,
+    /// Raised when the binary log says the queue's tables changed: the watcher
+    /// claims at once (if it is busy, the next time it would wait).
+    nudged: Notify,
 }
 
 /// The watcher's role, held by one worker. Dropping it (the worker stopped, or
@@ -36,6 +40,20 @@ impl Idle {
         self.wake.notify_waiters();
     }
 
+    /// The queue's tables changed: the watcher claims now, not at its next poll.
+    pub fn nudge(&self) {
+        self.nudged.notify_one();
+    }
+
+    /// The watcher's wait between polls: `every`, cut short by a nudge.
+    pub async fn poll_wait(&self, stop: &CancellationToken, every: Duration) -> Woke {
+        tokio::select! {
+            _ = stop.cancelled() => Woke::Stopped,
+            _ = self.nudged.notified() => Woke::Nudged,
+            _ = tokio::time::sleep(every) => Woke::Polled,
+        }
+    }
+
     /// After an empty claim: the watcher's role if nobody has it, else a sleep that
     /// ends when a full claim wakes the workers (or the watcher hands its role on).
     pub fn turn(&self) -> Turn<'_> {
@@ -53,6 +71,22 @@ impl Idle {
         }
     }
 }
+
+/// How a watcher's wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woke {
+    /// Its `poll_interval` passed.
+    Polled,
+    /// The binary log said the queue's tables changed.
+    Nudged,
+    Stopped,
+}
+
+/// After a nudge whose claim found nothing, the watcher looks again after these
+/// waits: the binary log can announce a commit a moment before the commit is
+/// visible to other sessions (the server writes the log, then commits in the
+/// engine), and a claim that came too early would otherwise wait a whole poll.
+pub const SECOND_LOOKS: [Duration; 2] = [Duration::from_millis(10), Duration::from_millis(100)];
 
 /// What an idle worker does next: watch (poll every `poll_interval`), or sleep.
 #[derive(Debug)]

@@ -49,6 +49,10 @@ pub async fn prepare(
         .map(|(queue, database)| (queue, database.within(budget.clone())))
         .collect();
     let actions = build_actions(&resolved)?;
+    let refused = super::wake::refused_binlog(&resolved).await;
+    if !refused.is_empty() {
+        return Err(Findings(refused));
+    }
     // Sessions kept for the queues' first workers hold places in the budget until the
     // queues start: keep as many as half the budget, and validate the rest alone.
     let keep = budget.size() / 2;

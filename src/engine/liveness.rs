@@ -43,7 +43,7 @@ impl Progress {
             last: stats.counts(),
             since: Instant::now(),
             returned_at: None,
-            turn: config.poll_interval + actions + MARGIN,
+            turn: config.longest_poll() + actions + MARGIN,
             backoff: config.error_backoff,
             reported: false,
         }

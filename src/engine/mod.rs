@@ -27,4 +27,5 @@ pub mod supervisor;
 pub mod throttle;
 pub mod transaction;
 pub mod turn;
+pub mod wake;
 pub mod worker;

@@ -13,6 +13,7 @@ use super::once::OncePerKey;
 use super::pausing::Pausing;
 use super::stop_when_empty::StopWhenEmpty;
 use super::throttle::Throttle;
+use super::wake::QueueWake;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
 use crate::db::Database;
@@ -29,6 +30,8 @@ pub struct QueueRuntime {
     pub stop_when_empty: StopWhenEmpty,
     /// Who polls while the queue is empty.
     pub idle: Idle,
+    /// Whether the binary log wakes the queue now, and how often it polls.
+    pub wake: QueueWake,
     /// Stop claiming: the daemon is shutting down, or the queue is drained.
     pub stop: CancellationToken,
     /// Roll back whatever is in flight, now: the shutdown timeout has passed.

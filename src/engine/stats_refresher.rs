@@ -4,7 +4,8 @@
 //! queue's select returns, up to `waiting_cap`, without locking any (see
 //! [`crate::db::backlog`]) — and, with `waiting_since`, how long the first of them in
 //! the claim's order has waited, by the database's clock. A scrape only reads what
-//! it found: it never reaches the database.
+//! it found: it never reaches the database. While the binary log wakes the queue,
+//! the count waits for a change to its tables (or its poll on the binary log) too.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -37,6 +38,20 @@ pub async fn refresh_stats(queue: Arc<QueueRuntime>, on: CountOn) {
         if !pause(&queue.stop, every).await {
             break;
         }
+        if queue.wake.following() && !changed_or_due(&queue).await {
+            break;
+        }
+    }
+}
+
+/// While the binary log wakes the queue, the count follows its wake-ups: it waits
+/// for a change to the queue's tables, or its poll on the binary log (rows also
+/// become due by time alone). False once the queue stops.
+async fn changed_or_due(queue: &QueueRuntime) -> bool {
+    tokio::select! {
+        _ = queue.stop.cancelled() => false,
+        _ = queue.wake.changed() => true,
+        _ = tokio::time::sleep(queue.config.wake.poll_on_binlog) => true,
     }
 }
 

@@ -32,6 +32,7 @@ use super::loops::Loops;
 use super::pausing::Pausing;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
+use super::wake::Followers;
 use crate::config::QueueConfig;
 use crate::db::backlog::read_backlog;
 use crate::db::{Budget, Database};
@@ -133,6 +134,10 @@ pub struct Supervisor {
     gates: BTreeMap<String, Arc<WriteGate>>,
     /// `--stop-when-empty`: whether every queue is empty.
     drain: Arc<Drain>,
+    /// Each database's binary log follower, waking the queues on it.
+    followers: Followers,
+    /// Stops the followers: the run is over.
+    followers_stop: CancellationToken,
 }
 
 /// One running version of a queue.
@@ -152,12 +157,14 @@ impl Supervisor {
     pub fn new(options: RunOptions, shutdown: CancellationToken) -> Supervisor {
         Supervisor {
             options,
-            shutdown,
             abort: CancellationToken::new(),
             current: BTreeMap::new(),
             retiring: FuturesUnordered::new(),
             gates: BTreeMap::new(),
             drain: Arc::default(),
+            followers: Followers::default(),
+            followers_stop: shutdown.child_token(),
+            shutdown,
         }
     }
 
@@ -285,6 +292,8 @@ impl Supervisor {
                 error!("workers did not stop after the shutdown timeout; exiting anyway (the server rolls their transactions back)");
             }
         }
+        self.followers_stop.cancel();
+        self.followers.stopped().await;
         let mut summary = RunSummary::default();
         for (name, version) in &self.current {
             self.options.monitor.stop_queue(name);
@@ -338,6 +347,7 @@ impl Supervisor {
                 &config.name,
             ),
             idle: Idle::default(),
+            wake: Default::default(),
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config),
             circuit: Circuit::new(&config, stats.clone()),
@@ -362,6 +372,7 @@ impl Supervisor {
             self.options.progress_every,
         ));
         tracker.close();
+        self.followers.subscribe(&runtime, &self.followers_stop);
         let name = runtime.config.name.clone();
         self.drain.register(&name);
         let version = Version {

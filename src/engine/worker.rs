@@ -12,7 +12,7 @@ use std::time::Duration;
 use tracing::{debug, info, info_span, Instrument};
 
 use super::backoff::{jitter, pause, Backoff};
-use super::idle::{Turn as IdleTurn, Watch};
+use super::idle::{Turn as IdleTurn, Watch, Woke, SECOND_LOOKS};
 use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
@@ -101,6 +101,8 @@ struct Worker<'a, M> {
     contention: u32,
     /// Held while this worker is the one that polls the empty queue.
     watch: Option<Watch<'a>>,
+    /// After a nudge, the next of [`SECOND_LOOKS`] to wait (none left: its length).
+    second_looks: usize,
 }
 
 impl<'a, M: Mode> Worker<'a, M> {
@@ -112,6 +114,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             reconnecting: false,
             contention: 0,
             watch: None,
+            second_looks: SECOND_LOOKS.len(),
         }
     }
 
@@ -295,7 +298,22 @@ impl<'a, M: Mode> Worker<'a, M> {
             // up between polls.
             self.mode.sleep().await;
         }
-        pause(&queue.stop, queue.config.poll_interval).await
+        let soon = SECOND_LOOKS.get(self.second_looks).copied();
+        self.second_looks = (self.second_looks + 1).min(SECOND_LOOKS.len());
+        let every = match (queue.stats.paused(), soon) {
+            // A paused queue reads its pause every poll_interval, binary log or not.
+            (Some(_), _) => queue.config.poll_interval,
+            (None, Some(soon)) => soon,
+            (None, None) => queue.wake.poll_interval(&queue.config),
+        };
+        match queue.idle.poll_wait(&queue.stop, every).await {
+            Woke::Stopped => false,
+            Woke::Polled => true,
+            Woke::Nudged => {
+                self.second_looks = 0;
+                true
+            }
+        }
     }
 
     /// Says why no session opened — once a minute per queue, as every worker and

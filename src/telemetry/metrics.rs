@@ -130,7 +130,7 @@ impl Collector for QueueCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let watched = self.0.watched();
         let queues: Vec<_> = watched.iter().map(|(view, _)| view.clone()).collect();
-        let counters: [(&str, &str, CountOf); 4] = [
+        let counters: [(&str, &str, CountOf); 5] = [
             ("claims", "Claim queries sent", |q| q.counts.claims),
             (
                 "outcome_sql_failures",
@@ -146,6 +146,11 @@ impl Collector for QueueCollector {
                 "loops",
                 "Items completed again within loop_window: rows [on_success] left in the select",
                 |q| q.counts.loops,
+            ),
+            (
+                "wake_events",
+                "Wake-ups from the binary log: committed transactions that changed a table the queue's select reads",
+                |q| q.counts.wake_events,
             ),
         ];
         for (name, help, value) in counters {

@@ -41,8 +41,20 @@ pub struct QueueStats {
     circuit_open: Mutex<Option<CircuitOpen>>,
     /// Changes of the circuit's state, by the state it changed to.
     circuit_transitions: [AtomicU64; 3],
+    /// Where the queue's wake-ups come from now, and why.
+    wake: Mutex<WakeStatus>,
+    /// Wake-ups from the binary log: committed transactions that changed its tables.
+    wake_events: AtomicU64,
     /// Timings, rollbacks, errors, the backlog, recent history and failures.
     pub observed: Observed,
+}
+
+/// Where a queue's wake-ups come from now: `binlog` (it still polls, seldom) or
+/// `poll`, and why it polls when it does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WakeStatus {
+    pub source: &'static str,
+    pub why: Option<String>,
 }
 
 /// A circuit that is not closed, as the status page shows it.
@@ -115,6 +127,8 @@ pub struct Counts {
     pub loops: u64,
     /// Lease mode: leases found lost by a renewal or an outcome.
     pub leases_lost: u64,
+    /// Wake-ups from the binary log.
+    pub wake_events: u64,
 }
 
 impl QueueStats {
@@ -257,6 +271,20 @@ impl QueueStats {
         }
     }
 
+    /// The queue's wake-ups come from `source` now, for `why`.
+    pub fn set_wake(&self, source: &'static str, why: Option<String>) {
+        *lock(&self.wake) = WakeStatus { source, why };
+    }
+
+    pub fn wake(&self) -> WakeStatus {
+        lock(&self.wake).clone()
+    }
+
+    /// The binary log woke the queue.
+    pub fn record_wake_event(&self) {
+        self.wake_events.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// How many times the circuit changed to `state`.
     pub fn circuit_transitions(&self, state: CircuitState) -> u64 {
         self.circuit_transitions[state as usize].load(Ordering::Relaxed)
@@ -271,6 +299,7 @@ impl QueueStats {
             outcome_sql_failures: self.outcome_sql_failures.load(Ordering::Relaxed),
             loops: self.loops.load(Ordering::Relaxed),
             leases_lost: self.leases_lost.load(Ordering::Relaxed),
+            wake_events: self.wake_events.load(Ordering::Relaxed),
         }
     }
 }

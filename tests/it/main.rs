@@ -80,3 +80,4 @@ mod status_page;
 mod stop_when_empty;
 mod trace_context;
 mod version;
+mod wake;

@@ -37,7 +37,7 @@ pub struct SessionSettings {
 impl SessionSettings {
     pub fn for_queue(queue: &QueueConfig) -> SessionSettings {
         SessionSettings {
-            longest_silence: queue.action.timeout().max(queue.poll_interval),
+            longest_silence: queue.action.timeout().max(queue.longest_poll()),
             database_timeout: queue.database_timeout,
         }
     }

@@ -139,6 +139,7 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
     circuit.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     circuit.push_str(&stopped_note(q.stopped_claiming));
     circuit.push_str(&paused_note(q.paused.as_ref(), now));
+    circuit.push_str(&wake_note(q));
     let gave_up = match q.gave_up {
         Some(n) => format!("<br><span data-field=\"gave_up\">{n} gave up</span>"),
         None => String::new(),
@@ -246,6 +247,16 @@ fn stopped_note(stopped_claiming: Option<&str>) -> String {
             escape(why)
         ),
     }
+}
+
+/// `wakes on the binary log (12 wake-ups)`, or `polls: why`, under a queue's name.
+fn wake_note(q: &QueueStatus) -> String {
+    let text = match (q.wake.source, &q.wake.why) {
+        ("binlog", _) => format!("wakes on the binary log ({} wake-ups)", q.wake_events),
+        (_, Some(why)) => format!("polls: {}", escape(why)),
+        _ => "polls".to_string(),
+    };
+    format!("<br><span data-field=\"wake\">{text}</span>")
 }
 
 /// `paused (reason) by who, 5 min ago, until …` under a queue's name while it is

@@ -16,7 +16,7 @@ use super::in_flight::RunView;
 use super::monitor::{Monitor, QueueView};
 use super::observed::{Failure, Minute};
 use super::process::{hostname, ProcessStats};
-use super::stats::{CircuitOpen, QueueStats};
+use super::stats::{CircuitOpen, QueueStats, WakeStatus};
 use crate::db::pause::Paused;
 
 pub use html::{render, STYLE};
@@ -84,6 +84,10 @@ pub struct QueueStatus {
     pub stopped_claiming: Option<&'static str>,
     /// Paused by `tableq pause` (claims nothing until resumed); `null` when not.
     pub paused: Option<PauseStatus>,
+    /// Where its wake-ups come from: `{"source": "binlog"}`, or `poll` with why.
+    pub wake: WakeStatus,
+    /// Wake-ups from the binary log since the daemon started.
+    pub wake_events: u64,
     /// Waiting rows, as of the last background count (none yet: `null`).
     pub waiting: Option<usize>,
     /// More rows wait than `waiting_cap`.
@@ -279,6 +283,8 @@ impl QueueStatus {
             claiming: view.stopped_claiming.is_none(),
             stopped_claiming: view.stopped_claiming,
             paused: view.paused.as_ref().map(PauseStatus::of),
+            wake: stats.wake(),
+            wake_events: view.counts.wake_events,
             waiting: backlog.waiting,
             waiting_capped: backlog.capped,
             oldest_waiting_seconds: backlog.oldest_seconds,

@@ -1,0 +1,78 @@
+//! `wake`: how an idle queue learns that rows may be waiting — the database's binary
+//! log as it changes (`binlog`), its own polls alone (`poll`), or the binary log
+//! where the server and the user allow it (`auto`). Whatever the source, a queue
+//! still claims every `poll_interval`: the binary log only says when to look sooner.
+
+use std::time::Duration;
+
+use super::raw::RawQueue;
+use super::validate::Validator;
+
+/// `poll_interval` of a queue that follows the binary log, when the file does not
+/// set it: a safety net for a missed event, and for rows that become due by time
+/// alone (a `retry_at` passing, a lease expiring).
+pub const DEFAULT_BINLOG_POLL_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Where a queue's wake-ups come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeSource {
+    /// The binary log when the server writes one and the user may read it, else polls.
+    Auto,
+    /// The binary log; the queue does not start without it.
+    Binlog,
+    /// Polls alone.
+    Poll,
+}
+
+impl WakeSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeSource::Auto => "auto",
+            WakeSource::Binlog => "binlog",
+            WakeSource::Poll => "poll",
+        }
+    }
+}
+
+/// `wake`, with the poll intervals it implies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wake {
+    pub source: WakeSource,
+    /// How often the queue polls while it follows the binary log.
+    pub poll_on_binlog: Duration,
+}
+
+/// Reads `wake`; `poll_interval`, when the file sets it, is the poll on the binary
+/// log too.
+pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Wake {
+    let source = match raw.wake.as_deref() {
+        None | Some("auto") => WakeSource::Auto,
+        Some("binlog") => WakeSource::Binlog,
+        Some("poll") => WakeSource::Poll,
+        Some(other) => {
+            v.error(
+                &["wake"],
+                format!(
+                    "`wake` = {other:?} is not a wake-up source: use \"auto\" (the default: \
+                     the binary log where the server allows it, else polls), \"binlog\" or \"poll\""
+                ),
+            );
+            WakeSource::Auto
+        }
+    };
+    Wake {
+        source,
+        poll_on_binlog: raw.poll_interval.unwrap_or(DEFAULT_BINLOG_POLL_INTERVAL),
+    }
+}
+
+impl super::QueueConfig {
+    /// The longest an idle queue's watcher waits between polls: on the binary log,
+    /// or without it.
+    pub fn longest_poll(&self) -> Duration {
+        match self.wake.source {
+            WakeSource::Poll => self.poll_interval,
+            _ => self.poll_interval.max(self.wake.poll_on_binlog),
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Which tables wake a queue: every table its select reads, at any depth, plus
+//! `tableq_paused` (so a resume is seen at once). A select whose tables cannot all be
+//! told (a `WITH`, a table function) wakes on any change in its database.
+
+use crate::db::binlog::{ChangedTable, Commit};
+use crate::sql::tables::{tables_read, TableRef};
+
+/// The tables a queue is woken by.
+#[derive(Debug, Clone)]
+pub enum Watched {
+    Tables(Vec<TableRef>),
+    /// Anything that changes in the database.
+    Anything,
+}
+
+impl Watched {
+    /// Reads `select`'s tables.
+    pub fn of(select: &str) -> Watched {
+        match tables_read(select) {
+            Some(mut tables) => {
+                tables.push(TableRef {
+                    schema: None,
+                    name: crate::db::pause::TABLE.to_string(),
+                });
+                Watched::Tables(tables)
+            }
+            None => Watched::Anything,
+        }
+    }
+
+    /// Whether `commit` changed a table watched here; a table with no schema is in
+    /// `database`, the queue's own.
+    pub fn woken_by(&self, commit: &Commit, database: &str) -> bool {
+        match (self, commit) {
+            (Watched::Anything, _) | (_, Commit::Anything) => true,
+            (Watched::Tables(watched), Commit::Tables(changed)) => changed
+                .iter()
+                .any(|table| watched.iter().any(|w| same(w, table, database))),
+        }
+    }
+}
+
+fn same(watched: &TableRef, changed: &ChangedTable, database: &str) -> bool {
+    let schema = watched.schema.as_deref().unwrap_or(database);
+    watched.name.eq_ignore_ascii_case(&changed.name) && schema.eq_ignore_ascii_case(&changed.schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changed(schema: &str, name: &str) -> Commit {
+        Commit::Tables(vec![ChangedTable {
+            schema: schema.into(),
+            name: name.into(),
+        }])
+    }
+
+    #[test]
+    fn a_queue_wakes_on_the_tables_its_select_reads_in_its_database() {
+        let watched = Watched::of(
+            "SELECT j.id FROM job j JOIN other.customer c ON c.id = j.customer \
+             WHERE j.state = 'new' AND NOT EXISTS (SELECT 1 FROM hold h WHERE h.job = j.id)",
+        );
+        assert!(watched.woken_by(&changed("app", "job"), "app"));
+        assert!(watched.woken_by(&changed("app", "JOB"), "app"));
+        assert!(watched.woken_by(&changed("other", "customer"), "app"));
+        assert!(watched.woken_by(&changed("app", "hold"), "app"));
+        assert!(watched.woken_by(&changed("app", "tableq_paused"), "app"));
+        assert!(!watched.woken_by(&changed("shop", "job"), "app"));
+        assert!(!watched.woken_by(&changed("app", "customer"), "app"));
+        assert!(watched.woken_by(&Commit::Anything, "app"));
+    }
+
+    #[test]
+    fn a_select_whose_tables_cannot_be_told_wakes_on_anything() {
+        let watched = Watched::of("WITH w AS (SELECT id FROM job) SELECT id FROM w");
+        assert!(watched.woken_by(&changed("app", "unrelated"), "app"));
+    }
+}
