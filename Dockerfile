@@ -40,8 +40,8 @@ COPY --from=build /src/target/release/tableq /usr/local/bin/tableq
 USER 65534:65534
 WORKDIR /var/lib/tableq
 # Inside the container only, metrics and health listen on every interface.
-ENV TABLEQ_METRICS_ADDR=0.0.0.0:9187
-EXPOSE 9187
+ENV TABLEQ_METRICS_ADDR=0.0.0.0:7436
+EXPOSE 7436
 # SIGTERM is tableq's graceful stop (docker stop sends it, then SIGKILL after
 # --time, default 10s: use `docker stop --time 45` with the default 30s shutdown
 # timeout, or stop_grace_period in compose).

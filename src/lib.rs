@@ -67,6 +67,7 @@
 //!   failures), `telemetry::in_flight` (the action's runs under way),
 //!   `telemetry::histograms`, `telemetry::monitor` (every queue's, for
 //!   the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
+//!   `telemetry::exposition` (its format: OpenMetrics or text 0.0.4),
 //!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
 //!   `telemetry::status` (the status page: `telemetry::status::html`,
 //!   `telemetry::status::sparkline`), `telemetry::logging`.

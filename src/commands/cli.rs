@@ -103,7 +103,7 @@ pub struct ManArgs {
 }
 
 /// Where `run --metrics-addr` listens when it is not told (the container's default).
-pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9187";
+pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:7436";
 
 #[derive(Debug, Args)]
 pub struct HealthArgs {
@@ -149,7 +149,7 @@ pub struct RunArgs {
     #[arg(long, env = "TABLEQ_STOP_WHEN_EMPTY")]
     pub stop_when_empty: bool,
 
-    /// Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9187).
+    /// Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:7436).
     #[arg(long, env = "TABLEQ_METRICS_ADDR", value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
 

@@ -1,6 +1,7 @@
 //! `--metrics-addr`: an HTTP endpoint for the supervisor and the monitoring system.
 //!
-//! - `GET /metrics`: Prometheus text format — per queue, claims and items (done,
+//! - `GET /metrics`: OpenMetrics, or the Prometheus text format 0.0.4 when the
+//!   request's `Accept` asks for it (see [`super::exposition`]) — per queue, claims and items (done,
 //!   failed, returned, rolled back) as counters, workers as gauges, and the rest of
 //!   [`super::exports`]; the process's own (`process_*`).
 //! - `GET /healthz`: 200 while the process serves (liveness).
@@ -17,7 +18,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -31,6 +32,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use crate::telemetry::exposition::{self, Format};
 use crate::telemetry::monitor::{Monitor, QueueView};
 use crate::telemetry::process::ProcessCollector;
 use crate::telemetry::stats::CircuitState;
@@ -71,7 +73,9 @@ struct Endpoint {
     registries: [Registry; 2],
 }
 
-async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
+async fn metrics(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> impl IntoResponse {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Format::from_accept(accept);
     let mut text = String::new();
     let encoded = endpoint
         .registries
@@ -79,14 +83,17 @@ async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
         .try_for_each(|registry| encode_registry(&mut text, registry))
         .and_then(|()| encode_eof(&mut text));
     match encoded {
-        Ok(()) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            text,
-        ),
+        Ok(()) => {
+            let text = match format {
+                Format::OpenMetrics => text,
+                Format::Text004 => exposition::to_text_0_0_4(&text),
+            };
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, format.content_type())],
+                text,
+            )
+        }
         Err(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -238,7 +245,9 @@ fn encode_counter(
     Ok(())
 }
 
-/// Each queue's circuit breaker: its state, and how often it changed.
+/// Each queue's circuit breaker: its state, one series per state (1 for the one it
+/// is in, else 0, so `tableq_circuit_state{state="open"} == 1` selects the open
+/// circuits and a sum over copies counts them), and how often it changed.
 fn encode_circuits(
     queues: &[QueueView],
     encoder: &mut DescriptorEncoder,
@@ -247,13 +256,16 @@ fn encode_circuits(
     let counter = ConstCounter::new(0u64);
     let mut family = encoder.encode_descriptor(
         "circuit_state",
-        "The circuit breaker: 0 closed, 1 open (not claiming), 2 half-open (one probe)",
+        "The circuit breaker's state, one series per state: 1 for the state it is in (closed; open: not claiming; half_open: one probe), else 0",
         None,
         gauge.metric_type(),
     )?;
     for q in queues.iter().filter(|q| q.running) {
-        ConstGauge::new(q.circuit as i64)
-            .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+        for state in CircuitState::ALL {
+            let labels = [("queue", q.name.as_str()), ("state", state.name())];
+            ConstGauge::new(i64::from(q.circuit == state))
+                .encode(family.encode_family(&labels)?)?;
+        }
     }
     let mut family = encoder.encode_descriptor(
         "circuit_transitions",

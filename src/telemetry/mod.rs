@@ -3,6 +3,7 @@
 
 pub mod events;
 pub mod exports;
+pub mod exposition;
 pub mod histograms;
 pub mod in_flight;
 pub mod listener;

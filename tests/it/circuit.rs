@@ -168,8 +168,10 @@ async fn a_transient_exit_code_opens_the_circuit_and_readyz_says_so() {
     assert!(!ready.contains("queue broken: circuit"), "{ready}");
     let (_, metrics) = get(&format!("{base}/metrics")).await;
     for line in [
-        "tableq_circuit_state{queue=\"tempfail\"} 1",
-        "tableq_circuit_state{queue=\"broken\"} 0",
+        "tableq_circuit_state{queue=\"tempfail\",state=\"open\"} 1",
+        "tableq_circuit_state{queue=\"tempfail\",state=\"closed\"} 0",
+        "tableq_circuit_state{queue=\"broken\",state=\"closed\"} 1",
+        "tableq_circuit_state{queue=\"broken\",state=\"open\"} 0",
         "tableq_circuit_transitions_total{queue=\"tempfail\",to=\"open\"} 1",
         "tableq_circuit_transitions_total{queue=\"broken\",to=\"open\"} 0",
     ] {

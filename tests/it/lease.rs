@@ -398,7 +398,7 @@ async fn a_transient_exit_code_opens_the_circuit_and_releases_the_leases() {
     );
     let (_, metrics) = get(&format!("{base}/metrics")).await;
     for line in [
-        "tableq_circuit_state{queue=\"render\"} 1",
+        "tableq_circuit_state{queue=\"render\",state=\"open\"} 1",
         "tableq_leases_lost_total{queue=\"render\"} 0",
     ] {
         assert!(

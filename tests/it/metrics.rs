@@ -1,6 +1,9 @@
 //! `--metrics-addr`: Prometheus counters per queue, liveness, and readiness that
-//! tells a queue without a database connection.
+//! tells a queue without a database connection; the two exposition formats, as
+//! `promtool` and an OpenMetrics parser read them.
 
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support;
@@ -100,4 +103,132 @@ async fn a_taken_metrics_port_fails_the_start() {
         "{}",
         done.stderr
     );
+}
+
+/// `/metrics` answers `Accept: text/plain; version=0.0.4` in the Prometheus text
+/// format, which `promtool check metrics` passes (counters' HELP and TYPE name their
+/// `_total` samples), and anything else — Prometheus's own `Accept` — in OpenMetrics,
+/// which a strict OpenMetrics parser reads; both hold the circuit per state and the
+/// whole `process_*` set, `process_max_fds` among it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promtool_passes_a_live_scrape_in_either_format() {
+    let db = TestDb::new().await;
+    support::job_table(&db, &[1, 2]).await;
+    db.exec("ALTER TABLE job ADD COLUMN created_at DATETIME NULL")
+        .await;
+    let files = QueueFiles::new();
+    support::waiting_jobs("jobs")
+        .select("SELECT id, created_at FROM job WHERE state = 'waiting' ORDER BY id")
+        .set("waiting_since", "created_at")
+        .action_sql("DO :id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let url = format!("{base}/metrics");
+    eventually("the first count", Duration::from_secs(30), || async {
+        get(&url).await.1.contains("tableq_waiting{")
+    })
+    .await;
+
+    let (content_type, text) = scrape(&url, Some("text/plain; version=0.0.4")).await;
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    assert_eq!(run_checker(&["promtool", "check", "metrics"], &text), "");
+    assert!(text.contains("# HELP tableq_claims_total "), "{text}");
+    assert!(!text.contains("# EOF"), "{text}");
+    assert_holds_every_family(&text);
+
+    let prometheus_accept = "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+    for accept in [None, Some(prometheus_accept)] {
+        let (content_type, text) = scrape(&url, accept).await;
+        assert_eq!(
+            content_type,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert_eq!(run_checker(&openmetrics_parser(), &text), "");
+        assert_holds_every_family(&text);
+    }
+    daemon.terminate().await;
+}
+
+/// The samples a scrape of a running queue holds in either format.
+fn assert_holds_every_family(text: &str) {
+    for sample in [
+        r#"tableq_circuit_state{queue="jobs",state="closed"} 1"#,
+        r#"tableq_circuit_state{queue="jobs",state="open"} 0"#,
+        r#"tableq_circuit_state{queue="jobs",state="half_open"} 0"#,
+        "\nprocess_cpu_seconds_total ",
+        "\nprocess_resident_memory_bytes ",
+        "\nprocess_virtual_memory_bytes ",
+        "\nprocess_virtual_memory_max_bytes ",
+        "\nprocess_open_fds ",
+        "\nprocess_max_fds ",
+        "\nprocess_threads ",
+        "\nprocess_start_time_seconds ",
+    ] {
+        assert!(text.contains(sample), "no {sample:?} in:\n{text}");
+    }
+}
+
+/// GET `url` with `accept` (none: reqwest sends no `Accept`): the answer's
+/// `Content-Type` and body.
+async fn scrape(url: &str, accept: Option<&str>) -> (String, String) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(accept) = accept {
+        request = request.header("Accept", accept);
+    }
+    let response = request.send().await.expect("/metrics answers");
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    (content_type, response.text().await.unwrap())
+}
+
+/// A strict OpenMetrics parser: the Python client's (Debian's
+/// python3-prometheus-client, which .ci/run installs), run by the system's Python.
+fn openmetrics_parser() -> Vec<&'static str> {
+    let script = "import sys\n\
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
+        list(text_string_to_metric_families(sys.stdin.read()))\n";
+    let python = ["python3", "/usr/bin/python3"]
+        .into_iter()
+        .find(|python| {
+            Command::new(python)
+                .args(["-c", "import prometheus_client.openmetrics.parser"])
+                .output()
+                .is_ok_and(|out| out.status.success())
+        })
+        .expect("a python3 with prometheus_client (apt-get install python3-prometheus-client)");
+    vec![python, "-c", script]
+}
+
+/// Runs `command` with `input` on its standard input, asserts it succeeds, and
+/// returns what it printed.
+fn run_checker(command: &[&str], input: &str) -> String {
+    let mut child = Command::new(command[0])
+        .args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e} (.ci/run installs it)", command[0]));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{command:?} failed: {said}\non:\n{input}"
+    );
+    said
 }

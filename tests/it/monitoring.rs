@@ -148,3 +148,67 @@ async fn check_finds_the_oldest_row_read_on_the_claims_index() {
     let (done, _) = support::check::check_online(&db, &queue).await;
     support::check::assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
 }
+
+/// The dashboard never adds up `tableq_waiting` over copies (every copy counts the
+/// same rows, so three copies would show three times the backlog): the backlog is
+/// the largest count of any copy.
+#[test]
+fn the_dashboard_never_sums_the_backlog() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&read("monitoring/tableq-dashboard.json")).expect("JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let mut backlog = Vec::new();
+    for panel in panels {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().expect("an expr");
+            if expr.contains("tableq_waiting") || expr.contains("tableq_oldest_waiting") {
+                assert!(!expr.contains("sum"), "{}: {expr}", panel["title"]);
+                backlog.push(expr);
+            }
+        }
+    }
+    assert!(
+        backlog
+            .iter()
+            .any(|expr| expr.starts_with("max by (queue) (tableq_waiting{")),
+        "{backlog:?}"
+    );
+}
+
+/// Every alert has a `runbook_url` whose anchor is a runbook in the README, and
+/// every runbook there is an alert's.
+#[test]
+fn every_alert_has_a_runbook_in_the_readme() {
+    let alerts = &yaml_rust2::YamlLoader::load_from_str(&read("monitoring/tableq-alerts.yml"))
+        .expect("YAML")[0];
+    let readme = read("README.md");
+    let runbooks: BTreeSet<String> = readme
+        .split("\n### Runbooks\n")
+        .nth(1)
+        .expect("README has a ### Runbooks section")
+        .split("\n## ")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.strip_prefix("#### "))
+        .map(str::to_string)
+        .collect();
+    let mut named = BTreeSet::new();
+    for rule in alerts["groups"][0]["rules"].as_vec().expect("rules") {
+        let alert = rule["alert"].as_str().expect("an alert name");
+        let url = rule["annotations"]["runbook_url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{alert} has no runbook_url"));
+        // GitHub's anchor for a heading `#### TableqX` is `#tableqx`.
+        assert!(
+            url.ends_with(&format!("README.md#{}", alert.to_lowercase())),
+            "{alert}: {url}"
+        );
+        assert!(
+            runbooks.contains(alert),
+            "the README has no runbook {alert}"
+        );
+        named.insert(alert.to_string());
+    }
+    assert_eq!(runbooks, named, "runbooks without an alert, or the reverse");
+}
