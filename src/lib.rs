@@ -10,7 +10,7 @@
 //! this map names every module):
 //!
 //! ```text
-//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock
+//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
 //! ```
 //!
 //! - [`commands`]: the command line and what each subcommand does, with its exit
@@ -105,7 +105,9 @@
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`.
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
-//! - `lock`: a mutex's guard even after a holder panicked.
+//! - `lock`: a mutex's guard even after a holder panicked; `duration`: a duration
+//!   as a message says it (`651ms`, `1.7s`, `2m 5s`), the one rounding every line
+//!   uses.
 
 mod action;
 mod check;
@@ -117,6 +119,7 @@ pub mod diagnostic;
 mod engine;
 mod lock;
 mod sql;
+mod duration;
 pub mod telemetry;
 
 pub use check::{check, CheckOptions, CheckReport};

@@ -51,6 +51,7 @@ mod limits;
 mod listener_headers;
 mod loader_fuzz;
 mod log_escaping;
+mod log_lines;
 mod loops;
 mod man_pages;
 mod metrics;
