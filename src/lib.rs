@@ -66,7 +66,9 @@
 //!   the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
 //!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
 //!   `telemetry::status` (the status page: `telemetry::status::html`,
-//!   `telemetry::status::sparkline`), `telemetry::logging`.
+//!   `telemetry::status::sparkline`), `telemetry::logging` (text or JSON, to
+//!   stderr), `telemetry::json_lines` (flat JSON lines: the spans' fields at the
+//!   top level), `telemetry::journal` (under journald: each line's priority).
 //! - `action`: what to do with one item, one folder per kind's runtime
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,

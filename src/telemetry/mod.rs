@@ -5,6 +5,8 @@ pub mod events;
 pub mod exports;
 pub mod histograms;
 pub mod in_flight;
+pub mod journal;
+pub mod json_lines;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
