@@ -62,8 +62,9 @@
 //!   `telemetry::events` (what is both logged and counted, one type each),
 //!   `telemetry::observed` (timings, rollbacks, errors, backlog, history,
 //!   failures), `telemetry::in_flight` (the action's runs under way),
-//!   `telemetry::histograms`, `telemetry::monitor` (every queue's, for
-//!   the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
+//!   `telemetry::histograms` (Prometheus's), `telemetry::recent` (the status
+//!   page's percentiles over the last 5 and 15 minutes), `telemetry::monitor`
+//!   (every queue's, for the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
 //!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
 //!   `telemetry::status` (the status page: `telemetry::status::html`,
 //!   `telemetry::status::sparkline`), `telemetry::logging` (text or JSON, to
@@ -118,10 +119,10 @@ pub mod config;
 mod count;
 mod db;
 pub mod diagnostic;
+mod duration;
 mod engine;
 mod lock;
 mod sql;
-mod duration;
 pub mod telemetry;
 
 pub use check::{check, CheckOptions, CheckReport};

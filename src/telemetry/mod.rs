@@ -13,5 +13,6 @@ pub mod metrics;
 pub mod monitor;
 pub mod observed;
 pub mod process;
+pub mod recent;
 pub mod stats;
 pub mod status;

@@ -78,6 +78,7 @@ mod signals;
 mod stall;
 mod startup;
 mod status_page;
+mod status_percentiles;
 mod stop_when_empty;
 mod trace_context;
 mod version;
