@@ -21,6 +21,7 @@ pub fn rounded(wait: Duration) -> String {
 mod tests {
     use super::*;
 
+    /// `651ms 193us 796ns` reads `651ms`; `1s 651ms` reads `1.7s`.
     #[test]
     fn durations_are_rounded_to_what_a_person_reads() {
         let said = |nanos: u64| rounded(Duration::from_nanos(nanos));

@@ -99,6 +99,7 @@ impl Drop for Line {
 mod tests {
     use super::*;
 
+    /// Each level has journald's priority, and every line of a text gets it.
     #[test]
     fn each_line_carries_its_priority() {
         assert_eq!(priority(&Level::ERROR), 3);

@@ -131,6 +131,8 @@ mod tests {
         }
     }
 
+    /// An item's line carries the worker's queue and number and the item's key at
+    /// the top level, with no `spans` list; the item's key wins over the worker's.
     #[test]
     fn span_fields_sit_at_the_top_level_and_the_innermost_wins() {
         let captured = Captured::default();
