@@ -10,7 +10,7 @@
 //! this map names every module):
 //!
 //! ```text
-//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock
+//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
 //! ```
 //!
 //! - [`commands`]: the command line and what each subcommand does, with its exit
@@ -65,12 +65,15 @@
 //!   `telemetry::events` (what is both logged and counted, one type each),
 //!   `telemetry::observed` (timings, rollbacks, errors, backlog, history,
 //!   failures), `telemetry::in_flight` (the action's runs under way),
-//!   `telemetry::histograms`, `telemetry::monitor` (every queue's, for
-//!   the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
+//!   `telemetry::histograms` (Prometheus's), `telemetry::recent` (the status
+//!   page's percentiles over the last 5 and 15 minutes), `telemetry::monitor`
+//!   (every queue's, for the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
 //!   `telemetry::exposition` (its format: OpenMetrics or text 0.0.4),
 //!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
 //!   `telemetry::status` (the status page: `telemetry::status::html`,
-//!   `telemetry::status::sparkline`), `telemetry::logging`.
+//!   `telemetry::status::sparkline`), `telemetry::logging` (text or JSON, to
+//!   stderr), `telemetry::json_lines` (flat JSON lines: the spans' fields at the
+//!   top level), `telemetry::journal` (under journald: each line's priority).
 //! - `action`: what to do with one item, one folder per kind's runtime
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,
@@ -112,7 +115,9 @@
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`.
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
-//! - `lock`: a mutex's guard even after a holder panicked.
+//! - `lock`: a mutex's guard even after a holder panicked; `duration`: a duration
+//!   as a message says it (`651ms`, `1.7s`, `2m 5s`), the one rounding every line
+//!   uses.
 
 mod action;
 mod check;
@@ -121,6 +126,7 @@ pub mod config;
 mod count;
 mod db;
 pub mod diagnostic;
+mod duration;
 mod engine;
 mod lock;
 mod sql;

@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::duration::rounded;
+
 /// GETs `/healthz` (or `/readyz` when `ready`) from `addr`; `Ok` with the body on
 /// 200, else why not.
 pub async fn probe(addr: SocketAddr, ready: bool, timeout: Duration) -> Result<String, String> {
@@ -23,7 +25,12 @@ pub async fn probe(addr: SocketAddr, ready: bool, timeout: Duration) -> Result<S
     let response = match tokio::time::timeout(timeout, exchange).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => return Err(format!("http://{addr}{path}: {e}")),
-        Err(_) => return Err(format!("http://{addr}{path}: no answer within {timeout:?}")),
+        Err(_) => {
+            return Err(format!(
+                "http://{addr}{path}: no answer within {}",
+                rounded(timeout)
+            ))
+        }
     };
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     let status = head.lines().next().unwrap_or_default();

@@ -96,7 +96,7 @@ impl QueueRuntime {
             progress,
         };
         let outcome = run(job).await?;
-        self.stats.observed.action.observe(started.elapsed());
+        self.stats.observed.record_action(started.elapsed());
         Ok(ticket.finished(&outcome).then_some(outcome))
     }
 }

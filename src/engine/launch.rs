@@ -20,7 +20,8 @@ use crate::action::Action;
 use crate::config::QueueConfig;
 use crate::db::{Budget, Database, DbClock, OpenError, Session};
 use crate::diagnostic::{Finding, Findings, Severity};
-use crate::telemetry::events::{rounded, Event, NotConnected};
+use crate::duration::rounded;
+use crate::telemetry::events::{Event, NotConnected};
 use crate::telemetry::stats::report_progress;
 
 /// How many queues open their first session at once.

@@ -14,8 +14,8 @@ use tracing::{debug, info};
 
 use crate::db::pause::{is_denied, Paused, TABLE};
 use crate::db::DbError;
+use crate::duration::rounded;
 use crate::lock::lock;
-use crate::telemetry::events::rounded;
 use crate::telemetry::stats::QueueStats;
 
 /// What a worker's read of the pause came to.

@@ -7,7 +7,7 @@ use tracing::error;
 
 use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
-use crate::telemetry::events::rounded;
+use crate::duration::rounded;
 
 /// Runs worker `index` of `queue`, as `start` makes it, and again each time it
 /// panics; `left` says what became of its rows (for the log line).

@@ -37,6 +37,7 @@ use crate::config::QueueConfig;
 use crate::db::backlog::read_backlog;
 use crate::db::{Budget, Database};
 use crate::diagnostic::Findings;
+use crate::duration::rounded;
 use crate::telemetry::monitor::Monitor;
 use crate::telemetry::stats::Counts;
 
@@ -474,7 +475,7 @@ impl Supervisor {
             let progress = &mut version.progress;
             match progress.stalled_for(&version.runtime.stats, now) {
                 Some(quiet) => {
-                    let quiet = humantime::format_duration(Duration::from_secs(quiet.as_secs()));
+                    let quiet = rounded(quiet);
                     if !progress.reported {
                         changed = true;
                         warn!(queue = %name, %quiet, "the queue holds a database connection but has claimed and finished nothing for longer than its slowest turn; the watchdog is no longer fed");

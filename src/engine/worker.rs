@@ -20,9 +20,8 @@ use super::restart::restart_on_panic;
 use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
 use crate::db::{DbError, OpenError};
-use crate::telemetry::events::{
-    rounded, DatabaseFull, Event, LoopSeen, NotConnected, QueueLooping,
-};
+use crate::duration::rounded;
+use crate::telemetry::events::{DatabaseFull, Event, LoopSeen, NotConnected, QueueLooping};
 
 /// How a worker claims rows and carries them to their end: transaction mode or lease
 /// mode.

@@ -9,20 +9,11 @@ use tracing::{debug, error, info, warn};
 
 use super::stats::{CircuitState, QueueStats};
 use crate::db::{DbError, ErrorKind, OpenError};
+use crate::duration::rounded;
 
 /// An event of a queue: logged and counted together.
 pub trait Event {
     fn emit(self, stats: &QueueStats);
-}
-
-/// `651ms 193us 796ns` is no way to say a wait: seconds and milliseconds at most.
-pub fn rounded(wait: Duration) -> humantime::FormattedDuration {
-    let millis = if wait >= Duration::from_secs(10) {
-        wait.as_secs() * 1000
-    } else {
-        wait.as_millis() as u64
-    };
-    humantime::format_duration(Duration::from_millis(millis))
 }
 
 /// An item's action failed for its own sake; its failure is on the status page.

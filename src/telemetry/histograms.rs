@@ -1,6 +1,6 @@
 //! Per-queue histograms of durations, in seconds: counted lock-free as they are
-//! observed, exported as Prometheus histograms, and read back as percentiles for
-//! the status page.
+//! observed, and exported as Prometheus histograms. (The status page's
+//! percentiles are over the last minutes: [`super::recent`].)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -46,26 +46,6 @@ impl Timings {
         self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6
     }
 
-    /// The quantile `q` (0 to 1) as the upper bound of the bucket it falls in: an
-    /// estimate no better than the buckets. `None` before any observation; past the
-    /// last bound, the last bound.
-    pub fn quantile(&self, q: f64) -> Option<f64> {
-        let counts = self.counts();
-        let total: u64 = counts.iter().sum();
-        if total == 0 {
-            return None;
-        }
-        let rank = (q * total as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (index, count) in counts.iter().enumerate() {
-            seen += count;
-            if seen >= rank {
-                return Some(BOUNDS[index.min(BOUNDS.len() - 1)]);
-            }
-        }
-        BOUNDS.last().copied()
-    }
-
     /// Writes the histogram as the metric of one label set.
     pub fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         let counts = self.counts();
@@ -93,9 +73,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_sums_and_quantiles() {
+    fn counts_and_sums() {
         let timings = Timings::default();
-        assert_eq!(timings.quantile(0.5), None);
         for _ in 0..98 {
             timings.observe(Duration::from_millis(20));
         }
@@ -103,8 +82,10 @@ mod tests {
         timings.observe(Duration::from_secs(7200));
         assert_eq!(timings.count(), 100);
         assert!((timings.sum() - (98.0 * 0.02 + 2.0 + 7200.0)).abs() < 1e-6);
-        assert_eq!(timings.quantile(0.5), Some(0.025));
-        assert_eq!(timings.quantile(0.99), Some(2.5));
-        assert_eq!(timings.quantile(1.0), Some(3600.0));
+        assert_eq!(
+            timings.counts()[BOUNDS.len()],
+            1,
+            "past the last bound: +Inf"
+        );
     }
 }

@@ -4,7 +4,9 @@
 //! Text is coloured only when stderr is a terminal and `NO_COLOR` is unset, so
 //! journald, `docker logs`, pipes and files get plain lines. When stderr is the
 //! journal (systemd says so in `JOURNAL_STREAM`), lines carry no timestamp of their
-//! own: the journal stamps each one.
+//! own — the journal stamps each one — and each starts with its priority
+//! ([`super::journal`]). JSON is flat: the spans' fields at the top level
+//! ([`super::json_lines`]).
 //!
 //! Text lines escape every control character a value brings (CR, LF, ESC, the rest
 //! of C0 and C1, DEL): a key or a command's stderr cannot start a forged line nor
@@ -16,9 +18,13 @@ use std::io::IsTerminal;
 use clap::ValueEnum;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::field::RecordFields;
-use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::format::{JsonFields, Writer};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::EnvFilter;
+
+use super::journal::{stderr_is_journal, Prioritized};
+use super::json_lines::FlatJson;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -38,22 +44,24 @@ pub fn init(format: LogFormat) {
             (EnvFilter::new("info"), set.then(|| e.to_string()))
         }
     };
+    let journal = stderr_is_journal();
+    let writer = if journal {
+        BoxMakeWriter::new(Prioritized)
+    } else {
+        BoxMakeWriter::new(std::io::stderr)
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(quiet(filter))
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_target(false)
         .with_ansi(colour(std::env::var_os("NO_COLOR").as_deref()));
     match format {
-        LogFormat::Text if stderr_is_journal() => {
-            builder.fmt_fields(EscapedFields).without_time().init()
-        }
+        LogFormat::Text if journal => builder.fmt_fields(EscapedFields).without_time().init(),
         LogFormat::Text => builder.fmt_fields(EscapedFields).init(),
-        // Each line carries its spans: the worker's (queue, worker) and the item's (key).
+        // The spans' fields (queue, worker, key, trace_id) at the top level.
         LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(true)
+            .fmt_fields(JsonFields::new())
+            .event_format(FlatJson)
             .init(),
     }
     if let Some(error) = bad_filter {
@@ -153,22 +161,6 @@ impl<W: fmt::Write> fmt::Write for Escaped<W> {
 /// (<https://no-color.org>: any non-empty `NO_COLOR`).
 fn colour(no_color: Option<&std::ffi::OsStr>) -> bool {
     std::io::stderr().is_terminal() && no_color.is_none_or(|v| v.is_empty())
-}
-
-/// Whether stderr is the journal's stream: `JOURNAL_STREAM` holds its
-/// `DEVICE:INODE`, which a redirected stderr no longer matches.
-fn stderr_is_journal() -> bool {
-    let Some(stream) = std::env::var_os("JOURNAL_STREAM") else {
-        return false;
-    };
-    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstat writes into the buffer it is given, and only reads fd 2.
-    if unsafe { libc::fstat(2, stat.as_mut_ptr()) } != 0 {
-        return false;
-    }
-    // SAFETY: fstat succeeded, so it filled the buffer.
-    let stat = unsafe { stat.assume_init() };
-    stream.to_string_lossy() == format!("{}:{}", stat.st_dev, stat.st_ino)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::histograms::Timings;
 use super::in_flight::InFlight;
+use super::recent::Recent;
 use crate::db::{DbClock, ErrorKind};
 use crate::lock::lock;
 
@@ -25,6 +26,8 @@ pub const RECENT_FAILURES: usize = 20;
 pub struct Observed {
     /// How long each action took.
     pub action: Timings,
+    /// The same, over the last minutes: the status page's percentiles.
+    pub action_recent: Recent,
     /// How long each transaction held its rows locked: claim to commit or rollback.
     pub transaction: Timings,
     /// How long each claim query took (empty ones included).
@@ -99,6 +102,12 @@ impl Observed {
 
     pub fn busy_workers(&self) -> usize {
         self.busy.load(Ordering::Relaxed)
+    }
+
+    /// How long an action took: for Prometheus's histogram and the recent percentiles.
+    pub fn record_action(&self, took: Duration) {
+        self.action.observe(took);
+        self.action_recent.observe(took);
     }
 
     /// Whether the queue measures its lag (it has `waiting_since`).

@@ -10,6 +10,7 @@ use tracing::info;
 use super::observed::Observed;
 use crate::db::pause::Paused;
 use crate::db::Waiting;
+use crate::duration::rounded;
 use crate::lock::lock;
 
 /// Counts of committed work, since the daemon started.
@@ -162,7 +163,7 @@ impl QueueStats {
             .enumerate()
             .filter_map(|(index, waiting)| {
                 let (waited, what) = waiting.longer_than(waits.deadline)?;
-                let waited = humantime::format_duration(Duration::from_secs(waited.as_secs()));
+                let waited = rounded(waited);
                 Some(format!("worker {index} has waited {waited} for {what}"))
             })
             .collect()

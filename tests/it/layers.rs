@@ -4,7 +4,7 @@
 //! ```text
 //! main → commands (the CLI, signals, one function per subcommand)
 //!   → engine | check | count
-//!   → telemetry → action → db → config → sql → diagnostic → lock
+//!   → telemetry → action → db → config → sql → diagnostic → lock | duration
 //! ```
 //!
 //! And the maps of the source — `src/lib.rs`'s and CONTRIBUTING.md's — name every
@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sql"],
     &["diagnostic"],
-    &["lock"],
+    &["lock", "duration"],
 ];
 
 /// Where the database driver may be named.

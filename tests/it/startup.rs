@@ -132,8 +132,9 @@ async fn logs_to_a_pipe_carry_no_escape_codes() {
     );
 }
 
-/// When stderr is the stream `JOURNAL_STREAM` names, lines carry no timestamp: the
-/// journal adds its own.
+/// When stderr is the stream `JOURNAL_STREAM` names, lines carry no timestamp (the
+/// journal adds its own) and start with their syslog priority, `<4>` for a warning,
+/// so `journalctl -p warning` finds them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_the_journal_lines_carry_no_timestamp() {
     let files = QueueFiles::new();
@@ -160,9 +161,23 @@ async fn under_the_journal_lines_carry_no_timestamp() {
         .unwrap();
     assert_eq!(status.code(), Some(0), "{}", log());
     let log = log();
+    for line in log.lines() {
+        let (priority, rest) = line
+            .strip_prefix('<')
+            .and_then(|l| l.split_once('>'))
+            .unwrap_or_else(|| panic!("no priority: {line}"));
+        let level = rest.trim_start().get(..4).unwrap_or("");
+        let expected = match level {
+            "INFO" => "6",
+            "WARN" => "4",
+            "ERRO" => "3",
+            _ => panic!("not a level, or a timestamp first: {line}"),
+        };
+        assert_eq!(priority, expected, "{line}");
+    }
     assert!(
         log.lines()
-            .all(|l| ["INFO", "WARN"].contains(&l.trim_start().get(..4).unwrap_or(""))),
+            .any(|l| l.starts_with("<4>") && l.contains("cannot connect")),
         "{log}"
     );
 }

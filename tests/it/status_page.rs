@@ -179,6 +179,10 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         );
         assert_eq!(field(html, "workers"), workers, "{name}");
         assert!(html.contains("<svg class=\"spark\""), "{name}: the chart");
+        for minutes in [5, 15] {
+            let action = format!("data-field=\"action_{minutes}m\">{minutes} min: ");
+            assert!(html.contains(&action), "{name}: the action's p50 / p99");
+        }
     }
     let failures = status["queues"][1]["failures"].as_array().unwrap();
     assert_eq!(failures.len(), 2);

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::judge::describe;
+use crate::duration::rounded;
 use crate::lock::lock;
 
 /// The first wait after a failed connection attempt; it doubles up to [`MAX_WAIT`].
@@ -156,7 +157,7 @@ impl Link {
                 return Err(format!(
                     "cannot reach RabbitMQ at {}: {error} (trying again in {})",
                     self.server,
-                    humantime::format_duration(Duration::from_millis(left.as_millis() as u64))
+                    rounded(left)
                 ));
             }
             State::Down { wait, .. } => *wait,

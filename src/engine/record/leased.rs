@@ -11,10 +11,10 @@ use tracing::{info, warn};
 use super::{Refused, Store, Written};
 use crate::action::Outcome;
 use crate::db::{Item, OutcomeParams, Session, SessionPool, Statements};
+use crate::duration::rounded;
 use crate::engine::backoff::{pause, Backoff};
 use crate::engine::lease::{Lease, LeaseError};
 use crate::engine::queue::QueueRuntime;
-use crate::telemetry::events::rounded;
 
 /// How many times an outcome is tried while the database cannot be reached.
 const RECORD_TRIES: u32 = 6;

@@ -7,6 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
 use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, PER_PAGE};
+use crate::telemetry::recent::Percentiles;
 
 /// How often the page reloads itself, in seconds.
 pub const REFRESH_SECONDS: u32 = 5;
@@ -38,7 +39,7 @@ pub fn render(status: &Status) -> String {
          {}{}<div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
          <th>Workers<br>busy / connected / all</th><th>Last 15 min</th><th>Done</th>\
          <th>Failed</th><th>Returned</th><th>Rolled back</th><th>Waiting</th>\
-         <th>Oldest waiting</th><th>Action p50 / p99</th></tr></thead><tbody>",
+         <th>Oldest waiting</th><th>Action p50 / p99<br>last 5 / 15 min</th></tr></thead><tbody>",
         process_line(status),
         summary(&status.summary)
     );
@@ -130,11 +131,7 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
         Some(n) => format!("{n}{}", if q.waiting_capped { "+" } else { "" }),
         None => "–".to_string(),
     };
-    let action = format!(
-        "{} / {}",
-        seconds(q.action_p50_seconds),
-        seconds(q.action_p99_seconds)
-    );
+    let action = action_percentiles(&q.action_recent);
     let (mut circuit, leases_lost) = notes(q.circuit, q.leases_lost);
     circuit.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     circuit.push_str(&stopped_note(q.stopped_claiming));
@@ -358,9 +355,28 @@ fn process_line(status: &Status) -> String {
 }
 
 /// `12 ms`, `2.5 s`, `3m 20s`; `–` for nothing yet.
+/// Each window's `p50 / p99`, a line each: `5 min: 340 ms / 1.2 s`.
+fn action_percentiles(windows: &[Percentiles]) -> String {
+    let lines: Vec<String> = windows
+        .iter()
+        .map(|w| {
+            format!(
+                "<span data-field=\"action_{}m\">{} min: {} / {}</span>",
+                w.minutes,
+                w.minutes,
+                seconds(w.p50_seconds),
+                seconds(w.p99_seconds)
+            )
+        })
+        .collect();
+    lines.join("<br>")
+}
+
 fn seconds(value: Option<f64>) -> String {
     match value {
         None => "–".to_string(),
+        // A sub-millisecond action is not "0 ms".
+        Some(s) if s < 0.00995 => format!("{:.1} ms", s * 1000.0),
         Some(s) if s < 1.0 => format!("{} ms", (s * 1000.0).round()),
         Some(s) if s < 60.0 => format!("{s:.1} s"),
         Some(s) => humantime::format_duration(Duration::from_secs(s as u64)).to_string(),
@@ -417,6 +433,7 @@ mod tests {
             "&lt;b a=&quot;1&quot;&gt;&amp;&#39;"
         );
         assert_eq!(seconds(Some(0.0125)), "13 ms");
+        assert_eq!(seconds(Some(0.00042)), "0.4 ms");
         assert_eq!(seconds(Some(2.5)), "2.5 s");
         assert_eq!(seconds(Some(200.0)), "3m 20s");
         assert_eq!(seconds(None), "–");

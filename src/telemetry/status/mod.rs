@@ -16,6 +16,7 @@ use super::in_flight::RunView;
 use super::monitor::{Monitor, QueueView};
 use super::observed::{Failure, Minute};
 use super::process::{hostname, ProcessStats};
+use super::recent::Percentiles;
 use super::stats::{CircuitOpen, QueueStats, WakeStatus};
 use crate::db::pause::Paused;
 
@@ -96,8 +97,8 @@ pub struct QueueStatus {
     /// Rows that gave up (`[failed] select`), as of the last count; `null` without
     /// `[failed]`.
     pub gave_up: Option<usize>,
-    pub action_p50_seconds: Option<f64>,
-    pub action_p99_seconds: Option<f64>,
+    /// The action's p50 and p99 over the last 5 and the last 15 minutes.
+    pub action_recent: Vec<Percentiles>,
     /// The action's runs under way, and the oldest few of them (keys, since when,
     /// lease mode's last progress line).
     pub in_flight: usize,
@@ -289,8 +290,7 @@ impl QueueStatus {
             waiting_capped: backlog.capped,
             oldest_waiting_seconds: backlog.oldest_seconds,
             gave_up: backlog.gave_up,
-            action_p50_seconds: observed.action.quantile(0.5),
-            action_p99_seconds: observed.action.quantile(0.99),
+            action_recent: observed.action_recent.windows(),
             in_flight: observed.in_flight.count(),
             in_flight_runs: observed.in_flight.oldest(IN_FLIGHT_LISTED),
             minutes: observed.minutes(),
