@@ -66,7 +66,10 @@
 //!   the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
 //!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
 //!   `telemetry::status` (the status page: `telemetry::status::html`,
-//!   `telemetry::status::sparkline`), `telemetry::logging`.
+//!   `telemetry::status::sparkline`), `telemetry::logging`, `telemetry::spans`
+//!   (a committed turn's OpenTelemetry spans) and `telemetry::traces` (their
+//!   export over OTLP: bounded, batched, dropped and counted when the collector
+//!   is away).
 //! - `action`: what to do with one item, one folder per kind's runtime
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,

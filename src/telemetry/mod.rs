@@ -11,5 +11,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod observed;
 pub mod process;
+pub mod spans;
 pub mod stats;
 pub mod status;
+pub mod traces;
