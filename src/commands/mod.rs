@@ -193,7 +193,7 @@ fn start_traces(flag: Option<&str>) -> Result<(), Failure> {
         return Ok(());
     };
     traces::start(&url, &traces::service_name(&env_lookup))
-        .map_err(|e| Failure::Usage(format!("--otlp-endpoint {url}: {e}")))
+        .map_err(|e| Failure::Usage(format!("trace export to {url}: {e}")))
 }
 
 async fn check_command(args: CheckArgs, database: DefaultUrl) -> Result<(), Failure> {
