@@ -282,3 +282,55 @@ async fn a_collector_that_never_answers_costs_the_workers_nothing() {
     );
     daemon.terminate().await;
 }
+
+/// In lease mode too each item has its span, sent once its outcome is written: in
+/// the row's own trace when it has a `traceparent`, with its action's run as events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leased_items_span_continues_its_rows_trace() {
+    let collector = collector().await;
+    let db = TestDb::new().await;
+    db.exec(&format!(
+        "CREATE TABLE job (id INT PRIMARY KEY, traceparent VARCHAR(55) NULL, state VARCHAR(10) NOT NULL DEFAULT 'waiting', lease_id VARCHAR(32) NULL, lease_until DATETIME(3) NULL);
+         INSERT INTO job (id, traceparent) VALUES (1, '00-{ROW_TRACE}-{ROW_SPAN}-01'), (2, NULL)"
+    ))
+    .await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("otlp_lease")
+        .set("mode", "lease")
+        .select(
+            "SELECT id, traceparent FROM job WHERE state = 'waiting' \
+             OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id",
+        )
+        .batch(2)
+        .poll_interval("1h")
+        .lease_set(
+            "sql",
+            "UPDATE job SET state = 'leased', lease_id = :lease_id, \
+             lease_until = NOW(3) + INTERVAL 30 SECOND WHERE id = :id",
+        )
+        .action_command(&["true"])
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let mut cmd = tableq(&["run", "--otlp-endpoint", &collector.url("/")]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let mut daemon = Daemon::spawn(cmd);
+    eventually("two spans arrive", Duration::from_secs(60), || async {
+        received(&collector).len() >= 2
+    })
+    .await;
+
+    let spans = received(&collector);
+    assert_eq!(spans.len(), 2, "one span per item");
+    for (_, span) in &spans {
+        let key = text(&span.attributes, "tableq.key").expect("the key");
+        assert_eq!(
+            text(&span.attributes, "tableq.outcome").as_deref(),
+            Some("done")
+        );
+        let events: Vec<&str> = span.events.iter().map(|e| e.name.as_str()).collect();
+        assert!(events.contains(&"action finished"), "{events:?}");
+        let in_row_trace = hex(&span.trace_id) == ROW_TRACE;
+        assert_eq!(in_row_trace, key == "1", "item {key}");
+    }
+    daemon.terminate().await;
+}

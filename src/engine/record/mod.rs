@@ -72,7 +72,8 @@ pub async fn record<S: Store>(
         let Some(outcome) = outcome else {
             store.leave(item).await?;
             report.count(Fate::Returned, String::new);
-            trace(report, item, None, Fate::Returned, None);
+            let why = "left as claimed: the circuit breaker is open".to_string();
+            trace(report, item, None, Fate::Returned, Some(why));
             continue;
         };
         if outcome.blame != Blame::Item && !outcome.succeeded() {
