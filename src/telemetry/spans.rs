@@ -264,6 +264,14 @@ mod tests {
         assert_eq!(spans[0].span_context.trace_id().to_string(), sent.0);
         assert_eq!(spans[0].span_context.span_id().to_string(), sent.1);
         assert_eq!(spans[0].parent_span_id, SpanId::INVALID);
+        let mut unsampled = item(Some(row), None);
+        if let Some(parent) = unsampled.parent.as_mut() {
+            parent.flags = "00".into();
+        }
+        assert!(
+            of_turn("q", false, now, now, &[unsampled]).is_empty(),
+            "not sampled"
+        );
         let batch = of_turn(
             "q",
             true,
