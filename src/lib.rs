@@ -73,7 +73,10 @@
 //!   `telemetry::status` (the status page: `telemetry::status::html`,
 //!   `telemetry::status::sparkline`), `telemetry::logging` (text or JSON, to
 //!   stderr), `telemetry::json_lines` (flat JSON lines: the spans' fields at the
-//!   top level), `telemetry::journal` (under journald: each line's priority).
+//!   top level), `telemetry::journal` (under journald: each line's priority),
+//!   `telemetry::spans` (a committed turn's OpenTelemetry spans) and `telemetry::traces` (their
+//!   export over OTLP: bounded, batched, dropped and counted when the collector
+//!   is away).
 //! - `action`: what to do with one item, one folder per kind's runtime
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,

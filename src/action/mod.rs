@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
 use crate::diagnostic::Severity;
-pub use outcome::{Blame, Outcome};
+pub use outcome::{Blame, Outcome, TraceNotes};
 use progress::Progress;
 
 /// A queue's action, ready to run.

@@ -16,13 +16,26 @@ pub struct Outcome {
     pub retry_after: Option<u64>,
     /// Whose fault a failure looks like.
     pub blame: Blame,
-    /// The W3C trace id an HTTP action sent (`traceparent`), for the item's log lines.
-    pub trace_id: Option<String>,
+    /// The trace context the action sent, and when it ran: for the item's log
+    /// lines and its exported span. Behind a pointer, as `each` is.
+    pub trace: Option<Box<TraceNotes>>,
     /// A batch's action that sends each item on its own (a message per row) and so
     /// knows each one's fate: their outcomes, in the batch's order. `None` when the
     /// batch went as one (an HTTP request, a command). Behind a pointer, so that an
     /// outcome stays small to move about.
     pub each: Option<Arc<Vec<Outcome>>>,
+}
+
+/// What an item's trace learns from its action.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceNotes {
+    /// The W3C trace context an HTTP action sent (`traceparent`): its trace id, for
+    /// the item's log lines, and its span id — the item's exported span is that
+    /// span, so the receiver's spans are its children.
+    pub sent: Option<(String, String)>,
+    /// When the action started and ended, by the wall clock (set where it runs,
+    /// `engine::execute`, while spans are exported).
+    pub ran: Option<(std::time::SystemTime, std::time::SystemTime)>,
 }
 
 /// Whose fault a failure looks like. Only the item's own failures are recorded
@@ -69,6 +82,12 @@ impl Outcome {
 
     pub fn succeeded(&self) -> bool {
         self.error.is_none()
+    }
+
+    /// The W3C trace id the action sent, if it sent one.
+    pub fn trace_id(&self) -> Option<&str> {
+        let (trace_id, _) = self.trace.as_deref()?.sent.as_ref()?;
+        Some(trace_id)
     }
 
     /// The outcome as outcome SQL's parameters.

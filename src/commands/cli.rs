@@ -173,6 +173,13 @@ pub struct RunArgs {
         value_name = "N"
     )]
     pub max_connections: u32,
+
+    /// Export a trace span per item to this OpenTelemetry collector, over OTLP/HTTP
+    /// with protobuf (e.g. http://127.0.0.1:4318; /v1/traces is added). Without it,
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as is) or OTEL_EXPORTER_OTLP_ENDPOINT
+    /// turn export on; OTEL_SERVICE_NAME names the service (default tableq).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 #[derive(Debug, Args)]

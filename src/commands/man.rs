@@ -48,6 +48,14 @@ const RUN_ENV: Items = &[
         "how long items in flight may take after SIGTERM (--shutdown-timeout, default 30s)",
     ),
     (
+        "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "export a trace span per item over OTLP/HTTP when --otlp-endpoint is not given: the base URL (/v1/traces added), or the traces URL as is",
+    ),
+    (
+        "OTEL_SERVICE_NAME",
+        "the service.name of the exported spans (default tableq)",
+    ),
+    (
         "NOTIFY_SOCKET, WATCHDOG_USEC",
         "set by systemd: tableq reports READY, RELOADING, STOPPING and feeds the watchdog",
     ),

@@ -167,11 +167,12 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }
     let _stop_metrics = metrics_stop.drop_guard();
+    start_traces(args.otlp_endpoint.as_deref())?;
     let monitor = options.monitor.clone();
     let stop_when_empty = options.stop_when_empty;
-    run_with_reload(source, queues, options, shutdown, hangups)
-        .await
-        .map_err(Failure::Config)?;
+    let ran = run_with_reload(source, queues, options, shutdown, hangups).await;
+    crate::telemetry::traces::finish(TRACES_FLUSH).await;
+    ran.map_err(Failure::Config)?;
     let looping = monitor.looping_queues();
     if stop_when_empty && !looping.is_empty() {
         return Err(Failure::Runtime(format!(
@@ -180,6 +181,19 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         )));
     }
     Ok(())
+}
+
+/// How long the spans still buffered at the end may take to be sent.
+const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Starts the trace export, if `--otlp-endpoint` or the environment asks for it.
+fn start_traces(flag: Option<&str>) -> Result<(), Failure> {
+    use crate::telemetry::traces;
+    let Some(url) = traces::endpoint(flag, &env_lookup) else {
+        return Ok(());
+    };
+    traces::start(&url, &traces::service_name(&env_lookup))
+        .map_err(|e| Failure::Usage(format!("trace export to {url}: {e}")))
 }
 
 async fn check_command(args: CheckArgs, database: DefaultUrl) -> Result<(), Failure> {

@@ -7,6 +7,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use tokio::time::Instant;
 
@@ -14,6 +15,7 @@ use super::queue::QueueRuntime;
 use crate::action::progress::Progress;
 use crate::action::{External, InTransaction, Job, Outcome};
 use crate::db::{DbError, Item, Session};
+use crate::telemetry::traces;
 
 /// What one run of the queue's action is for.
 #[derive(Clone, Copy)]
@@ -83,6 +85,7 @@ impl QueueRuntime {
             return Ok(None);
         };
         let started = Instant::now();
+        let began = SystemTime::now();
         let _listed = self
             .stats
             .observed
@@ -95,7 +98,10 @@ impl QueueRuntime {
             deadline: started + self.config.action.timeout(),
             progress,
         };
-        let outcome = run(job).await?;
+        let mut outcome = run(job).await?;
+        if traces::enabled() {
+            outcome.trace.get_or_insert_default().ran = Some((began, SystemTime::now()));
+        }
         self.stats.observed.record_action(started.elapsed());
         Ok(ticket.finished(&outcome).then_some(outcome))
     }

@@ -1,5 +1,9 @@
 //! What one turn did with the items it claimed.
 
+use std::time::SystemTime;
+
+use crate::telemetry::spans::ItemTrace;
+
 /// What one turn did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BatchReport {
@@ -16,6 +20,10 @@ pub struct BatchReport {
     pub not_the_items: usize,
     /// The keys of the items done, to notice one that comes straight back.
     pub completed: Vec<String>,
+    /// When the claim answered (the first claim's, for a merged report).
+    pub claimed_at: Option<SystemTime>,
+    /// Each item's story for its trace span, when spans are exported.
+    pub traced: Vec<ItemTrace>,
 }
 
 /// What became of one item.
@@ -31,6 +39,7 @@ impl BatchReport {
     pub fn claimed(claimed: usize) -> Self {
         BatchReport {
             claimed,
+            claimed_at: Some(SystemTime::now()),
             ..BatchReport::default()
         }
     }
@@ -51,6 +60,11 @@ impl BatchReport {
         self.returned += other.returned;
         self.not_the_items += other.not_the_items;
         self.completed.extend(other.completed);
+        self.claimed_at = match (self.claimed_at, other.claimed_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.traced.extend(other.traced);
     }
 
     /// Counts `item`'s fate.

@@ -22,6 +22,7 @@ use super::turn::Turn;
 use crate::db::{DbError, OpenError};
 use crate::duration::rounded;
 use crate::telemetry::events::{DatabaseFull, Event, LoopSeen, NotConnected, QueueLooping};
+use crate::telemetry::{spans, traces};
 
 /// How a worker claims rows and carries them to their end: transaction mode or lease
 /// mode.
@@ -228,10 +229,11 @@ impl<'a, M: Mode> Worker<'a, M> {
     /// After a turn that carried its items to their end: counted; a loop stops the
     /// queue; failures that recorded nothing, or that were not the items' own, slow
     /// the worker down. A recorded failure of an item is normal processing.
-    fn done(&mut self, report: BatchReport) -> Step {
+    fn done(&mut self, mut report: BatchReport) -> Step {
         self.queue
             .stats
             .record(report.done, report.failed, report.returned);
+        self.export_spans(&mut report);
         self.contention = 0;
         if self.loops_too_often(&report.completed) {
             return Step::Stop;
@@ -242,6 +244,17 @@ impl<'a, M: Mode> Worker<'a, M> {
             self.backoff.reset();
             Step::ClaimAgain
         }
+    }
+
+    /// The committed turn's trace spans, handed to the exporter (if any).
+    fn export_spans(&self, report: &mut BatchReport) {
+        let (Some(claimed), false) = (report.claimed_at, report.traced.is_empty()) else {
+            return;
+        };
+        let items = std::mem::take(&mut report.traced);
+        let (queue, batch) = (&self.queue.config.name, self.queue.batch_scope());
+        let committed = std::time::SystemTime::now();
+        traces::export(spans::of_turn(queue, batch, claimed, committed, &items));
     }
 
     /// Says so of each key completed again within `loop_window`; true — and the

@@ -49,6 +49,11 @@ pub async fn start(
     info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz; status page on / and /status.json");
     let mut registry = Registry::with_prefix("tableq");
     registry.register_collector(Box::new(QueueCollector(monitor.clone())));
+    registry.register(
+        "trace_spans_dropped",
+        "Trace spans not exported: the buffer was full, or the OTLP collector did not take them",
+        super::traces::dropped(),
+    );
     let mut process = Registry::default();
     process.register_collector(Box::new(ProcessCollector));
     let state = Arc::new(Endpoint {

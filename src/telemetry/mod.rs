@@ -15,5 +15,7 @@ pub mod monitor;
 pub mod observed;
 pub mod process;
 pub mod recent;
+pub mod spans;
 pub mod stats;
 pub mod status;
+pub mod traces;

@@ -61,6 +61,7 @@ mod monitoring;
 mod nats;
 mod notify;
 mod observability;
+mod otlp;
 mod outcome_sql;
 mod packet;
 mod pause;

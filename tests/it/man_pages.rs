@@ -53,6 +53,8 @@ async fn man_writes_a_page_per_subcommand() {
         "SIGHUP",
         "TABLEQ_DATABASE_URL_FILE",
         "TABLEQ_SHUTDOWN_TIMEOUT",
+        "otlp\\-endpoint",
+        "OTEL_SERVICE_NAME",
         "/etc/tableq/queues.d",
     ] {
         assert!(run.contains(said), "tableq-run(1) does not mention {said}");

@@ -275,7 +275,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         status: code.map(i64::from),
         output: Some(output),
         retry_after: None,
-        trace_id: None,
+        trace: None,
         blame: Blame::Item,
         each: None,
     }

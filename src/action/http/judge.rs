@@ -22,7 +22,7 @@ impl Http {
             status: Some(i64::from(status.as_u16())),
             output: Some(output),
             retry_after: None,
-            trace_id: None,
+            trace: None,
             blame: Blame::Item,
             each: None,
         };

@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use reqwest::{Client, Method};
 use tokio::time::Instant;
 
-use super::{ActionError, External, Job, Outcome, Probed};
+use super::{ActionError, External, Job, Outcome, Probed, TraceNotes};
 use crate::config::HttpAction;
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
@@ -72,7 +72,12 @@ impl Http {
         if let Some(trace) = &trace {
             tracing::Span::current().record("trace_id", trace.trace_id.as_str());
         }
-        let trace_id = trace.as_ref().map(|t| t.trace_id.clone());
+        let sent = trace.as_ref().map(|t| {
+            Box::new(TraceNotes {
+                sent: Some((t.trace_id.clone(), t.span_id.clone())),
+                ran: None,
+            })
+        });
         let (body, id) = match job.batch {
             true => (items_json(job.items), batch_id(job.queue, job.items)),
             false => (item_json(first), self.message_id(first, job.queue)),
@@ -87,7 +92,7 @@ impl Http {
             deadline: job.deadline,
         };
         Outcome {
-            trace_id,
+            trace: sent,
             ..self.send(delivery).await
         }
     }

@@ -8,6 +8,29 @@ use crate::db::Item;
 /// The column a select may return to continue a trace.
 pub const COLUMN: &str = "traceparent";
 
+/// A valid `traceparent` a row holds: the trace it belongs to and the span that
+/// wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parent {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// 16 lowercase hex digits.
+    pub span_id: String,
+    /// 2 hex digits (`01`: sampled).
+    pub flags: String,
+}
+
+impl Parent {
+    /// The row's `traceparent` column, if the select returns one holding a valid value.
+    pub fn of(item: &Item) -> Option<Parent> {
+        item.columns.find(COLUMN).and_then(|_| {
+            parse(&String::from_utf8_lossy(
+                &item.placeholder_bytes(COLUMN, ""),
+            ))
+        })
+    }
+}
+
 /// One delivery's trace context.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trace {
@@ -23,13 +46,10 @@ impl Trace {
     /// The trace of `item`'s delivery: under the row's `traceparent` if it holds a
     /// valid one, else a new trace.
     pub fn for_item(item: &Item) -> Trace {
-        let parent = item.columns.find(COLUMN).and_then(|_| {
-            parse(&String::from_utf8_lossy(
-                &item.placeholder_bytes(COLUMN, ""),
-            ))
-        });
-        match parent {
-            Some((trace_id, flags)) => Trace {
+        match Parent::of(item) {
+            Some(Parent {
+                trace_id, flags, ..
+            }) => Trace {
                 trace_id,
                 span_id: random_hex(8),
                 flags,
@@ -53,9 +73,9 @@ impl Trace {
     }
 }
 
-/// The trace id and flags of a valid `traceparent` (version 00, or a later one read
-/// as 00 allows); `None` for anything else.
-fn parse(text: &str) -> Option<(String, String)> {
+/// A valid `traceparent` (version 00, or a later one read as 00 allows); `None` for
+/// anything else.
+fn parse(text: &str) -> Option<Parent> {
     let mut parts = text.trim().split('-');
     let (version, trace_id, parent_id, flags) =
         (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
@@ -70,7 +90,11 @@ fn parse(text: &str) -> Option<(String, String)> {
         && hex(parent_id, 16)
         && parent_id.bytes().any(|b| b != b'0')
         && hex(flags, 2);
-    valid.then(|| (trace_id.to_string(), flags.to_string()))
+    valid.then(|| Parent {
+        trace_id: trace_id.to_string(),
+        span_id: parent_id.to_string(),
+        flags: flags.to_string(),
+    })
 }
 
 /// `bytes` random bytes as lowercase hex, never all zero.
@@ -94,7 +118,11 @@ mod tests {
         let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         assert_eq!(
             parse(valid),
-            Some(("4bf92f3577b34da6a3ce929d0e0e4736".into(), "01".into()))
+            Some(Parent {
+                trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+                span_id: "00f067aa0ba902b7".into(),
+                flags: "01".into(),
+            })
         );
         for invalid in [
             "",

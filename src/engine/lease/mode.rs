@@ -17,7 +17,7 @@ use crate::engine::execute::Work;
 use crate::engine::pausing::Read;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::leased::{release, LeaseStore};
-use crate::engine::record::{item_span, record};
+use crate::engine::record::{item_span, record, trace};
 use crate::engine::report::{BatchReport, Fate};
 use crate::engine::turn::Turn;
 use crate::engine::worker::{Ended, Mode};
@@ -90,12 +90,16 @@ impl LeaseMode {
             }
             Kept::Lost => {
                 report.count(Fate::Returned, String::new);
+                let why = Some("the lease was lost".to_string());
+                trace(&mut report, &lease.item, None, Fate::Returned, why);
                 return report;
             }
             Kept::Aborted => {
                 warn!("the shutdown timeout passed; the action is cancelled");
                 release(queue, &self.pool, lease, last.as_deref()).await;
                 report.count(Fate::Returned, String::new);
+                let why = Some("cancelled: the shutdown timeout passed".to_string());
+                trace(&mut report, &lease.item, None, Fate::Returned, why);
                 return report;
             }
         };

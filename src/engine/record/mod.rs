@@ -19,9 +19,12 @@ use tracing::{warn, Instrument, Span};
 
 use super::queue::QueueRuntime;
 use super::report::{BatchReport, Fate};
+use crate::action::http::trace::Parent;
 use crate::action::{Blame, Outcome};
 use crate::db::{DbError, Item, Refusal, Statements};
 use crate::telemetry::events::{Event, ItemFailed, LeaseLost, LostAt, OutcomeSqlFailed};
+use crate::telemetry::spans::ItemTrace;
+use crate::telemetry::traces;
 
 /// How writing one item's outcome SQL went.
 #[derive(Debug)]
@@ -69,6 +72,8 @@ pub async fn record<S: Store>(
         let Some(outcome) = outcome else {
             store.leave(item).await?;
             report.count(Fate::Returned, String::new);
+            let why = "left as claimed: the circuit breaker is open".to_string();
+            trace(report, item, None, Fate::Returned, Some(why));
             continue;
         };
         if outcome.blame != Blame::Item && !outcome.succeeded() {
@@ -80,6 +85,7 @@ pub async fn record<S: Store>(
             Verdict::Leave => {
                 store.leave(item).instrument(span(item, outcome)).await?;
                 report.count(Fate::Returned, String::new);
+                trace(report, item, Some(outcome), Fate::Returned, None);
             }
         }
     }
@@ -177,6 +183,7 @@ fn tally<'i>(
                     failed(queue, item, outcome, true);
                 }
                 report.count(fate, || item.key_text());
+                trace(report, item, Some(outcome), fate, None);
             }
             Written::SqlFailed(e)
                 if e.is_too_large() && fate == Fate::Done && queue.config.on_failure.is_some() =>
@@ -190,6 +197,8 @@ fn tally<'i>(
                 };
                 sql_failed(queue, item, which, &e, outcome.error.as_deref());
                 report.count(Fate::Returned, String::new);
+                let why = format!("outcome SQL failed: {e}");
+                trace(report, item, Some(outcome), Fate::Returned, Some(why));
             }
             Written::LeaseLost { lease_id } => {
                 let lost = LeaseLost {
@@ -198,14 +207,45 @@ fn tally<'i>(
                 };
                 lost.emit(&queue.stats);
                 report.count(Fate::Returned, String::new);
+                let why = "the lease was lost".to_string();
+                trace(report, item, Some(outcome), Fate::Returned, Some(why));
             }
             Written::Unknown(why) => {
                 warn!(error = %why, "the outcome is not recorded; the row is worked on again when its lease expires");
                 report.count(Fate::Returned, String::new);
+                trace(report, item, Some(outcome), Fate::Returned, Some(why));
             }
         }
     }
     too_large
+}
+
+/// Notes `item`'s fate for its trace span, when spans are exported: `why` it was
+/// returned, when its outcome does not say.
+pub fn trace(
+    report: &mut BatchReport,
+    item: &Item,
+    outcome: Option<&Outcome>,
+    fate: Fate,
+    why: Option<String>,
+) {
+    if !traces::enabled() {
+        return;
+    }
+    let notes = outcome.and_then(|o| o.trace.as_deref());
+    report.traced.push(ItemTrace {
+        key: item.key_text(),
+        parent: Parent::of(item),
+        sent: notes.and_then(|n| n.sent.clone()),
+        outcome: match fate {
+            Fate::Done => "done",
+            Fate::Failed => "failed",
+            Fate::Returned => "returned",
+        },
+        error: why.or_else(|| outcome.and_then(|o| o.error.clone())),
+        action: notes.and_then(|n| n.ran),
+        recorded: std::time::SystemTime::now(),
+    });
 }
 
 /// The longest a worker waits between two tries of an outcome the database refused:
@@ -303,8 +343,8 @@ pub fn item_span(item: &Item) -> Span {
 /// delivery sent, if any.
 fn span(item: &Item, outcome: &Outcome) -> Span {
     let span = item_span(item);
-    if let Some(trace_id) = &outcome.trace_id {
-        span.record("trace_id", trace_id.as_str());
+    if let Some(trace_id) = outcome.trace_id() {
+        span.record("trace_id", trace_id);
     }
     span
 }

@@ -4,12 +4,12 @@
 use tracing::{debug, Instrument};
 
 use super::batch::stopping_at;
-use crate::action::InTransaction;
+use crate::action::{InTransaction, Outcome};
 use crate::db::{DbError, Item, OutcomeParams, Session, Statements};
 use crate::engine::execute::Work;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::item::{ItemStore, Undo};
-use crate::engine::record::{item_span, record};
+use crate::engine::record::{item_span, record, trace};
 use crate::engine::report::{BatchReport, Fate};
 
 /// Runs the batch without savepoints: in item scope the action and `[on_success]`
@@ -54,10 +54,11 @@ async fn one_at_a_time(
         let succeeded = succeeds(session, queue, action, Work::item(queue, item))
             .instrument(item_span(item))
             .await?;
-        if !succeeded {
+        let Some(outcome) = succeeded else {
             return Ok(false);
-        }
+        };
         report.count(Fate::Done, || item.key_text());
+        trace(report, item, Some(&outcome), Fate::Done, None);
     }
     Ok(true)
 }
@@ -74,27 +75,28 @@ async fn all_at_once(
     if stopping_at(queue, items, 0, report) {
         return Ok(true);
     }
-    if !succeeds(session, queue, action, Work::batch(items)).await? {
+    let Some(outcome) = succeeds(session, queue, action, Work::batch(items)).await? else {
         return Ok(false);
-    }
+    };
     for item in items {
         report.count(Fate::Done, || item.key_text());
+        trace(report, item, Some(&outcome), Fate::Done, None);
     }
     Ok(true)
 }
 
-/// Runs the action for `work`, then `[on_success]` for the same items; true if
-/// both succeeded.
+/// Runs the action for `work`, then `[on_success]` for the same items; the
+/// action's outcome if both succeeded.
 async fn succeeds(
     session: &mut Session,
     queue: &QueueRuntime,
     action: &dyn InTransaction,
     work: Work<'_>,
-) -> Result<bool, DbError> {
+) -> Result<Option<Outcome>, DbError> {
     let outcome = queue.execute_in(action, session, work).await?;
-    if !outcome.is_some_and(|outcome| outcome.succeeded()) {
-        return Ok(false);
-    }
+    let Some(outcome) = outcome.filter(Outcome::succeeded) else {
+        return Ok(None);
+    };
     let name = queue.config.name.as_str();
     let written = match work.items {
         [item] if !work.batch => {
@@ -111,8 +113,8 @@ async fn succeeds(
         }
     };
     match written {
-        Ok(()) => Ok(true),
-        Err(e) if e.is_statement_error() => Ok(false),
+        Ok(()) => Ok(Some(outcome)),
+        Err(e) if e.is_statement_error() => Ok(None),
         Err(e) => Err(e),
     }
 }

@@ -91,7 +91,7 @@ impl Follower {
                     let wait = backoff.next_wait();
                     let why = format!("the binary log stream cannot open: {e}");
                     if said.as_deref() != Some(why.as_str()) {
-                        warn!(database = %self.database, retry_in = %crate::telemetry::events::rounded(wait), "{why}; the queues poll every poll_interval meanwhile");
+                        warn!(database = %self.database, retry_in = %crate::duration::rounded(wait), "{why}; the queues poll every poll_interval meanwhile");
                         said = Some(why.clone());
                     }
                     self.set_polling(Some(why));
@@ -144,7 +144,7 @@ impl Follower {
     }
 
     fn lost(&self, lost: &StreamLost, wait: Duration) {
-        warn!(database = %self.database, retry_in = %crate::telemetry::events::rounded(wait),
+        warn!(database = %self.database, retry_in = %crate::duration::rounded(wait),
             "{lost}; the queues poll every poll_interval until it is back");
         self.set_polling(Some(format!("reconnecting to the binary log ({lost})")));
     }
