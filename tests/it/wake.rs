@@ -16,13 +16,71 @@ use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
 
 const FOLLOWING: &str = "following the binary log";
 
-/// A private server writing a row-based binary log.
-async fn binlog_server() -> MariaDb {
-    tokio::task::spawn_blocking(|| {
+/// A server writing a row-based binary log: the one `TABLEQ_TEST_DATABASE_URL` names
+/// when it writes one (MySQL 8 does by default), else a private MariaDB.
+struct BinlogServer {
+    _private: Option<MariaDb>,
+    base: String,
+}
+
+async fn binlog_server() -> BinlogServer {
+    let base = crate::support::shared_base_url();
+    match writes_row_binlog(&base).await {
+        true => BinlogServer {
+            _private: None,
+            base,
+        },
+        false => private_binlog_server().await,
+    }
+}
+
+/// A server writing no binary log: the shared one, unless it writes one.
+async fn no_binlog_server() -> BinlogServer {
+    let base = crate::support::shared_base_url();
+    if !writes_row_binlog(&base).await {
+        return BinlogServer {
+            _private: None,
+            base,
+        };
+    }
+    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    BinlogServer {
+        base: server.base_url(),
+        _private: Some(server),
+    }
+}
+
+async fn writes_row_binlog(base: &str) -> bool {
+    let mut conn = crate::support::connect(base).await;
+    let logging: Option<(i64, String)> = conn
+        .query_first("SELECT @@log_bin, @@binlog_format")
+        .await
+        .unwrap();
+    logging.is_some_and(|(on, format)| on == 1 && format == "ROW")
+}
+
+/// A private MariaDB writing a row-based binary log: for the tests that kill its
+/// connections or count every commit on it.
+async fn private_binlog_server() -> BinlogServer {
+    let server = tokio::task::spawn_blocking(|| {
         MariaDb::start_with(&["--log-bin", "--binlog-format=ROW", "--server-id=1"])
     })
     .await
-    .unwrap()
+    .unwrap();
+    BinlogServer {
+        base: server.base_url(),
+        _private: Some(server),
+    }
+}
+
+/// The grants that let `user` read the binary log, as tableq names them.
+async fn grants_for(db: &TestDb, user: &str) -> String {
+    let version: String = db.scalar("SELECT VERSION()").await;
+    let grants = match version.to_ascii_lowercase().contains("mariadb") {
+        true => "REPLICATION SLAVE, BINLOG MONITOR",
+        false => "REPLICATION SLAVE, REPLICATION CLIENT",
+    };
+    format!("GRANT {grants} ON *.* TO `{user}`")
 }
 
 /// `job`: each row knows when it was inserted and when its action started.
@@ -111,7 +169,7 @@ async fn following(daemon: &Daemon, times: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_queue_picks_up_single_inserts_in_milliseconds() {
     let server = binlog_server().await;
-    let db = TestDb::on(&server.base_url()).await;
+    let db = TestDb::on(&server.base).await;
     job_table(&db).await;
     let files = QueueFiles::new();
     jobs("jobs").write(&files);
@@ -135,7 +193,7 @@ async fn an_idle_queue_picks_up_single_inserts_in_milliseconds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_mode_queue_is_woken_too() {
     let server = binlog_server().await;
-    let db = TestDb::on(&server.base_url()).await;
+    let db = TestDb::on(&server.base).await;
     job_table(&db).await;
     db.exec("ALTER TABLE job ADD lease_until DATETIME(3) NULL, ADD lease_id VARCHAR(40) NULL")
         .await;
@@ -161,8 +219,8 @@ async fn a_lease_mode_queue_is_woken_too() {
 /// stream comes back, and the next row is picked up in milliseconds again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
-    let server = binlog_server().await;
-    let db = TestDb::on(&server.base_url()).await;
+    let server = private_binlog_server().await;
+    let db = TestDb::on(&server.base).await;
     job_table(&db).await;
     let files = QueueFiles::new();
     jobs("jobs").poll_interval("2s").write(&files);
@@ -209,8 +267,8 @@ async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
 /// select does not read wakes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_of_10000_rows_is_one_wake_up() {
-    let server = binlog_server().await;
-    let db = TestDb::on(&server.base_url()).await;
+    let server = private_binlog_server().await;
+    let db = TestDb::on(&server.base).await;
     job_table(&db).await;
     db.exec("CREATE TABLE other (id INT PRIMARY KEY)").await;
     let files = QueueFiles::new();
@@ -251,11 +309,11 @@ async fn a_transaction_of_10000_rows_is_one_wake_up() {
     daemon.terminate().await;
 }
 
-/// Without the binary log (the shared server writes none), the queue polls, and
-/// says why once.
-#[tokio::test]
+/// Without the binary log, the queue polls, and says why once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_binary_log_the_queue_polls_and_says_why_once() {
-    let db = TestDb::new().await;
+    let server = no_binlog_server().await;
+    let db = TestDb::on(&server.base).await;
     job_table(&db).await;
     let files = QueueFiles::new();
     jobs("jobs").poll_interval("200ms").write(&files);
@@ -287,7 +345,7 @@ async fn without_the_binary_log_the_queue_polls_and_says_why_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_without_the_grants_polls_or_is_refused() {
     let server = binlog_server().await;
-    let db = TestDb::on(&server.base_url()).await;
+    let db = TestDb::on(&server.base).await;
     job_table(&db).await;
     let user = format!("plain_{}", db.name);
     db.exec(&format!(
@@ -297,7 +355,7 @@ async fn a_user_without_the_grants_polls_or_is_refused() {
     .await;
     let url = db.url.replacen("root@", &format!("{user}@"), 1);
     assert_ne!(url, db.url, "the test URL names root");
-    let grant = format!("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `{user}`");
+    let grant = grants_for(&db, &user).await;
 
     let files = QueueFiles::new();
     jobs("jobs").poll_interval("200ms").write(&files);
@@ -332,7 +390,7 @@ async fn a_user_without_the_grants_polls_or_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_says_where_each_queues_wake_ups_come_from() {
     let server = binlog_server().await;
-    let db = TestDb::on(&server.base_url()).await;
+    let db = TestDb::on(&server.base).await;
     job_table(&db).await;
     let user = format!("plain_{}", db.name);
     db.exec(&format!(
@@ -355,7 +413,7 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
     );
 
     let ran = check(&[], &[&files.path()], Some(&plain)).await;
-    let grant = format!("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `{user}`");
+    let grant = grants_for(&db, &user).await;
     assert!(
         ran.stdout.contains(&format!(
             "woken by polling every 5s, as user `{user}` may not read"

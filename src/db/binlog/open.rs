@@ -77,11 +77,10 @@ pub async fn open(database: &Database, heartbeat: Duration) -> Result<BinlogRead
         return Err(BinlogUnavailable::LogOff.into());
     };
     let period = heartbeat.as_nanos().min(u64::MAX as u128) as u64;
-    query(
-        &mut conn,
-        &format!("SET @master_heartbeat_period = {period}"),
-    )
-    .await?;
+    // MySQL 8.4 reads the second name, older servers the first.
+    let every =
+        format!("SET @master_heartbeat_period = {period}, @source_heartbeat_period = {period}");
+    query(&mut conn, &every).await?;
     let server_id = fastrand::u32(SERVER_IDS);
     let request = BinlogStreamRequest::new(server_id)
         .with_filename(&end.file)

@@ -2,7 +2,7 @@
 //! name the tables it writes (row images are never decoded), and its end — the XID
 //! event, or a `COMMIT` query — is one [`Commit`], however many rows it changed. A
 //! statement logged as text (DDL, or DML in mixed format) names no table the log can
-//! tell cheaply: its commit says only that *something* changed.
+//! tell cheaply: its commit says only the schema it ran in.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -15,31 +15,35 @@ use mysql_async::BinlogStream;
 use super::ChangedTable;
 use crate::db::DbError;
 
-/// More distinct tables than this in one transaction: it counts as "anything
-/// changed", and memory stays bounded.
+/// More distinct tables (or schemas) than this in one transaction: it counts as
+/// "anything changed", and memory stays bounded.
 const MOST_TABLES: usize = 64;
 
 /// A committed transaction that changed something.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Commit {
-    /// It wrote to these tables (by row events).
-    Tables(Vec<ChangedTable>),
-    /// It ran statements logged as text, or wrote to too many tables to list.
-    Anything,
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Commit {
+    /// The tables it wrote rows to (row events).
+    pub tables: Vec<ChangedTable>,
+    /// The schemas its statements logged as text ran in (DDL, or DML in mixed
+    /// format): any table there may have changed.
+    pub schemas: Vec<String>,
+    /// It changed more than can be listed, or ran a statement in no schema:
+    /// anything may have changed.
+    pub anything: bool,
 }
 
 impl std::fmt::Display for Commit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Commit::Anything => f.write_str("statements logged as text"),
-            Commit::Tables(tables) => {
-                let names: Vec<String> = tables
-                    .iter()
-                    .map(|t| format!("{}.{}", t.schema, t.name))
-                    .collect();
-                write!(f, "rows of {}", names.join(", "))
-            }
+        if self.anything {
+            return f.write_str("too much to list");
         }
+        let tables = self
+            .tables
+            .iter()
+            .map(|t| format!("rows of {}.{}", t.schema, t.name));
+        let schemas = self.schemas.iter().map(|s| format!("statements in {s}"));
+        let all: Vec<String> = tables.chain(schemas).collect();
+        f.write_str(&all.join(", "))
     }
 }
 
@@ -60,6 +64,7 @@ pub struct BinlogReader {
     /// The longest silence before the stream counts as lost: heartbeats come sooner.
     silence: Duration,
     tables: HashSet<ChangedTable>,
+    schemas: HashSet<String>,
     anything: bool,
     /// Between a `BEGIN` and its commit.
     in_transaction: bool,
@@ -71,6 +76,7 @@ impl BinlogReader {
             stream,
             silence: heartbeat * 3,
             tables: HashSet::new(),
+            schemas: HashSet::new(),
             anything: false,
             in_transaction: false,
         }
@@ -112,20 +118,20 @@ impl BinlogReader {
             self.commit()
         } else if kind == EventType::QUERY_EVENT as u8 {
             let query = event.read_event::<QueryEvent<'_>>().ok()?;
-            self.query(&query.query())
+            self.query(&query.query(), &query.schema())
         } else {
             None
         }
     }
 
-    /// A statement logged as text: a transaction's bounds, or a change of its own.
-    fn query(&mut self, text: &str) -> Option<Commit> {
+    /// A statement logged as text, run in `schema`: a transaction's bounds, or a
+    /// change of its own.
+    fn query(&mut self, text: &str, schema: &str) -> Option<Commit> {
         let text = text.trim();
         if is_bookkeeping(text) {
             None
         } else if text.eq_ignore_ascii_case("BEGIN") {
-            self.tables.clear();
-            self.anything = false;
+            self.rolled_back();
             self.in_transaction = true;
             None
         } else if text.eq_ignore_ascii_case("COMMIT") {
@@ -133,18 +139,20 @@ impl BinlogReader {
         } else if text.eq_ignore_ascii_case("ROLLBACK") {
             self.rolled_back();
             None
-        } else if self.in_transaction {
-            // DML in mixed format: the transaction's commit follows.
-            self.anything = true;
-            None
         } else {
-            // DDL, which commits by itself.
-            Some(Commit::Anything)
+            self.ran_in(schema);
+            // DML in mixed format waits for its transaction's commit; DDL commits by
+            // itself.
+            match self.in_transaction {
+                true => None,
+                false => self.commit(),
+            }
         }
     }
 
     fn rolled_back(&mut self) {
         self.tables.clear();
+        self.schemas.clear();
         self.anything = false;
         self.in_transaction = false;
     }
@@ -157,13 +165,23 @@ impl BinlogReader {
         }
     }
 
+    fn ran_in(&mut self, schema: &str) {
+        if schema.is_empty() || self.schemas.len() >= MOST_TABLES {
+            self.anything = true;
+        } else {
+            self.schemas.insert(schema.to_string());
+        }
+    }
+
     fn commit(&mut self) -> Option<Commit> {
         self.in_transaction = false;
-        let tables: Vec<ChangedTable> = self.tables.drain().collect();
-        if std::mem::take(&mut self.anything) {
-            return Some(Commit::Anything);
-        }
-        (!tables.is_empty()).then_some(Commit::Tables(tables))
+        let commit = Commit {
+            tables: self.tables.drain().collect(),
+            schemas: self.schemas.drain().collect(),
+            anything: std::mem::take(&mut self.anything),
+        };
+        let changed = commit.anything || !commit.tables.is_empty() || !commit.schemas.is_empty();
+        changed.then_some(commit)
     }
 }
 

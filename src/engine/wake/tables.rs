@@ -1,6 +1,7 @@
 //! Which tables wake a queue: every table its select reads, at any depth, plus
-//! `tableq_paused` (so a resume is seen at once). A select whose tables cannot all be
-//! told (a `WITH`, a table function) wakes on any change in its database.
+//! `tableq_paused` (so a resume is seen at once), and statements logged as text in
+//! their schemas. A select whose tables cannot all be told (a `WITH`, a table
+//! function) wakes on any change in its database.
 
 use crate::db::binlog::{ChangedTable, Commit};
 use crate::sql::tables::{tables_read, TableRef};
@@ -31,11 +32,27 @@ impl Watched {
     /// Whether `commit` changed a table watched here; a table with no schema is in
     /// `database`, the queue's own.
     pub fn woken_by(&self, commit: &Commit, database: &str) -> bool {
-        match (self, commit) {
-            (Watched::Anything, _) | (_, Commit::Anything) => true,
-            (Watched::Tables(watched), Commit::Tables(changed)) => changed
+        if commit.anything {
+            return true;
+        }
+        let ran_in = |schema: &str| {
+            commit
+                .schemas
                 .iter()
-                .any(|table| watched.iter().any(|w| same(w, table, database))),
+                .any(|s| s.eq_ignore_ascii_case(schema))
+        };
+        match self {
+            Watched::Anything => {
+                ran_in(database)
+                    || commit
+                        .tables
+                        .iter()
+                        .any(|t| t.schema.eq_ignore_ascii_case(database))
+            }
+            Watched::Tables(watched) => watched.iter().any(|w| {
+                let schema = w.schema.as_deref().unwrap_or(database);
+                ran_in(schema) || commit.tables.iter().any(|t| same(w, t, database))
+            }),
         }
     }
 }
@@ -50,10 +67,20 @@ mod tests {
     use super::*;
 
     fn changed(schema: &str, name: &str) -> Commit {
-        Commit::Tables(vec![ChangedTable {
-            schema: schema.into(),
-            name: name.into(),
-        }])
+        Commit {
+            tables: vec![ChangedTable {
+                schema: schema.into(),
+                name: name.into(),
+            }],
+            ..Commit::default()
+        }
+    }
+
+    fn statements_in(schema: &str) -> Commit {
+        Commit {
+            schemas: vec![schema.into()],
+            ..Commit::default()
+        }
     }
 
     #[test]
@@ -69,12 +96,21 @@ mod tests {
         assert!(watched.woken_by(&changed("app", "tableq_paused"), "app"));
         assert!(!watched.woken_by(&changed("shop", "job"), "app"));
         assert!(!watched.woken_by(&changed("app", "customer"), "app"));
-        assert!(watched.woken_by(&Commit::Anything, "app"));
+        assert!(watched.woken_by(&statements_in("app"), "app"));
+        assert!(watched.woken_by(&statements_in("other"), "app"));
+        assert!(!watched.woken_by(&statements_in("shop"), "app"));
+        let anything = Commit {
+            anything: true,
+            ..Commit::default()
+        };
+        assert!(watched.woken_by(&anything, "app"));
     }
 
     #[test]
     fn a_select_whose_tables_cannot_be_told_wakes_on_anything() {
         let watched = Watched::of("WITH w AS (SELECT id FROM job) SELECT id FROM w");
         assert!(watched.woken_by(&changed("app", "unrelated"), "app"));
+        assert!(watched.woken_by(&statements_in("app"), "app"));
+        assert!(!watched.woken_by(&changed("shop", "job"), "app"));
     }
 }
