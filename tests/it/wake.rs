@@ -185,6 +185,8 @@ async fn an_idle_queue_picks_up_single_inserts_in_milliseconds() {
     let queue = status(&base, "jobs").await;
     assert_eq!(queue["wake"]["source"], "binlog", "{queue}");
     assert!(wake_events(&base, "jobs").await >= 20.0);
+    let page = get(&format!("{base}/")).await.1;
+    assert!(page.contains("wakes on the binary log ("), "{page}");
     daemon.terminate().await;
     assert!(!daemon.stderr().contains("panicked"), "{}", daemon.stderr());
 }

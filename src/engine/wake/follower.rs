@@ -166,9 +166,11 @@ impl Follower {
         }
     }
 
-    /// The queues poll now, for `why`, or (`None`) follow the stream; either way
-    /// each is nudged to look once, as a change may have gone unseen.
+    /// The queues poll now, for `why`, or (`None`) follow the stream. When they
+    /// switch between the two, each is nudged to look once: a change may have gone
+    /// unseen while the stream was not followed.
     fn set_polling(&self, why: Option<String>) {
+        let switched = lock(&self.polling).is_some() != why.is_some();
         let changed = *lock(&self.polling) != why;
         *lock(&self.polling) = why.clone();
         if !changed {
@@ -176,7 +178,9 @@ impl Follower {
         }
         for queue in self.queues() {
             tell(&queue, why.as_deref());
-            queue.idle.nudge();
+            if switched {
+                queue.idle.nudge();
+            }
         }
     }
 
