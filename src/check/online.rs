@@ -28,7 +28,7 @@ pub struct Servers {
     /// and the first of those queues, to point a finding at.
     workers: BTreeMap<String, (usize, ServerFacts, QueueConfig)>,
     /// Whether each database streams its binary log to its user.
-    binlog: super::wake::BinlogVerdicts,
+    binlog: crate::db::binlog::Verdicts,
     /// Where each queue's wake-ups would come from.
     pub wakes: Vec<super::wake::WakeReport>,
 }

@@ -2,29 +2,11 @@
 //! server writes one and its user may read it, else polls — told in the summary
 //! line, and an error for `wake = "binlog"` without it (which `run` refuses too).
 
-use std::collections::BTreeMap;
-
+use crate::config::wake::binlog_refused;
 use crate::config::{QueueConfig, WakeSource};
-use crate::db::binlog::{refusal, BinlogUnavailable};
+use crate::db::binlog::Verdicts;
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
-
-/// Each database's answer, asked once: `Ok(None)` it streams; `Err` it could not be
-/// asked.
-#[derive(Default)]
-pub struct BinlogVerdicts(BTreeMap<String, Result<Option<BinlogUnavailable>, String>>);
-
-impl BinlogVerdicts {
-    async fn of(&mut self, database: &Database) -> Result<Option<BinlogUnavailable>, String> {
-        let key = database.to_string();
-        if let Some(known) = self.0.get(&key) {
-            return known.clone();
-        }
-        let verdict = refusal(database).await.map_err(|e| e.to_string());
-        self.0.insert(key, verdict.clone());
-        verdict
-    }
-}
 
 /// Where a queue's wake-ups would come from, as the summary line tells it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -55,7 +37,7 @@ impl std::fmt::Display for WakeReport {
 pub async fn wake_report(
     queue: &QueueConfig,
     database: &Database,
-    verdicts: &mut BinlogVerdicts,
+    verdicts: &mut Verdicts,
 ) -> Result<WakeReport, Finding> {
     let poll = |every, why| WakeReport {
         queue: queue.name.clone(),
@@ -73,8 +55,7 @@ pub async fn wake_report(
             ..poll(queue.wake.poll_on_binlog, None)
         }),
         Ok(Some(why)) if queue.wake.source == WakeSource::Binlog => {
-            let message =
-                format!("`wake = \"binlog\"`, but {why}; `run` refuses to start the queue");
+            let message = binlog_refused(&why);
             Err(queue.finding(Severity::Error, &["wake"], message))
         }
         Ok(Some(why)) => Ok(poll(queue.poll_interval, Some(why.to_string()))),

@@ -76,3 +76,12 @@ impl super::QueueConfig {
         }
     }
 }
+
+/// Why a queue with `wake = "binlog"` does not start: the server's or the grants'
+/// `why`, and the way out.
+pub fn binlog_refused(why: &impl std::fmt::Display) -> String {
+    format!(
+        "`wake = \"binlog\"`, but {why}; or set `wake = \"auto\"` to poll where the binary \
+         log cannot be followed"
+    )
+}

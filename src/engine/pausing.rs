@@ -77,6 +77,12 @@ impl Pausing {
         true
     }
 
+    /// Makes the next read due now: the binary log says `tableq_paused` may have
+    /// changed.
+    pub fn read_now(&self) {
+        lock(&self.state).next_read = Instant::now();
+    }
+
     /// Whether the queue is paused, as last read.
     pub fn is_paused(&self) -> bool {
         lock(&self.state).paused.is_some()

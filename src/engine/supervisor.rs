@@ -404,6 +404,9 @@ impl Supervisor {
         } else {
             info!(queue = %name, "the queue's old version finished its items in flight");
         }
+        // The old version gone, its database's binary log may be wanted by no queue.
+        drop(retired);
+        self.followers.prune();
     }
 
     /// Resolves once the process is drained: every queue found itself empty after the

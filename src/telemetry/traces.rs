@@ -130,8 +130,10 @@ pub async fn finish(within: Duration) {
     };
     exporter.stop.cancel();
     let task = lock(&exporter.task).take();
-    if let Some(task) = task {
-        if tokio::time::timeout(within, task).await.is_err() {
+    if let Some(mut task) = task {
+        if tokio::time::timeout(within, &mut task).await.is_err() {
+            // Not left running past shutdown, holding its connection.
+            task.abort();
             warn!("the last trace spans were not sent in time; they are dropped");
         }
     }

@@ -83,6 +83,13 @@ async fn grants_for(db: &TestDb, user: &str) -> String {
     format!("GRANT {grants} ON *.* TO `{user}`")
 }
 
+/// A database of its own on `server`, with the `job` table.
+async fn with_jobs(server: BinlogServer) -> (BinlogServer, TestDb) {
+    let db = TestDb::on(&server.base).await;
+    job_table(&db).await;
+    (server, db)
+}
+
 /// `job`: each row knows when it was inserted and when its action started.
 async fn job_table(db: &TestDb) {
     db.exec(
@@ -168,9 +175,7 @@ async fn following(daemon: &Daemon, times: usize) {
 /// from and the metric counts them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_queue_picks_up_single_inserts_in_milliseconds() {
-    let server = binlog_server().await;
-    let db = TestDb::on(&server.base).await;
-    job_table(&db).await;
+    let (_server, db) = with_jobs(binlog_server().await).await;
     let files = QueueFiles::new();
     jobs("jobs").write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
@@ -194,9 +199,7 @@ async fn an_idle_queue_picks_up_single_inserts_in_milliseconds() {
 /// A lease-mode queue is woken as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_mode_queue_is_woken_too() {
-    let server = binlog_server().await;
-    let db = TestDb::on(&server.base).await;
-    job_table(&db).await;
+    let (_server, db) = with_jobs(binlog_server().await).await;
     db.exec("ALTER TABLE job ADD lease_until DATETIME(3) NULL, ADD lease_id VARCHAR(40) NULL")
         .await;
     let files = QueueFiles::new();
@@ -221,42 +224,53 @@ async fn a_lease_mode_queue_is_woken_too() {
 /// stream comes back, and the next row is picked up in milliseconds again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
-    let server = private_binlog_server().await;
-    let db = TestDb::on(&server.base).await;
-    job_table(&db).await;
+    let (_server, db) = with_jobs(private_binlog_server().await).await;
     let files = QueueFiles::new();
     jobs("jobs").poll_interval("2s").write(&files);
     let (mut daemon, _base) = start_with_metrics(&files, &db.url).await;
     following(&daemon, 1).await;
+    // Rows keep coming from before the KILL until the stream is back.
+    let back = tokio_util::sync::CancellationToken::new();
     let writer = {
         let url = db.url.clone();
+        let back = back.clone();
         tokio::spawn(async move {
             let mut conn = crate::support::connect(&url).await;
-            for _ in 0..200 {
+            let mut written = 0u64;
+            while !back.is_cancelled() || written < 200 {
                 conn.query_drop("INSERT INTO job () VALUES ()")
                     .await
                     .unwrap();
-                tokio::task::yield_now().await;
+                written += 1;
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
+            written
         })
     };
+    eventually(
+        "the writer is under way",
+        Duration::from_secs(30),
+        || async { db.count("SELECT COUNT(*) FROM job").await >= 20 },
+    )
+    .await;
     let dump: Vec<u64> = db
         .rows("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
         .await;
     assert_eq!(dump.len(), 1, "one binary log connection: {dump:?}");
     db.exec(&format!("KILL {}", dump[0])).await;
-    writer.await.unwrap();
     following(&daemon, 2).await;
+    back.cancel();
+    let written = writer.await.unwrap();
     eventually("every row done", Duration::from_secs(120), || async {
         db.count("SELECT COUNT(*) FROM job WHERE state <> 'done'")
             .await
             == 0
     })
     .await;
-    assert_eq!(db.count("SELECT COUNT(*) FROM job").await, 200);
+    assert_eq!(db.count("SELECT COUNT(*) FROM job").await, written);
     assert!(daemon
         .stderr()
-        .contains("the queues poll every poll_interval until it is back"));
+        .contains("the queues poll every poll_interval until the binary log can be followed"));
     let pickups = pickups(&db, 5).await;
     assert!(
         pickups[2] < Duration::from_millis(500),
@@ -269,9 +283,7 @@ async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
 /// select does not read wakes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_of_10000_rows_is_one_wake_up() {
-    let server = private_binlog_server().await;
-    let db = TestDb::on(&server.base).await;
-    job_table(&db).await;
+    let (_server, db) = with_jobs(private_binlog_server().await).await;
     db.exec("CREATE TABLE other (id INT PRIMARY KEY)").await;
     let files = QueueFiles::new();
     // A select no row ever matches: the queue's own outcomes wake nothing.
@@ -314,16 +326,15 @@ async fn a_transaction_of_10000_rows_is_one_wake_up() {
 /// Without the binary log, the queue polls, and says why once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_binary_log_the_queue_polls_and_says_why_once() {
-    let server = no_binlog_server().await;
-    let db = TestDb::on(&server.base).await;
-    job_table(&db).await;
+    let (_server, db) = with_jobs(no_binlog_server().await).await;
     let files = QueueFiles::new();
     jobs("jobs").poll_interval("200ms").write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     let why = "not woken by the binary log: the server writes no binary log (log_bin is off)";
     daemon.wait_for_log(why, Duration::from_secs(30)).await;
+    // Polls every 200 ms: a pickup takes at most that, and a claim.
     let pickups = pickups(&db, 3).await;
-    assert!(pickups.len() == 3);
+    assert!(pickups[1] < Duration::from_secs(1), "pickups: {pickups:?}");
     let queue = status(&base, "jobs").await;
     assert_eq!(queue["wake"]["source"], "poll", "{queue}");
     assert!(
@@ -346,9 +357,7 @@ async fn without_the_binary_log_the_queue_polls_and_says_why_once() {
 /// `binlog` refuses to start, naming the key and the grant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_without_the_grants_polls_or_is_refused() {
-    let server = binlog_server().await;
-    let db = TestDb::on(&server.base).await;
-    job_table(&db).await;
+    let (_server, db) = with_jobs(binlog_server().await).await;
     let user = format!("plain_{}", db.name);
     db.exec(&format!(
         "CREATE USER `{user}`@'%'; GRANT ALL ON `{}`.* TO `{user}`@'%'",
@@ -384,16 +393,13 @@ async fn a_user_without_the_grants_polls_or_is_refused() {
         ran.stderr
     );
     assert!(ran.stderr.contains(&grant), "{}", ran.stderr);
-    let _ = server;
 }
 
 /// `check` says which source each queue would use, and why; `wake = "binlog"`
 /// without the grants is an error pointing at `wake`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_says_where_each_queues_wake_ups_come_from() {
-    let server = binlog_server().await;
-    let db = TestDb::on(&server.base).await;
-    job_table(&db).await;
+    let (_server, db) = with_jobs(binlog_server().await).await;
     let user = format!("plain_{}", db.name);
     db.exec(&format!(
         "CREATE USER `{user}`@'%'; GRANT ALL ON `{}`.* TO `{user}`@'%'",
@@ -435,5 +441,40 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
         "{}",
         ran.stdout
     );
-    let _ = server;
+}
+
+/// `tableq resume` reaches a paused queue on the binary log at once, not at its
+/// next read of the pause (`poll_interval`, 5 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_is_seen_at_once() {
+    let (_server, db) = with_jobs(binlog_server().await).await;
+    let files = QueueFiles::new();
+    let file = jobs("jobs").write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    following(&daemon, 1).await;
+    let run = |args: &'static [&'static str]| {
+        let mut cmd = tableq(args);
+        cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+        run_to_end(cmd, Duration::from_secs(60))
+    };
+    assert_eq!(run(&["pause", "--queue", "jobs"]).await.code(), Some(0));
+    eventually("the queue is paused", Duration::from_secs(30), || async {
+        !status(&base, "jobs").await["paused"].is_null()
+    })
+    .await;
+    db.exec("INSERT INTO job () VALUES ()").await;
+    assert_eq!(run(&["resume", "--queue", "jobs"]).await.code(), Some(0));
+    let resumed = std::time::Instant::now();
+    eventually("the row is done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 1
+    })
+    .await;
+    assert!(
+        resumed.elapsed() < Duration::from_secs(2),
+        "done {:?} after the resume",
+        resumed.elapsed()
+    );
+    daemon.terminate().await;
 }

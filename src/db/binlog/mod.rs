@@ -7,7 +7,7 @@
 pub mod open;
 pub mod reader;
 
-pub use open::{open, refusal, BinlogUnavailable, OpenFailure};
+pub use open::{open, OpenFailure, Verdicts};
 pub use reader::{BinlogReader, Commit, StreamLost};
 
 /// A table a committed transaction wrote to, as the binary log names it.

@@ -45,6 +45,9 @@ pub enum OpenFailure {
     /// The server could not be reached, or answered with another error: try again.
     #[error(transparent)]
     Failed(#[from] DbError),
+    /// The dump was asked for, and the stream ended before its first event.
+    #[error(transparent)]
+    Ended(#[from] super::StreamLost),
 }
 
 /// Where the log ends now, and what the server is.
@@ -89,7 +92,9 @@ pub async fn open(database: &Database, heartbeat: Duration) -> Result<BinlogRead
         .get_binlog_stream(request)
         .await
         .map_err(|e| refused(DbError::from(e)))?;
-    Ok(BinlogReader::new(stream, heartbeat))
+    let mut reader = BinlogReader::new(stream, heartbeat);
+    reader.started().await?;
+    Ok(reader)
 }
 
 async fn query(conn: &mut Conn, sql: &str) -> Result<(), DbError> {
@@ -161,5 +166,25 @@ pub async fn refusal(database: &Database) -> Result<Option<BinlogUnavailable>, D
         }
         Err(OpenFailure::Unavailable(why)) => Ok(Some(why)),
         Err(OpenFailure::Failed(e)) => Err(e),
+        Err(OpenFailure::Ended(lost)) => Err(DbError::Driver(mysql_async::Error::Other(
+            lost.to_string().into(),
+        ))),
+    }
+}
+
+/// Each database's answer to [`refusal`], asked once: `Ok(None)` it streams; `Err`
+/// it could not be asked (unreachable).
+#[derive(Default)]
+pub struct Verdicts(std::collections::BTreeMap<String, Result<Option<BinlogUnavailable>, String>>);
+
+impl Verdicts {
+    pub async fn of(&mut self, database: &Database) -> Result<Option<BinlogUnavailable>, String> {
+        let key = database.to_string();
+        if let Some(known) = self.0.get(&key) {
+            return known.clone();
+        }
+        let verdict = refusal(database).await.map_err(|e| e.to_string());
+        self.0.insert(key, verdict.clone());
+        verdict
     }
 }

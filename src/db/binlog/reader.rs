@@ -82,6 +82,17 @@ impl BinlogReader {
         }
     }
 
+    /// Waits for the stream's first event (the server sends its format description at
+    /// once): an error the server answers a dump request with comes here.
+    pub(super) async fn started(&mut self) -> Result<(), StreamLost> {
+        match tokio::time::timeout(self.silence, self.stream.next()).await {
+            Err(_) => Err(StreamLost::Silent(self.silence)),
+            Ok(None) => Err(StreamLost::Closed),
+            Ok(Some(Err(e))) => Err(DbError::from(e).into()),
+            Ok(Some(Ok(_))) => Ok(()),
+        }
+    }
+
     /// Ends the stream and its connection.
     pub async fn close(self) {
         let _ = self.stream.close().await;

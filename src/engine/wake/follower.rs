@@ -7,10 +7,12 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::tables::Watched;
+use super::tables::{pause_changed, Watched};
 use crate::config::WakeSource;
 use crate::db::binlog::{self, BinlogReader, Commit, OpenFailure, StreamLost};
 use crate::db::Database;
@@ -26,12 +28,22 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// How often a database that allows no stream is asked again (a grant may come).
 const UNAVAILABLE_RETRY: Duration = Duration::from_secs(300);
 
+/// A stream that lived this long was a real one: the next loss starts the backoff
+/// afresh.
+const STEADY: Duration = Duration::from_secs(30);
+
 /// A database's binary log and the queues it wakes.
 pub struct Follower {
     database: Database,
-    subscribers: Mutex<Vec<Subscriber>>,
+    /// The subscribers, and whether the stream is followed, under one lock: a queue
+    /// subscribing never misses a change of the two.
+    state: Mutex<State>,
+}
+
+struct State {
+    subscribers: Vec<Subscriber>,
     /// Why the queues poll now; `None` while the stream is followed.
-    polling: Mutex<Option<String>>,
+    polling: Option<String>,
 }
 
 struct Subscriber {
@@ -43,19 +55,32 @@ impl Follower {
     pub fn new(database: Database) -> Follower {
         Follower {
             database,
-            subscribers: Mutex::default(),
-            polling: Mutex::new(Some("the binary log stream is opening".to_string())),
+            state: Mutex::new(State {
+                subscribers: Vec::new(),
+                polling: Some("the binary log stream is opening".to_string()),
+            }),
         }
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.database
     }
 
     /// Wakes `queue` from now on.
     pub fn subscribe(&self, queue: &Arc<QueueRuntime>) {
-        let polling = lock(&self.polling).clone();
-        tell(queue, polling.as_deref());
-        lock(&self.subscribers).push(Subscriber {
+        let mut state = lock(&self.state);
+        tell(queue, state.polling.as_deref());
+        state.subscribers.push(Subscriber {
             queue: Arc::downgrade(queue),
             watched: Watched::of(&queue.config.select.text),
         });
+    }
+
+    /// Whether a queue it wakes still runs.
+    pub fn needed(&self) -> bool {
+        let mut state = lock(&self.state);
+        state.subscribers.retain(|s| s.queue.strong_count() > 0);
+        !state.subscribers.is_empty()
     }
 
     /// Follows the log until `stop`, reconnecting whenever the stream is lost.
@@ -67,37 +92,30 @@ impl Follower {
                 _ = stop.cancelled() => return,
                 opened = binlog::open(&self.database, HEARTBEAT) => opened,
             };
-            let wait = match opened {
+            let (why, wait) = match opened {
                 Ok(reader) => {
-                    backoff.reset();
-                    said = None;
+                    let began = Instant::now();
                     let Some(lost) = self.follow(reader, &stop).await else {
                         return;
                     };
-                    let wait = backoff.next_wait();
-                    self.lost(&lost, wait);
-                    wait
-                }
-                Err(OpenFailure::Unavailable(why)) => {
-                    let why = why.to_string();
-                    if said.as_deref() != Some(why.as_str()) {
-                        self.unavailable(&why);
-                        said = Some(why.clone());
+                    if began.elapsed() >= STEADY {
+                        backoff.reset();
+                        said = None;
                     }
-                    self.set_polling(Some(why));
-                    UNAVAILABLE_RETRY
+                    let why = format!("reconnecting to the binary log ({lost})");
+                    (why, backoff.next_wait())
                 }
-                Err(OpenFailure::Failed(e)) => {
-                    let wait = backoff.next_wait();
+                Err(OpenFailure::Unavailable(why)) => (why.to_string(), UNAVAILABLE_RETRY),
+                Err(e) => {
                     let why = format!("the binary log stream cannot open: {e}");
-                    if said.as_deref() != Some(why.as_str()) {
-                        warn!(database = %self.database, retry_in = %crate::duration::rounded(wait), "{why}; the queues poll every poll_interval meanwhile");
-                        said = Some(why.clone());
-                    }
-                    self.set_polling(Some(why));
-                    wait
+                    (why, backoff.next_wait())
                 }
             };
+            if said.as_deref() != Some(why.as_str()) {
+                self.say_polling(&why, wait);
+                said = Some(why.clone());
+            }
+            self.set_polling(Some(why));
             if !pause(&stop, wait).await {
                 return;
             }
@@ -129,13 +147,16 @@ impl Follower {
     /// Nudges every queue `commit` changed a table of.
     fn wake(&self, commit: &Commit) {
         debug!(database = %self.database, commit = %commit, "binary log: a commit");
-        let mut subscribers = lock(&self.subscribers);
-        subscribers.retain(|s| s.queue.strong_count() > 0);
-        for subscriber in subscribers.iter() {
+        let mut state = lock(&self.state);
+        state.subscribers.retain(|s| s.queue.strong_count() > 0);
+        for subscriber in state.subscribers.iter() {
             let Some(queue) = subscriber.queue.upgrade() else {
                 continue;
             };
             if subscriber.watched.woken_by(commit, queue.database.name()) {
+                if pause_changed(commit, queue.database.name()) {
+                    queue.pausing.read_now();
+                }
                 queue.stats.record_wake_event();
                 queue.wake.note_change();
                 queue.idle.nudge();
@@ -143,25 +164,22 @@ impl Follower {
         }
     }
 
-    fn lost(&self, lost: &StreamLost, wait: Duration) {
-        warn!(database = %self.database, retry_in = %crate::duration::rounded(wait),
-            "{lost}; the queues poll every poll_interval until it is back");
-        self.set_polling(Some(format!("reconnecting to the binary log ({lost})")));
-    }
-
-    /// Says once why the log cannot be followed: a warning for the queues that
-    /// asked for it (`wake = "binlog"`), a note for the others.
-    fn unavailable(&self, why: &str) {
+    /// Says why the queues poll (once per reason, by the caller): a warning for the
+    /// queues that asked for the log (`wake = "binlog"`), or when a stream was lost;
+    /// a note for the others.
+    fn say_polling(&self, why: &str, retry_in: Duration) {
         let (insisting, auto): (Vec<Arc<QueueRuntime>>, Vec<Arc<QueueRuntime>>) = self
             .queues()
             .into_iter()
             .partition(|q| q.config.wake.source == WakeSource::Binlog);
-        if !insisting.is_empty() {
-            warn!(database = %self.database, queues = %names(&insisting),
-                "wake = \"binlog\", but {why}; the queues poll every poll_interval until it can be followed");
-        }
-        if !auto.is_empty() {
-            info!(database = %self.database, queues = %names(&auto),
+        let retry_in = crate::duration::rounded(retry_in);
+        let was_following = lock(&self.state).polling.is_none();
+        if !insisting.is_empty() || was_following {
+            let all: Vec<Arc<QueueRuntime>> = insisting.into_iter().chain(auto).collect();
+            warn!(database = %self.database, queues = %names(&all), %retry_in,
+                "{why}; the queues poll every poll_interval until the binary log can be followed");
+        } else if !auto.is_empty() {
+            info!(database = %self.database, queues = %names(&auto), %retry_in,
                 "the queues poll every poll_interval, not woken by the binary log: {why}");
         }
     }
@@ -170,14 +188,14 @@ impl Follower {
     /// switch between the two, each is nudged to look once: a change may have gone
     /// unseen while the stream was not followed.
     fn set_polling(&self, why: Option<String>) {
-        let switched = lock(&self.polling).is_some() != why.is_some();
-        let changed = *lock(&self.polling) != why;
-        *lock(&self.polling) = why.clone();
-        if !changed {
+        let mut state = lock(&self.state);
+        if state.polling == why {
             return;
         }
-        for queue in self.queues() {
-            tell(&queue, why.as_deref());
+        let switched = state.polling.is_some() != why.is_some();
+        state.polling = why;
+        for queue in state.subscribers.iter().filter_map(|s| s.queue.upgrade()) {
+            tell(&queue, state.polling.as_deref());
             if switched {
                 queue.idle.nudge();
             }
@@ -185,7 +203,8 @@ impl Follower {
     }
 
     fn queues(&self) -> Vec<Arc<QueueRuntime>> {
-        lock(&self.subscribers)
+        lock(&self.state)
+            .subscribers
             .iter()
             .filter_map(|s| s.queue.upgrade())
             .collect()

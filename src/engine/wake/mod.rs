@@ -8,7 +8,6 @@
 pub mod follower;
 pub mod tables;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::queue::QueueRuntime;
+use crate::config::wake::binlog_refused;
 use crate::config::{QueueConfig, WakeSource};
 use crate::db::binlog;
 use crate::db::Database;
@@ -61,30 +61,51 @@ impl QueueWake {
     }
 }
 
-/// The followers of a run, one per database, started as queues need them.
+/// The followers of a run, one per database, started as queues need them and
+/// stopped once no queue they wake runs.
 #[derive(Default)]
 pub struct Followers {
-    by_database: BTreeMap<String, Arc<Follower>>,
+    running: Vec<(Arc<Follower>, CancellationToken)>,
     tasks: TaskTracker,
 }
 
 impl Followers {
     /// Has `queue` woken by its database's follower (started now if it is the first
-    /// queue on that database to want one). A queue with `wake = "poll"` is only
-    /// told so.
+    /// queue on that database — the same options, credentials included — to want
+    /// one). A queue with `wake = "poll"` is only told so.
     pub fn subscribe(&mut self, queue: &Arc<QueueRuntime>, stop: &CancellationToken) {
         if queue.config.wake.source == WakeSource::Poll {
             let why = "wake = \"poll\" in its queue file".to_string();
             queue.stats.set_wake("poll", Some(why));
             return;
         }
-        let key = queue.database.to_string();
-        let follower = self.by_database.entry(key).or_insert_with(|| {
-            let follower = Arc::new(Follower::new(queue.database.clone()));
-            self.tasks.spawn(follower.clone().run(stop.clone()));
-            follower
-        });
+        let found = self
+            .running
+            .iter()
+            .find(|(follower, _)| *follower.database() == queue.database);
+        let follower = match found {
+            Some((follower, _)) => follower.clone(),
+            None => {
+                let follower = Arc::new(Follower::new(queue.database.clone()));
+                let own = stop.child_token();
+                self.tasks.spawn(follower.clone().run(own.clone()));
+                self.running.push((follower.clone(), own));
+                follower
+            }
+        };
         follower.subscribe(queue);
+    }
+
+    /// Stops the followers no running queue needs any more (after a reload removed
+    /// or moved their queues): their replica connections close.
+    pub fn prune(&mut self) {
+        self.running.retain(|(follower, stop)| {
+            let needed = follower.needed();
+            if !needed {
+                stop.cancel();
+            }
+            needed
+        });
     }
 
     /// Waits for every follower to end (after `stop`).
@@ -98,32 +119,16 @@ impl Followers {
 /// to them, each a finding that says why and what would allow it. A database that
 /// cannot be reached is no finding: the queue starts once it can.
 pub async fn refused_binlog(queues: &[(QueueConfig, Database)]) -> Vec<Finding> {
-    let mut verdicts: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut verdicts = binlog::Verdicts::default();
     let mut findings = Vec::new();
     for (config, database) in queues {
         if config.wake.source != WakeSource::Binlog {
             continue;
         }
-        let key = database.to_string();
-        if !verdicts.contains_key(&key) {
-            verdicts.insert(key.clone(), binlog_refusal(database).await);
-        }
-        if let Some(why) = &verdicts[&key] {
-            let message = format!(
-                "`wake = \"binlog\"`, but {why}; or set `wake = \"auto\"` to poll where the \
-                 binary log cannot be followed"
-            );
+        if let Ok(Some(why)) = verdicts.of(database).await {
+            let message = binlog_refused(&why);
             findings.push(config.finding(Severity::Error, &["wake"], message));
         }
     }
     findings
-}
-
-/// Why `database` will not stream its binary log, if it will not.
-async fn binlog_refusal(database: &Database) -> Option<String> {
-    binlog::refusal(database)
-        .await
-        .ok()
-        .flatten()
-        .map(|why| why.to_string())
 }

@@ -57,6 +57,21 @@ impl Watched {
     }
 }
 
+/// Whether `commit` may have changed `tableq_paused` in `database`: a pause or a
+/// resume the queue should read now, not at its next read.
+pub fn pause_changed(commit: &Commit, database: &str) -> bool {
+    let paused = TableRef {
+        schema: None,
+        name: crate::db::pause::TABLE.to_string(),
+    };
+    commit.anything
+        || commit
+            .schemas
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(database))
+        || commit.tables.iter().any(|t| same(&paused, t, database))
+}
+
 fn same(watched: &TableRef, changed: &ChangedTable, database: &str) -> bool {
     let schema = watched.schema.as_deref().unwrap_or(database);
     watched.name.eq_ignore_ascii_case(&changed.name) && schema.eq_ignore_ascii_case(&changed.schema)
