@@ -115,8 +115,7 @@ async fn pickups(bench: &mut Bench, options: &Options) -> anyhow::Result<Vec<Vec
     let dir = queue_files(bench, &[0, 1, 2])?;
     let log = dir.join("tableq.log");
     let process = daemon::start(bench, &[&"run", &dir], &log)?;
-    // Every queue connected, the binary log followed.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    following(bench).await?;
     for n in 0..count {
         eprint!("\r    insert {}/{count}", n + 1);
         for i in 0..SOURCES.len() {
@@ -163,6 +162,21 @@ async fn read_pickups(bench: &mut Bench, source: usize) -> anyhow::Result<Vec<Du
     Ok(pickups)
 }
 
+/// Waits until tableq follows the binary log: the server shows its dump thread.
+async fn following(bench: &mut Bench) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let sql =
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'";
+    while bench.admin.query_first::<u64, _>(sql).await?.unwrap_or(0) == 0 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "tableq did not follow the binary log within a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
 /// Statements per second the server sees from tableq running `source`'s queue alone
 /// on its empty table, over `window`.
 async fn idle(bench: &mut Bench, source: usize, window: Duration) -> anyhow::Result<f64> {
@@ -170,6 +184,10 @@ async fn idle(bench: &mut Bench, source: usize, window: Duration) -> anyhow::Res
     let dir = queue_files(bench, &[source])?;
     let log = dir.join("tableq.log");
     let process = daemon::start(bench, &[&"run", &dir], &log)?;
+    if SOURCES[source].1.is_empty() {
+        following(bench).await?;
+    }
+    // Every worker connected, settled into its rhythm.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let before = bench.probe.snapshot().await?;
     let started = Instant::now();
