@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::support;
 use crate::support::daemon::tableq;
-use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::endpoint::{exporting_every_family, get, start_with_metrics};
 use crate::support::web::closed_port;
 use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
 
@@ -113,21 +113,7 @@ async fn a_taken_metrics_port_fails_the_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promtool_passes_a_live_scrape_in_either_format() {
     let db = TestDb::new().await;
-    support::job_table(&db, &[1, 2]).await;
-    db.exec("ALTER TABLE job ADD COLUMN created_at DATETIME NULL")
-        .await;
-    let files = QueueFiles::new();
-    support::waiting_jobs("jobs")
-        .select("SELECT id, created_at FROM job WHERE state = 'waiting' ORDER BY id")
-        .set("waiting_since", "created_at")
-        .action_sql("DO :id")
-        .write(&files);
-    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
-    let url = format!("{base}/metrics");
-    eventually("the first count", Duration::from_secs(30), || async {
-        get(&url).await.1.contains("tableq_waiting{")
-    })
-    .await;
+    let (mut daemon, url, _files) = exporting_every_family(&db, &[1, 2]).await;
 
     let (content_type, text) = scrape(&url, Some("text/plain; version=0.0.4")).await;
     assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");

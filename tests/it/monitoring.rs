@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::support;
-use crate::support::endpoint::{get, start_with_metrics};
-use crate::support::{job_table, waiting_jobs, QueueFiles, TestDb};
+use crate::support::endpoint::{exporting_every_family, get};
+use crate::support::TestDb;
 
 /// The metric families a scrape declares (`# TYPE name kind`).
 fn families(scrape: &str) -> BTreeSet<String> {
@@ -52,23 +52,7 @@ fn read(path: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dashboard_alerts_and_readme_name_the_exported_metrics() {
     let db = TestDb::new().await;
-    job_table(&db, &[]).await;
-    db.exec("ALTER TABLE job ADD COLUMN created_at DATETIME NULL")
-        .await;
-    let files = QueueFiles::new();
-    waiting_jobs("jobs")
-        .select("SELECT id, created_at FROM job WHERE state = 'waiting' ORDER BY id")
-        .set("waiting_since", "created_at")
-        .action_sql("DO :id")
-        .write(&files);
-    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
-    let url = format!("{base}/metrics");
-    support::eventually(
-        "the first count",
-        std::time::Duration::from_secs(30),
-        || async { get(&url).await.1.contains("tableq_waiting{") },
-    )
-    .await;
+    let (mut daemon, url, _files) = exporting_every_family(&db, &[]).await;
     let exported = families(&get(&url).await.1);
     daemon.terminate().await;
     assert!(

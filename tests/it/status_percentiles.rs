@@ -30,6 +30,14 @@ async fn windows(base: &str) -> Vec<(u64, u64, Option<f64>)> {
         .collect()
 }
 
+/// Waits until both windows counted `items` actions.
+async fn counted(base: &str, items: u64, what: &str, seconds: u64) {
+    eventually(what, Duration::from_secs(seconds), || async {
+        windows(base).await.iter().all(|w| w.1 == items)
+    })
+    .await;
+}
+
 /// Fast actions, then slow ones (340 ms each, outnumbering them): the status
 /// page's p50 over the last 5 and 15 minutes follows, and is 340 ms — not the
 /// 500 ms bucket the whole-life histogram would say.
@@ -52,17 +60,7 @@ async fn the_status_pages_p50_follows_a_change_in_action_time() {
         .on_success("UPDATE paced SET state = 'done' WHERE id = :id")
         .write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
-    eventually(
-        "20 fast actions counted",
-        Duration::from_secs(60),
-        || async {
-            windows(&base)
-                .await
-                .iter()
-                .all(|(_, items, _)| *items == 20)
-        },
-    )
-    .await;
+    counted(&base, 20, "20 fast actions counted", 60).await;
     let fast = windows(&base).await;
     assert_eq!(fast.iter().map(|w| w.0).collect::<Vec<_>>(), [5, 15]);
     assert!(fast.iter().all(|w| w.2 < Some(0.1)), "{fast:?}");
@@ -72,17 +70,7 @@ async fn the_status_pages_p50_follows_a_change_in_action_time() {
         rows(101..=130, "0.34")
     ))
     .await;
-    eventually(
-        "30 slow actions counted",
-        Duration::from_secs(90),
-        || async {
-            windows(&base)
-                .await
-                .iter()
-                .all(|(_, items, _)| *items == 50)
-        },
-    )
-    .await;
+    counted(&base, 50, "30 slow actions counted", 90).await;
     let slow = windows(&base).await;
     for (minutes, _, p50) in &slow {
         let p50 = p50.expect("a p50");

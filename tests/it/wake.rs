@@ -10,7 +10,7 @@ use mysql_async::prelude::Queryable;
 
 use crate::support::check::check;
 use crate::support::daemon::{run_to_end, tableq, Daemon};
-use crate::support::endpoint::{get, start_with_metrics, start_with_metrics_logging};
+use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
 use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
 
@@ -164,6 +164,23 @@ async fn pickups(db: &TestDb, count: usize) -> Vec<Duration> {
     pickups
 }
 
+/// Five single inserts: the median is picked up within half a second (a poll
+/// would take seconds).
+async fn picked_up_in_milliseconds(db: &TestDb, what: &str) {
+    let pickups = pickups(db, 5).await;
+    assert!(
+        pickups[2] < Duration::from_millis(500),
+        "{what}: {pickups:?}"
+    );
+}
+
+/// The daemon on `db`'s queues in `files`, once it follows the binary log.
+async fn start_following(files: &QueueFiles, db: &TestDb) -> (Daemon, String) {
+    let (daemon, base) = start_with_metrics(files, &db.url).await;
+    following(&daemon, 1).await;
+    (daemon, base)
+}
+
 async fn following(daemon: &Daemon, times: usize) {
     daemon
         .wait_for_log_times(FOLLOWING, times, Duration::from_secs(60))
@@ -178,8 +195,7 @@ async fn an_idle_queue_picks_up_single_inserts_in_milliseconds() {
     let (_server, db) = with_jobs(binlog_server().await).await;
     let files = QueueFiles::new();
     jobs("jobs").write(&files);
-    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
-    following(&daemon, 1).await;
+    let (mut daemon, base) = start_following(&files, &db).await;
     let pickups = pickups(&db, 20).await;
     let median = pickups[pickups.len() / 2];
     let slowest = *pickups.last().unwrap();
@@ -210,13 +226,8 @@ async fn a_lease_mode_queue_is_woken_too() {
         .lease_set("sql", "UPDATE job SET state = 'leased', started_at = NOW(6), lease_until = NOW(3) + INTERVAL 1 MINUTE, lease_id = :lease_id WHERE id = :id")
         .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
-    let (mut daemon, _base) = start_with_metrics(&files, &db.url).await;
-    following(&daemon, 1).await;
-    let pickups = pickups(&db, 5).await;
-    assert!(
-        pickups[2] < Duration::from_millis(500),
-        "pickups: {pickups:?}"
-    );
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    picked_up_in_milliseconds(&db, "pickups").await;
     daemon.terminate().await;
 }
 
@@ -227,8 +238,7 @@ async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
     let (_server, db) = with_jobs(private_binlog_server().await).await;
     let files = QueueFiles::new();
     jobs("jobs").poll_interval("2s").write(&files);
-    let (mut daemon, _base) = start_with_metrics(&files, &db.url).await;
-    following(&daemon, 1).await;
+    let (mut daemon, _base) = start_following(&files, &db).await;
     // Rows keep coming from before the KILL until the stream is back.
     let back = tokio_util::sync::CancellationToken::new();
     let writer = {
@@ -271,11 +281,7 @@ async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
     assert!(daemon
         .stderr()
         .contains("the queues poll every poll_interval until the binary log can be followed"));
-    let pickups = pickups(&db, 5).await;
-    assert!(
-        pickups[2] < Duration::from_millis(500),
-        "pickups after the reconnect: {pickups:?}"
-    );
+    picked_up_in_milliseconds(&db, "pickups after the reconnect").await;
     daemon.terminate().await;
 }
 
@@ -292,8 +298,7 @@ async fn a_transaction_of_10000_rows_is_one_wake_up() {
         .action_sql("DO :id")
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
         .write(&files);
-    let (mut daemon, base) = start_with_metrics_logging(&files, &db.url, "debug").await;
-    following(&daemon, 1).await;
+    let (mut daemon, base) = start_following(&files, &db).await;
     db.exec(
         "INSERT INTO other SELECT seq FROM seq_1_to_100; \
          START TRANSACTION; INSERT INTO job (state) SELECT 'waiting' FROM seq_1_to_10000; COMMIT",
@@ -450,8 +455,7 @@ async fn a_resume_is_seen_at_once() {
     let (_server, db) = with_jobs(binlog_server().await).await;
     let files = QueueFiles::new();
     let file = jobs("jobs").write(&files);
-    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
-    following(&daemon, 1).await;
+    let (mut daemon, base) = start_following(&files, &db).await;
     let run = |args: &'static [&'static str]| {
         let mut cmd = tableq(args);
         cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);

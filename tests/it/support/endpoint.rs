@@ -50,3 +50,28 @@ pub async fn get(url: &str) -> (u16, String) {
     let status = response.status().as_u16();
     (status, response.text().await.unwrap())
 }
+
+/// A daemon on `db` whose queue exports every metric family (a `waiting_since`
+/// column, so the lag too), once its first count is in; returns it and the URL of
+/// its `/metrics`, and its queue files. `rows` wait in `job`.
+pub async fn exporting_every_family(
+    db: &super::TestDb,
+    rows: &[u32],
+) -> (Daemon, String, QueueFiles) {
+    super::job_table(db, rows).await;
+    db.exec("ALTER TABLE job ADD COLUMN created_at DATETIME NULL")
+        .await;
+    let files = QueueFiles::new();
+    super::waiting_jobs("jobs")
+        .select("SELECT id, created_at FROM job WHERE state = 'waiting' ORDER BY id")
+        .set("waiting_since", "created_at")
+        .action_sql("DO :id")
+        .write(&files);
+    let (daemon, base) = start_with_metrics(&files, &db.url).await;
+    let url = format!("{base}/metrics");
+    super::eventually("the first count", Duration::from_secs(30), || async {
+        get(&url).await.1.contains("tableq_waiting{")
+    })
+    .await;
+    (daemon, url, files)
+}
