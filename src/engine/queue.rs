@@ -16,7 +16,8 @@ use super::throttle::Throttle;
 use super::wake::QueueWake;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
-use crate::db::Database;
+use crate::db::{Database, DbError};
+use crate::telemetry::events::{DatabaseFull, Event};
 use crate::telemetry::stats::QueueStats;
 
 /// A running queue: its configuration, its action ready to run, its database, and
@@ -59,6 +60,23 @@ pub struct QueueRuntime {
 }
 
 impl QueueRuntime {
+    /// When `error` is the server refusing a connection for being full, says so
+    /// with the advice (once a minute per queue) and counts it; true if it was.
+    /// Wherever a connection opens — a worker's session, a lease pool's — the same
+    /// words.
+    pub fn said_if_full(&self, error: &DbError) -> bool {
+        if !error.is_server_full() {
+            return false;
+        }
+        let full = DatabaseFull {
+            error,
+            database: &self.database,
+            refused: self.full_server.record(),
+        };
+        full.emit(&self.stats);
+        true
+    }
+
     /// Whether the queue's statements and actions run once per batch.
     pub fn batch_scope(&self) -> bool {
         self.config.scope() == Scope::Batch

@@ -21,7 +21,7 @@ use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
 use crate::db::{DbError, OpenError};
 use crate::duration::rounded;
-use crate::telemetry::events::{DatabaseFull, Event, LoopSeen, NotConnected, QueueLooping};
+use crate::telemetry::events::{Event, LoopSeen, NotConnected, QueueLooping};
 use crate::telemetry::{spans, traces};
 
 /// How a worker claims rows and carries them to their end: transaction mode or lease
@@ -332,13 +332,9 @@ impl<'a, M: Mode> Worker<'a, M> {
     /// every attempt would say the same.
     fn not_opened(&self, e: &OpenError, wait: Duration) {
         let queue = self.queue;
-        if let Some(error) = e.unreachable().filter(|error| error.is_server_full()) {
-            let full = DatabaseFull {
-                error,
-                database: &queue.database,
-                refused: queue.full_server.record(),
-            };
-            full.emit(&queue.stats);
+        if e.unreachable()
+            .is_some_and(|error| queue.said_if_full(error))
+        {
             return;
         }
         let not_connected = NotConnected {

@@ -105,7 +105,13 @@ async fn record_retrying(
             done => return done,
         };
         let wait = backoff.next_wait();
-        warn!(%error, retry_in = %rounded(wait), "could not record the outcome; trying again");
+        let full = match &error {
+            LeaseError::Open(e) => e.unreachable().is_some_and(|e| queue.said_if_full(e)),
+            e => e.db_error().is_some_and(|e| queue.said_if_full(e)),
+        };
+        if !full {
+            warn!(%error, retry_in = %rounded(wait), "could not record the outcome; trying again");
+        }
         if !pause(&queue.abort, wait).await {
             return Err(error);
         }
