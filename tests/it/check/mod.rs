@@ -1,0 +1,12 @@
+//! `tableq check`: what it finds offline and on the server, its proofs (leave the
+//! query, the SKIP LOCKED self-test, lease mode's) and how it prints them.
+
+mod batch_scope;
+mod format;
+mod index;
+mod lease;
+mod lease_time_zone;
+mod offline;
+mod proof;
+mod self_test;
+mod server;

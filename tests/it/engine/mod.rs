@@ -1,0 +1,22 @@
+//! Claiming, running and settling rows: each mode (transaction, lease) and scope
+//! (item, batch), the limits and the connection budget, waking on the binary log,
+//! a queue that loops, and what a failing action or outcome statement leaves.
+
+mod batch_scope;
+mod batch_scope_outside;
+mod binary_keys;
+mod budget;
+mod email_queue;
+mod exactly_once;
+mod failures;
+mod idle;
+mod isolation;
+mod lease;
+mod lease_connections;
+mod limits;
+mod loops;
+mod modes;
+mod outcome_sql;
+mod packet;
+mod stop_when_empty;
+mod wake;
