@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the manifests of kubernetes/ that are made from other files, so that they
-# cannot drift from them (tests/it/kubernetes.rs runs this script and fails when a
-# committed copy is stale):
+# cannot drift from them (tests/it/meta/kubernetes.rs runs this script and fails
+# when a committed copy is stale):
 #
 #   kubernetes/prometheusrule.yaml   from monitoring/tableq-alerts.yml
 #   kubernetes/configmap.yaml        from config/email-outbox.toml, the example queue
