@@ -16,6 +16,7 @@ pub mod proxy;
 pub mod queue_file;
 pub mod scrape;
 pub mod server;
+pub mod tools;
 pub mod web;
 
 use std::future::Future;
