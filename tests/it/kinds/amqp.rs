@@ -10,17 +10,8 @@ use std::collections::BTreeSet;
 use super::brokers::outbox::{add_rows, ids_in, outbox, outbox_queue, row_json};
 use crate::support::brokers::{unique, Rabbit, RABBITMQ_URL};
 use crate::support::check::{assert_report, check_offline, check_online, job_db, GOOD};
+use crate::support::queue_file::table;
 use crate::support::{load, run_until_empty, QueueFiles, TestDb};
-
-/// A TOML table of `pairs`, for a key whose value is one.
-fn table(pairs: &[(&str, toml::Value)]) -> toml::Value {
-    toml::Value::Table(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-    )
-}
 
 /// A row whose message no queue is bound for fails with the broker's reason in
 /// `:error` and its reply code in `:status`; the routed row's message carries the

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crate::support::check::{assert_report, check_offline, GOOD};
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::logs;
+use crate::support::queue_file::table as table_of;
 use crate::support::web::{closed_port, Reply, WebServer};
 use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
 
@@ -48,15 +49,6 @@ fn webhook(queue: QueueFile, url: &str) -> QueueFile {
         .action_http(url)
         .action_set("allow_private_networks", true)
         .action_set("timeout", "2s")
-}
-
-fn table_of(pairs: &[(&str, toml::Value)]) -> toml::Value {
-    toml::Value::Table(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-    )
 }
 
 /// A receiver that refuses connections for 30 s, then recovers. With the breaker,

@@ -153,6 +153,16 @@ impl QueueFile {
     }
 }
 
+/// A TOML table of `pairs`, for a key whose value is one (`circuit`, `headers`).
+pub fn table(pairs: &[(&str, Value)]) -> Value {
+    Value::Table(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    )
+}
+
 /// Sets `key` in `table`, in its place if it is there already.
 fn put(table: &mut Vec<(String, Value)>, key: &str, value: Value) {
     match table.iter_mut().find(|(k, _)| k == key) {

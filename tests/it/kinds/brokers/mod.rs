@@ -19,6 +19,7 @@ use std::time::Duration;
 use crate::support::brokers::tally;
 use crate::support::daemon::{run_binary_until_empty, tableq, Daemon};
 use crate::support::proxy::StallingProxy;
+use crate::support::queue_file::table;
 use crate::support::{eventually, load, logs, run_until_empty, running, Engine, QueueFile};
 use crate::support::{QueueFiles, TestDb};
 use outbox::{
@@ -189,15 +190,12 @@ pub async fn a_broker_that_goes_away_opens_the_circuit_and_spends_no_attempts<B:
     outbox(&db, 3, &broker.route()).await;
     let proxy = StallingProxy::start(B::SERVER.parse().unwrap()).await;
     let files = QueueFiles::new();
-    let circuit: toml::Table = [
+    let circuit = table(&[
         ("min_items", toml::Value::Integer(MIN_ITEMS as i64)),
         ("window", "2s".into()),
         ("cool_down", "1s".into()),
         ("max_cool_down", "2s".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ]);
     // A name no other test's log lines carry.
     let queue = format!("{}_outage", B::KIND);
     let file = outbox_queue(&queue).action_set("type", B::KIND);
@@ -205,7 +203,7 @@ pub async fn a_broker_that_goes_away_opens_the_circuit_and_spends_no_attempts<B:
         .aim(file, &proxy.addr.to_string())
         .workers(2)
         .batch(10)
-        .set("circuit", toml::Value::Table(circuit))
+        .set("circuit", circuit)
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     eventually(
