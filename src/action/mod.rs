@@ -10,6 +10,7 @@
 pub mod amqp;
 pub mod capture;
 pub mod command;
+pub mod config;
 pub mod http;
 pub mod message;
 pub mod nats;

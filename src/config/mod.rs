@@ -2,24 +2,23 @@
 //! [`QueueConfig`]s. `run`, `check` and `count` all load through [`load_paths`], so
 //! they agree on what a valid queue is and say the same thing when it is not.
 
-pub mod action;
 pub mod circuit;
 pub mod failed;
 pub mod files;
-mod interpolate;
+pub(crate) mod interpolate;
 pub mod lease;
 mod locate;
 pub mod mode;
 pub mod monitoring;
 pub mod names;
 mod parse;
-mod raw;
+pub(crate) mod raw;
 pub mod schema;
 pub mod scope;
 pub mod secret_file;
 mod statements;
 pub mod template;
-mod validate;
+pub(crate) mod validate;
 pub mod wake;
 
 use std::path::{Path, PathBuf};
@@ -29,7 +28,7 @@ use std::time::Duration;
 use crate::diagnostic::{Finding, Findings, Severity};
 use crate::sql::statement::ParsedStatement;
 
-pub use action::{
+pub use crate::action::config::{
     find_program, host_from_row, ActionConfig, ActionKind, AmqpAction, CommandAction, HttpAction,
     NatsAction, SigningKey, SqlAction,
 };

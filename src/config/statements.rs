@@ -114,7 +114,7 @@ impl Validator<'_> {
     }
 
     /// Action or outcome statements: each parsed, none allowed to end the transaction.
-    pub(super) fn statements(
+    pub(crate) fn statements(
         &mut self,
         path: &[&str],
         statements: &Statements,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::raw::RawQueue;
 use super::{
-    action, interpolate_secret, line_of, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT,
+    interpolate_secret, line_of, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT,
     DEFAULT_ERROR_BACKOFF, DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL,
     MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
 };
@@ -19,7 +19,7 @@ use crate::sql::statement::ParsedStatement;
 const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Collects the problems of one queue file, each pointing at its key's line.
-pub(super) struct Validator<'a> {
+pub(crate) struct Validator<'a> {
     file: &'a Path,
     source: &'a str,
     queue: String,
@@ -101,7 +101,7 @@ pub fn validate(
     let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
-    let action = action::validate(&raw.action, &mut v);
+    let action = crate::action::config::validate(&raw.action, &mut v);
     let flow = flow(&mut v, &raw, &action);
     let mode = super::mode::validate(&mut v, &raw, &action);
     let (on_success, on_failure) = outcomes(&mut v, &raw);

@@ -11,6 +11,7 @@
 //! In batch scope the batch's messages are all published, then every confirm is
 //! awaited: each item succeeds or fails on its own (a message per row).
 
+pub mod config;
 mod judge;
 mod link;
 mod probe;
@@ -25,9 +26,9 @@ use lapin::{BasicProperties, Channel, PublisherConfirm};
 
 use super::message::{each_or_one, render, Rendered};
 use super::{ActionError, External, Job, Outcome, Probed};
-use crate::config::action::amqp::amqp_uri;
 use crate::config::AmqpAction;
 use crate::db::Item;
+use config::amqp_uri;
 use link::Link;
 
 /// An AMQP action with its connection, shared by all the queue's workers.

@@ -2,6 +2,7 @@
 //! inside whole argv elements, the row as JSON on stdin — in a process group of its
 //! own, so a timeout (or a cancelled item) kills grandchildren too.
 
+pub mod config;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
@@ -22,10 +23,10 @@ pub use process_group::{kill_all, owns};
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use super::progress::{Listening, Progress};
 use super::{Blame, External, Job, Outcome};
-use crate::config::action::command::inherited;
 use crate::config::CommandAction;
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
+use config::inherited;
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;

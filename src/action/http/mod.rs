@@ -8,6 +8,7 @@
 //! - `signing`, `ssrf` (private destinations refused), [`trace`] (`traceparent`).
 
 mod client;
+pub mod config;
 mod judge;
 mod probe;
 mod request;

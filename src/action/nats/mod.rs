@@ -14,6 +14,7 @@
 //! awaited: each item succeeds or fails on its own (a message per row).
 
 mod client;
+pub mod config;
 mod judge;
 mod probe;
 
@@ -32,10 +33,10 @@ use tokio::time::Instant;
 
 use super::message::{each_or_one, render, Rendered};
 use super::{ActionError, Blame, External, Job, Outcome, Probed};
-use crate::config::action::nats::subject_problem;
 use crate::config::NatsAction;
 use crate::db::Item;
 use client::Failed;
+use config::subject_problem;
 
 /// The first wait after a failed first connection; it doubles from there.
 const FIRST_WAIT: Duration = Duration::from_millis(500);

@@ -1,6 +1,7 @@
 //! `type = "sql"`: the action's statements run in the item's own transaction, so the
 //! work and the row's change commit together — exactly once by construction.
 
+pub mod config;
 use std::time::Duration;
 
 use futures::future::BoxFuture;

@@ -6,10 +6,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::raw::Statements;
-use super::super::schema::DurationText;
-use super::super::validate::Validator;
-use super::{ActionKind, ActionStatements};
+use crate::action::config::{ActionKind, ActionStatements};
+use crate::config::raw::Statements;
+use crate::config::schema::DurationText;
+use crate::config::validate::Validator;
 use crate::sql::statement::ParsedStatement;
 
 /// `[action] timeout` when the file does not set it.
@@ -39,7 +39,7 @@ pub struct SqlAction {
 }
 
 /// Validates `type = "sql"`.
-pub(in crate::config) fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
+pub(crate) fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
     SqlAction {
         statements: v.statements(&["action", "sql"], &raw.sql),
         timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),

@@ -9,10 +9,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::Template;
-use super::super::validate::Validator;
-use super::{ActionKind, Samples};
+use crate::action::config::{ActionKind, Samples};
+use crate::config::schema::DurationText;
+use crate::config::template::Template;
+use crate::config::validate::Validator;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 
@@ -74,7 +74,7 @@ pub fn inherited(name: &str) -> bool {
 }
 
 /// Validates `type = "command"`.
-pub(in crate::config) fn validate(raw: &RawCommandAction, v: &mut Validator) -> CommandAction {
+pub(crate) fn validate(raw: &RawCommandAction, v: &mut Validator) -> CommandAction {
     let workdir = match &raw.workdir {
         Some(workdir) => {
             let path = v.dir.join(workdir);
@@ -193,14 +193,14 @@ fn environment(raw: Option<&RawEnv>, v: &mut Validator) -> Vec<(String, Option<S
     };
     let mut env = Vec::new();
     for (name, value) in wanted {
-        if !super::super::interpolate::is_variable_name(&name) {
+        if !crate::config::interpolate::is_variable_name(&name) {
             let message = format!(
                 "`action.env`: {name:?} is not a variable name: use letters, digits and `_`"
             );
             v.error(&["action", "env"], message);
             continue;
         }
-        let value = match value.map(|value| super::super::interpolate(value, v.env)) {
+        let value = match value.map(|value| crate::config::interpolate(value, v.env)) {
             None => None,
             Some(Ok(value)) => Some(value),
             Some(Err(e)) => {

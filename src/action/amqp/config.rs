@@ -9,12 +9,12 @@ use lapin::uri::{AMQPScheme, AMQPUri};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::{Part, Template};
-use super::super::validate::Validator;
-use super::message::{self, Message, RawMessage};
-use super::{ActionKind, Samples};
+use crate::action::config::{ActionKind, Samples};
+use crate::action::message::config::{self as message, Message, RawMessage};
+use crate::config::schema::DurationText;
 use crate::config::secret_file::read_by;
+use crate::config::template::{Part, Template};
+use crate::config::validate::Validator;
 use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::{Finding, Severity};
 
@@ -82,7 +82,7 @@ pub struct AmqpAction {
 }
 
 /// Validates `type = "amqp"`.
-pub(in crate::config) fn validate(raw: &RawAmqpAction, v: &mut Validator) -> AmqpAction {
+pub(crate) fn validate(raw: &RawAmqpAction, v: &mut Validator) -> AmqpAction {
     let (url, server) = url(raw, v);
     let exchange = raw.exchange.clone().unwrap_or_default();
     check_exchange(&exchange, v);
@@ -115,7 +115,7 @@ pub(in crate::config) fn validate(raw: &RawAmqpAction, v: &mut Validator) -> Amq
         mandatory: raw.mandatory.unwrap_or(true),
         timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
         ca_pem: ca_pem(raw, v),
-        secret_variables: super::super::variables(&raw.url),
+        secret_variables: crate::config::variables(&raw.url),
         secret_files: read_by(&["action", "url"], &raw.url),
     }
 }
@@ -169,7 +169,7 @@ impl ActionKind for AmqpAction {
 
 /// The URL with its `${ENV}` replaced, and the server it names (for messages).
 fn url(raw: &RawAmqpAction, v: &mut Validator) -> (String, String) {
-    let url = match super::super::interpolate_secret(&raw.url, v.env) {
+    let url = match crate::config::interpolate_secret(&raw.url, v.env) {
         Ok(url) => url,
         Err(e) => {
             v.error(&["action", "url"], format!("`action.url`: {e}"));

@@ -9,12 +9,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::{Part, Template};
-use super::super::validate::Validator;
-use super::message::{self, Message, RawMessage};
-use super::{ActionKind, Samples};
+use crate::action::config::{ActionKind, Samples};
+use crate::action::message::config::{self as message, Message, RawMessage};
+use crate::config::schema::DurationText;
 use crate::config::secret_file::read_by;
+use crate::config::template::{Part, Template};
+use crate::config::validate::Validator;
 use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::{Finding, Severity};
 
@@ -90,7 +90,7 @@ fn secret_files(raw: &RawNatsAction) -> Vec<SecretFile> {
 }
 
 /// Validates `type = "nats"`.
-pub(in crate::config) fn validate(raw: &RawNatsAction, v: &mut Validator) -> NatsAction {
+pub(crate) fn validate(raw: &RawNatsAction, v: &mut Validator) -> NatsAction {
     let (url, servers) = url(raw, v);
     let subject = message::template(v, &["action", "subject"], &raw.subject)
         .unwrap_or(Template { parts: vec![] });
@@ -105,15 +105,15 @@ pub(in crate::config) fn validate(raw: &RawNatsAction, v: &mut Validator) -> Nat
         header_problem,
     );
     let token = raw.token.as_deref().and_then(|token| {
-        super::super::interpolate_secret(token, v.env)
+        crate::config::interpolate_secret(token, v.env)
             .map_err(|e| v.error(&["action", "token"], format!("`action.token`: {e}")))
             .ok()
     });
-    let mut secret_variables = super::super::variables(&raw.url);
+    let mut secret_variables = crate::config::variables(&raw.url);
     secret_variables.extend(
         raw.token
             .as_deref()
-            .map(super::super::variables)
+            .map(crate::config::variables)
             .unwrap_or_default(),
     );
     NatsAction {
@@ -181,7 +181,7 @@ impl ActionKind for NatsAction {
 /// The URL with its `${ENV}` replaced, each server in it checked, and the servers
 /// as messages name them.
 fn url(raw: &RawNatsAction, v: &mut Validator) -> (String, String) {
-    let url = match super::super::interpolate_secret(&raw.url, v.env) {
+    let url = match crate::config::interpolate_secret(&raw.url, v.env) {
         Ok(url) => url,
         Err(e) => {
             v.error(&["action", "url"], format!("`action.url`: {e}"));

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::super::template::Template;
-use super::super::validate::Validator;
+use crate::config::template::Template;
+use crate::config::validate::Validator;
 
 /// A message's body, headers and id, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +20,7 @@ pub struct Message {
 }
 
 /// The message's keys as written in a kind's table.
-pub(in crate::config) struct RawMessage<'a> {
+pub(crate) struct RawMessage<'a> {
     pub body: Option<&'a str>,
     pub headers: &'a BTreeMap<String, String>,
     pub message_id: Option<&'a str>,
@@ -28,7 +28,7 @@ pub(in crate::config) struct RawMessage<'a> {
 
 /// Validates the message's keys; `header_name` says why a header name cannot be
 /// sent, if it cannot.
-pub(in crate::config) fn validate(
+pub(crate) fn validate(
     raw: RawMessage,
     v: &mut Validator,
     header_name: fn(&str) -> Option<String>,
@@ -55,11 +55,7 @@ pub(in crate::config) fn validate(
 }
 
 /// `text` as a template, or `None` after saying why it is not one.
-pub(in crate::config) fn template(
-    v: &mut Validator,
-    path: &[&str],
-    text: &str,
-) -> Option<Template> {
+pub(crate) fn template(v: &mut Validator, path: &[&str], text: &str) -> Option<Template> {
     Template::parse(text, v.env)
         .map_err(|e| v.error(path, format!("`{}`: {e}", path.join("."))))
         .ok()

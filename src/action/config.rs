@@ -8,28 +8,22 @@
 //! `impl ActionKind`, one line in [`kinds!`] below, and one line in the runtime's
 //! registry (`crate::action::Action::new`).
 
-pub mod amqp;
-pub mod command;
-pub mod http;
-pub mod message;
-pub mod nats;
-pub mod sql;
-
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::validate::Validator;
-use super::{QueueConfig, SecretFile};
+use crate::config::validate::Validator;
+use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
-pub use amqp::AmqpAction;
-pub use command::{find_program, CommandAction};
-pub use http::{host_from_row, HttpAction, SigningKey};
-pub use nats::NatsAction;
-pub use sql::SqlAction;
+use super::{amqp, command, http, nats, sql};
+pub use amqp::config::AmqpAction;
+pub use command::config::{find_program, CommandAction};
+pub use http::config::{host_from_row, HttpAction, SigningKey};
+pub use nats::config::NatsAction;
+pub use sql::config::SqlAction;
 
 /// What tableq asks of an action kind's table, whichever kind it is.
 pub trait ActionKind: std::fmt::Debug {
@@ -131,7 +125,7 @@ macro_rules! kinds {
         #[derive(Debug, Deserialize, JsonSchema)]
         #[serde(tag = "type")]
         pub enum RawAction {
-            $(#[serde(rename = $name)] $variant($module::$raw),)*
+            $(#[serde(rename = $name)] $variant($module::config::$raw),)*
         }
 
         /// What to do with one item, validated.
@@ -160,9 +154,9 @@ macro_rules! kinds {
         }
 
         /// Validates the `[action]` table of whichever kind it is.
-        pub(super) fn validate(raw: &RawAction, v: &mut Validator) -> ActionConfig {
+        pub(crate) fn validate(raw: &RawAction, v: &mut Validator) -> ActionConfig {
             match raw {
-                $(RawAction::$variant(raw) => ActionConfig::$variant($module::validate(raw, v)),)*
+                $(RawAction::$variant(raw) => ActionConfig::$variant($module::config::validate(raw, v)),)*
             }
         }
     };

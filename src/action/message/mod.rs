@@ -3,12 +3,13 @@
 //! its body (the row as JSON, or `body` rendered) and its headers; and a batch's
 //! outcome made of its messages' outcomes.
 
+pub mod config;
 use std::sync::Arc;
 
 use super::{Blame, Outcome};
-use crate::config::action::message::Message;
 use crate::db::row_json::item_json;
 use crate::db::Item;
+use config::Message;
 
 /// One item's message, ready for a kind to send.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,11 +9,11 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::{Part, Template};
-use super::super::validate::Validator;
-use super::{ActionKind, Samples};
+use crate::action::config::{ActionKind, Samples};
+use crate::config::schema::DurationText;
 use crate::config::secret_file::read_by;
+use crate::config::template::{Part, Template};
+use crate::config::validate::Validator;
 use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::{Finding, Severity};
 
@@ -93,7 +93,7 @@ impl std::fmt::Debug for SigningKey {
 }
 
 /// Validates `type = "http"`.
-pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
+pub(crate) fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
     let url = url(raw, v);
     let method = raw.method.as_deref().unwrap_or("POST").to_ascii_uppercase();
     if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
@@ -134,7 +134,7 @@ pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> Htt
         secret_variables: raw
             .signing_secret
             .as_deref()
-            .map(super::super::variables)
+            .map(crate::config::variables)
             .unwrap_or_default(),
         secret_files: secret_files(raw),
     }
@@ -305,7 +305,7 @@ fn signing_keys(
     secret: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<SigningKey>, String> {
-    let secret = super::super::interpolate_secret(secret, env)
+    let secret = crate::config::interpolate_secret(secret, env)
         .map_err(|e| format!("`action.signing_secret`: {e}"))?;
     let mut keys = Vec::new();
     for (index, one) in secret.split_whitespace().enumerate() {
