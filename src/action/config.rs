@@ -13,7 +13,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::validate::Validator;
+use crate::config::validator::Validator;
 use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::schema::DurationText;
-use super::validate::Validator;
+use super::duration::DurationText;
+use super::validator::Validator;
 use crate::action::config::ActionConfig;
 
 /// `[circuit]`, the circuit breaker: when more than failure_ratio of the items

@@ -3,6 +3,7 @@
 //! they agree on what a valid queue is and say the same thing when it is not.
 
 pub mod circuit;
+pub(crate) mod duration;
 pub mod failed;
 pub mod files;
 pub(crate) mod interpolate;
@@ -12,13 +13,14 @@ pub mod mode;
 pub mod monitoring;
 pub mod names;
 mod parse;
-pub(crate) mod raw;
+mod raw;
 pub mod schema;
 pub mod scope;
 pub mod secret_file;
-mod statements;
+pub(crate) mod statements;
 pub mod template;
-pub(crate) mod validate;
+mod validate;
+pub(crate) mod validator;
 pub mod wake;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 use super::lease::{self, LeaseConfig};
 use super::raw::RawQueue;
 use super::scope::Scope;
-use super::validate::Validator;
+use super::validator::Validator;
 use super::QueueConfig;
 use crate::action::config::ActionConfig;
 

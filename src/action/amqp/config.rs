@@ -11,10 +11,10 @@ use serde::Deserialize;
 
 use crate::action::config::{ActionKind, Samples};
 use crate::action::message::config::{self as message, Message, RawMessage};
-use crate::config::schema::DurationText;
+use crate::config::duration::DurationText;
 use crate::config::secret_file::read_by;
 use crate::config::template::{Part, Template};
-use crate::config::validate::Validator;
+use crate::config::validator::Validator;
 use crate::config::{QueueConfig, SecretFile};
 use crate::diagnostic::{Finding, Severity};
 

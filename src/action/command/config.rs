@@ -10,9 +10,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::action::config::{ActionKind, Samples};
-use crate::config::schema::DurationText;
+use crate::config::duration::DurationText;
 use crate::config::template::Template;
-use crate::config::validate::Validator;
+use crate::config::validator::Validator;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::template::Template;
-use crate::config::validate::Validator;
+use crate::config::validator::Validator;
 
 /// A message's body, headers and id, validated.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,9 +7,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::action::config::{ActionKind, ActionStatements};
-use crate::config::raw::Statements;
-use crate::config::schema::DurationText;
-use crate::config::validate::Validator;
+use crate::config::duration::DurationText;
+use crate::config::statements::Statements;
+use crate::config::validator::Validator;
 use crate::sql::statement::ParsedStatement;
 
 /// `[action] timeout` when the file does not set it.
