@@ -1,22 +1,19 @@
-//! Actions: what tableq does with one item (or one batch). Each kind lives in a
-//! folder of its own — its runtime here, its `[action]` table in
-//! `crate::config::action` — and reports an [`Outcome`].
+//! Actions: what tableq does with one item (or one batch). Each kind is a folder
+//! of its own, `src/action/<kind>/`: its `[action]` table as written and validated
+//! (`config.rs`, in the config layer), and its runtime, made from the table
+//! ([`Ready`]); it reports an [`Outcome`]. The kinds are those of the registry,
+//! `crate::config::action::kinds!`, which declares their modules here and makes
+//! [`Action::new`].
 //!
 //! A kind runs either in the item's transaction, on the worker's session
 //! ([`InTransaction`]: SQL), or outside the database ([`External`]: HTTP, a
 //! command), where the items of a batch run concurrently while the worker keeps its
-//! connection alive. [`Action::new`] is the one registry of runtimes.
+//! connection alive.
 
-pub mod amqp;
 pub mod capture;
-pub mod command;
-pub mod config;
-pub mod http;
 pub mod message;
-pub mod nats;
 mod outcome;
 pub mod progress;
-pub mod sql;
 
 use std::sync::Arc;
 
@@ -43,18 +40,32 @@ pub enum Action {
 #[error("{0}")]
 pub struct ActionError(pub String);
 
-impl Action {
-    /// The registry: each kind's runtime, built from its table.
-    pub fn new(config: &ActionConfig) -> Result<Action, ActionError> {
-        Ok(match config {
-            ActionConfig::Sql(sql) => Action::in_transaction(sql::Sql::new(sql)),
-            ActionConfig::Http(http) => Action::external(http::Http::new(http)?),
-            ActionConfig::Command(command) => Action::external(command::Command::new(command)),
-            ActionConfig::Amqp(amqp) => Action::external(amqp::Amqp::new(amqp)?),
-            ActionConfig::Nats(nats) => Action::external(nats::Nats::new(nats)?),
-        })
-    }
+/// A kind's validated table, made ready to run: its runtime.
+pub trait Ready {
+    fn ready(&self) -> Result<Action, ActionError>;
+}
 
+/// The runtimes' side of the registry: each kind's module, and `Action::new`'s arm.
+macro_rules! runtimes {
+    ($($name:literal => $variant:ident(
+        $root:ident::$folder:ident::$module:ident::config::{$raw:ident, $config:ident}
+    ),)*) => {
+        $(pub mod $module;)*
+
+        impl Action {
+            /// The kind's runtime, made from its table.
+            pub fn new(config: &ActionConfig) -> Result<Action, ActionError> {
+                match config {
+                    $(ActionConfig::$variant(table) => table.ready(),)*
+                }
+            }
+        }
+    };
+}
+
+crate::config::action::kinds!(runtimes);
+
+impl Action {
     fn in_transaction(kind: impl InTransaction + 'static) -> Action {
         Action::InTransaction(Arc::new(kind))
     }

@@ -9,9 +9,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::action::ActionConfig;
 use super::duration::DurationText;
 use super::validator::Validator;
-use crate::action::config::ActionConfig;
 
 /// `[circuit]`, the circuit breaker: when more than failure_ratio of the items
 /// finished within window (at least min_items) failed downstream — unreachable,

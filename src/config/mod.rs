@@ -2,11 +2,13 @@
 //! [`QueueConfig`]s. `run`, `check` and `count` all load through [`load_paths`], so
 //! they agree on what a valid queue is and say the same thing when it is not.
 
+pub mod action;
 pub mod circuit;
 pub(crate) mod duration;
 pub mod failed;
 pub mod files;
 pub(crate) mod interpolate;
+pub mod kind;
 pub mod lease;
 mod locate;
 pub mod mode;
@@ -30,13 +32,11 @@ use std::time::Duration;
 use crate::diagnostic::{Finding, Findings, Severity};
 use crate::sql::statement::ParsedStatement;
 
-pub use crate::action::config::{
-    find_program, host_from_row, ActionConfig, ActionKind, AmqpAction, CommandAction, HttpAction,
-    NatsAction, SigningKey, SqlAction,
-};
+pub use action::ActionConfig;
 pub use circuit::CircuitConfig;
 use files::queue_files;
 pub use interpolate::{files, interpolate, interpolate_secret, variables, InterpolateError};
+pub use kind::ActionKind;
 pub use locate::{line_of, statement_path};
 pub use mode::Mode;
 pub use monitoring::Monitoring;

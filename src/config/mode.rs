@@ -4,12 +4,12 @@
 //! of this type; the loader refuses it (and lease mode with an action that runs in
 //! the transaction) with what to write instead.
 
+use super::action::ActionConfig;
 use super::lease::{self, LeaseConfig};
 use super::raw::RawQueue;
 use super::scope::Scope;
 use super::validator::Validator;
 use super::QueueConfig;
-use crate::action::config::ActionConfig;
 
 /// How a queue's workers claim rows and carry them to their end.
 #[derive(Debug, Clone, PartialEq)]

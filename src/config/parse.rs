@@ -9,11 +9,11 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use toml::{Table, Value};
 
+use super::action::RawAction;
 use super::failed::RawFailed;
 use super::lease::RawLease;
 use super::locate::{key_at, line_at, line_of};
 use super::raw::{RawOutcome, RawQueue};
-use crate::action::config::RawAction;
 use crate::diagnostic::Finding;
 
 /// The keys a queue file must have.
@@ -89,7 +89,7 @@ fn parse_table(file: &Path, source: &str, table: Table) -> Result<RawQueue, Vec<
 /// An `[action] type` that names no kind: said at `type`'s own line, with the kinds
 /// there are (rather than at the first other key, as serde would).
 fn unknown_kind(action: &Table) -> Option<Problem> {
-    let kinds = crate::action::config::KINDS;
+    let kinds = super::action::KINDS;
     let written = match action.get("type") {
         Some(Value::String(kind)) if kinds.contains(&kind.as_str()) => return None,
         Some(Value::String(kind)) => format!("`{kind}`"),

@@ -106,7 +106,7 @@ pub struct RawQueue {
     /// rows (a primary key). Logs name items by it. Default: the first column.
     pub key: Option<String>,
     /// What to do with one item: type = "sql", "http", "command", "amqp" or "nats".
-    pub action: crate::action::config::RawAction,
+    pub action: super::action::RawAction,
     /// Runs in the same transaction when the action succeeded. Touch the row by its
     /// key: range predicates here deadlock against other workers.
     pub on_success: Option<RawOutcome>,

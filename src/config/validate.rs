@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::action::ActionConfig;
 use super::raw::RawQueue;
 use super::validator::Validator;
 use super::{
@@ -36,7 +37,7 @@ pub fn validate(
     let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
-    let action = crate::action::config::validate(&raw.action, &mut v);
+    let action = super::action::validate(&raw.action, &mut v);
     let flow = flow(&mut v, &raw, &action);
     let mode = super::mode::validate(&mut v, &raw, &action);
     let (on_success, on_failure) = outcomes(&mut v, &raw);
@@ -148,7 +149,7 @@ struct Flow {
     circuit: Option<super::CircuitConfig>,
 }
 
-fn flow(v: &mut Validator, raw: &RawQueue, action: &super::ActionConfig) -> Flow {
+fn flow(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Flow {
     let loop_limit = raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT));
     Flow {
         loop_window: loop_window(v, raw),
@@ -184,18 +185,18 @@ fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
 }
 
 /// The variables `database_url` and the action's secrets name.
-fn secret_variables(raw: &RawQueue, action: &super::ActionConfig) -> Vec<String> {
+fn secret_variables(raw: &RawQueue, action: &ActionConfig) -> Vec<String> {
     let mut names = raw
         .database_url
         .as_deref()
         .map(super::variables)
         .unwrap_or_default();
-    names.extend(action.kind().secret_variables());
+    names.extend(action.common().secret_variables.iter().cloned());
     names
 }
 
 /// The files `database_url`, `signing_secret` and the headers read (`${file:…}`).
-fn secret_files(raw: &RawQueue, action: &super::ActionConfig) -> Vec<SecretFile> {
+fn secret_files(raw: &RawQueue, action: &ActionConfig) -> Vec<SecretFile> {
     let mut found: Vec<SecretFile> = raw
         .database_url
         .as_deref()
@@ -207,7 +208,7 @@ fn secret_files(raw: &RawQueue, action: &super::ActionConfig) -> Vec<SecretFile>
             key: vec!["database_url".into()],
         })
         .collect();
-    found.extend(action.kind().secret_files());
+    found.extend(action.common().secret_files.iter().cloned());
     found
 }
 

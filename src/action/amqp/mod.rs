@@ -25,8 +25,8 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, PublisherConfirm};
 
 use super::message::{each_or_one, render, Rendered};
-use super::{ActionError, External, Job, Outcome, Probed};
-use crate::config::AmqpAction;
+use super::{ActionError, External, Job, Outcome, Probed, Action, Ready};
+use config::AmqpAction;
 use crate::db::Item;
 use config::amqp_uri;
 use link::Link;
@@ -66,7 +66,7 @@ impl Amqp {
             Err(_) => {
                 return Outcome::downstream(format!(
                     "timed out after {} waiting for RabbitMQ at {} to confirm",
-                    humantime::format_duration(self.config.timeout),
+                    humantime::format_duration(self.config.common.timeout),
                     self.link.server
                 ))
             }
@@ -156,6 +156,13 @@ impl Amqp {
             properties = properties.with_headers(headers);
         }
         Ok(properties)
+    }
+}
+
+
+impl Ready for AmqpAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Amqp::new(self)?))
     }
 }
 

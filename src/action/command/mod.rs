@@ -22,8 +22,8 @@ pub use process_group::{kill_all, owns};
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use super::progress::{Listening, Progress};
-use super::{Blame, External, Job, Outcome};
-use crate::config::CommandAction;
+use super::{Action, ActionError, Blame, External, Job, Outcome, Ready};
+use config::CommandAction;
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
 use config::inherited;
@@ -70,6 +70,13 @@ impl Command {
             deadline: job.deadline,
         };
         launch.start(&input, key, job.progress).await
+    }
+}
+
+
+impl Ready for CommandAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Command::new(self)))
     }
 }
 
@@ -127,7 +134,7 @@ impl Launch<'_> {
             .spawn();
         let limits = Limits {
             deadline: self.deadline,
-            timeout: config.timeout,
+            timeout: config.common.timeout,
         };
         match spawned {
             Ok(child) => supervise(child, stdin, limits, &program_text, progress).await,

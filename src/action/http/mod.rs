@@ -22,8 +22,8 @@ use futures::future::BoxFuture;
 use reqwest::{Client, Method};
 use tokio::time::Instant;
 
-use super::{ActionError, External, Job, Outcome, Probed, TraceNotes};
-use crate::config::HttpAction;
+use super::{ActionError, External, Job, Outcome, Probed, TraceNotes, Action, Ready};
+use config::HttpAction;
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
 use trace::Trace;
@@ -122,6 +122,13 @@ impl Http {
             .headers
             .iter()
             .any(|(header, _)| header.eq_ignore_ascii_case(name))
+    }
+}
+
+
+impl Ready for HttpAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Http::new(self)?))
     }
 }
 

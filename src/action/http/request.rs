@@ -43,7 +43,7 @@ impl Http {
             Ok(Err(e)) => Outcome::downstream(describe(&e, &url)),
             Err(_) => Outcome::downstream(format!(
                 "timed out after {}",
-                humantime::format_duration(self.config.timeout)
+                humantime::format_duration(self.config.common.timeout)
             )),
         }
     }

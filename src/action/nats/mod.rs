@@ -32,8 +32,8 @@ use tokio::sync::{Mutex, OnceCell};
 use tokio::time::Instant;
 
 use super::message::{each_or_one, render, Rendered};
-use super::{ActionError, Blame, External, Job, Outcome, Probed};
-use crate::config::NatsAction;
+use super::{ActionError, Blame, External, Job, Outcome, Probed, Action, Ready};
+use config::NatsAction;
 use crate::db::Item;
 use client::Failed;
 use config::subject_problem;
@@ -117,7 +117,7 @@ impl Nats {
         };
         let stream = self.config.jetstream.then(|| {
             ContextBuilder::new()
-                .timeout(self.config.timeout)
+                .timeout(self.config.common.timeout)
                 .build(client.clone())
         });
         let connected = Connected { client, stream };
@@ -149,7 +149,7 @@ impl Nats {
                 };
                 return Outcome::downstream(format!(
                     "timed out after {} waiting {waiting} (NATS at {})",
-                    humantime::format_duration(self.config.timeout),
+                    humantime::format_duration(self.config.common.timeout),
                     self.config.servers
                 ));
             }
@@ -208,6 +208,13 @@ impl Nats {
             headers,
             message,
         })
+    }
+}
+
+
+impl Ready for NatsAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Nats::new(self)?))
     }
 }
 

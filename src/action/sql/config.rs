@@ -6,7 +6,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::action::config::{ActionKind, ActionStatements};
+use crate::config::kind::{ActionKind, ActionStatements, Common};
 use crate::config::duration::DurationText;
 use crate::config::statements::Statements;
 use crate::config::validator::Validator;
@@ -34,23 +34,19 @@ pub struct RawSqlAction {
 /// `type = "sql"`: statements run in the item's transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SqlAction {
+    pub common: Common,
     pub statements: Vec<ParsedStatement>,
-    pub timeout: Duration,
 }
 
 /// Validates `type = "sql"`.
-pub(crate) fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
+pub fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
     SqlAction {
+        common: Common::new(v, raw.timeout, DEFAULT_TIMEOUT),
         statements: v.statements(&["action", "sql"], &raw.sql),
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
     }
 }
 
 impl ActionKind for SqlAction {
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     fn in_transaction(&self) -> bool {
         true
     }

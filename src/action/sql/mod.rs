@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use super::{Blame, InTransaction, Job, Outcome};
-use crate::config::SqlAction;
+use super::{Action, ActionError, Blame, InTransaction, Job, Outcome, Ready};
+use config::SqlAction;
 use crate::db::{DbError, Ran, Session, Statements};
 
 /// The SQL action of a queue (its statements are prepared on every session).
@@ -18,7 +18,7 @@ pub struct Sql {
 impl Sql {
     pub fn new(config: &SqlAction) -> Sql {
         Sql {
-            timeout: config.timeout,
+            timeout: config.common.timeout,
         }
     }
 
@@ -60,6 +60,13 @@ impl Sql {
                 humantime::format_duration(self.timeout)
             )),
         }
+    }
+}
+
+
+impl Ready for SqlAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::in_transaction(Sql::new(self)))
     }
 }
 
