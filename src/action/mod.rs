@@ -18,7 +18,7 @@ pub mod progress;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
@@ -84,15 +84,14 @@ impl std::fmt::Debug for Action {
     }
 }
 
-/// What one run of an action works on.
+/// What one run of an action works on. Its deadline is not here: the run is
+/// ended at it from outside (`engine::execute`), and a kind only honours that.
 pub struct Job<'a> {
     /// One item; in batch scope, the batch (or one of its items, alone).
     pub items: &'a [Item],
     /// `scope = "batch"`: the items go as one JSON array.
     pub batch: bool,
     pub queue: &'a str,
-    /// When the action must have ended; past it, it has failed ("timed out").
-    pub deadline: Instant,
     /// Where a command reports its progress (lease mode's `:progress`).
     pub progress: Option<Arc<Progress>>,
 }
@@ -108,19 +107,29 @@ impl Job<'_> {
 /// writes commits with the row's change, or not at all.
 pub trait InTransaction: Send + Sync {
     /// Runs the action. A failure is an [`Outcome`]; an `Err` means the transaction
-    /// is lost (and with it the rows' locks).
+    /// is lost (and with it the rows' locks). Once `stop` is cancelled (the
+    /// deadline has passed) it ends its work promptly and leaves the session
+    /// usable; what it returns then is not used.
     fn run<'a>(
         &'a self,
         session: &'a mut Session,
         job: Job<'a>,
+        stop: CancellationToken,
     ) -> BoxFuture<'a, Result<Outcome, DbError>>;
 }
 
 /// A kind that reaches outside the database.
 pub trait External: Send + Sync {
-    /// Runs the action, by `job.deadline`. Dropping the future cancels it (a
-    /// command's process group is killed, a request aborted).
+    /// Runs the action, however long it takes: at the deadline the future is
+    /// dropped, and dropping it cancels the action (a command's process group is
+    /// killed, a request aborted).
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome>;
+
+    /// What a run cut off at its deadline was waiting for, if the kind can say
+    /// more than the time: `for RabbitMQ at … to confirm`.
+    fn waiting_for(&self) -> Option<String> {
+        None
+    }
 
     /// For `check`: looks at what the action reaches without sending anything (a
     /// broker's exchange or stream is there), and says what `sample`'s message

@@ -57,21 +57,10 @@ impl Amqp {
         })
     }
 
-    /// Publishes the job's items, by its deadline: one outcome for an item, or in
-    /// batch scope the batch's with each item's in [`Outcome::each`].
+    /// Publishes the job's items: one outcome for an item, or in batch scope the
+    /// batch's with each item's in [`Outcome::each`].
     async fn publish(&self, job: Job<'_>) -> Outcome {
-        let publishing = self.publish_all(job.items, job.queue);
-        let outcomes = match tokio::time::timeout_at(job.deadline, publishing).await {
-            Ok(outcomes) => outcomes,
-            Err(_) => {
-                return Outcome::downstream(format!(
-                    "timed out after {} waiting for RabbitMQ at {} to confirm",
-                    humantime::format_duration(self.config.common.timeout),
-                    self.link.server
-                ))
-            }
-        };
-        each_or_one(outcomes)
+        each_or_one(self.publish_all(job.items, job.queue).await)
     }
 
     /// Publishes every item on one channel, then awaits every confirm.
@@ -169,6 +158,10 @@ impl Ready for AmqpAction {
 impl External for Amqp {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(self.publish(job))
+    }
+
+    fn waiting_for(&self) -> Option<String> {
+        Some(format!("for RabbitMQ at {} to confirm", self.link.server))
     }
 
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {

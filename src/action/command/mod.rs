@@ -1,6 +1,7 @@
 //! `type = "command"`: run a program for an item — no shell, placeholders substituted
 //! inside whole argv elements, the row as JSON on stdin — in a process group of its
-//! own, so a timeout (or a cancelled item) kills grandchildren too.
+//! own, so that a run dropped (at its deadline, or a cancelled item) kills
+//! grandchildren too.
 
 pub mod config;
 use std::ffi::OsString;
@@ -13,7 +14,6 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command as Process};
-use tokio::time::Instant;
 
 mod process_group;
 
@@ -67,7 +67,6 @@ impl Command {
             config: &self.config,
             item: first,
             queue: job.queue,
-            deadline: job.deadline,
         };
         launch.start(&input, key, job.progress).await
     }
@@ -91,7 +90,6 @@ struct Launch<'a> {
     config: &'a CommandAction,
     item: &'a Item,
     queue: &'a str,
-    deadline: Instant,
 }
 
 impl Launch<'_> {
@@ -132,23 +130,12 @@ impl Launch<'_> {
             .process_group(0)
             .kill_on_drop(true)
             .spawn();
-        let limits = Limits {
-            deadline: self.deadline,
-            timeout: config.common.timeout,
-        };
         match spawned {
-            Ok(child) => supervise(child, stdin, limits, &program_text, progress).await,
+            Ok(child) => supervise(child, stdin, &program_text, progress).await,
             // A program that cannot start fails every item alike: not the item's fault.
             Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
         }
     }
-}
-
-/// When a command must have ended, and the timeout that set it (for the message).
-#[derive(Clone, Copy)]
-struct Limits {
-    deadline: Instant,
-    timeout: Duration,
 }
 
 /// The command's environment is an allowlist: [`inherited`] variables, those the
@@ -190,12 +177,12 @@ fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsS
     Ok(argv)
 }
 
-/// Feeds the child its stdin, reads its output, and waits for it until its deadline;
-/// then nothing of its process group survives.
+/// Feeds the child its stdin, reads its output, and waits for it; then nothing of
+/// its process group survives. Dropped before (at the deadline), the group is
+/// killed as `group` is dropped, and the child too (`kill_on_drop`).
 async fn supervise(
     mut child: Child,
     stdin: Vec<u8>,
-    limits: Limits,
     program: &str,
     progress: Option<Arc<Progress>>,
 ) -> Outcome {
@@ -218,32 +205,17 @@ async fn supervise(
         .take()
         .map(|err| tokio::spawn(read_tail(err, STDERR_TAIL)));
 
-    let waited = tokio::time::timeout_at(limits.deadline, child.wait()).await;
-    // The command is done (or out of time): nothing of its group may outlive it.
+    let waited = child.wait().await;
+    // The command is done: nothing of its group may outlive it.
     drop(group);
     writer.abort();
     let status = match waited {
-        Ok(Ok(status)) => Some(status),
-        Ok(Err(e)) => return Outcome::failure(format!("cannot wait for {program}: {e}")),
-        Err(_) => {
-            // The group is killed; the child itself too, even if it left the group.
-            let _ = child.start_kill();
-            let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
-            None
-        }
+        Ok(status) => status,
+        Err(e) => return Outcome::failure(format!("cannot wait for {program}: {e}")),
     };
     let output = collect(stdout).await;
     let errors = collect(stderr).await;
-    match status {
-        None => Outcome {
-            output: Some(output),
-            ..Outcome::downstream(format!(
-                "timed out after {}",
-                humantime::format_duration(limits.timeout)
-            ))
-        },
-        Some(status) => judge(status, output, &errors),
-    }
+    judge(status, output, &errors)
 }
 
 async fn collect(reader: Option<tokio::task::JoinHandle<Vec<u8>>>) -> Vec<u8> {

@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use reqwest::{Client, Method};
-use tokio::time::Instant;
 
 use super::{ActionError, External, Job, Outcome, Probed, TraceNotes, Action, Ready};
 use config::HttpAction;
@@ -45,7 +44,6 @@ struct Delivery<'a> {
     body: serde_json::Value,
     id: String,
     trace: Option<Trace>,
-    deadline: Instant,
 }
 
 impl Http {
@@ -90,7 +88,6 @@ impl Http {
             body,
             id,
             trace,
-            deadline: job.deadline,
         };
         Outcome {
             trace: sent,

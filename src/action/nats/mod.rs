@@ -136,25 +136,10 @@ impl Nats {
         }
     }
 
-    /// Publishes the job's items, by its deadline: one outcome for an item, or in
-    /// batch scope the batch's with each item's in [`Outcome::each`].
+    /// Publishes the job's items: one outcome for an item, or in batch scope the
+    /// batch's with each item's in [`Outcome::each`].
     async fn publish(&self, job: Job<'_>) -> Outcome {
-        let publishing = self.publish_all(job.items, job.queue);
-        let outcomes = match tokio::time::timeout_at(job.deadline, publishing).await {
-            Ok(outcomes) => outcomes,
-            Err(_) => {
-                let waiting = match self.config.jetstream {
-                    true => "for the stream's acknowledgement",
-                    false => "to hand the message to the server",
-                };
-                return Outcome::downstream(format!(
-                    "timed out after {} waiting {waiting} (NATS at {})",
-                    humantime::format_duration(self.config.common.timeout),
-                    self.config.servers
-                ));
-            }
-        };
-        each_or_one(outcomes)
+        each_or_one(self.publish_all(job.items, job.queue).await)
     }
 
     async fn publish_all(&self, items: &[Item], queue: &str) -> Vec<Outcome> {
@@ -221,6 +206,14 @@ impl Ready for NatsAction {
 impl External for Nats {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(self.publish(job))
+    }
+
+    fn waiting_for(&self) -> Option<String> {
+        let waiting = match self.config.jetstream {
+            true => "for the stream's acknowledgement",
+            false => "to hand the message to the server",
+        };
+        Some(format!("{waiting} (NATS at {})", self.config.servers))
     }
 
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {

@@ -2,49 +2,41 @@
 //! work and the row's change commit together — exactly once by construction.
 
 pub mod config;
-use std::time::Duration;
-
 use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use super::{Action, ActionError, Blame, InTransaction, Job, Outcome, Ready};
 use config::SqlAction;
 use crate::db::{DbError, Ran, Session, Statements};
 
 /// The SQL action of a queue (its statements are prepared on every session).
-pub struct Sql {
-    timeout: Duration,
-}
+pub struct Sql;
 
 impl Sql {
-    pub fn new(config: &SqlAction) -> Sql {
-        Sql {
-            timeout: config.common.timeout,
-        }
-    }
-
     /// Runs the action's statements for the job, stopping at the first that fails. A
-    /// statement's own error, or running past the deadline, is a failed [`Outcome`];
-    /// an `Err` means the transaction is lost and the items return to the queue.
+    /// statement's own error is a failed [`Outcome`]; an `Err` means the transaction
+    /// is lost and the items return to the queue. Once `stop` is cancelled the
+    /// running statement is interrupted on the server, and the transaction lives on.
     async fn run_statements(
-        &self,
         session: &mut Session,
         job: Job<'_>,
+        stop: CancellationToken,
     ) -> Result<Outcome, DbError> {
+        let stopped = stop.cancelled();
         let ran = match (job.batch, job.items) {
             (false, [item]) => {
-                let run = session.run_until(Statements::Action, item, job.queue, job.deadline);
+                let run = session.run_until(Statements::Action, item, job.queue, stopped);
                 run.await?
             }
             (_, items) => {
-                let run =
-                    session.run_batch_until(Statements::Action, items, job.queue, job.deadline);
+                let run = session.run_batch_until(Statements::Action, items, job.queue, stopped);
                 run.await?
             }
         };
-        Ok(self.outcome(ran))
+        Ok(Sql::outcome(ran))
     }
 
-    fn outcome(&self, ran: Ran) -> Outcome {
+    fn outcome(ran: Ran) -> Outcome {
         match ran {
             Ran::Completed => Outcome::success(),
             Ran::Failed(e) => Outcome {
@@ -55,10 +47,8 @@ impl Sql {
                 },
                 ..Outcome::failure(e.to_string())
             },
-            Ran::TimedOut => Outcome::failure(format!(
-                "timed out after {}",
-                humantime::format_duration(self.timeout)
-            )),
+            // Past the deadline: `engine::execute` says how long it ran.
+            Ran::Stopped => Outcome::failure("stopped"),
         }
     }
 }
@@ -66,7 +56,7 @@ impl Sql {
 
 impl Ready for SqlAction {
     fn ready(&self) -> Result<Action, ActionError> {
-        Ok(Action::in_transaction(Sql::new(self)))
+        Ok(Action::in_transaction(Sql))
     }
 }
 
@@ -75,7 +65,8 @@ impl InTransaction for Sql {
         &'a self,
         session: &'a mut Session,
         job: Job<'a>,
+        stop: CancellationToken,
     ) -> BoxFuture<'a, Result<Outcome, DbError>> {
-        Box::pin(self.run_statements(session, job))
+        Box::pin(Sql::run_statements(session, job, stop))
     }
 }
