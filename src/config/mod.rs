@@ -36,7 +36,6 @@ pub use action::ActionConfig;
 pub use circuit::CircuitConfig;
 use files::queue_files;
 pub use interpolate::{files, interpolate, interpolate_secret, variables, InterpolateError};
-pub use kind::ActionKind;
 pub use locate::{line_of, statement_path};
 pub use mode::Mode;
 pub use monitoring::Monitoring;

@@ -3,6 +3,7 @@
 //! done only once the broker has the message; a nack, or a mandatory message that
 //! no queue is bound for, fails its row with the reason in `:error`.
 //!
+//! - [`config`]: its `[action]` table — the URL, exchange, routing key, message.
 //! - [`link`]: the queue's one connection in this process, a channel per publisher
 //!   (reused), reconnection after a jittered backoff.
 //! - [`judge`]: what a confirm, a nack, a return or an error means.

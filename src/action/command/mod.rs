@@ -2,6 +2,10 @@
 //! inside whole argv elements, the row as JSON on stdin — in a process group of its
 //! own, so that a run dropped (at its deadline, or a cancelled item) kills
 //! grandchildren too.
+//!
+//! - [`config`]: its `[action]` table — the argv, the working directory, the
+//!   environment it may see.
+//! - `process_group`: the group, killed whole when the command ends or is dropped.
 
 pub mod config;
 use std::ffi::OsString;

@@ -2,10 +2,12 @@
 //! senders do — the row as a JSON body, a signature when there is a secret, any 2xx
 //! is success, and every failure explained in one line.
 //!
+//! - [`config`]: its `[action]` table — the URL, headers, signing keys, TLS.
 //! - [`client`]: the client a queue's deliveries share.
 //! - [`request`]: one request — its URL from the row, headers, signature, body.
 //! - [`judge`]: what the answer means, and whose fault a failure is.
 //! - `signing`, `ssrf` (private destinations refused), [`trace`] (`traceparent`).
+//! - `probe`: what `check` tells from a sample row's URL.
 
 mod client;
 pub mod config;

@@ -2,6 +2,9 @@
 //! (`amqp`, `nats`): its id (`<queue>_<key>`, like `webhook-id`, or `message_id`),
 //! its body (the row as JSON, or `body` rendered) and its headers; and a batch's
 //! outcome made of its messages' outcomes.
+//!
+//! - [`config`]: the message's keys (`body`, `headers`, `message_id`), which each
+//!   kind keeps in its own table.
 
 pub mod config;
 use std::sync::Arc;

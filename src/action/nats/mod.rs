@@ -5,6 +5,7 @@
 //! sent. Core NATS acknowledges nothing: the row is done once the message has left
 //! for the server (flushed).
 //!
+//! - [`config`]: its `[action]` table — the servers, subject, message, credentials.
 //! - [`client`]: the queue's one client in this process, its credentials and TLS,
 //!   reconnection after a jittered backoff.
 //! - [`judge`]: what a PubAck or an error means, and whose fault a failure is.

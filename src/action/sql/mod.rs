@@ -1,5 +1,7 @@
 //! `type = "sql"`: the action's statements run in the item's own transaction, so the
 //! work and the row's change commit together — exactly once by construction.
+//!
+//! - [`config`]: its `[action]` table (`sql`, `timeout`).
 
 pub mod config;
 use futures::future::BoxFuture;
