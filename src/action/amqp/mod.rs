@@ -26,10 +26,9 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, PublisherConfirm};
 
 use super::message::{each_or_one, render, Rendered};
-use super::{ActionError, External, Job, Outcome, Probed, Action, Ready};
-use config::AmqpAction;
+use super::{Action, ActionError, External, Job, Outcome, Probed, Ready};
 use crate::db::Item;
-use config::amqp_uri;
+use config::{amqp_uri, AmqpAction};
 use link::Link;
 
 /// An AMQP action with its connection, shared by all the queue's workers.

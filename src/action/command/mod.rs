@@ -27,10 +27,9 @@ pub use process_group::{kill_all, owns};
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use super::progress::{Listening, Progress};
 use super::{Action, ActionError, Blame, External, Job, Outcome, Ready};
-use config::CommandAction;
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
-use config::inherited;
+use config::{inherited, CommandAction};
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;

@@ -9,11 +9,11 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::QueueConfig;
 use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, Common, Samples};
 use crate::config::template::{Part, Template};
 use crate::config::validator::Validator;
-use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it.

@@ -23,10 +23,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use reqwest::{Client, Method};
 
-use super::{ActionError, External, Job, Outcome, Probed, TraceNotes, Action, Ready};
-use config::HttpAction;
+use super::{Action, ActionError, External, Job, Outcome, Probed, Ready, TraceNotes};
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
+use config::HttpAction;
 use trace::Trace;
 
 /// An HTTP action with its client, shared by all the queue's workers.

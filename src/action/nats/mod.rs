@@ -33,11 +33,10 @@ use tokio::sync::{Mutex, OnceCell};
 use tokio::time::Instant;
 
 use super::message::{each_or_one, render, Rendered};
-use super::{ActionError, Blame, External, Job, Outcome, Probed, Action, Ready};
-use config::NatsAction;
+use super::{Action, ActionError, Blame, External, Job, Outcome, Probed, Ready};
 use crate::db::Item;
 use client::Failed;
-use config::subject_problem;
+use config::{subject_problem, NatsAction};
 
 /// The first wait after a failed first connection; it doubles from there.
 const FIRST_WAIT: Duration = Duration::from_millis(500);

@@ -6,8 +6,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::kind::{ActionKind, ActionStatements, Common};
 use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, ActionStatements, Common};
 use crate::config::statements::Statements;
 use crate::config::validator::Validator;
 use crate::sql::statement::ParsedStatement;

@@ -8,8 +8,8 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::{Action, ActionError, Blame, InTransaction, Job, Outcome, Ready};
-use config::SqlAction;
 use crate::db::{DbError, Ran, Session, Statements};
+use config::SqlAction;
 
 /// The SQL action of a queue (its statements are prepared on every session).
 pub struct Sql;
