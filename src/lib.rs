@@ -7,7 +7,8 @@
 //! # Layout
 //!
 //! Layers, whose imports point one way (`tests/it/layers.rs` checks it, and that
-//! this map names every module):
+//! this map names every module; a kind's `config` is in the config layer, though
+//! its folder is under `action`):
 //!
 //! ```text
 //! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
@@ -77,19 +78,14 @@
 //!   `telemetry::spans` (a committed turn's OpenTelemetry spans) and `telemetry::traces` (their
 //!   export over OTLP: bounded, batched, dropped and counted when the collector
 //!   is away).
-//! - `action`: what to do with one item, one folder per kind's runtime
-//!   (`action::sql`; `action::http` with `action::http::client`,
-//!   `action::http::request`, `action::http::judge`, `action::http::signing`,
-//!   `action::http::ssrf`, `action::http::trace`, `action::http::probe` (what
-//!   `check` tells from a sample row's URL); `action::command` with
-//!   `action::command::process_group`; `action::amqp` with `action::amqp::link`,
-//!   `action::amqp::judge`, `action::amqp::probe`; `action::nats` with
-//!   `action::nats::client`, `action::nats::judge`, `action::nats::probe`),
-//!   registered in `Action::new`; `action::message` (a broker message made from a
-//!   row, for amqp and nats); `action::outcome` (what an action came to, and whose
-//!   fault a failure is),
-//!   `action::progress` (lease mode's `:progress`), `action::capture` (bounded
-//!   output).
+//! - `action`: what to do with one item. A kind is one folder — `action::sql`,
+//!   `action::http`, `action::command`, `action::amqp`, `action::nats` — holding its
+//!   `[action]` table (its `config`, in the config layer) and its runtime, each
+//!   file named in the folder's own `mod.rs`; registered by one line of
+//!   `config::action`'s `kinds!`. `action::message` (a broker message made from a
+//!   row, and its keys, for amqp and nats); `action::outcome` (what an action came
+//!   to, and whose fault a failure is), `action::progress` (lease mode's
+//!   `:progress`), `action::capture` (bounded output).
 //! - `db`: the only place outside `check` that talks to the driver —
 //!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`,
@@ -104,17 +100,19 @@
 //! - [`config`]: queue files — `config::files` (which paths are queue files, and
 //!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
 //!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),
-//!   `config::parse` (every key's problem at once), `config::validate`,
-//!   `config::statements`, `config::wake` (`wake` and the polls it implies),
+//!   `config::parse` (every key's problem at once), `config::validate` (a whole
+//!   file), `config::validator` (what every check reports to), `config::duration`
+//!   and `config::statements` (a duration key, SQL keys: as written, and checked),
+//!   `config::wake` (`wake` and the polls it implies),
 //!   `config::names` (one rule for unknown names),
 //!   `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`),
 //!   `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
 //!   value), `config::scope`, `config::lease`, `config::circuit`, `config::failed`,
-//!   `config::monitoring`, and `config::action`: each kind's `[action]` table
-//!   (`config::action::sql`, `config::action::http`, `config::action::command`,
-//!   `config::action::amqp`, `config::action::nats`; `config::action::message`, the
-//!   message keys the two brokers share), registered in its `kinds!` line.
+//!   `config::monitoring`; `config::action` (the `[action]` table, and `kinds!`, the
+//!   registry of kinds: a kind's tables are in its folder, `action::<kind>::config`)
+//!   and `config::kind` (what every kind's table has and answers: `Common`,
+//!   `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`.
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.

@@ -1,26 +1,24 @@
-//! Actions: what tableq does with one item (or one batch). Each kind lives in a
-//! folder of its own — its runtime here, its `[action]` table in
-//! `crate::config::action` — and reports an [`Outcome`].
+//! Actions: what tableq does with one item (or one batch). Each kind is a folder
+//! of its own, `src/action/<kind>/`: its `[action]` table as written and validated
+//! (`config.rs`, in the config layer), and its runtime, made from the table
+//! ([`Ready`]); it reports an [`Outcome`]. The kinds are those of the registry,
+//! `crate::config::action::kinds!`, which declares their modules here and makes
+//! [`Action::new`].
 //!
 //! A kind runs either in the item's transaction, on the worker's session
 //! ([`InTransaction`]: SQL), or outside the database ([`External`]: HTTP, a
 //! command), where the items of a batch run concurrently while the worker keeps its
-//! connection alive. [`Action::new`] is the one registry of runtimes.
+//! connection alive.
 
-pub mod amqp;
 pub mod capture;
-pub mod command;
-pub mod http;
 pub mod message;
-pub mod nats;
 mod outcome;
 pub mod progress;
-pub mod sql;
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
@@ -42,18 +40,32 @@ pub enum Action {
 #[error("{0}")]
 pub struct ActionError(pub String);
 
-impl Action {
-    /// The registry: each kind's runtime, built from its table.
-    pub fn new(config: &ActionConfig) -> Result<Action, ActionError> {
-        Ok(match config {
-            ActionConfig::Sql(sql) => Action::in_transaction(sql::Sql::new(sql)),
-            ActionConfig::Http(http) => Action::external(http::Http::new(http)?),
-            ActionConfig::Command(command) => Action::external(command::Command::new(command)),
-            ActionConfig::Amqp(amqp) => Action::external(amqp::Amqp::new(amqp)?),
-            ActionConfig::Nats(nats) => Action::external(nats::Nats::new(nats)?),
-        })
-    }
+/// A kind's validated table, made ready to run: its runtime.
+pub trait Ready {
+    fn ready(&self) -> Result<Action, ActionError>;
+}
 
+/// The runtimes' side of the registry: each kind's module, and `Action::new`'s arm.
+macro_rules! runtimes {
+    ($($name:literal => $variant:ident(
+        $root:ident::$folder:ident::$module:ident::config::{$raw:ident, $config:ident}
+    ),)*) => {
+        $(pub mod $module;)*
+
+        impl Action {
+            /// The kind's runtime, made from its table.
+            pub fn new(config: &ActionConfig) -> Result<Action, ActionError> {
+                match config {
+                    $(ActionConfig::$variant(table) => table.ready(),)*
+                }
+            }
+        }
+    };
+}
+
+crate::config::action::kinds!(runtimes);
+
+impl Action {
     fn in_transaction(kind: impl InTransaction + 'static) -> Action {
         Action::InTransaction(Arc::new(kind))
     }
@@ -72,15 +84,14 @@ impl std::fmt::Debug for Action {
     }
 }
 
-/// What one run of an action works on.
+/// What one run of an action works on. Its deadline is not here: the run is
+/// ended at it from outside (`engine::execute`), and a kind only honours that.
 pub struct Job<'a> {
     /// One item; in batch scope, the batch (or one of its items, alone).
     pub items: &'a [Item],
     /// `scope = "batch"`: the items go as one JSON array.
     pub batch: bool,
     pub queue: &'a str,
-    /// When the action must have ended; past it, it has failed ("timed out").
-    pub deadline: Instant,
     /// Where a command reports its progress (lease mode's `:progress`).
     pub progress: Option<Arc<Progress>>,
 }
@@ -96,19 +107,29 @@ impl Job<'_> {
 /// writes commits with the row's change, or not at all.
 pub trait InTransaction: Send + Sync {
     /// Runs the action. A failure is an [`Outcome`]; an `Err` means the transaction
-    /// is lost (and with it the rows' locks).
+    /// is lost (and with it the rows' locks). Once `stop` is cancelled (the
+    /// deadline has passed) it ends its work promptly and leaves the session
+    /// usable; what it returns then is not used.
     fn run<'a>(
         &'a self,
         session: &'a mut Session,
         job: Job<'a>,
+        stop: CancellationToken,
     ) -> BoxFuture<'a, Result<Outcome, DbError>>;
 }
 
 /// A kind that reaches outside the database.
 pub trait External: Send + Sync {
-    /// Runs the action, by `job.deadline`. Dropping the future cancels it (a
-    /// command's process group is killed, a request aborted).
+    /// Runs the action, however long it takes: at the deadline the future is
+    /// dropped, and dropping it cancels the action (a command's process group is
+    /// killed, a request aborted).
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome>;
+
+    /// What a run cut off at its deadline was waiting for, if the kind can say
+    /// more than the time: `for RabbitMQ at … to confirm`.
+    fn waiting_for(&self) -> Option<String> {
+        None
+    }
 
     /// For `check`: looks at what the action reaches without sending anything (a
     /// broker's exchange or stream is there), and says what `sample`'s message

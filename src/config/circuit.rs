@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::action::ActionConfig;
-use super::schema::DurationText;
-use super::validate::Validator;
+use super::duration::DurationText;
+use super::validator::Validator;
 
 /// `[circuit]`, the circuit breaker: when more than failure_ratio of the items
 /// finished within window (at least min_items) failed downstream — unreachable,

@@ -6,8 +6,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::raw::Statements;
-use super::validate::Validator;
+use super::statements::Statements;
+use super::validator::Validator;
 use crate::sql::statement::{first_word, parse_statement, top_level_words, ParsedStatement};
 
 /// `[failed]` as written.

@@ -9,10 +9,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::duration::DurationText;
 use super::names::key_name;
-use super::raw::Statements;
-use super::schema::DurationText;
-use super::validate::Validator;
+use super::statements::Statements;
+use super::validator::Validator;
 use super::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::lex::{ident, is_any_kw, is_kw, lex, spans, Lex};

@@ -4,9 +4,11 @@
 
 pub mod action;
 pub mod circuit;
+pub(crate) mod duration;
 pub mod failed;
 pub mod files;
-mod interpolate;
+pub(crate) mod interpolate;
+pub mod kind;
 pub mod lease;
 mod locate;
 pub mod mode;
@@ -17,9 +19,10 @@ mod raw;
 pub mod schema;
 pub mod scope;
 pub mod secret_file;
-mod statements;
+pub(crate) mod statements;
 pub mod template;
 mod validate;
+pub(crate) mod validator;
 pub mod wake;
 
 use std::path::{Path, PathBuf};
@@ -29,10 +32,7 @@ use std::time::Duration;
 use crate::diagnostic::{Finding, Findings, Severity};
 use crate::sql::statement::ParsedStatement;
 
-pub use action::{
-    find_program, host_from_row, ActionConfig, ActionKind, AmqpAction, CommandAction, HttpAction,
-    NatsAction, SigningKey, SqlAction,
-};
+pub use action::ActionConfig;
 pub use circuit::CircuitConfig;
 use files::queue_files;
 pub use interpolate::{files, interpolate, interpolate_secret, variables, InterpolateError};

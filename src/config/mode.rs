@@ -8,7 +8,7 @@ use super::action::ActionConfig;
 use super::lease::{self, LeaseConfig};
 use super::raw::RawQueue;
 use super::scope::Scope;
-use super::validate::Validator;
+use super::validator::Validator;
 use super::QueueConfig;
 
 /// How a queue's workers claim rows and carry them to their end.

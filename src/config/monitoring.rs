@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::raw::RawQueue;
-use super::validate::Validator;
+use super::validator::Validator;
 
 /// `stats_interval` when the file does not set it.
 pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(15);

@@ -197,7 +197,7 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     }
     for (key, name) in queue.action.placeholders() {
         if !batch && name != "queue" && find_column(columns, name).is_none() {
-            let message = unknown_placeholder(&key, name, columns);
+            let message = unknown_placeholder(key, name, columns);
             found.push((key.split('.').map(str::to_string).collect(), message));
         }
     }

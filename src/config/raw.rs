@@ -1,14 +1,13 @@
 //! The queue file exactly as written: serde types with no meaning attached yet.
 //! `validate` turns them into a [`super::QueueConfig`].
 
-use std::fmt;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::schema::DurationText;
+use super::duration::DurationText;
+use super::statements::Statements;
 
 /// A queue file: one queue.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -127,39 +126,4 @@ pub struct RawOutcome {
     /// One statement, or an array of them run in order, with the row's columns as
     /// :column, :queue, and the outcome's :error, :status, :output, :retry_after.
     pub sql: Statements,
-}
-
-/// `sql = "…"` or `sql = ["…", "…"]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Statements(pub Vec<String>);
-
-impl<'de> Deserialize<'de> for Statements {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct OneOrMany;
-
-        impl<'de> Visitor<'de> for OneOrMany {
-            type Value = Statements;
-
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("one SQL statement as a string, or an array of them")
-            }
-
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Statements, E> {
-                Ok(Statements(vec![v.to_string()]))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Statements, A::Error> {
-                let mut all = Vec::new();
-                while let Some(one) = seq.next_element::<String>()? {
-                    all.push(one);
-                }
-                if all.is_empty() {
-                    return Err(de::Error::invalid_length(0, &self));
-                }
-                Ok(Statements(all))
-            }
-        }
-
-        deserializer.deserialize_any(OneOrMany)
-    }
 }

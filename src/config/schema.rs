@@ -5,11 +5,9 @@
 //! descriptions. What the schema cannot say (a select's columns, a command that
 //! exists) the loader and `tableq check` still say.
 
-use std::borrow::Cow;
-
 use schemars::generate::SchemaSettings;
 use schemars::transform::{transform_subschemas, Transform};
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::Schema;
 
 use super::raw::RawQueue;
 
@@ -62,48 +60,6 @@ impl Transform for NoNull {
             }
         }
         transform_subschemas(self, schema);
-    }
-}
-
-/// A duration as the queue file writes it (humantime): `"250ms"`, `"5s"`, `"2m"`,
-/// `"1h 30m"`.
-pub struct DurationText;
-
-impl JsonSchema for DurationText {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Duration".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "pattern": r"^\s*([0-9]+\s*[a-zA-Zµ]+\s*)+$",
-            "examples": ["250ms", "5s", "2m", "1h 30m"]
-        })
-    }
-}
-
-/// `sql = "…"` or `sql = ["…", "…"]`: one statement, or several run in order.
-impl JsonSchema for super::raw::Statements {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Statements".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "anyOf": [
-                { "type": "string" },
-                { "type": "array", "items": { "type": "string" }, "minItems": 1 }
-            ]
-        })
     }
 }
 

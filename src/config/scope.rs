@@ -6,7 +6,7 @@
 //! the refusal of a `:column` shows that form, built from the queue's own key.
 
 use super::names::key_name;
-use super::validate::Validator;
+use super::validator::Validator;
 use super::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::statement::ParsedStatement;

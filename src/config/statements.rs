@@ -1,12 +1,74 @@
-//! The queue's own SQL, validated as text: the select a claim is built from, and
-//! action and outcome statements that must not end the item's transaction.
+//! The queue's own SQL: `sql = "…"` or `sql = ["…", …]` as written ([`Statements`]),
+//! and validated as text — the select a claim is built from, and action and outcome
+//! statements that must not end the item's transaction.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
 
 use super::locate::statement_path;
-use super::raw::Statements;
-use super::validate::Validator;
+use super::validator::Validator;
 use crate::sql::statement::{
     first_word, parse_statement, sets_only_user_variables, top_level_words, ParsedStatement,
 };
+
+/// `sql = "…"` or `sql = ["…", "…"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statements(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Statements {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OneOrMany;
+
+        impl<'de> Visitor<'de> for OneOrMany {
+            type Value = Statements;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("one SQL statement as a string, or an array of them")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Statements, E> {
+                Ok(Statements(vec![v.to_string()]))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Statements, A::Error> {
+                let mut all = Vec::new();
+                while let Some(one) = seq.next_element::<String>()? {
+                    all.push(one);
+                }
+                if all.is_empty() {
+                    return Err(de::Error::invalid_length(0, &self));
+                }
+                Ok(Statements(all))
+            }
+        }
+
+        deserializer.deserialize_any(OneOrMany)
+    }
+}
+
+/// `sql = "…"` or `sql = ["…", "…"]`: one statement, or several run in order.
+impl JsonSchema for Statements {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Statements".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "anyOf": [
+                { "type": "string" },
+                { "type": "array", "items": { "type": "string" }, "minItems": 1 }
+            ]
+        })
+    }
+}
 
 /// Parameters the select may use: it runs before any row is known.
 const SELECT_PARAMS: &[&str] = &["queue"];
@@ -114,7 +176,7 @@ impl Validator<'_> {
     }
 
     /// Action or outcome statements: each parsed, none allowed to end the transaction.
-    pub(super) fn statements(
+    pub(crate) fn statements(
         &mut self,
         path: &[&str],
         statements: &Statements,

@@ -2,77 +2,20 @@
 //! `${ENV}` replaced. Every problem becomes a [`Finding`] naming the key and what
 //! would be right; all of them are collected, not just the first.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::action::ActionConfig;
 use super::raw::RawQueue;
+use super::validator::Validator;
 use super::{
-    action, interpolate_secret, line_of, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT,
-    DEFAULT_ERROR_BACKOFF, DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL,
-    MAX_BATCH, MAX_ERROR_BACKOFF, MAX_WORKERS,
+    interpolate_secret, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
+    DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL, MAX_BATCH, MAX_ERROR_BACKOFF,
+    MAX_WORKERS,
 };
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
-
-/// The longest duration a queue file may give: a day.
-const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// Collects the problems of one queue file, each pointing at its key's line.
-pub(super) struct Validator<'a> {
-    file: &'a Path,
-    source: &'a str,
-    queue: String,
-    findings: Vec<Finding>,
-    /// The queue file's directory: relative paths in it start here.
-    pub dir: PathBuf,
-    /// Answers `${NAME}`.
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-}
-
-impl Validator<'_> {
-    pub fn error(&mut self, path: &[&str], message: impl Into<String>) {
-        let finding = Finding::error(self.file, message)
-            .at_line(line_of(self.source, path))
-            .in_queue(&self.queue);
-        self.findings.push(finding);
-    }
-
-    /// A duration above zero and at most a day; `default` when not given.
-    pub fn positive(
-        &mut self,
-        path: &[&str],
-        value: Option<Duration>,
-        default: Duration,
-    ) -> Duration {
-        let value = value.unwrap_or(default);
-        let key = path.join(".");
-        if value.is_zero() {
-            let example = humantime::format_duration(default);
-            self.error(
-                path,
-                format!("`{key}` must be longer than zero, e.g. \"{example}\""),
-            );
-        } else if value > MAX_DURATION {
-            let given = humantime::format_duration(value);
-            self.error(path, format!("`{key}` = {given} is too long: at most 24h"));
-            return default;
-        }
-        value
-    }
-
-    fn in_range(&mut self, key: &str, value: Option<u32>, min: usize, max: usize) -> usize {
-        let Some(value) = value else { return min };
-        let value = value as usize;
-        if value < min || value > max {
-            self.error(
-                &[key],
-                format!("`{key}` = {value} is out of range: use {min} to {max}"),
-            );
-        }
-        value
-    }
-}
 
 pub fn validate(
     raw: RawQueue,
@@ -81,14 +24,7 @@ pub fn validate(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<QueueConfig, Vec<Finding>> {
     let name = queue_name(&raw, file);
-    let mut v = Validator {
-        file,
-        source: &source,
-        queue: name.clone(),
-        findings: Vec::new(),
-        dir: directory_of(file),
-        env,
-    };
+    let mut v = Validator::new(file, &source, &name, env);
     check_name(&mut v, &name, raw.name.is_some());
     let workers = v.in_range("workers", raw.workers, 1, MAX_WORKERS);
     let batch = v.in_range("batch", raw.batch, 1, MAX_BATCH);
@@ -101,7 +37,7 @@ pub fn validate(
     let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
-    let action = action::validate(&raw.action, &mut v);
+    let action = super::action::validate(&raw.action, &mut v);
     let flow = flow(&mut v, &raw, &action);
     let mode = super::mode::validate(&mut v, &raw, &action);
     let (on_success, on_failure) = outcomes(&mut v, &raw);
@@ -110,7 +46,7 @@ pub fn validate(
         .as_ref()
         .and_then(|f| super::failed::validate(&mut v, f, raw.key.as_deref()));
 
-    let mut findings = std::mem::take(&mut v.findings);
+    let mut findings = v.take_findings();
     let Some(select) = select else {
         return Err(findings);
     };
@@ -213,7 +149,7 @@ struct Flow {
     circuit: Option<super::CircuitConfig>,
 }
 
-fn flow(v: &mut Validator, raw: &RawQueue, action: &super::ActionConfig) -> Flow {
+fn flow(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Flow {
     let loop_limit = raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT));
     Flow {
         loop_window: loop_window(v, raw),
@@ -249,18 +185,18 @@ fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
 }
 
 /// The variables `database_url` and the action's secrets name.
-fn secret_variables(raw: &RawQueue, action: &super::ActionConfig) -> Vec<String> {
+fn secret_variables(raw: &RawQueue, action: &ActionConfig) -> Vec<String> {
     let mut names = raw
         .database_url
         .as_deref()
         .map(super::variables)
         .unwrap_or_default();
-    names.extend(action.kind().secret_variables());
+    names.extend(action.common().secret_variables.iter().cloned());
     names
 }
 
 /// The files `database_url`, `signing_secret` and the headers read (`${file:…}`).
-fn secret_files(raw: &RawQueue, action: &super::ActionConfig) -> Vec<SecretFile> {
+fn secret_files(raw: &RawQueue, action: &ActionConfig) -> Vec<SecretFile> {
     let mut found: Vec<SecretFile> = raw
         .database_url
         .as_deref()
@@ -272,7 +208,7 @@ fn secret_files(raw: &RawQueue, action: &super::ActionConfig) -> Vec<SecretFile>
             key: vec!["database_url".into()],
         })
         .collect();
-    found.extend(action.kind().secret_files());
+    found.extend(action.common().secret_files.iter().cloned());
     found
 }
 
@@ -280,15 +216,6 @@ fn secret_files(raw: &RawQueue, action: &super::ActionConfig) -> Vec<SecretFile>
 fn queue_name(raw: &RawQueue, file: &Path) -> String {
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
     raw.name.clone().or(stem).unwrap_or_default()
-}
-
-/// The directory a queue file is in, absolute where it can be.
-fn directory_of(file: &Path) -> PathBuf {
-    let dir = match file.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::canonicalize(&dir).unwrap_or(dir)
 }
 
 /// `key`, if given, names something.

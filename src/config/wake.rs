@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::raw::RawQueue;
-use super::validate::Validator;
+use super::validator::Validator;
 
 /// `poll_interval` of a queue that follows the binary log, when the file does not
 /// set it: a safety net for a missed event, and for rows that become due by time

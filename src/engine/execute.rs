@@ -1,15 +1,22 @@
 //! The one place an action runs: an item's, or a batch's, for every kind and every
 //! mode, under the queue's policy — `max_in_flight` and `rate_limit` admit it, the
 //! circuit breaker's ticket lets it through (or not, while the circuit is open), the
-//! deadline is set from the action's timeout, and its time is observed. A setting
-//! that bounds or paces actions changes here and nowhere else.
+//! deadline is set from the action's timeout and enforced, and its time is observed.
+//! A setting that bounds or paces actions changes here and nowhere else.
+//!
+//! The deadline is the queue's alone: no kind watches the time. A run still going
+//! at its deadline has failed, `timed out after …`; an action outside the database
+//! is dropped then (a command's process group is killed, a request aborted), and
+//! one in the transaction is told to stop and awaited (an SQL statement is
+//! interrupted on the server, and the transaction lives on).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::queue::QueueRuntime;
 use crate::action::progress::Progress;
@@ -50,8 +57,9 @@ impl QueueRuntime {
         work: Work<'j>,
         progress: Option<Arc<Progress>>,
     ) -> Option<Outcome> {
-        let run = |job| async move { Ok::<_, Infallible>(action.run(job).await) };
-        match self.under_policy(work, progress, run).await {
+        let run = |job, _| async move { Ok::<_, Infallible>(action.run(job).await) };
+        let late = Late::Dropped(action);
+        match self.under_policy(work, progress, late, run).await {
             Ok(outcome) => outcome,
             Err(never) => match never {},
         }
@@ -65,8 +73,10 @@ impl QueueRuntime {
         session: &'j mut Session,
         work: Work<'j>,
     ) -> Result<Option<Outcome>, DbError> {
-        self.under_policy(work, None, |job| action.run(session, job))
-            .await
+        self.under_policy(work, None, Late::Stopped, |job, stop| {
+            action.run(session, job, stop)
+        })
+        .await
     }
 
     /// The queue's policy around one run of its action.
@@ -74,10 +84,11 @@ impl QueueRuntime {
         &'j self,
         work: Work<'j>,
         progress: Option<Arc<Progress>>,
+        late: Late<'j>,
         run: F,
     ) -> Result<Option<Outcome>, E>
     where
-        F: FnOnce(Job<'j>) -> R,
+        F: FnOnce(Job<'j>, CancellationToken) -> R,
         R: Future<Output = Result<Outcome, E>>,
     {
         let _admitted = self.limits.admit().await;
@@ -95,14 +106,65 @@ impl QueueRuntime {
             items: work.items,
             batch: work.batch,
             queue: &self.config.name,
-            deadline: started + self.config.action.timeout(),
             progress,
         };
-        let mut outcome = run(job).await?;
+        let timeout = self.config.action.timeout();
+        let stop = CancellationToken::new();
+        let ran = late
+            .by(started + timeout, &stop, run(job, stop.clone()))
+            .await?;
+        let mut outcome = ran.unwrap_or_else(|| late.timed_out(timeout));
         if traces::enabled() {
             outcome.trace.get_or_insert_default().ran = Some((began, SystemTime::now()));
         }
         self.stats.observed.record_action(started.elapsed());
         Ok(ticket.finished(&outcome).then_some(outcome))
+    }
+}
+
+/// How a run still going at its deadline is ended.
+enum Late<'a> {
+    /// Dropped, which cancels it: an action outside the database. It failed
+    /// downstream, waiting for what the kind says (`for RabbitMQ at … to confirm`).
+    Dropped(&'a dyn External),
+    /// Told to stop, and awaited: an action in the transaction, whose session must
+    /// stay usable for the item's outcome. It failed, as the item's own failure.
+    Stopped,
+}
+
+impl Late<'_> {
+    /// `run`'s outcome, or `None` when its deadline came first. `Err`: the run's own
+    /// (the transaction is lost), even while it stops.
+    async fn by<R, E>(
+        &self,
+        deadline: Instant,
+        stop: &CancellationToken,
+        run: R,
+    ) -> Result<Option<Outcome>, E>
+    where
+        R: Future<Output = Result<Outcome, E>>,
+    {
+        tokio::pin!(run);
+        tokio::select! {
+            ended = &mut run => return ended.map(Some),
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+        if let Late::Stopped = self {
+            stop.cancel();
+            run.await?;
+        }
+        Ok(None)
+    }
+
+    /// The one message for a run past its deadline.
+    fn timed_out(&self, timeout: Duration) -> Outcome {
+        let after = format!("timed out after {}", humantime::format_duration(timeout));
+        match self {
+            Late::Dropped(action) => match action.waiting_for() {
+                Some(waiting) => Outcome::downstream(format!("{after} waiting {waiting}")),
+                None => Outcome::downstream(after),
+            },
+            Late::Stopped => Outcome::failure(after),
+        }
     }
 }

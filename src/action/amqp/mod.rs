@@ -3,6 +3,7 @@
 //! done only once the broker has the message; a nack, or a mandatory message that
 //! no queue is bound for, fails its row with the reason in `:error`.
 //!
+//! - [`config`]: its `[action]` table — the URL, exchange, routing key, message.
 //! - [`link`]: the queue's one connection in this process, a channel per publisher
 //!   (reused), reconnection after a jittered backoff.
 //! - [`judge`]: what a confirm, a nack, a return or an error means.
@@ -11,6 +12,7 @@
 //! In batch scope the batch's messages are all published, then every confirm is
 //! awaited: each item succeeds or fails on its own (a message per row).
 
+pub mod config;
 mod judge;
 mod link;
 mod probe;
@@ -24,10 +26,9 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, PublisherConfirm};
 
 use super::message::{each_or_one, render, Rendered};
-use super::{ActionError, External, Job, Outcome, Probed};
-use crate::config::action::amqp::amqp_uri;
-use crate::config::AmqpAction;
+use super::{Action, ActionError, External, Job, Outcome, Probed, Ready};
 use crate::db::Item;
+use config::{amqp_uri, AmqpAction};
 use link::Link;
 
 /// An AMQP action with its connection, shared by all the queue's workers.
@@ -56,21 +57,10 @@ impl Amqp {
         })
     }
 
-    /// Publishes the job's items, by its deadline: one outcome for an item, or in
-    /// batch scope the batch's with each item's in [`Outcome::each`].
+    /// Publishes the job's items: one outcome for an item, or in batch scope the
+    /// batch's with each item's in [`Outcome::each`].
     async fn publish(&self, job: Job<'_>) -> Outcome {
-        let publishing = self.publish_all(job.items, job.queue);
-        let outcomes = match tokio::time::timeout_at(job.deadline, publishing).await {
-            Ok(outcomes) => outcomes,
-            Err(_) => {
-                return Outcome::downstream(format!(
-                    "timed out after {} waiting for RabbitMQ at {} to confirm",
-                    humantime::format_duration(self.config.timeout),
-                    self.link.server
-                ))
-            }
-        };
-        each_or_one(outcomes)
+        each_or_one(self.publish_all(job.items, job.queue).await)
     }
 
     /// Publishes every item on one channel, then awaits every confirm.
@@ -158,9 +148,20 @@ impl Amqp {
     }
 }
 
+
+impl Ready for AmqpAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Amqp::new(self)?))
+    }
+}
+
 impl External for Amqp {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(self.publish(job))
+    }
+
+    fn waiting_for(&self) -> Option<String> {
+        Some(format!("for RabbitMQ at {} to confirm", self.link.server))
     }
 
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {

@@ -1,7 +1,13 @@
 //! `type = "command"`: run a program for an item — no shell, placeholders substituted
 //! inside whole argv elements, the row as JSON on stdin — in a process group of its
-//! own, so a timeout (or a cancelled item) kills grandchildren too.
+//! own, so that a run dropped (at its deadline, or a cancelled item) kills
+//! grandchildren too.
+//!
+//! - [`config`]: its `[action]` table — the argv, the working directory, the
+//!   environment it may see.
+//! - `process_group`: the group, killed whole when the command ends or is dropped.
 
+pub mod config;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
@@ -12,7 +18,6 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command as Process};
-use tokio::time::Instant;
 
 mod process_group;
 
@@ -21,11 +26,10 @@ pub use process_group::{kill_all, owns};
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use super::progress::{Listening, Progress};
-use super::{Blame, External, Job, Outcome};
-use crate::config::action::command::inherited;
-use crate::config::CommandAction;
+use super::{Action, ActionError, Blame, External, Job, Outcome, Ready};
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
+use config::{inherited, CommandAction};
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;
@@ -66,9 +70,15 @@ impl Command {
             config: &self.config,
             item: first,
             queue: job.queue,
-            deadline: job.deadline,
         };
         launch.start(&input, key, job.progress).await
+    }
+}
+
+
+impl Ready for CommandAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Command::new(self)))
     }
 }
 
@@ -83,7 +93,6 @@ struct Launch<'a> {
     config: &'a CommandAction,
     item: &'a Item,
     queue: &'a str,
-    deadline: Instant,
 }
 
 impl Launch<'_> {
@@ -124,23 +133,12 @@ impl Launch<'_> {
             .process_group(0)
             .kill_on_drop(true)
             .spawn();
-        let limits = Limits {
-            deadline: self.deadline,
-            timeout: config.timeout,
-        };
         match spawned {
-            Ok(child) => supervise(child, stdin, limits, &program_text, progress).await,
+            Ok(child) => supervise(child, stdin, &program_text, progress).await,
             // A program that cannot start fails every item alike: not the item's fault.
             Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
         }
     }
-}
-
-/// When a command must have ended, and the timeout that set it (for the message).
-#[derive(Clone, Copy)]
-struct Limits {
-    deadline: Instant,
-    timeout: Duration,
 }
 
 /// The command's environment is an allowlist: [`inherited`] variables, those the
@@ -182,12 +180,12 @@ fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsS
     Ok(argv)
 }
 
-/// Feeds the child its stdin, reads its output, and waits for it until its deadline;
-/// then nothing of its process group survives.
+/// Feeds the child its stdin, reads its output, and waits for it; then nothing of
+/// its process group survives. Dropped before (at the deadline), the group is
+/// killed as `group` is dropped, and the child too (`kill_on_drop`).
 async fn supervise(
     mut child: Child,
     stdin: Vec<u8>,
-    limits: Limits,
     program: &str,
     progress: Option<Arc<Progress>>,
 ) -> Outcome {
@@ -210,32 +208,17 @@ async fn supervise(
         .take()
         .map(|err| tokio::spawn(read_tail(err, STDERR_TAIL)));
 
-    let waited = tokio::time::timeout_at(limits.deadline, child.wait()).await;
-    // The command is done (or out of time): nothing of its group may outlive it.
+    let waited = child.wait().await;
+    // The command is done: nothing of its group may outlive it.
     drop(group);
     writer.abort();
     let status = match waited {
-        Ok(Ok(status)) => Some(status),
-        Ok(Err(e)) => return Outcome::failure(format!("cannot wait for {program}: {e}")),
-        Err(_) => {
-            // The group is killed; the child itself too, even if it left the group.
-            let _ = child.start_kill();
-            let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
-            None
-        }
+        Ok(status) => status,
+        Err(e) => return Outcome::failure(format!("cannot wait for {program}: {e}")),
     };
     let output = collect(stdout).await;
     let errors = collect(stderr).await;
-    match status {
-        None => Outcome {
-            output: Some(output),
-            ..Outcome::downstream(format!(
-                "timed out after {}",
-                humantime::format_duration(limits.timeout)
-            ))
-        },
-        Some(status) => judge(status, output, &errors),
-    }
+    judge(status, output, &errors)
 }
 
 async fn collect(reader: Option<tokio::task::JoinHandle<Vec<u8>>>) -> Vec<u8> {

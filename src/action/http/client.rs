@@ -9,7 +9,7 @@ use reqwest::{redirect, Client, Method, Url};
 use super::ssrf::{check_literal, PublicOnly};
 use crate::action::ActionError;
 use crate::config::template::Part;
-use crate::config::HttpAction;
+use super::config::HttpAction;
 
 /// The client, the method, and whether private destinations are refused (the row
 /// picks the host, and no opt-out).

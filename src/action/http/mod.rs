@@ -2,12 +2,15 @@
 //! senders do — the row as a JSON body, a signature when there is a secret, any 2xx
 //! is success, and every failure explained in one line.
 //!
+//! - [`config`]: its `[action]` table — the URL, headers, signing keys, TLS.
 //! - [`client`]: the client a queue's deliveries share.
 //! - [`request`]: one request — its URL from the row, headers, signature, body.
 //! - [`judge`]: what the answer means, and whose fault a failure is.
 //! - `signing`, `ssrf` (private destinations refused), [`trace`] (`traceparent`).
+//! - `probe`: what `check` tells from a sample row's URL.
 
 mod client;
+pub mod config;
 mod judge;
 mod probe;
 mod request;
@@ -19,12 +22,11 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use reqwest::{Client, Method};
-use tokio::time::Instant;
 
-use super::{ActionError, External, Job, Outcome, Probed, TraceNotes};
-use crate::config::HttpAction;
+use super::{Action, ActionError, External, Job, Outcome, Probed, Ready, TraceNotes};
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
+use config::HttpAction;
 use trace::Trace;
 
 /// An HTTP action with its client, shared by all the queue's workers.
@@ -44,7 +46,6 @@ struct Delivery<'a> {
     body: serde_json::Value,
     id: String,
     trace: Option<Trace>,
-    deadline: Instant,
 }
 
 impl Http {
@@ -89,7 +90,6 @@ impl Http {
             body,
             id,
             trace,
-            deadline: job.deadline,
         };
         Outcome {
             trace: sent,
@@ -121,6 +121,13 @@ impl Http {
             .headers
             .iter()
             .any(|(header, _)| header.eq_ignore_ascii_case(name))
+    }
+}
+
+
+impl Ready for HttpAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Http::new(self)?))
     }
 }
 

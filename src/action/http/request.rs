@@ -1,6 +1,6 @@
 //! One request: the URL rendered from the row (placeholders percent-encoded, dot
 //! segments refused), the headers, the Standard Webhooks signature, the body, sent
-//! by the deadline and its answer read (the first 64 KiB).
+//! and its answer read (the first 64 KiB).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,8 +26,8 @@ const PLACEHOLDER: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 impl Http {
-    /// Sends `delivery` by its deadline; the outcome carries the status, the body
-    /// and any Retry-After.
+    /// Sends `delivery`; the outcome carries the status, the body and any
+    /// Retry-After. Dropped at the deadline, the request is aborted.
     pub(super) async fn send(&self, delivery: Delivery<'_>) -> Outcome {
         let url = match self.url(delivery.item, delivery.queue) {
             Ok(url) => url,
@@ -37,14 +37,10 @@ impl Http {
             Ok(request) => request,
             Err(refused) => return Outcome::failure(refused),
         };
-        match tokio::time::timeout_at(delivery.deadline, exchange(request)).await {
-            Ok(Ok((response, output))) => self.judge(response, output),
-            Ok(Err(e)) if refused_destination(&e) => Outcome::failure(describe(&e, &url)),
-            Ok(Err(e)) => Outcome::downstream(describe(&e, &url)),
-            Err(_) => Outcome::downstream(format!(
-                "timed out after {}",
-                humantime::format_duration(self.config.timeout)
-            )),
+        match exchange(request).await {
+            Ok((response, output)) => self.judge(response, output),
+            Err(e) if refused_destination(&e) => Outcome::failure(describe(&e, &url)),
+            Err(e) => Outcome::downstream(describe(&e, &url)),
         }
     }
 

@@ -5,7 +5,7 @@ use base64::Engine;
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::config::SigningKey;
+use super::config::SigningKey;
 
 /// The `webhook-signature` header value for one request.
 pub fn signature(keys: &[SigningKey], id: &str, timestamp: u64, body: &[u8]) -> String {

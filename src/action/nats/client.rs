@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_nats::{Client, ConnectErrorKind, ConnectOptions, ServerAddr};
 
-use crate::config::NatsAction;
+use super::config::NatsAction;
 
 /// The longest wait between two reconnection attempts.
 const MAX_WAIT: Duration = Duration::from_secs(8);
@@ -25,7 +25,7 @@ pub(super) async fn connect(config: &NatsAction) -> Result<Client, Failed> {
     let mut options = ConnectOptions::new()
         .name(concat!("tableq/", env!("CARGO_PKG_VERSION")))
         .max_reconnects(None)
-        .connection_timeout(config.timeout.min(Duration::from_secs(10)))
+        .connection_timeout(config.common.timeout.min(Duration::from_secs(10)))
         .reconnect_delay_callback(reconnect_wait);
     if let Some(token) = &config.token {
         options = options.token(token.clone());

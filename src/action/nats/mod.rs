@@ -5,6 +5,7 @@
 //! sent. Core NATS acknowledges nothing: the row is done once the message has left
 //! for the server (flushed).
 //!
+//! - [`config`]: its `[action]` table — the servers, subject, message, credentials.
 //! - [`client`]: the queue's one client in this process, its credentials and TLS,
 //!   reconnection after a jittered backoff.
 //! - [`judge`]: what a PubAck or an error means, and whose fault a failure is.
@@ -14,6 +15,7 @@
 //! awaited: each item succeeds or fails on its own (a message per row).
 
 mod client;
+pub mod config;
 mod judge;
 mod probe;
 
@@ -31,11 +33,10 @@ use tokio::sync::{Mutex, OnceCell};
 use tokio::time::Instant;
 
 use super::message::{each_or_one, render, Rendered};
-use super::{ActionError, Blame, External, Job, Outcome, Probed};
-use crate::config::action::nats::subject_problem;
-use crate::config::NatsAction;
+use super::{Action, ActionError, Blame, External, Job, Outcome, Probed, Ready};
 use crate::db::Item;
 use client::Failed;
+use config::{subject_problem, NatsAction};
 
 /// The first wait after a failed first connection; it doubles from there.
 const FIRST_WAIT: Duration = Duration::from_millis(500);
@@ -116,7 +117,7 @@ impl Nats {
         };
         let stream = self.config.jetstream.then(|| {
             ContextBuilder::new()
-                .timeout(self.config.timeout)
+                .timeout(self.config.common.timeout)
                 .build(client.clone())
         });
         let connected = Connected { client, stream };
@@ -135,25 +136,10 @@ impl Nats {
         }
     }
 
-    /// Publishes the job's items, by its deadline: one outcome for an item, or in
-    /// batch scope the batch's with each item's in [`Outcome::each`].
+    /// Publishes the job's items: one outcome for an item, or in batch scope the
+    /// batch's with each item's in [`Outcome::each`].
     async fn publish(&self, job: Job<'_>) -> Outcome {
-        let publishing = self.publish_all(job.items, job.queue);
-        let outcomes = match tokio::time::timeout_at(job.deadline, publishing).await {
-            Ok(outcomes) => outcomes,
-            Err(_) => {
-                let waiting = match self.config.jetstream {
-                    true => "for the stream's acknowledgement",
-                    false => "to hand the message to the server",
-                };
-                return Outcome::downstream(format!(
-                    "timed out after {} waiting {waiting} (NATS at {})",
-                    humantime::format_duration(self.config.timeout),
-                    self.config.servers
-                ));
-            }
-        };
-        each_or_one(outcomes)
+        each_or_one(self.publish_all(job.items, job.queue).await)
     }
 
     async fn publish_all(&self, items: &[Item], queue: &str) -> Vec<Outcome> {
@@ -210,9 +196,24 @@ impl Nats {
     }
 }
 
+
+impl Ready for NatsAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::external(Nats::new(self)?))
+    }
+}
+
 impl External for Nats {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(self.publish(job))
+    }
+
+    fn waiting_for(&self) -> Option<String> {
+        let waiting = match self.config.jetstream {
+            true => "for the stream's acknowledgement",
+            false => "to hand the message to the server",
+        };
+        Some(format!("{waiting} (NATS at {})", self.config.servers))
     }
 
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {

@@ -18,7 +18,7 @@ pub(super) async fn probe(nats: &Nats, queue: &str, sample: Option<&Item>) -> Ve
         Err(outcome) => return vec![Probed::error("url", outcome.error.unwrap_or_default())],
     };
     // A flush is answered once the client is connected (a PING and its PONG).
-    let within = nats.config.timeout.min(Duration::from_secs(10));
+    let within = nats.config.common.timeout.min(Duration::from_secs(10));
     let answered = tokio::time::timeout(within, connected.client.flush()).await;
     if !matches!(answered, Ok(Ok(()))) {
         let waited = humantime::format_duration(within);

@@ -1,49 +1,44 @@
 //! `type = "sql"`: the action's statements run in the item's own transaction, so the
 //! work and the row's change commit together — exactly once by construction.
+//!
+//! - [`config`]: its `[action]` table (`sql`, `timeout`).
 
-use std::time::Duration;
-
+pub mod config;
 use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
-use super::{Blame, InTransaction, Job, Outcome};
-use crate::config::SqlAction;
+use super::{Action, ActionError, Blame, InTransaction, Job, Outcome, Ready};
 use crate::db::{DbError, Ran, Session, Statements};
+use config::SqlAction;
 
 /// The SQL action of a queue (its statements are prepared on every session).
-pub struct Sql {
-    timeout: Duration,
-}
+pub struct Sql;
 
 impl Sql {
-    pub fn new(config: &SqlAction) -> Sql {
-        Sql {
-            timeout: config.timeout,
-        }
-    }
-
     /// Runs the action's statements for the job, stopping at the first that fails. A
-    /// statement's own error, or running past the deadline, is a failed [`Outcome`];
-    /// an `Err` means the transaction is lost and the items return to the queue.
+    /// statement's own error is a failed [`Outcome`]; an `Err` means the transaction
+    /// is lost and the items return to the queue. Once `stop` is cancelled the
+    /// running statement is interrupted on the server, and the transaction lives on.
     async fn run_statements(
-        &self,
         session: &mut Session,
         job: Job<'_>,
+        stop: CancellationToken,
     ) -> Result<Outcome, DbError> {
+        let stopped = stop.cancelled();
         let ran = match (job.batch, job.items) {
             (false, [item]) => {
-                let run = session.run_until(Statements::Action, item, job.queue, job.deadline);
+                let run = session.run_until(Statements::Action, item, job.queue, stopped);
                 run.await?
             }
             (_, items) => {
-                let run =
-                    session.run_batch_until(Statements::Action, items, job.queue, job.deadline);
+                let run = session.run_batch_until(Statements::Action, items, job.queue, stopped);
                 run.await?
             }
         };
-        Ok(self.outcome(ran))
+        Ok(Sql::outcome(ran))
     }
 
-    fn outcome(&self, ran: Ran) -> Outcome {
+    fn outcome(ran: Ran) -> Outcome {
         match ran {
             Ran::Completed => Outcome::success(),
             Ran::Failed(e) => Outcome {
@@ -54,11 +49,16 @@ impl Sql {
                 },
                 ..Outcome::failure(e.to_string())
             },
-            Ran::TimedOut => Outcome::failure(format!(
-                "timed out after {}",
-                humantime::format_duration(self.timeout)
-            )),
+            // Past the deadline: `engine::execute` says how long it ran.
+            Ran::Stopped => Outcome::failure("stopped"),
         }
+    }
+}
+
+
+impl Ready for SqlAction {
+    fn ready(&self) -> Result<Action, ActionError> {
+        Ok(Action::in_transaction(Sql))
     }
 }
 
@@ -67,7 +67,8 @@ impl InTransaction for Sql {
         &'a self,
         session: &'a mut Session,
         job: Job<'a>,
+        stop: CancellationToken,
     ) -> BoxFuture<'a, Result<Outcome, DbError>> {
-        Box::pin(self.run_statements(session, job))
+        Box::pin(Sql::run_statements(session, job, stop))
     }
 }

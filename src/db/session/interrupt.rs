@@ -1,5 +1,5 @@
-//! Stopping what the server would otherwise run to its end: a statement past its
-//! deadline (KILL QUERY from a side connection, quickly, and if it will not stop,
+//! Stopping what the server would otherwise run to its end: a statement told to
+//! stop at its action's deadline (KILL QUERY from a side connection, quickly, and if it will not stop,
 //! the session given up), and the statement of a session given up mid-call (KILL
 //! CONNECTION, off the worker's path) — a claim abandoned at `database_timeout`, a
 //! renewal let go, a worker cut off at shutdown — so no orphaned query holds locks
@@ -13,7 +13,7 @@ use super::Ran;
 use crate::db::connect::{Database, Kill, QUICK_TIMEOUT};
 use crate::db::error::DbError;
 
-/// Stopping a statement that ran past its deadline, from a side connection.
+/// Stopping a statement told to stop (its action's deadline), from a side connection.
 pub(super) struct Interrupt<'a> {
     pub database: &'a Database,
     pub connection_id: u32,
@@ -39,8 +39,8 @@ impl Interrupt<'_> {
             Err(_) => None,
         };
         match stopped.map(|result| result.map_err(DbError::from)) {
-            Some(Ok(())) => Ok(Ran::TimedOut),
-            Some(Err(e)) if e.is_statement_error() || e.is_interrupted() => Ok(Ran::TimedOut),
+            Some(Ok(())) => Ok(Ran::Stopped),
+            Some(Err(e)) if e.is_statement_error() || e.is_interrupted() => Ok(Ran::Stopped),
             Some(Err(e)) => Err(e),
             None => Err(DbError::Deadline {
                 waiting_for: self.what,

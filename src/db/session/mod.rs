@@ -4,9 +4,9 @@
 //! commit. `run`, `count` and `check` all open sessions here.
 //!
 //! - [`setup`]: the connection set up as a worker's.
-//! - `run`: the queue's statements run on it, for an item or a batch, against a
-//!   deadline.
-//! - `interrupt`: a statement past its deadline stopped from a side connection.
+//! - `run`: the queue's statements run on it, for an item or a batch, or until told
+//!   to stop.
+//! - `interrupt`: a statement told to stop, stopped from a side connection.
 
 mod interrupt;
 use interrupt::Abandoned;
@@ -121,14 +121,15 @@ impl Statements {
     }
 }
 
-/// How statements run against a deadline ended.
+/// How statements run until told to stop ended.
 #[derive(Debug)]
 pub enum Ran {
     Completed,
     /// A statement's own error; the transaction lives on.
     Failed(DbError),
-    /// The deadline passed; the statement was interrupted and the transaction lives on.
-    TimedOut,
+    /// Told to stop (the action's deadline passed): the statement was interrupted
+    /// and the transaction lives on.
+    Stopped,
 }
 
 impl Session {

@@ -1,6 +1,6 @@
 //! Running a queue's statements on a session: for an item, for a whole batch (as
-//! one JSON array in `:batch`), counting the rows the first one matched, or against
-//! a deadline past which the running statement is interrupted.
+//! one JSON array in `:batch`), counting the rows the first one matched, or until
+//! told to stop, when the running statement is interrupted.
 
 use std::future::Future;
 
@@ -94,20 +94,20 @@ impl Session {
         Ok(first.unwrap_or_default())
     }
 
-    /// Runs `which` for `item` until `deadline`. A statement still running then is
-    /// interrupted with KILL QUERY from a side connection to the session's database;
-    /// one that will not stop (or a server that cannot be reached) ends the session,
-    /// so the server lets go of the locks now. Each of those steps waits at most the
-    /// queue's `database_timeout`.
+    /// Runs `which` for `item` until `stopped` completes (the action's deadline). A
+    /// statement still running then is interrupted with KILL QUERY from a side
+    /// connection to the session's database; one that will not stop (or a server
+    /// that cannot be reached) ends the session, so the server lets go of the locks
+    /// now. Each of those steps waits at most the queue's `database_timeout`.
     pub async fn run_until(
         &mut self,
         which: Statements,
         item: &Item,
         queue: &str,
-        deadline: Instant,
+        stopped: impl Future<Output = ()>,
     ) -> Result<Ran, DbError> {
         let params = |sources: &[ParamSource]| bind(sources, item, queue, &OutcomeParams::NONE);
-        self.run_bound_until(which, params, deadline).await
+        self.run_bound_until(which, params, stopped).await
     }
 
     /// As [`Session::run_until`], once for all of `items` (batch scope), as one JSON
@@ -117,20 +117,21 @@ impl Session {
         which: Statements,
         items: &[Item],
         queue: &str,
-        deadline: Instant,
+        stopped: impl Future<Output = ()>,
     ) -> Result<Ran, DbError> {
         let batch = batch_json(items.iter().map(|item| (item, None)));
         let params = |sources: &[ParamSource]| bind_batch(sources, &batch, queue);
-        self.run_bound_until(which, params, deadline).await
+        self.run_bound_until(which, params, stopped).await
     }
 
     async fn run_bound_until(
         &mut self,
         which: Statements,
         params: impl Fn(&[ParamSource]) -> Params,
-        deadline: Instant,
+        stopped: impl Future<Output = ()>,
     ) -> Result<Ran, DbError> {
         let what = which.waiting_for();
+        tokio::pin!(stopped);
         for bound in self.prepared.statements(which) {
             let params = match self.fitting(what, params(&bound.sources)) {
                 Ok(params) => params,
@@ -144,11 +145,10 @@ impl Session {
             let watched = Watched {
                 database: &self.database,
                 limit: self.deadline,
-                deadline,
             };
-            let result = match watched.run(&mut execution).await {
+            let result = match watched.run(&mut execution, &mut stopped).await {
                 Watch::Answered(result) => result.map_err(DbError::from),
-                Watch::PastDeadline => {
+                Watch::Stopped => {
                     // From here on the worker waits for the database, not for its work.
                     self.watch.waiting.begin(what);
                     let stop = Interrupt {
@@ -179,37 +179,36 @@ impl Session {
     }
 }
 
-/// A statement that may take long (an SQL action, up to its timeout), watched: once
-/// it has run for `limit` (`database_timeout`, longer than any round trip), and at
-/// every `limit` after, a side connection asks whether the server is reachable at
-/// all; if it is not, the worker is stalled, not busy.
+/// A statement that may take long (an SQL action, up to its timeout), watched until
+/// it is told to stop: once it has run for `limit` (`database_timeout`, longer than
+/// any round trip), and at every `limit` after, a side connection asks whether the
+/// server is reachable at all; if it is not, the worker is stalled, not busy.
 struct Watched<'a> {
     database: &'a Database,
     limit: std::time::Duration,
-    deadline: Instant,
 }
 
 enum Watch<T> {
     Answered(T),
-    PastDeadline,
+    Stopped,
     Unreachable,
 }
 
 impl Watched<'_> {
-    async fn run<T>(&self, execution: &mut (impl Future<Output = T> + Unpin)) -> Watch<T> {
-        let mut next_look = Instant::now() + self.limit;
+    async fn run<T>(
+        &self,
+        execution: &mut (impl Future<Output = T> + Unpin),
+        stopped: &mut (impl Future<Output = ()> + Unpin),
+    ) -> Watch<T> {
         loop {
             tokio::select! {
                 result = &mut *execution => return Watch::Answered(result),
-                _ = tokio::time::sleep_until(self.deadline.min(next_look)) => {}
-            }
-            if Instant::now() >= self.deadline {
-                return Watch::PastDeadline;
+                () = &mut *stopped => return Watch::Stopped,
+                () = tokio::time::sleep(self.limit) => {}
             }
             if !self.database.reachable().await {
                 return Watch::Unreachable;
             }
-            next_look = Instant::now() + self.limit;
         }
     }
 }

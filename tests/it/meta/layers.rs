@@ -7,8 +7,13 @@
 //!   → telemetry → action → db → config → sql → diagnostic → lock | duration
 //! ```
 //!
+//! A kind of action is one folder, `src/action/<kind>/`, whose `config.rs` (its
+//! `[action]` table, as `src/action/message/config.rs` is the brokers' message
+//! keys) is in the config layer, the rest in the action layer: the layer is the
+//! file's path's (see [`unit`]).
+//!
 //! And the maps of the source — `src/lib.rs`'s and CONTRIBUTING.md's — name every
-//! module.
+//! module; a folder of `src/action/` once, its own `mod.rs` naming its files.
 
 use std::path::{Path, PathBuf};
 
@@ -68,6 +73,17 @@ fn top_module(relative: &str) -> &str {
     first.strip_suffix(".rs").unwrap_or(first)
 }
 
+/// The top-level module whose layer a module path is in: its first segment, except
+/// that a kind's table (`action::<kind>::config`, and the brokers' shared message
+/// keys `action::message::config`) is the config layer's.
+fn unit(path: &[String]) -> &str {
+    match path {
+        [action, _, config, ..] if action == "action" && config == "config" => "config",
+        [first, ..] => first,
+        [] => "lib",
+    }
+}
+
 fn rank(module: &str) -> usize {
     LAYERS
         .iter()
@@ -75,42 +91,70 @@ fn rank(module: &str) -> usize {
         .unwrap_or_else(|| panic!("module `{module}` is in no layer: add it to LAYERS"))
 }
 
-/// Every `crate::NAME` the text names, outside comments.
-fn crate_references(text: &str) -> Vec<(usize, String)> {
+/// The module path of every `crate::…` and `super::…` the text of the module
+/// `module` names, outside comments: `crate::action::sql::config::{…}` →
+/// `action::sql::config`. `super::` is resolved from `module`, up to the first
+/// `#[cfg(test)]` (a test module's `super` is the file itself).
+fn references(module: &[String], text: &str) -> Vec<(usize, Vec<String>)> {
     let mut found = Vec::new();
+    let mut in_tests = false;
     for (index, line) in text.lines().enumerate() {
+        in_tests |= line.trim_start().starts_with("#[cfg(test)]");
         let code = line.split("//").next().unwrap_or("");
         for (at, _) in code.match_indices("crate::") {
-            let rest = &code[at + "crate::".len()..];
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                found.push((index + 1, name));
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+                continue;
             }
+            found.push((index + 1, path_from(&code[at + "crate::".len()..])));
+        }
+        for (at, _) in code.match_indices("super::").filter(|_| !in_tests) {
+            if code[..at].ends_with("super::") {
+                continue;
+            }
+            let mut path = module.to_vec();
+            let mut rest = &code[at..];
+            while let Some(after) = rest.strip_prefix("super::") {
+                path.pop();
+                rest = after;
+            }
+            path.extend(path_from(rest));
+            found.push((index + 1, path));
         }
     }
+    found.retain(|(_, path)| !path.is_empty());
     found
 }
 
-/// Imports point down the layers only; no module reaches up or sideways.
+/// The segments of the path at the start of `text`: `a::b::{c, d}` → `a`, `b`.
+fn path_from(text: &str) -> Vec<String> {
+    let path: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    path.split("::")
+        .filter(|s| !s.is_empty() && !s.contains(':'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Imports point down the layers only; no module reaches up or sideways. A kind's
+/// `config.rs` is in the config layer: `crate::config` may name it, and it may
+/// name nothing of the action layer, its own folder's runtime included.
 #[test]
 fn imports_point_one_way_through_the_layers() {
     let mut wrong = Vec::new();
     for (file, text) in all_sources() {
-        let module = top_module(&file);
-        if module == "lib" {
+        if file == "lib.rs" {
             continue;
         }
-        for (line, target) in crate_references(&text) {
-            if target == module {
-                continue;
-            }
-            if rank(&target) <= rank(module) {
-                wrong.push(format!(
-                    "src/{file}:{line}: `{module}` imports `crate::{target}`"
-                ));
+        let module = module_segments(&file);
+        let from = unit(&module);
+        for (line, target) in references(&module, &text) {
+            let to = unit(&target);
+            if to != from && rank(to) <= rank(from) {
+                let target = target.join("::");
+                wrong.push(format!("src/{file}:{line}: `{from}` imports `{target}`"));
             }
         }
     }
@@ -144,25 +188,76 @@ fn module_path(relative: &str) -> String {
     path.replace('/', "::")
 }
 
+/// [`module_path`] as its segments (`main.rs` is `main`).
+fn module_segments(relative: &str) -> Vec<String> {
+    module_path(relative)
+        .split("::")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The doc (`//!`) of `file`, a source file.
+fn module_doc(text: &str) -> String {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("//!"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A file of a folder of `src/action/` (a kind, or the message the brokers share):
+/// the folder, and the file's module within it (`""` for its `mod.rs`).
+fn in_action_folder(file: &str) -> Option<(&str, String)> {
+    let (folder, rest) = file.strip_prefix("action/")?.split_once('/')?;
+    let within = module_path(rest);
+    Some((
+        folder,
+        if within == "mod" {
+            String::new()
+        } else {
+            within
+        },
+    ))
+}
+
 /// Every module under `src/` is named in the map of `src/lib.rs` (as `` `a::b` ``)
 /// and in CONTRIBUTING.md's Layout (as `src/a/b.rs`, or `src/a/b/` for a folder).
+/// A folder of `src/action/` — a kind is one folder — is named there once (as
+/// `` `action::http` `` and `src/action/http/`), and its `mod.rs` names its files
+/// (`` `client` ``).
 #[test]
 fn the_maps_name_every_module() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("read src/lib.rs");
-    let map: String = lib
-        .lines()
-        .filter_map(|line| line.strip_prefix("//!"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let sources = all_sources();
+    let map = module_doc(&std::fs::read_to_string(root.join("src/lib.rs")).expect("read lib.rs"));
     let contributing =
         std::fs::read_to_string(root.join("CONTRIBUTING.md")).expect("read CONTRIBUTING.md");
     let mut missing = Vec::new();
-    for (file, _) in all_sources() {
+    for (file, _) in &sources {
         if file == "lib.rs" || file == "main.rs" {
             continue;
         }
-        let module = module_path(&file);
+        if let Some((folder, within)) = in_action_folder(file) {
+            let folder_doc = sources
+                .iter()
+                .find(|(other, _)| *other == format!("action/{folder}/mod.rs"))
+                .map(|(_, text)| module_doc(text))
+                .unwrap_or_default();
+            if !within.is_empty() && !folder_doc.contains(&format!("`{within}`")) {
+                missing.push(format!(
+                    "src/action/{folder}/mod.rs does not name `{within}`"
+                ));
+            }
+            if !map.contains(&format!("`action::{folder}`")) {
+                missing.push(format!("src/lib.rs does not name `action::{folder}`"));
+            }
+            if !contributing.contains(&format!("src/action/{folder}/")) {
+                missing.push(format!(
+                    "CONTRIBUTING.md does not name src/action/{folder}/"
+                ));
+            }
+            continue;
+        }
+        let module = module_path(file);
         if !map.contains(&format!("`{module}`")) {
             missing.push(format!("src/lib.rs does not name `{module}`"));
         }
@@ -173,6 +268,7 @@ fn the_maps_name_every_module() {
             missing.push(format!("CONTRIBUTING.md does not name src/{file}"));
         }
     }
+    missing.dedup();
     assert!(
         missing.is_empty(),
         "the maps miss modules:\n{}",

@@ -2,13 +2,17 @@
 //! (`amqp`, `nats`): its id (`<queue>_<key>`, like `webhook-id`, or `message_id`),
 //! its body (the row as JSON, or `body` rendered) and its headers; and a batch's
 //! outcome made of its messages' outcomes.
+//!
+//! - [`config`]: the message's keys (`body`, `headers`, `message_id`), which each
+//!   kind keeps in its own table.
 
+pub mod config;
 use std::sync::Arc;
 
 use super::{Blame, Outcome};
-use crate::config::action::message::Message;
 use crate::db::row_json::item_json;
 use crate::db::Item;
+use config::Message;
 
 /// One item's message, ready for a kind to send.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,13 +9,12 @@ use lapin::uri::{AMQPScheme, AMQPUri};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::{Part, Template};
-use super::super::validate::Validator;
-use super::message::{self, Message, RawMessage};
-use super::{ActionKind, Samples};
-use crate::config::secret_file::read_by;
-use crate::config::{QueueConfig, SecretFile};
+use crate::action::message::config::{self as message, Message, RawMessage};
+use crate::config::QueueConfig;
+use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::template::{Part, Template};
+use crate::config::validator::Validator;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it: as for HTTP.
@@ -60,6 +59,8 @@ pub struct RawAmqpAction {
 /// `type = "amqp"`: one persistent message per item, confirmed by the broker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AmqpAction {
+    /// The timeout, and the secrets and placeholders of the keys below.
+    pub common: Common,
     /// `amqp://user:password@host:5672/vhost`, its `${ENV}` replaced: a secret.
     pub url: String,
     /// `host:port` and the vhost, for messages (never the password).
@@ -72,22 +73,19 @@ pub struct AmqpAction {
     pub content_type: Option<String>,
     /// An unroutable message comes back (basic.return) and fails its item.
     pub mandatory: bool,
-    pub timeout: Duration,
     /// PEM certificates to trust for `amqps://`, besides the system's.
     pub ca_pem: Option<String>,
-    /// The `${VARS}` `url` names.
-    pub secret_variables: Vec<String>,
-    /// The files `url` (and `token`) read secrets from (`${file:…}`).
-    pub secret_files: Vec<SecretFile>,
 }
 
 /// Validates `type = "amqp"`.
-pub(in crate::config) fn validate(raw: &RawAmqpAction, v: &mut Validator) -> AmqpAction {
-    let (url, server) = url(raw, v);
+pub fn validate(raw: &RawAmqpAction, v: &mut Validator) -> AmqpAction {
+    let mut common = Common::new(v, raw.timeout, DEFAULT_TIMEOUT);
+    let (url, server) = url(raw, v, &mut common);
     let exchange = raw.exchange.clone().unwrap_or_default();
     check_exchange(&exchange, v);
     let routing_key = raw.routing_key.as_deref().unwrap_or("");
-    let routing_key = message::template(v, &["action", "routing_key"], routing_key)
+    let routing_key = common
+        .template(v, &["action", "routing_key"], routing_key)
         .unwrap_or(Template { parts: vec![] });
     check_routing_key(&exchange, &routing_key, raw.routing_key.is_some(), v);
     let message = message::validate(
@@ -97,6 +95,7 @@ pub(in crate::config) fn validate(raw: &RawAmqpAction, v: &mut Validator) -> Amq
             message_id: raw.message_id.as_deref(),
         },
         v,
+        &mut common,
         header_problem,
     );
     let content_type = raw.content_type.clone().or_else(|| {
@@ -113,28 +112,12 @@ pub(in crate::config) fn validate(raw: &RawAmqpAction, v: &mut Validator) -> Amq
         message,
         content_type,
         mandatory: raw.mandatory.unwrap_or(true),
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
         ca_pem: ca_pem(raw, v),
-        secret_variables: super::super::variables(&raw.url),
-        secret_files: read_by(&["action", "url"], &raw.url),
+        common,
     }
 }
 
 impl ActionKind for AmqpAction {
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    fn placeholders(&self) -> Vec<(String, &str)> {
-        let mut found: Vec<(String, &str)> = self
-            .routing_key
-            .placeholders()
-            .map(|p| ("action.routing_key".to_string(), p))
-            .collect();
-        found.extend(self.message.placeholders());
-        found
-    }
-
     fn sends_each_item(&self) -> bool {
         true
     }
@@ -149,14 +132,6 @@ impl ActionKind for AmqpAction {
         vec![queue.finding(Severity::Warning, &["action", "mandatory"], message)]
     }
 
-    fn secret_variables(&self) -> Vec<String> {
-        self.secret_variables.clone()
-    }
-
-    fn secret_files(&self) -> Vec<SecretFile> {
-        self.secret_files.clone()
-    }
-
     fn samples(&self) -> Samples {
         // A returned message's reply code (312 NO_ROUTE) is its `:status`.
         Samples {
@@ -168,13 +143,9 @@ impl ActionKind for AmqpAction {
 }
 
 /// The URL with its `${ENV}` replaced, and the server it names (for messages).
-fn url(raw: &RawAmqpAction, v: &mut Validator) -> (String, String) {
-    let url = match super::super::interpolate_secret(&raw.url, v.env) {
-        Ok(url) => url,
-        Err(e) => {
-            v.error(&["action", "url"], format!("`action.url`: {e}"));
-            return (String::new(), String::new());
-        }
+fn url(raw: &RawAmqpAction, v: &mut Validator, common: &mut Common) -> (String, String) {
+    let Some(url) = common.secret(v, &["action", "url"], &raw.url) else {
+        return (String::new(), String::new());
     };
     match amqp_uri(&url) {
         Ok(parsed) => {

@@ -9,11 +9,11 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::Template;
-use super::super::validate::Validator;
-use super::{ActionKind, Samples};
 use crate::config::QueueConfig;
+use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::template::Template;
+use crate::config::validator::Validator;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it.
@@ -54,8 +54,9 @@ pub enum RawEnv {
 /// `type = "command"`: one process per item, the row as JSON on its stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandAction {
+    /// The timeout, and the placeholders of `command`.
+    pub common: Common,
     pub argv: Vec<Template>,
-    pub timeout: Duration,
     pub workdir: PathBuf,
     /// Variables the command sees besides [`INHERITED`]: a value set in the file, or
     /// `None` to pass tableq's own through.
@@ -74,7 +75,8 @@ pub fn inherited(name: &str) -> bool {
 }
 
 /// Validates `type = "command"`.
-pub(in crate::config) fn validate(raw: &RawCommandAction, v: &mut Validator) -> CommandAction {
+pub fn validate(raw: &RawCommandAction, v: &mut Validator) -> CommandAction {
+    let mut common = Common::new(v, raw.timeout, DEFAULT_TIMEOUT);
     let workdir = match &raw.workdir {
         Some(workdir) => {
             let path = v.dir.join(workdir);
@@ -88,12 +90,13 @@ pub(in crate::config) fn validate(raw: &RawCommandAction, v: &mut Validator) -> 
     };
     let mut argv = Vec::new();
     for (index, element) in raw.command.iter().enumerate() {
+        let path = ["action", "command", &index.to_string()];
         match Template::parse(element, v.env) {
-            Ok(template) => argv.push(template),
-            Err(e) => v.error(
-                &["action", "command", &index.to_string()],
-                format!("`action.command`: {e}"),
-            ),
+            Ok(template) => {
+                common.placeholders_of(&path, &template);
+                argv.push(template);
+            }
+            Err(e) => v.error(&path, format!("`action.command`: {e}")),
         }
     }
     if raw.command.is_empty() {
@@ -104,27 +107,14 @@ pub(in crate::config) fn validate(raw: &RawCommandAction, v: &mut Validator) -> 
         }
     }
     CommandAction {
+        common,
         argv,
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
         workdir,
         env: environment(raw.env.as_ref(), v),
     }
 }
 
 impl ActionKind for CommandAction {
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    fn placeholders(&self) -> Vec<(String, &str)> {
-        let mut found = Vec::new();
-        for (index, arg) in self.argv.iter().enumerate() {
-            let key = format!("action.command.{index}");
-            found.extend(arg.placeholders().map(|p| (key.clone(), p)));
-        }
-        found
-    }
-
     fn has_exit_codes(&self) -> bool {
         true
     }
@@ -193,14 +183,14 @@ fn environment(raw: Option<&RawEnv>, v: &mut Validator) -> Vec<(String, Option<S
     };
     let mut env = Vec::new();
     for (name, value) in wanted {
-        if !super::super::interpolate::is_variable_name(&name) {
+        if !crate::config::interpolate::is_variable_name(&name) {
             let message = format!(
                 "`action.env`: {name:?} is not a variable name: use letters, digits and `_`"
             );
             v.error(&["action", "env"], message);
             continue;
         }
-        let value = match value.map(|value| super::super::interpolate(value, v.env)) {
+        let value = match value.map(|value| crate::config::interpolate(value, v.env)) {
             None => None,
             Some(Ok(value)) => Some(value),
             Some(Err(e)) => {

@@ -9,13 +9,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::{Part, Template};
-use super::super::validate::Validator;
-use super::message::{self, Message, RawMessage};
-use super::{ActionKind, Samples};
-use crate::config::secret_file::read_by;
-use crate::config::{QueueConfig, SecretFile};
+use crate::action::message::config::{self as message, Message, RawMessage};
+use crate::config::QueueConfig;
+use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, Common};
+use crate::config::template::{Part, Template};
+use crate::config::validator::Validator;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it: as for HTTP.
@@ -59,6 +58,8 @@ pub struct RawNatsAction {
 /// `type = "nats"`: one message per item; with JetStream, acknowledged by its stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NatsAction {
+    /// The timeout, and the secrets and placeholders of the keys below.
+    pub common: Common,
     /// `nats://host:4222` (or several, comma-separated), its `${ENV}` replaced.
     pub url: String,
     /// The servers as messages name them: no user, no password.
@@ -67,32 +68,20 @@ pub struct NatsAction {
     /// Publish to a stream and await its acknowledgement, `Nats-Msg-Id` set.
     pub jetstream: bool,
     pub message: Message,
-    pub timeout: Duration,
     /// A secret: `token`, its `${ENV}` replaced.
     pub token: Option<String>,
     /// A `.creds` file (JWT and NKey seed), relative to the queue file.
     pub credentials_file: Option<PathBuf>,
     /// A PEM CA to trust (and TLS required), relative to the queue file.
     pub ca_file: Option<PathBuf>,
-    /// The `${VARS}` `url` and `token` name.
-    pub secret_variables: Vec<String>,
-    /// The files `url` (and `token`) read secrets from (`${file:…}`).
-    pub secret_files: Vec<SecretFile>,
-}
-
-/// The files `url` and `token` read their secrets from.
-fn secret_files(raw: &RawNatsAction) -> Vec<SecretFile> {
-    let mut found = read_by(&["action", "url"], &raw.url);
-    if let Some(token) = raw.token.as_deref() {
-        found.extend(read_by(&["action", "token"], token));
-    }
-    found
 }
 
 /// Validates `type = "nats"`.
-pub(in crate::config) fn validate(raw: &RawNatsAction, v: &mut Validator) -> NatsAction {
-    let (url, servers) = url(raw, v);
-    let subject = message::template(v, &["action", "subject"], &raw.subject)
+pub fn validate(raw: &RawNatsAction, v: &mut Validator) -> NatsAction {
+    let mut common = Common::new(v, raw.timeout, DEFAULT_TIMEOUT);
+    let (url, servers) = url(raw, v, &mut common);
+    let subject = common
+        .template(v, &["action", "subject"], &raw.subject)
         .unwrap_or(Template { parts: vec![] });
     check_subject(&subject, v);
     let message = message::validate(
@@ -102,50 +91,27 @@ pub(in crate::config) fn validate(raw: &RawNatsAction, v: &mut Validator) -> Nat
             message_id: raw.message_id.as_deref(),
         },
         v,
+        &mut common,
         header_problem,
     );
-    let token = raw.token.as_deref().and_then(|token| {
-        super::super::interpolate_secret(token, v.env)
-            .map_err(|e| v.error(&["action", "token"], format!("`action.token`: {e}")))
-            .ok()
-    });
-    let mut secret_variables = super::super::variables(&raw.url);
-    secret_variables.extend(
-        raw.token
-            .as_deref()
-            .map(super::super::variables)
-            .unwrap_or_default(),
-    );
+    let token = raw
+        .token
+        .as_deref()
+        .and_then(|token| common.secret(v, &["action", "token"], token));
     NatsAction {
         url,
         servers,
         subject,
         jetstream: raw.jetstream,
         message,
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
         token,
         credentials_file: readable(v, "credentials_file", raw.credentials_file.as_ref()),
         ca_file: readable(v, "ca_file", raw.ca_file.as_ref()),
-        secret_variables,
-        secret_files: secret_files(raw),
+        common,
     }
 }
 
 impl ActionKind for NatsAction {
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    fn placeholders(&self) -> Vec<(String, &str)> {
-        let mut found: Vec<(String, &str)> = self
-            .subject
-            .placeholders()
-            .map(|p| ("action.subject".to_string(), p))
-            .collect();
-        found.extend(self.message.placeholders());
-        found
-    }
-
     fn sends_each_item(&self) -> bool {
         true
     }
@@ -164,29 +130,13 @@ impl ActionKind for NatsAction {
         };
         vec![queue.finding(Severity::Warning, &at, message)]
     }
-
-    fn secret_variables(&self) -> Vec<String> {
-        self.secret_variables.clone()
-    }
-
-    fn secret_files(&self) -> Vec<SecretFile> {
-        self.secret_files.clone()
-    }
-
-    fn samples(&self) -> Samples {
-        Samples::default()
-    }
 }
 
 /// The URL with its `${ENV}` replaced, each server in it checked, and the servers
 /// as messages name them.
-fn url(raw: &RawNatsAction, v: &mut Validator) -> (String, String) {
-    let url = match super::super::interpolate_secret(&raw.url, v.env) {
-        Ok(url) => url,
-        Err(e) => {
-            v.error(&["action", "url"], format!("`action.url`: {e}"));
-            return (String::new(), String::new());
-        }
+fn url(raw: &RawNatsAction, v: &mut Validator, common: &mut Common) -> (String, String) {
+    let Some(url) = common.secret(v, &["action", "url"], &raw.url) else {
+        return (String::new(), String::new());
     };
     let mut shown = Vec::new();
     for one in url.split(',').map(str::trim) {

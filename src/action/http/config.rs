@@ -9,12 +9,11 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::schema::DurationText;
-use super::super::template::{Part, Template};
-use super::super::validate::Validator;
-use super::{ActionKind, Samples};
-use crate::config::secret_file::read_by;
-use crate::config::{QueueConfig, SecretFile};
+use crate::config::QueueConfig;
+use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::template::{Part, Template};
+use crate::config::validator::Validator;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it.
@@ -61,10 +60,11 @@ pub struct RawHttpAction {
 /// `type = "http"`: one request per item, the row as its JSON body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpAction {
+    /// The timeout, and the secrets and placeholders of the keys below.
+    pub common: Common,
     pub url: Template,
     pub method: String,
     pub headers: Vec<(String, Template)>,
-    pub timeout: Duration,
     /// Standard Webhooks signing keys (decoded from `whsec_…`); one signature each.
     pub signing_keys: Vec<SigningKey>,
     pub message_id: Option<Template>,
@@ -75,10 +75,6 @@ pub struct HttpAction {
     /// PEM certificates to trust besides the system's.
     pub ca_pem: Option<Vec<u8>>,
     pub https_only: bool,
-    /// The `${VARS}` `signing_secret` names.
-    pub secret_variables: Vec<String>,
-    /// The files `signing_secret` and the headers read (`${file:…}`).
-    pub secret_files: Vec<SecretFile>,
 }
 
 /// A signing key. Its `Debug` never shows the key (a reload compares keys with
@@ -93,8 +89,9 @@ impl std::fmt::Debug for SigningKey {
 }
 
 /// Validates `type = "http"`.
-pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
-    let url = url(raw, v);
+pub fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
+    let mut common = Common::new(v, raw.timeout, DEFAULT_TIMEOUT);
+    let url = url(raw, v, &mut common);
     let method = raw.method.as_deref().unwrap_or("POST").to_ascii_uppercase();
     if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
         v.error(
@@ -102,80 +99,37 @@ pub(in crate::config) fn validate(raw: &RawHttpAction, v: &mut Validator) -> Htt
             format!("`action.method` = {method:?} is not an HTTP method"),
         );
     }
-    let signing_keys = match &raw.signing_secret {
-        Some(secret) => signing_keys(secret, v.env).unwrap_or_else(|message| {
-            v.error(&["action", "signing_secret"], message);
+    let signing_keys = raw.signing_secret.as_deref().map_or_else(Vec::new, |secret| {
+        let path = ["action", "signing_secret"];
+        let Some(secret) = common.secret(v, &path, secret) else {
+            return Vec::new();
+        };
+        signing_keys(&secret).unwrap_or_else(|message| {
+            v.error(&path, message);
             Vec::new()
-        }),
-        None => Vec::new(),
-    };
-    let message_id = raw.message_id.as_ref().and_then(|id| {
-        Template::parse(id, v.env)
-            .map_err(|e| {
-                v.error(
-                    &["action", "message_id"],
-                    format!("`action.message_id`: {e}"),
-                )
-            })
-            .ok()
+        })
     });
+    let headers = headers(raw, v, &mut common);
+    let message_id = raw
+        .message_id
+        .as_ref()
+        .and_then(|id| common.template(v, &["action", "message_id"], id));
     HttpAction {
         host_from_row: host_from_row(&url),
         url,
         method,
-        headers: headers(raw, v),
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
+        headers,
         signing_keys,
         message_id,
         follow_redirects: raw.follow_redirects,
         allow_private_networks: raw.allow_private_networks,
         ca_pem: ca_pem(raw, v),
         https_only: raw.https_only,
-        secret_variables: raw
-            .signing_secret
-            .as_deref()
-            .map(super::super::variables)
-            .unwrap_or_default(),
-        secret_files: secret_files(raw),
+        common,
     }
-}
-
-/// The files `signing_secret` and the headers read their secrets from.
-fn secret_files(raw: &RawHttpAction) -> Vec<SecretFile> {
-    let mut found = Vec::new();
-    if let Some(secret) = raw.signing_secret.as_deref() {
-        found.extend(read_by(&["action", "signing_secret"], secret));
-    }
-    for (name, value) in &raw.headers {
-        found.extend(read_by(&["action", "headers", name], value));
-    }
-    found
 }
 
 impl ActionKind for HttpAction {
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    fn placeholders(&self) -> Vec<(String, &str)> {
-        let mut found: Vec<(String, &str)> = self
-            .url
-            .placeholders()
-            .map(|p| ("action.url".to_string(), p))
-            .collect();
-        for (name, value) in &self.headers {
-            let key = format!("action.headers.{name}");
-            found.extend(value.placeholders().map(|p| (key.clone(), p)));
-        }
-        if let Some(id) = &self.message_id {
-            found.extend(
-                id.placeholders()
-                    .map(|p| ("action.message_id".to_string(), p)),
-            );
-        }
-        found
-    }
-
     fn batch_scope_refusals(&self, queue: &QueueConfig) -> Vec<Finding> {
         if self.message_id.is_none() {
             return Vec::new();
@@ -184,14 +138,6 @@ impl ActionKind for HttpAction {
                        request carries the batch, and its webhook-id is derived from the batch's \
                        keys; remove `message_id`";
         vec![queue.finding(Severity::Error, &["action", "message_id"], message)]
-    }
-
-    fn secret_variables(&self) -> Vec<String> {
-        self.secret_variables.clone()
-    }
-
-    fn secret_files(&self) -> Vec<SecretFile> {
-        self.secret_files.clone()
     }
 
     fn samples(&self) -> Samples {
@@ -206,11 +152,10 @@ impl ActionKind for HttpAction {
 /// The URL template. A URL the file writes out (placeholders after its start filled
 /// with a sample) must parse; one that starts with a placeholder comes whole from
 /// the row.
-fn url(raw: &RawHttpAction, v: &mut Validator) -> Template {
-    let url = Template::parse(&raw.url, v.env).unwrap_or_else(|e| {
-        v.error(&["action", "url"], format!("`action.url`: {e}"));
-        Template { parts: vec![] }
-    });
+fn url(raw: &RawHttpAction, v: &mut Validator, common: &mut Common) -> Template {
+    let url = common
+        .template(v, &["action", "url"], &raw.url)
+        .unwrap_or(Template { parts: vec![] });
     let Some(Part::Literal(_)) = url.parts.first() else {
         return url;
     };
@@ -242,7 +187,7 @@ fn url(raw: &RawHttpAction, v: &mut Validator) -> Template {
     url
 }
 
-fn headers(raw: &RawHttpAction, v: &mut Validator) -> Vec<(String, Template)> {
+fn headers(raw: &RawHttpAction, v: &mut Validator, common: &mut Common) -> Vec<(String, Template)> {
     let mut headers = Vec::new();
     for (name, value) in &raw.headers {
         if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
@@ -252,12 +197,10 @@ fn headers(raw: &RawHttpAction, v: &mut Validator) -> Vec<(String, Template)> {
             );
             continue;
         }
-        match Template::parse_secret(value, v.env) {
+        let path = ["action", "headers", name];
+        match common.secret_template(v, &path, value) {
             Ok(template) => headers.push((name.clone(), template)),
-            Err(e) => v.error(
-                &["action", "headers", name],
-                format!("header `{name}`: {e}"),
-            ),
+            Err(e) => v.error(&path, format!("header `{name}`: {e}")),
         }
     }
     headers
@@ -300,13 +243,9 @@ pub fn host_from_row(url: &Template) -> bool {
     }
 }
 
-/// `whsec_<base64>`, or several separated by spaces (for rotation).
-fn signing_keys(
-    secret: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<SigningKey>, String> {
-    let secret = super::super::interpolate_secret(secret, env)
-        .map_err(|e| format!("`action.signing_secret`: {e}"))?;
+/// `whsec_<base64>`, or several separated by spaces (for rotation), its `${…}`
+/// already replaced.
+fn signing_keys(secret: &str) -> Result<Vec<SigningKey>, String> {
     let mut keys = Vec::new();
     for (index, one) in secret.split_whitespace().enumerate() {
         let nth = index + 1;
@@ -349,14 +288,10 @@ mod tests {
 
     #[test]
     fn reads_rotated_signing_secrets() {
-        let keys = signing_keys(
-            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGVzdA==",
-            &|_| None,
-        )
-        .unwrap();
+        let keys = signing_keys("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGVzdA==").unwrap();
         assert_eq!(keys.len(), 2);
         assert_eq!(keys[1].0, b"test");
-        assert!(signing_keys("MfKQ9r8G", &|_| None)
+        assert!(signing_keys("MfKQ9r8G")
             .unwrap_err()
             .contains("whsec_"));
         assert!(!format!("{:?}", keys[1]).contains("test"));

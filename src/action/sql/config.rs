@@ -6,10 +6,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::raw::Statements;
-use super::super::schema::DurationText;
-use super::super::validate::Validator;
-use super::{ActionKind, ActionStatements};
+use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, ActionStatements, Common};
+use crate::config::statements::Statements;
+use crate::config::validator::Validator;
 use crate::sql::statement::ParsedStatement;
 
 /// `[action] timeout` when the file does not set it.
@@ -34,23 +34,19 @@ pub struct RawSqlAction {
 /// `type = "sql"`: statements run in the item's transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SqlAction {
+    pub common: Common,
     pub statements: Vec<ParsedStatement>,
-    pub timeout: Duration,
 }
 
 /// Validates `type = "sql"`.
-pub(in crate::config) fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
+pub fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
     SqlAction {
+        common: Common::new(v, raw.timeout, DEFAULT_TIMEOUT),
         statements: v.statements(&["action", "sql"], &raw.sql),
-        timeout: v.positive(&["action", "timeout"], raw.timeout, DEFAULT_TIMEOUT),
     }
 }
 
 impl ActionKind for SqlAction {
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     fn in_transaction(&self) -> bool {
         true
     }
