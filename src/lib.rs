@@ -6,7 +6,7 @@
 //!
 //! # Layout
 //!
-//! Layers, whose imports point one way (`tests/it/layers.rs` checks it, and that
+//! Layers, whose imports point one way (`tests/it/meta/layers.rs` checks it, and that
 //! this map names every module; a kind's `config` is in the config layer, though
 //! its folder is under `action`):
 //!

@@ -1,10 +1,12 @@
 // Validates every KEDA and Prometheus Operator object in the YAML files named on
 // the command line against its CRD's schema, with the models of
 // @kubernetes-models/keda and @kubernetes-models/prometheus-operator. The core
-// kinds are kubernetes-validate's (.ci/run); a kind that neither knows fails here,
-// so that no object goes unchecked. Exit 1 on the first file with a problem.
+// kinds are kubernetes-validate's (.ci/validate-kubernetes); a kind that neither
+// knows fails here, so that no object goes unchecked. With --core-only, any object
+// that is not a core kind fails: what a cluster without those CRDs could not apply.
+// Exit 1 if any file has a problem.
 //
-//   node .ci/crds/validate.mjs FILE.yaml...
+//   node .ci/crds/validate.mjs [--core-only] FILE.yaml...
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { ScaledObject, TriggerAuthentication } from "@kubernetes-models/keda/keda.sh/v1alpha1";
@@ -17,10 +19,20 @@ const models = {
   "monitoring.coreos.com/v1 PrometheusRule": PrometheusRule,
 };
 // What kubernetes-validate checks.
-const core = new Set(["v1 ConfigMap", "v1 Secret", "v1 Service", "apps/v1 Deployment"]);
+const core = new Set([
+  "v1 ConfigMap",
+  "v1 Secret",
+  "v1 Service",
+  "apps/v1 Deployment",
+  "policy/v1 PodDisruptionBudget",
+]);
 
+const args = process.argv.slice(2);
+const coreOnly = args[0] === "--core-only";
+const files = coreOnly ? args.slice(1) : args;
 let failed = false;
-for (const file of process.argv.slice(2)) {
+let objects = 0;
+for (const file of files) {
   for (const document of parseAllDocuments(readFileSync(file, "utf8"))) {
     if (document.errors.length > 0) {
       console.error(`ERROR ${file}: not YAML: ${document.errors[0].message}`);
@@ -31,7 +43,13 @@ for (const file of process.argv.slice(2)) {
     if (object === null) continue;
     const kind = `${object.apiVersion} ${object.kind}`;
     const name = `${object.kind}/${object.metadata?.name}`;
+    objects += 1;
     if (core.has(kind)) continue;
+    if (coreOnly) {
+      console.error(`ERROR ${file}: ${name}: ${kind} is not a core kind; a cluster without its CRD refuses it`);
+      failed = true;
+      continue;
+    }
     const Model = models[kind];
     if (!Model) {
       console.error(`ERROR ${file}: ${name}: no schema here for ${kind}`);
@@ -46,5 +64,11 @@ for (const file of process.argv.slice(2)) {
       failed = true;
     }
   }
+}
+if (objects === 0) {
+  console.error(`ERROR ${files.join(" ")}: no object at all`);
+  failed = true;
+} else if (coreOnly && !failed) {
+  console.log(`INFO ${files.join(" ")}: ${objects} objects, every one a core kind`);
 }
 process.exit(failed ? 1 : 0);

@@ -127,7 +127,7 @@ pub struct CompletionsArgs {
 }
 
 /// `run --shutdown-timeout` when not given; the systemd unit, the supervisor file
-/// and the container wait longer than this before SIGKILL (tests/it/deploy.rs).
+/// and the container wait longer than this before SIGKILL (tests/it/meta/deploy.rs).
 pub const DEFAULT_SHUTDOWN_TIMEOUT: &str = "30s";
 
 #[derive(Debug, Args)]

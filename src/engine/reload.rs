@@ -59,6 +59,9 @@ pub async fn run_with_reload(
                         lifecycle.reloaded(Err(&why));
                     }
                 }
+                // Nothing fed the watchdog while the reload prepared the changed
+                // queues, and the next tick is a whole period away: feed it now.
+                supervisor.feed_watchdog();
             }
             Event::Finished | Event::Shutdown => break,
         }

@@ -1,7 +1,7 @@
 //! systemd's notify protocol over a real unix datagram socket handed to the real
 //! binary in `NOTIFY_SOCKET`: READY once the queues have prepared, RELOADING and
 //! READY around a reload (ERRNO when it is refused), STOPPING at shutdown, and
-//! WATCHDOG only while the queues make progress.
+//! WATCHDOG only while the queues make progress, and at once after a reload.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -107,6 +107,31 @@ async fn tells_systemd_ready_reloading_and_stopping() {
     daemon.signal(libc::SIGTERM);
     received.wait_for("STOPPING=1", 1).await;
     assert_eq!(daemon.wait(Duration::from_secs(20)).await.code(), Some(0));
+}
+
+/// A reload, which feeds nothing while it prepares the changed queues, feeds the
+/// watchdog as soon as it is done: systemd does not wait a whole period for news.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_feeds_the_watchdog_when_it_is_done() {
+    // Ten minutes: the first tick would come long after the test.
+    let (_db, _files, _file, received, mut daemon) =
+        notifying(&[("WATCHDOG_USEC", "600000000")]).await;
+    received.wait_for("READY=1", 1).await;
+    daemon
+        .wait_for_log("queue started", Duration::from_secs(10))
+        .await;
+    assert_eq!(received.count("WATCHDOG=1"), 0, "no tick yet");
+
+    daemon.signal(libc::SIGHUP);
+    received.wait_for("READY=1", 2).await;
+    received.wait_for("WATCHDOG=1", 1).await;
+    let all = received.all();
+    let at = |field: &str| all.iter().rposition(|m| m.lines().any(|l| l == field));
+    assert!(
+        at("READY=1") < at("WATCHDOG=1"),
+        "WATCHDOG=1 after the reload's READY=1: {all:?}"
+    );
+    daemon.terminate().await;
 }
 
 /// WATCHDOG=1 keeps coming while the queue polls; none while its only worker is
