@@ -38,6 +38,7 @@ mod exactly_once;
 mod examples;
 mod failed_rows;
 mod failures;
+mod galera;
 mod http_action;
 mod idle;
 mod isolation;
