@@ -140,9 +140,22 @@ async fn copies_on_three_nodes_deliver_twice_today() {
     assert_eq!(deliveries.len(), DUPLICATED_ROWS, "every row was delivered");
     let total: usize = deliveries.values().sum();
     let again = deliveries.values().filter(|&&n| n >= 2).count();
+    let stops: Vec<String> = copies
+        .iter()
+        .filter_map(|copy| {
+            let log = copy.stderr();
+            let stop = log.lines().find(|line| line.contains("queue stopped"))?;
+            Some(
+                stop.split_once("queue stopped")
+                    .map_or(stop, |(_, s)| s)
+                    .to_string(),
+            )
+        })
+        .collect();
     eprintln!(
         "galera: {DUPLICATED_ROWS} rows, {total} deliveries, {again} rows delivered 2+ times, \
-         by three copies on three nodes"
+         by three copies on three nodes; they stopped with:{}",
+        stops.join(";")
     );
     assert!(
         again > 0,
