@@ -21,6 +21,7 @@
 mod support;
 
 mod check;
+mod clusters;
 mod config;
 mod engine;
 mod kinds;

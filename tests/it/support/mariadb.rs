@@ -38,30 +38,7 @@ impl MariaDb {
             .tempdir_in(&root)
             .expect("create a datadir")
             .keep();
-        let tmp = dir.join("tmp");
-        std::fs::create_dir_all(&tmp).expect("create the server's tmpdir");
-        let mut install = Command::new(find("mariadb-install-db"));
-        install
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", dir.join("data").display()))
-            .arg("--auth-root-authentication-method=normal")
-            .arg("--skip-test-db")
-            // Its own temporary directory: two installs at once (two test processes)
-            // must not share temporary table names in /tmp.
-            .arg(format!("--tmpdir={}", tmp.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if is_root() {
-            install.arg("--user=root");
-        }
-        let out = install
-            .output()
-            .expect("run mariadb-install-db (is MariaDB installed?)");
-        assert!(
-            out.status.success(),
-            "mariadb-install-db failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        install(&dir.join("data"), &dir.join("tmp"), &[]);
         let server = MariaDb {
             dir,
             port: free_port(),
@@ -83,35 +60,10 @@ impl MariaDb {
 
     /// Starts the server on its datadir and port, and waits until it accepts connections.
     pub fn start_again(&self) {
-        let mut cmd = Command::new(find("mariadbd"));
-        cmd.arg("--no-defaults")
-            .arg(format!("--datadir={}", self.dir.join("data").display()))
-            .arg(format!("--port={}", self.port))
-            .arg("--bind-address=127.0.0.1")
-            .arg(format!(
-                "--socket={}",
-                self.dir.join("mysqld.sock").display()
-            ))
-            .arg(format!(
-                "--pid-file={}",
-                self.dir.join("mysqld.pid").display()
-            ))
-            .arg(format!(
-                "--log-error={}",
-                self.dir.join("error.log").display()
-            ))
-            .arg(format!("--tmpdir={}", self.dir.join("tmp").display()))
-            .arg("--skip-name-resolve")
-            .arg("--innodb-buffer-pool-size=128M")
+        let mut cmd = server_command(&self.dir, self.port);
+        cmd.arg("--innodb-buffer-pool-size=128M")
             .arg("--innodb-log-file-size=48M")
-            .arg("--innodb-flush-log-at-trx-commit=2")
-            .arg("--max-connections=1000")
-            .args(&self.extra_args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if is_root() {
-            cmd.arg("--user=root");
-        }
+            .args(&self.extra_args);
         let child = spawn_tied_to_process(cmd).expect("start mariadbd");
         *self.child.lock().unwrap() = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -173,12 +125,65 @@ fn servers_root() -> PathBuf {
     }
 }
 
-fn is_root() -> bool {
+/// A fresh datadir at `data`, the install's temporary files in `tmp` (created),
+/// with extra server options for the install (`--innodb-log-file-size=16M`).
+pub fn install(data: &Path, tmp: &Path, server_options: &[&str]) {
+    std::fs::create_dir_all(tmp).expect("create the server's tmpdir");
+    let mut install = Command::new(find("mariadb-install-db"));
+    install
+        .arg("--no-defaults")
+        .arg(format!("--datadir={}", data.display()))
+        .arg("--auth-root-authentication-method=normal")
+        .arg("--skip-test-db")
+        // Its own temporary directory: two installs at once (two test processes)
+        // must not share temporary table names in /tmp.
+        .arg(format!("--tmpdir={}", tmp.display()))
+        .args(server_options)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if is_root() {
+        install.arg("--user=root");
+    }
+    let out = install
+        .output()
+        .expect("run mariadb-install-db (is MariaDB installed?)");
+    assert!(
+        out.status.success(),
+        "mariadb-install-db failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `mariadbd` on the datadir `dir/data` and `port`, loopback only, its socket, pid
+/// file, error log (`dir/error.log`) and temporary files in `dir`, nothing read
+/// from /etc/mysql; a caller adds its own options.
+pub fn server_command(dir: &Path, port: u16) -> Command {
+    let mut cmd = Command::new(find("mariadbd"));
+    cmd.arg("--no-defaults")
+        .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg(format!("--port={port}"))
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!("--socket={}", dir.join("mysqld.sock").display()))
+        .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
+        .arg(format!("--log-error={}", dir.join("error.log").display()))
+        .arg(format!("--tmpdir={}", dir.join("tmp").display()))
+        .arg("--skip-name-resolve")
+        .arg("--innodb-flush-log-at-trx-commit=2")
+        .arg("--max-connections=1000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if is_root() {
+        cmd.arg("--user=root");
+    }
+    cmd
+}
+
+pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
 /// `mariadbd` lives in /usr/sbin, which is not always on a test's PATH.
-fn find(program: &str) -> PathBuf {
+pub fn find(program: &str) -> PathBuf {
     for dir in [
         "/usr/sbin",
         "/usr/bin",
@@ -194,7 +199,7 @@ fn find(program: &str) -> PathBuf {
     PathBuf::from(program)
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -202,7 +207,7 @@ fn free_port() -> u16 {
 }
 
 /// Removes datadirs of earlier test processes that are no longer running.
-fn remove_leftovers(root: &Path) {
+pub fn remove_leftovers(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
     };
