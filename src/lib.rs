@@ -42,9 +42,7 @@
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
-//!     `engine::loops` (rows that come straight back), `engine::throttle` (a
-//!     line that would repeat, said once a minute), `engine::once` (said once per key),
-//!     `engine::backoff`, `engine::restart` (a worker that panicked runs again),
+//!     `engine::loops` (rows that come straight back), `engine::backoff`, `engine::restart` (a worker that panicked runs again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
 //!     one per database, and `engine::wake::tables`, which tables wake a queue).
@@ -61,22 +59,29 @@
 //!   fit in `max_allowed_packet`), all rolled back.
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
-//! - [`telemetry`]: `telemetry::stats` (per-queue counters, the progress line),
-//!   `telemetry::events` (what is both logged and counted, one type each),
-//!   `telemetry::observed` (timings, rollbacks, errors, backlog, history,
-//!   failures), `telemetry::in_flight` (the action's runs under way),
-//!   `telemetry::histograms` (Prometheus's), `telemetry::recent` (the status
-//!   page's percentiles over the last 5 and 15 minutes), `telemetry::monitor`
-//!   (every queue's, for the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
-//!   `telemetry::exposition` (its format: OpenMetrics or text 0.0.4),
-//!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
-//!   `telemetry::status` (the status page: `telemetry::status::html`,
-//!   `telemetry::status::sparkline`), `telemetry::logging` (text or JSON, to
-//!   stderr), `telemetry::json_lines` (flat JSON lines: the spans' fields at the
-//!   top level), `telemetry::journal` (under journald: each line's priority),
-//!   `telemetry::spans` (a committed turn's OpenTelemetry spans) and `telemetry::traces` (their
-//!   export over OTLP: bounded, batched, dropped and counted when the collector
-//!   is away).
+//! - [`telemetry`]: what the process tells about itself. `telemetry::events`
+//!   (what is both logged and counted, one type each), and four ways out beside
+//!   what they read:
+//!   - `telemetry::stats` (per-queue counters, the progress line) with
+//!     `telemetry::stats::observed` (timings, rollbacks, errors, backlog, history,
+//!     failures), `telemetry::stats::in_flight` (the action's runs under way),
+//!     `telemetry::stats::recent` (the status page's percentiles over the last 5
+//!     and 15 minutes), `telemetry::stats::monitor` (every queue's, for the
+//!     endpoint);
+//!   - `telemetry::log` (text or JSON, to stderr): `telemetry::log::json_lines`
+//!     (flat JSON lines: the spans' fields at the top level),
+//!     `telemetry::log::journal` (under journald: each line's priority),
+//!     `telemetry::log::throttle` (a line that would repeat, said once a minute),
+//!     `telemetry::log::once` (said once per key);
+//!   - `telemetry::metrics` (/metrics): `telemetry::metrics::exports`,
+//!     `telemetry::metrics::exposition` (its format: OpenMetrics or text 0.0.4),
+//!     `telemetry::metrics::histograms` (Prometheus's), `telemetry::metrics::process`;
+//!   - `telemetry::http` (`--metrics-addr`'s routes): `telemetry::http::listener`
+//!     (the hardened HTTP listener), `telemetry::http::status` (the status page:
+//!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`);
+//!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
+//!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
+//!     bounded, batched, dropped and counted when the collector is away).
 //! - `action`: what to do with one item, one folder per kind's runtime
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,

@@ -171,7 +171,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     let monitor = options.monitor.clone();
     let stop_when_empty = options.stop_when_empty;
     let ran = run_with_reload(source, queues, options, shutdown, hangups).await;
-    crate::telemetry::traces::finish(TRACES_FLUSH).await;
+    crate::telemetry::trace::otlp::finish(TRACES_FLUSH).await;
     ran.map_err(Failure::Config)?;
     let looping = monitor.looping_queues();
     if stop_when_empty && !looping.is_empty() {
@@ -188,11 +188,11 @@ const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Starts the trace export, if `--otlp-endpoint` or the environment asks for it.
 fn start_traces(flag: Option<&str>) -> Result<(), Failure> {
-    use crate::telemetry::traces;
-    let Some(url) = traces::endpoint(flag, &env_lookup) else {
+    use crate::telemetry::trace::otlp;
+    let Some(url) = otlp::endpoint(flag, &env_lookup) else {
         return Ok(());
     };
-    traces::start(&url, &traces::service_name(&env_lookup))
+    otlp::start(&url, &otlp::service_name(&env_lookup))
         .map_err(|e| Failure::Usage(format!("trace export to {url}: {e}")))
 }
 

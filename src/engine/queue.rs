@@ -9,15 +9,15 @@ use super::gate::WriteGate;
 use super::idle::Idle;
 use super::limits::Limits;
 use super::loops::Loops;
-use super::once::OncePerKey;
 use super::pausing::Pausing;
 use super::stop_when_empty::StopWhenEmpty;
-use super::throttle::Throttle;
 use super::wake::QueueWake;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
 use crate::db::{Database, DbError};
 use crate::telemetry::events::{DatabaseFull, Event};
+use crate::telemetry::log::once::OncePerKey;
+use crate::telemetry::log::throttle::Throttle;
 use crate::telemetry::stats::QueueStats;
 
 /// A running queue: its configuration, its action ready to run, its database, and

@@ -2,7 +2,7 @@
 
 use std::time::SystemTime;
 
-use crate::telemetry::spans::ItemTrace;
+use crate::telemetry::trace::spans::ItemTrace;
 
 /// What one turn did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

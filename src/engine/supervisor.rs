@@ -38,7 +38,7 @@ use crate::db::backlog::read_backlog;
 use crate::db::{Budget, Database};
 use crate::diagnostic::Findings;
 use crate::duration::rounded;
-use crate::telemetry::monitor::Monitor;
+use crate::telemetry::stats::monitor::Monitor;
 use crate::telemetry::stats::Counts;
 
 pub use super::launch::resolve_databases;

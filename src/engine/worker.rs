@@ -22,7 +22,7 @@ use super::turn::Turn;
 use crate::db::{DbError, OpenError};
 use crate::duration::rounded;
 use crate::telemetry::events::{Event, LoopSeen, NotConnected, QueueLooping};
-use crate::telemetry::{spans, traces};
+use crate::telemetry::trace::{otlp, spans};
 
 /// How a worker claims rows and carries them to their end: transaction mode or lease
 /// mode.
@@ -254,7 +254,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         let items = std::mem::take(&mut report.traced);
         let (queue, batch) = (&self.queue.config.name, self.queue.batch_scope());
         let committed = std::time::SystemTime::now();
-        traces::export(spans::of_turn(queue, batch, claimed, committed, &items));
+        otlp::export(spans::of_turn(queue, batch, claimed, committed, &items));
     }
 
     /// Says so of each key completed again within `loop_window`; true — and the

@@ -2,20 +2,8 @@
 //! endpoint, and logging.
 
 pub mod events;
-pub mod exports;
-pub mod exposition;
-pub mod histograms;
-pub mod in_flight;
-pub mod journal;
-pub mod json_lines;
-pub mod listener;
-pub mod logging;
+pub mod http;
+pub mod log;
 pub mod metrics;
-pub mod monitor;
-pub mod observed;
-pub mod process;
-pub mod recent;
-pub mod spans;
 pub mod stats;
-pub mod status;
-pub mod traces;
+pub mod trace;

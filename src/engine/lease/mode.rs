@@ -198,6 +198,6 @@ impl Mode for LeaseMode {
 
 /// `:worker` for worker `index` of this process: `host:pid:index`.
 fn worker_name(index: usize) -> Arc<str> {
-    let host = crate::telemetry::process::hostname();
+    let host = crate::telemetry::metrics::process::hostname();
     Arc::from(format!("{host}:{}:{index}", std::process::id()))
 }

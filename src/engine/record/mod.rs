@@ -23,8 +23,8 @@ use crate::action::http::trace::Parent;
 use crate::action::{Blame, Outcome};
 use crate::db::{DbError, Item, Refusal, Statements};
 use crate::telemetry::events::{Event, ItemFailed, LeaseLost, LostAt, OutcomeSqlFailed};
-use crate::telemetry::spans::ItemTrace;
-use crate::telemetry::traces;
+use crate::telemetry::trace::otlp;
+use crate::telemetry::trace::spans::ItemTrace;
 
 /// How writing one item's outcome SQL went.
 #[derive(Debug)]
@@ -229,7 +229,7 @@ pub fn trace(
     fate: Fate,
     why: Option<String>,
 ) {
-    if !traces::enabled() {
+    if !otlp::enabled() {
         return;
     }
     let notes = outcome.and_then(|o| o.trace.as_deref());

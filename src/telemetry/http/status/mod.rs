@@ -12,13 +12,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::in_flight::RunView;
-use super::monitor::{Monitor, QueueView};
-use super::observed::{Failure, Minute};
-use super::process::{hostname, ProcessStats};
-use super::recent::Percentiles;
-use super::stats::{CircuitOpen, QueueStats, WakeStatus};
 use crate::db::pause::Paused;
+use crate::telemetry::metrics::process::{hostname, ProcessStats};
+use crate::telemetry::stats::in_flight::RunView;
+use crate::telemetry::stats::monitor::{Monitor, QueueView};
+use crate::telemetry::stats::observed::{Failure, Minute};
+use crate::telemetry::stats::recent::Percentiles;
+use crate::telemetry::stats::{CircuitOpen, QueueStats, WakeStatus};
 
 pub use html::{render, STYLE};
 

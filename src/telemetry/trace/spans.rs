@@ -3,7 +3,7 @@
 //! action started and finished, outcome recorded, committed — or one per batch
 //! (`scope = "batch"`), its items as events and the rows' own traces as links. A row
 //! whose select returns a valid `traceparent` keeps its trace: the item's span is a
-//! child of the span that wrote it. [`super::traces`] sends them.
+//! child of the span that wrote it. [`super::otlp`] sends them.
 
 use std::borrow::Cow;
 use std::time::SystemTime;

@@ -1,18 +1,23 @@
 //! `--metrics-addr`: an HTTP endpoint for the supervisor and the monitoring system.
 //!
 //! - `GET /metrics`: OpenMetrics, or the Prometheus text format 0.0.4 when the
-//!   request's `Accept` asks for it (see [`super::exposition`]) — per queue, claims and items (done,
+//!   request's `Accept` asks for it (see [`exposition`]) — per queue, claims and items (done,
 //!   failed, returned, rolled back) as counters, workers as gauges, and the rest of
-//!   [`super::exports`]; the process's own (`process_*`).
+//!   [`exports`]; the process's own (`process_*`).
 //! - `GET /healthz`: 200 while the process serves (liveness).
 //! - `GET /` and `GET /status.json`: the status page and its data (see
-//!   [`super::status`]).
+//!   [`crate::telemetry::http::status`]).
 //! - `GET /readyz`: 200 when every running queue has a database connection and no
 //!   worker has waited for the database past its deadline, else 503 with the reasons
 //!   (readiness).
 //!
 //! It has no authentication: serve it on loopback or a private interface. What a
-//! flood of clients can cost is bounded (see [`super::listener`]).
+//! flood of clients can cost is bounded (see [`crate::telemetry::http::listener`]).
+
+pub mod exports;
+pub mod exposition;
+pub mod histograms;
+pub mod process;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,11 +37,11 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::telemetry::exposition::{self, Format};
-use crate::telemetry::monitor::{Monitor, QueueView};
-use crate::telemetry::process::ProcessCollector;
+use crate::telemetry::http::status;
+use crate::telemetry::stats::monitor::{Monitor, QueueView};
 use crate::telemetry::stats::CircuitState;
-use crate::telemetry::status;
+use exposition::Format;
+use process::ProcessCollector;
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
 pub async fn start(
@@ -52,7 +57,7 @@ pub async fn start(
     registry.register(
         "trace_spans_dropped",
         "Trace spans not exported: the buffer was full, or the OTLP collector did not take them",
-        super::traces::dropped(),
+        crate::telemetry::trace::otlp::dropped(),
     );
     let mut process = Registry::default();
     process.register_collector(Box::new(ProcessCollector));
@@ -67,7 +72,7 @@ pub async fn start(
         .route("/", get(status_page))
         .route("/status.json", get(status_json))
         .with_state(state);
-    Ok(tokio::spawn(super::listener::serve(
+    Ok(tokio::spawn(crate::telemetry::http::listener::serve(
         listener, app, shutdown,
     )))
 }
@@ -208,7 +213,7 @@ impl Collector for QueueCollector {
             encode_gauge(&queues, &mut encoder, name, help, value)?;
         }
         encode_circuits(&queues, &mut encoder)?;
-        super::exports::encode(&watched, &mut encoder)
+        exports::encode(&watched, &mut encoder)
     }
 }
 

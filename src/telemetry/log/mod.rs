@@ -5,12 +5,17 @@
 //! journald, `docker logs`, pipes and files get plain lines. When stderr is the
 //! journal (systemd says so in `JOURNAL_STREAM`), lines carry no timestamp of their
 //! own — the journal stamps each one — and each starts with its priority
-//! ([`super::journal`]). JSON is flat: the spans' fields at the top level
-//! ([`super::json_lines`]).
+//! ([`journal`]). JSON is flat: the spans' fields at the top level
+//! ([`json_lines`]).
 //!
 //! Text lines escape every control character a value brings (CR, LF, ESC, the rest
 //! of C0 and C1, DEL): a key or a command's stderr cannot start a forged line nor
 //! send the terminal escape sequences. JSON escapes them by itself.
+
+pub mod journal;
+pub mod json_lines;
+pub mod once;
+pub mod throttle;
 
 use std::fmt::{self, Write as _};
 use std::io::IsTerminal;
@@ -23,8 +28,8 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::EnvFilter;
 
-use super::journal::{stderr_is_journal, Prioritized};
-use super::json_lines::FlatJson;
+use journal::{stderr_is_journal, Prioritized};
+use json_lines::FlatJson;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {

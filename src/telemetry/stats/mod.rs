@@ -1,5 +1,10 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
+pub mod in_flight;
+pub mod monitor;
+pub mod observed;
+pub mod recent;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -7,11 +12,11 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use super::observed::Observed;
 use crate::db::pause::Paused;
 use crate::db::Waiting;
 use crate::duration::rounded;
 use crate::lock::lock;
+use observed::Observed;
 
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]
