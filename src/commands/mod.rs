@@ -162,7 +162,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     });
     let metrics_stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
-        crate::telemetry::metrics::start(addr, options.monitor.clone(), metrics_stop.clone())
+        crate::telemetry::http::start(addr, options.monitor.clone(), metrics_stop.clone())
             .await
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }
