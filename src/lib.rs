@@ -85,7 +85,7 @@
 //! - `action`: what to do with one item, one folder per kind's runtime
 //!   (`action::sql`; `action::http` with `action::http::client`,
 //!   `action::http::request`, `action::http::judge`, `action::http::signing`,
-//!   `action::http::ssrf`, `action::http::trace`, `action::http::probe` (what
+//!   `action::http::ssrf`, `action::http::traceparent`, `action::http::probe` (what
 //!   `check` tells from a sample row's URL); `action::command` with
 //!   `action::command::process_group`; `action::amqp` with `action::amqp::link`,
 //!   `action::amqp::judge`, `action::amqp::probe`; `action::nats` with

@@ -19,7 +19,7 @@ use tracing::{warn, Instrument, Span};
 
 use super::queue::QueueRuntime;
 use super::report::{BatchReport, Fate};
-use crate::action::http::trace::Parent;
+use crate::action::http::traceparent::Parent;
 use crate::action::{Blame, Outcome};
 use crate::db::{DbError, Item, Refusal, Statements};
 use crate::telemetry::events::{Event, ItemFailed, LeaseLost, LostAt, OutcomeSqlFailed};
