@@ -12,7 +12,7 @@ use std::time::Duration;
 use tracing::{debug, info, info_span, Instrument};
 
 use super::backoff::{jitter, pause, Backoff};
-use super::idle::{Turn as IdleTurn, Watch, Woke, SECOND_LOOKS};
+use super::idle::{Role, Watch, Woke, SECOND_LOOKS};
 use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
@@ -294,9 +294,9 @@ impl<'a, M: Mode> Worker<'a, M> {
     async fn idle(&mut self) -> bool {
         let queue = self.queue;
         if self.watch.is_none() {
-            match queue.idle.turn() {
-                IdleTurn::Watch(role) => self.watch = Some(role),
-                IdleTurn::Sleep(sleep) => {
+            match queue.idle.role() {
+                Role::Watch(watch) => self.watch = Some(watch),
+                Role::Sleep(sleep) => {
                     // A sleeping worker holds no connection: an idle queue keeps
                     // one, the watcher's.
                     self.mode.sleep().await;
