@@ -42,7 +42,7 @@
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
-//!     `engine::loops` (rows that come straight back), `engine::backoff`, `engine::restart` (a worker that panicked runs again),
+//!     `engine::loops` (rows that come straight back), `engine::retry` (trying again with backoff), `engine::restart` (a worker that panicked runs again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
 //!     one per database, and `engine::wake::tables`, which tables wake a queue).

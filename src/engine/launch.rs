@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn};
 
-use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::retry::{sleep_unless_stopped, Backoff};
 use super::stats_refresher::{refresh_stats, CountOn};
 use super::transaction::TransactionMode;
 use super::worker::run_worker;
@@ -268,7 +268,7 @@ async fn first_session(queue: &QueueRuntime) -> Option<Session> {
                 not_connected.emit(&queue.stats);
             }
         }
-        if !pause(&queue.stop, wait).await {
+        if !sleep_unless_stopped(&queue.stop, wait).await {
             return None;
         }
     }

@@ -2,7 +2,6 @@
 //! and its two modes, the one place an action runs, the one recorder of outcomes,
 //! and what a queue's workers share.
 
-pub mod backoff;
 pub mod circuit;
 pub mod drain;
 pub mod execute;
@@ -20,6 +19,7 @@ pub mod record;
 pub mod reload;
 pub mod report;
 pub mod restart;
+pub mod retry;
 pub mod stats_refresher;
 pub mod stop_when_empty;
 pub mod supervisor;

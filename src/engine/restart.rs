@@ -5,8 +5,8 @@ use std::future::Future;
 
 use tracing::error;
 
-use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::retry::{sleep_unless_stopped, Backoff};
 use crate::duration::rounded;
 
 /// Runs worker `index` of `queue`, as `start` makes it, and again each time it
@@ -23,7 +23,7 @@ where
                 let wait = backoff.next_wait();
                 error!(queue = %queue.config.name, worker = index, retry_in = %rounded(wait),
                     "worker crashed (a bug in tableq; please report it); {left}; restarting it");
-                if !pause(&queue.stop, wait).await {
+                if !sleep_unless_stopped(&queue.stop, wait).await {
                     return;
                 }
             }

@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use tracing::{debug, info, info_span, Instrument};
 
-use super::backoff::{jitter, pause, Backoff};
 use super::idle::{Role, Watch, Woke, SECOND_LOOKS};
 use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
 use super::restart::restart_on_panic;
+use super::retry::{jitter, sleep_unless_stopped, Backoff};
 use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
 use crate::db::{DbError, OpenError};
@@ -200,7 +200,7 @@ impl<'a, M: Mode> Worker<'a, M> {
                 // longer each time in a row, before claiming again.
                 self.contention += 1;
                 let ceiling = self.queue.config.error_backoff;
-                Step::Wait(contention_pause(self.contention, ceiling))
+                Step::Wait(contention_wait(self.contention, ceiling))
             }
             Ended::Lost(e) => {
                 let wait = self.backoff.next_wait();
@@ -283,7 +283,7 @@ impl<'a, M: Mode> Worker<'a, M> {
     async fn follow(&mut self, step: Step) -> bool {
         match step {
             Step::ClaimAgain => true,
-            Step::Wait(wait) => pause(&self.queue.stop, wait).await,
+            Step::Wait(wait) => sleep_unless_stopped(&self.queue.stop, wait).await,
             Step::Idle => self.idle().await,
             Step::Stop => false,
         }
@@ -350,7 +350,7 @@ impl<'a, M: Mode> Worker<'a, M> {
 /// How long to wait after the `streak`-th deadlock in a row: a few milliseconds,
 /// doubling, never more than `ceiling`, with jitter so two deadlocked workers do not
 /// collide again in step.
-fn contention_pause(streak: u32, ceiling: Duration) -> Duration {
+fn contention_wait(streak: u32, ceiling: Duration) -> Duration {
     let base = Duration::from_millis(10u64 << streak.min(10));
     jitter(base).min(ceiling)
 }

@@ -12,9 +12,9 @@ use super::{Refused, Store, Written};
 use crate::action::Outcome;
 use crate::db::{Item, OutcomeParams, Session, SessionPool, Statements};
 use crate::duration::rounded;
-use crate::engine::backoff::{pause, Backoff};
 use crate::engine::lease::{Lease, LeaseError};
 use crate::engine::queue::QueueRuntime;
+use crate::engine::retry::{sleep_unless_stopped, Backoff};
 
 /// How many times an outcome is tried while the database cannot be reached.
 const RECORD_TRIES: u32 = 6;
@@ -112,7 +112,7 @@ async fn record_retrying(
         if !full {
             warn!(%error, retry_in = %rounded(wait), "could not record the outcome; trying again");
         }
-        if !pause(&queue.abort, wait).await {
+        if !sleep_unless_stopped(&queue.abort, wait).await {
             return Err(error);
         }
         tries += 1;

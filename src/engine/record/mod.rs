@@ -259,7 +259,7 @@ pub const REFUSED_RETRY: std::time::Duration = std::time::Duration::from_secs(10
 /// taken. The waits back off, and a reconnect does not reset them.
 pub struct Refused<'q> {
     queue: &'q QueueRuntime,
-    backoff: crate::engine::backoff::Backoff,
+    backoff: crate::engine::retry::Backoff,
     waited: bool,
 }
 
@@ -267,7 +267,7 @@ impl<'q> Refused<'q> {
     pub fn new(queue: &'q QueueRuntime) -> Self {
         Refused {
             queue,
-            backoff: crate::engine::backoff::Backoff::new(queue.config.error_backoff),
+            backoff: crate::engine::retry::Backoff::new(queue.config.error_backoff),
             waited: false,
         }
     }
@@ -284,7 +284,7 @@ impl<'q> Refused<'q> {
         queue.stats.set_refusing(Some(why));
         self.waited = true;
         let wait = self.backoff.next_wait().min(REFUSED_RETRY);
-        crate::engine::backoff::pause(&queue.abort, wait).await
+        crate::engine::retry::sleep_unless_stopped(&queue.abort, wait).await
     }
 
     /// The write went through: if it had been refused, the gate opens.

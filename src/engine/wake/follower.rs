@@ -16,8 +16,8 @@ use super::tables::{pause_changed, Watched};
 use crate::config::WakeSource;
 use crate::db::binlog::{self, BinlogReader, Commit, OpenFailure, StreamLost};
 use crate::db::Database;
-use crate::engine::backoff::{pause, Backoff};
 use crate::engine::queue::QueueRuntime;
+use crate::engine::retry::{sleep_unless_stopped, Backoff};
 use crate::lock::lock;
 
 /// The server sends a heartbeat after this long without events; three missed ones
@@ -116,7 +116,7 @@ impl Follower {
                 said = Some(why.clone());
             }
             self.set_polling(Some(why));
-            if !pause(&stop, wait).await {
+            if !sleep_unless_stopped(&stop, wait).await {
                 return;
             }
         }

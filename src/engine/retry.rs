@@ -41,7 +41,7 @@ pub fn jitter(wait: Duration) -> Duration {
 }
 
 /// Sleeps for `wait` unless `stop` comes first. Returns false if it was stopped.
-pub async fn pause(stop: &CancellationToken, wait: Duration) -> bool {
+pub async fn sleep_unless_stopped(stop: &CancellationToken, wait: Duration) -> bool {
     tokio::select! {
         _ = stop.cancelled() => false,
         _ = tokio::time::sleep(wait) => true,
