@@ -30,7 +30,9 @@
 //!     idle queue see it), `engine::execute` (the one place an action runs, under
 //!     the queue's policy), `engine::record` (the one recorder of outcomes, with its
 //!     stores `engine::record::item`, `engine::record::set` and
-//!     `engine::record::leased`), `engine::report` (what a turn did).
+//!     `engine::record::leased`), `engine::settle` (how an item's turn ends, in one
+//!     call: counted, noted for its trace span, said), `engine::report` (what a
+//!     turn did).
 //!   - The modes: `engine::transaction` (one transaction per turn:
 //!     `engine::transaction::batch`, `engine::transaction::sql`,
 //!     `engine::transaction::external`) and `engine::lease` (a short claim that
@@ -42,7 +44,9 @@
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
-//!     `engine::loops` (rows that come straight back), `engine::retry` (trying again with backoff), `engine::restart` (a worker that panicked runs again),
+//!     `engine::loops` (rows that come straight back), `engine::retry` (the one
+//!     retry helper, with backoff), `engine::restart` (a worker that panicked runs
+//!     again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
 //!     one per database, and `engine::wake::tables`, which tables wake a queue).

@@ -20,6 +20,7 @@ pub mod reload;
 pub mod report;
 pub mod restart;
 pub mod retry;
+pub mod settle;
 pub mod stats_refresher;
 pub mod stop_when_empty;
 pub mod supervisor;

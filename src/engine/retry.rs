@@ -1,13 +1,142 @@
-//! Waiting between retries: the first wait from the queue file, doubling to a minute,
-//! each wait jittered so that workers — of one copy or of many — that failed
-//! together do not all try again in the same instant.
+//! Trying again, one way for every loop that does (what River's `withRetries` is to
+//! its completers): [`Retry::run`] tries until the attempt succeeds, the caller
+//! gives up on its error, or a stop cuts a wait short. The waits back off — the
+//! first from the queue file, doubling to a minute — each jittered so that workers
+//! (of one copy or of many) that failed together do not all try again in the same
+//! instant.
 
+use std::future::Future;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MAX_ERROR_BACKOFF;
 
+/// Tries again with backoff until told to stop.
+pub struct Retry<'s> {
+    backoff: Backoff,
+    stop: &'s CancellationToken,
+    ceiling: Duration,
+    /// A try that lasted this long was a success of sorts (a stream that lived):
+    /// the next failure starts the backoff afresh.
+    steady: Option<Duration>,
+    /// Failures in a row since the backoff last started afresh.
+    failures: u32,
+}
+
+/// What the caller makes of a failed try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Try again after the backoff's wait.
+    Again,
+    /// Try again after a wait of the caller's own.
+    After(Duration),
+    /// Stop trying: the error stands.
+    GiveUp,
+}
+
+/// A failed try, as the caller hears of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Failure {
+    /// Failures in a row, this one included (since the backoff last started afresh).
+    pub times: u32,
+    /// How long the next try waits, unless the caller says otherwise.
+    pub retry_in: Duration,
+}
+
+impl<'s> Retry<'s> {
+    /// Waits from `first`, doubling; each cut short by `stop`.
+    pub fn new(first: Duration, stop: &'s CancellationToken) -> Self {
+        Retry {
+            backoff: Backoff::new(first),
+            stop,
+            ceiling: Duration::MAX,
+            steady: None,
+            failures: 0,
+        }
+    }
+
+    /// No wait longer than `ceiling`.
+    pub fn at_most(self, ceiling: Duration) -> Self {
+        Retry { ceiling, ..self }
+    }
+
+    /// A try that lasted `steady` starts the backoff afresh when it fails.
+    pub fn afresh_after(self, steady: Duration) -> Self {
+        Retry {
+            steady: Some(steady),
+            ..self
+        }
+    }
+
+    /// Runs `attempt` until it succeeds. After each failure, `failed` hears the
+    /// error with the wait before the next try — and says so — and answers what
+    /// next. The last error once it gives up, or once `stop` cuts a wait short.
+    pub async fn run<T, E, F>(
+        &mut self,
+        mut attempt: impl FnMut() -> F,
+        mut failed: impl FnMut(&E, Failure) -> Next,
+    ) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        loop {
+            let began = Instant::now();
+            let error = match attempt().await {
+                Ok(done) => return Ok(done),
+                Err(error) => error,
+            };
+            if !self.after(&error, began, &mut failed).await {
+                return Err(error);
+            }
+        }
+    }
+
+    /// After a try begun at `began` failed with `error`: `failed` hears it with the
+    /// wait before the next try, and answers what next; the wait is over. False to
+    /// stop trying — it gave up, or `stop` cut the wait short. (For a loop whose try
+    /// holds what a closure cannot lend it, a session; else see [`Retry::run`].)
+    pub async fn after<E>(
+        &mut self,
+        error: &E,
+        began: Instant,
+        failed: impl FnOnce(&E, Failure) -> Next,
+    ) -> bool {
+        if self.steady.is_some_and(|steady| began.elapsed() >= steady) {
+            self.reset();
+        }
+        self.failures += 1;
+        let failure = Failure {
+            times: self.failures,
+            retry_in: self.next_wait(),
+        };
+        let wait = match failed(error, failure) {
+            Next::Again => failure.retry_in,
+            Next::After(wait) => wait,
+            Next::GiveUp => return false,
+        };
+        self.sleep(wait).await
+    }
+
+    /// The wait before the next try: the backoff's, no longer than the ceiling.
+    pub fn next_wait(&mut self) -> Duration {
+        self.backoff.next_wait().min(self.ceiling)
+    }
+
+    /// Things went well: the next failure waits the first wait again.
+    pub fn reset(&mut self) {
+        self.backoff.reset();
+        self.failures = 0;
+    }
+
+    /// Sleeps for `wait` unless the stop comes first; false if it did.
+    pub async fn sleep(&self, wait: Duration) -> bool {
+        sleep_unless_stopped(self.stop, wait).await
+    }
+}
+
+/// The waits between tries: doubling from the first, up to a minute, jittered.
 #[derive(Debug, Clone)]
 pub struct Backoff {
     first: Duration,

@@ -16,12 +16,12 @@ use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
 use super::restart::restart_on_panic;
-use super::retry::{jitter, sleep_unless_stopped, Backoff};
+use super::retry::{jitter, Retry};
 use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
 use crate::db::{DbError, OpenError};
 use crate::duration::rounded;
-use crate::telemetry::events::{Event, LoopSeen, NotConnected, QueueLooping};
+use crate::telemetry::events::{Event, LoopSeen, QueueLooping};
 use crate::telemetry::trace::{otlp, spans};
 
 /// How a worker claims rows and carries them to their end: transaction mode or lease
@@ -94,7 +94,8 @@ where
 struct Worker<'a, M> {
     queue: &'a QueueRuntime,
     mode: M,
-    backoff: Backoff,
+    /// The waits after a lost connection, a failed turn or a slow one.
+    retry: Retry<'a>,
     /// The database could not be reached: say so when it is back.
     reconnecting: bool,
     /// Deadlocks and lock wait timeouts in a row.
@@ -110,7 +111,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         Worker {
             queue,
             mode,
-            backoff: Backoff::new(queue.config.error_backoff),
+            retry: Retry::new(queue.config.error_backoff, &queue.stop),
             reconnecting: false,
             contention: 0,
             watch: None,
@@ -174,7 +175,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         }
         match ended {
             Ended::Empty => {
-                self.backoff.reset();
+                self.retry.reset();
                 // With --stop-when-empty the process's drain decides when to stop:
                 // meanwhile an empty queue idles, and works rows that appear.
                 match attempt.finish_empty() {
@@ -203,7 +204,7 @@ impl<'a, M: Mode> Worker<'a, M> {
                 Step::Wait(contention_wait(self.contention, ceiling))
             }
             Ended::Lost(e) => {
-                let wait = self.backoff.next_wait();
+                let wait = self.retry.next_wait();
                 if let Some(why) = e.refuses_writes() {
                     self.queue.gate.refused(why.as_str(), wait);
                 }
@@ -217,8 +218,8 @@ impl<'a, M: Mode> Worker<'a, M> {
                 Step::Wait(wait)
             }
             Ended::NotOpened(e) => {
-                let wait = self.backoff.next_wait();
-                self.not_opened(&e, wait);
+                let wait = self.retry.next_wait();
+                self.queue.cannot_connect(&e, wait);
                 self.reconnecting = true;
                 Step::Wait(wait)
             }
@@ -239,9 +240,9 @@ impl<'a, M: Mode> Worker<'a, M> {
             return Step::Stop;
         }
         if report.slows_down() {
-            Step::Wait(self.backoff.next_wait())
+            Step::Wait(self.retry.next_wait())
         } else {
-            self.backoff.reset();
+            self.retry.reset();
             Step::ClaimAgain
         }
     }
@@ -283,7 +284,7 @@ impl<'a, M: Mode> Worker<'a, M> {
     async fn follow(&mut self, step: Step) -> bool {
         match step {
             Step::ClaimAgain => true,
-            Step::Wait(wait) => sleep_unless_stopped(&self.queue.stop, wait).await,
+            Step::Wait(wait) => self.retry.sleep(wait).await,
             Step::Idle => self.idle().await,
             Step::Stop => false,
         }
@@ -326,24 +327,6 @@ impl<'a, M: Mode> Worker<'a, M> {
                 true
             }
         }
-    }
-
-    /// Says why no session opened — once a minute per queue, as every worker and
-    /// every attempt would say the same.
-    fn not_opened(&self, e: &OpenError, wait: Duration) {
-        let queue = self.queue;
-        if e.unreachable()
-            .is_some_and(|error| queue.said_if_full(error))
-        {
-            return;
-        }
-        let not_connected = NotConnected {
-            error: e,
-            database: &queue.database,
-            retry_in: wait,
-            times: queue.unreachable.record(),
-        };
-        not_connected.emit(&queue.stats);
     }
 }
 

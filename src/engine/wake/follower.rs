@@ -7,8 +7,6 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -17,7 +15,7 @@ use crate::config::WakeSource;
 use crate::db::binlog::{self, BinlogReader, Commit, OpenFailure, StreamLost};
 use crate::db::Database;
 use crate::engine::queue::QueueRuntime;
-use crate::engine::retry::{sleep_unless_stopped, Backoff};
+use crate::engine::retry::{Failure, Next, Retry};
 use crate::lock::lock;
 
 /// The server sends a heartbeat after this long without events; three missed ones
@@ -44,6 +42,14 @@ struct State {
     subscribers: Vec<Subscriber>,
     /// Why the queues poll now; `None` while the stream is followed.
     polling: Option<String>,
+}
+
+/// Why the queues poll instead of following the stream.
+struct Polling {
+    why: String,
+    /// The server or the grants allow no stream: asked again after
+    /// [`UNAVAILABLE_RETRY`], not the backoff.
+    unavailable: bool,
 }
 
 struct Subscriber {
@@ -85,41 +91,51 @@ impl Follower {
 
     /// Follows the log until `stop`, reconnecting whenever the stream is lost.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let mut backoff = Backoff::new(FIRST_RETRY);
+        let mut retry = Retry::new(FIRST_RETRY, &stop).afresh_after(STEADY);
+        // Each reason is said once, until a stream lives long enough to count.
         let mut said: Option<String> = None;
-        loop {
-            let opened = tokio::select! {
-                _ = stop.cancelled() => return,
-                opened = binlog::open(&self.database, HEARTBEAT) => opened,
-            };
-            let (why, wait) = match opened {
-                Ok(reader) => {
-                    let began = Instant::now();
-                    let Some(lost) = self.follow(reader, &stop).await else {
-                        return;
-                    };
-                    if began.elapsed() >= STEADY {
-                        backoff.reset();
-                        said = None;
-                    }
-                    let why = format!("reconnecting to the binary log ({lost})");
-                    (why, backoff.next_wait())
-                }
-                Err(OpenFailure::Unavailable(why)) => (why.to_string(), UNAVAILABLE_RETRY),
-                Err(e) => {
-                    let why = format!("the binary log stream cannot open: {e}");
-                    (why, backoff.next_wait())
-                }
-            };
-            if said.as_deref() != Some(why.as_str()) {
-                self.say_polling(&why, wait);
-                said = Some(why.clone());
+        let stream = || self.stream(&stop);
+        let polling = |polling: &Polling, failure: Failure| {
+            if failure.times == 1 {
+                said = None;
             }
-            self.set_polling(Some(why));
-            if !sleep_unless_stopped(&stop, wait).await {
-                return;
+            let wait = match polling.unavailable {
+                true => UNAVAILABLE_RETRY,
+                false => failure.retry_in,
+            };
+            if said.as_deref() != Some(polling.why.as_str()) {
+                self.say_polling(&polling.why, wait);
+                said = Some(polling.why.clone());
             }
-        }
+            self.set_polling(Some(polling.why.clone()));
+            Next::After(wait)
+        };
+        let _stopped = retry.run(stream, polling).await;
+    }
+
+    /// Opens the stream and follows it: `Ok` once `stop` came; else why the queues
+    /// poll meanwhile.
+    async fn stream(&self, stop: &CancellationToken) -> Result<(), Polling> {
+        let opened = tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            opened = binlog::open(&self.database, HEARTBEAT) => opened,
+        };
+        let why = match opened {
+            Ok(reader) => match self.follow(reader, stop).await {
+                None => return Ok(()),
+                Some(lost) => format!("reconnecting to the binary log ({lost})"),
+            },
+            Err(OpenFailure::Unavailable(why)) => {
+                let why = why.to_string();
+                return Err(Polling {
+                    why,
+                    unavailable: true,
+                });
+            }
+            Err(e) => format!("the binary log stream cannot open: {e}"),
+        };
+        let unavailable = false;
+        Err(Polling { why, unavailable })
     }
 
     /// Reads commits until the stream is lost (`Some`) or `stop` (`None`).
