@@ -1,4 +1,5 @@
-//! One database's binary log, followed for the queues on it: open the stream from
+//! The followers of a run, one per database ([`Followers`]), and one database's
+//! binary log, followed for the queues on it ([`Follower`]): open the stream from
 //! the log's current end, nudge every queue whose tables a commit changed, and when
 //! the stream breaks, let the queues poll every `poll_interval` while it reconnects
 //! with a jittered backoff. Where the server or the grants allow no stream, say why
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use super::tables::{pause_changed, Watched};
@@ -29,6 +31,60 @@ const UNAVAILABLE_RETRY: Duration = Duration::from_secs(300);
 /// A stream that lived this long was a real one: the next loss starts the backoff
 /// afresh.
 const STEADY: Duration = Duration::from_secs(30);
+
+/// The followers of a run, one per database, started as queues need them and
+/// stopped once no queue they wake runs.
+#[derive(Default)]
+pub struct Followers {
+    running: Vec<(Arc<Follower>, CancellationToken)>,
+    tasks: TaskTracker,
+}
+
+impl Followers {
+    /// Has `queue` woken by its database's follower (started now if it is the first
+    /// queue on that database — the same options, credentials included — to want
+    /// one). A queue with `wake = "poll"` is only told so.
+    pub fn subscribe(&mut self, queue: &Arc<QueueRuntime>, stop: &CancellationToken) {
+        if queue.config.wake.source == WakeSource::Poll {
+            let why = "wake = \"poll\" in its queue file".to_string();
+            queue.stats.set_wake("poll", Some(why));
+            return;
+        }
+        let found = self
+            .running
+            .iter()
+            .find(|(follower, _)| *follower.database() == queue.database);
+        let follower = match found {
+            Some((follower, _)) => follower.clone(),
+            None => {
+                let follower = Arc::new(Follower::new(queue.database.clone()));
+                let own = stop.child_token();
+                self.tasks.spawn(follower.clone().run(own.clone()));
+                self.running.push((follower.clone(), own));
+                follower
+            }
+        };
+        follower.subscribe(queue);
+    }
+
+    /// Stops the followers no running queue needs any more (after a reload removed
+    /// or moved their queues): their replica connections close.
+    pub fn prune(&mut self) {
+        self.running.retain(|(follower, stop)| {
+            let needed = follower.needed();
+            if !needed {
+                stop.cancel();
+            }
+            needed
+        });
+    }
+
+    /// Waits for every follower to end (after `stop`).
+    pub async fn stopped(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
+}
 
 /// A database's binary log and the queues it wakes.
 pub struct Follower {
