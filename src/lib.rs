@@ -50,7 +50,8 @@
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
 //!     one per database, and `engine::wake::tables`, which tables wake a queue).
-//! - `check`: `tableq check` — `check::offline` (the files alone), `check::online`
+//! - `check`: `tableq check` — `check::options`, `check::offline` (the files
+//!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
 //!   `check::tables`, `check::wake` (where each queue's wake-ups would come from),
