@@ -19,7 +19,9 @@
 //!   `commands::health` (`tableq health`), `commands::man` (the man pages),
 //!   `commands::database_url` (the URL from a flag, a file or a systemd credential),
 //!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`),
-//!   `commands::pause` (`tableq pause`, `resume`).
+//!   `commands::pause` (`tableq pause`, `resume`), `commands::failure` (why a
+//!   command failed: its exit status), `commands::load` (the queues a command
+//!   works on).
 //! - `engine`: running queues.
 //!   - `engine::supervisor` (one version per queue: start, reload without harm, the
 //!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
