@@ -107,7 +107,9 @@
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
-//!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
+//!   `db::item` (the claimed row), `db::bind` (the values a statement is bound
+//!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
+//!   placeholder's, a key's and back),
 //!   `db::backlog`, `db::clock`, `db::waiting`, `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),

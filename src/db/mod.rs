@@ -5,6 +5,7 @@
 //! [`row_json`]).
 
 pub mod backlog;
+pub mod bind;
 pub mod binlog;
 pub mod budget;
 pub mod clock;
@@ -18,6 +19,7 @@ pub mod pool;
 pub mod prepared;
 pub mod row_json;
 pub mod session;
+pub mod value;
 pub mod waiting;
 
 pub use budget::Budget;
@@ -27,5 +29,6 @@ pub use error::{DbError, Refusal};
 pub use error_kind::ErrorKind;
 pub use item::{Item, LeaseParams, OutcomeParams};
 pub use pool::SessionPool;
-pub use session::{OpenError, Ran, Session, Statements};
+pub use prepared::Statements;
+pub use session::{OpenError, Ran, Session};
 pub use waiting::Waiting;

@@ -10,6 +10,7 @@
 
 mod interrupt;
 use interrupt::Abandoned;
+pub use interrupt::Ran;
 mod run;
 pub mod setup;
 
@@ -78,57 +79,6 @@ impl OpenError {
             OpenError::Invalid(_) => None,
         }
     }
-}
-
-/// Which of a queue's statement lists to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Statements {
-    /// The action's statements, for `type = "sql"`.
-    Action,
-    OnSuccess,
-    OnFailure,
-    /// `[lease] sql`: takes a claimed row out of the select.
-    Lease,
-    /// `[lease] renew_sql`.
-    Renew,
-    /// `[lease] release_sql`.
-    Release,
-}
-
-impl Statements {
-    /// Their name in messages: `[on_success] SQL`, `[lease] sql`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Statements::Action => "[action] sql",
-            Statements::OnSuccess => "[on_success] SQL",
-            Statements::OnFailure => "[on_failure] SQL",
-            Statements::Lease => "[lease] sql",
-            Statements::Renew => "[lease] renew_sql",
-            Statements::Release => "[lease] release_sql",
-        }
-    }
-
-    /// What a worker running them waits for, in a log line.
-    fn waiting_for(self) -> &'static str {
-        match self {
-            Statements::Action => "the SQL action",
-            Statements::OnSuccess => "[on_success]",
-            Statements::OnFailure => "[on_failure]",
-            Statements::Lease => "[lease] sql",
-            Statements::Renew => "[lease] renew_sql",
-            Statements::Release => "[lease] release_sql",
-        }
-    }
-}
-
-/// How statements run against a deadline ended.
-#[derive(Debug)]
-pub enum Ran {
-    Completed,
-    /// A statement's own error; the transaction lives on.
-    Failed(DbError),
-    /// The deadline passed; the statement was interrupted and the transaction lives on.
-    TimedOut,
 }
 
 impl Session {

@@ -8,11 +8,13 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Params, Value};
 use tokio::time::Instant;
 
-use super::interrupt::Interrupt;
-use super::{answer, Ran, Session, Statements};
+use super::interrupt::{Interrupt, Ran};
+use super::{answer, Session};
+use crate::db::bind::{bind, bind_batch, ParamSource};
 use crate::db::connect::Database;
 use crate::db::error::DbError;
-use crate::db::item::{bind, bind_batch, Item, OutcomeParams, ParamSource};
+use crate::db::item::{Item, OutcomeParams};
+use crate::db::prepared::Statements;
 use crate::db::row_json::batch_json;
 
 impl Session {
