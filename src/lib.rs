@@ -85,7 +85,8 @@
 //!     `telemetry::metrics::histograms` (Prometheus's), `telemetry::metrics::process`;
 //!   - `telemetry::http` (`--metrics-addr`'s routes): `telemetry::http::listener`
 //!     (the hardened HTTP listener), `telemetry::http::status` (the status page:
-//!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`);
+//!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`,
+//!     `telemetry::http::status::response` (the page's and its data's answers));
 //!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).
