@@ -6,8 +6,8 @@
 //!
 //! # Layout
 //!
-//! Layers, whose imports point one way (`tests/it/layers.rs` checks it, and that
-//! this map names every module):
+//! Layers, whose imports point one way (`tests/it/layers.rs` checks it, that no two
+//! files of a module import each other, and that this map names every module):
 //!
 //! ```text
 //! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
