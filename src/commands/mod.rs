@@ -132,11 +132,11 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }
     let _stop_metrics = metrics_stop.drop_guard();
-    start_traces(args.otlp_endpoint.as_deref())?;
+    start_otlp(args.otlp_endpoint.as_deref())?;
     let monitor = options.monitor.clone();
     let stop_when_empty = options.stop_when_empty;
     let ran = run_with_reload(source, queues, options, shutdown, hangups).await;
-    crate::telemetry::trace::otlp::finish(TRACES_FLUSH).await;
+    crate::telemetry::trace::otlp::finish(OTLP_FLUSH).await;
     ran.map_err(Failure::Config)?;
     let looping = monitor.looping_queues();
     if stop_when_empty && !looping.is_empty() {
@@ -149,10 +149,10 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
 }
 
 /// How long the spans still buffered at the end may take to be sent.
-const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
+const OTLP_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Starts the trace export, if `--otlp-endpoint` or the environment asks for it.
-fn start_traces(flag: Option<&str>) -> Result<(), Failure> {
+fn start_otlp(flag: Option<&str>) -> Result<(), Failure> {
     use crate::telemetry::trace::otlp;
     let Some(url) = otlp::endpoint(flag, &env_lookup) else {
         return Ok(());

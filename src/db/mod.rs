@@ -19,8 +19,8 @@ pub mod pool;
 pub mod prepared;
 pub mod row_json;
 pub mod session;
+pub mod unanswered;
 pub mod value;
-pub mod waiting;
 
 pub use budget::Budget;
 pub use clock::DbClock;
@@ -31,4 +31,4 @@ pub use item::{Item, LeaseParams, OutcomeParams};
 pub use pool::SessionPool;
 pub use prepared::Statements;
 pub use session::{OpenError, Ran, Session};
-pub use waiting::Waiting;
+pub use unanswered::Unanswered;

@@ -152,7 +152,7 @@ impl Session {
                 Watch::Answered(result) => result.map_err(DbError::from),
                 Watch::PastDeadline => {
                     // From here on the worker waits for the database, not for its work.
-                    self.watch.waiting.begin(what);
+                    self.watch.unanswered.begin(what);
                     let stop = Interrupt {
                         database: &self.database,
                         connection_id,
@@ -163,7 +163,7 @@ impl Session {
                 }
                 Watch::Unreachable => {
                     // Stalled since the statement was sent: it shows at once.
-                    self.watch.waiting.stalled_since(started, what);
+                    self.watch.unanswered.stalled_since(started, what);
                     return Err(DbError::Deadline {
                         waiting_for: what,
                         limit: self.deadline,
