@@ -64,6 +64,19 @@ impl Item {
     }
 }
 
+#[cfg(test)]
+impl Item {
+    /// A row of one integer column, `id`, its key: an item for unit tests anywhere
+    /// in the crate.
+    pub fn with_id(id: i64) -> Item {
+        let columns = Columns {
+            names: vec!["id".to_string()],
+            types: vec![ColumnType::MYSQL_TYPE_LONGLONG],
+        };
+        Item::new(Arc::new(columns), vec![Value::Int(id)], 0)
+    }
+}
+
 /// What an item's action came to, as outcome SQL sees it: `:error`, `:status`,
 /// `:output`, `:retry_after`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -150,3 +150,18 @@ impl QueueRuntime {
         self.config.scope() == Scope::Batch
     }
 }
+
+#[cfg(test)]
+impl QueueRuntime {
+    /// A queue for unit tests, as the queue file `file` describes it, on a database
+    /// nobody connects to: what its workers decide can be tested without one.
+    pub fn for_tests(file: &str) -> QueueRuntime {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("test.toml");
+        std::fs::write(&path, file).expect("the queue file written");
+        let config = crate::config::load_file(&path, &|_| None).expect("a valid queue file");
+        let action = Action::new(&config.action).expect("its action");
+        let database = Database::from_url("mysql://tableq@127.0.0.1:1/tests").expect("a URL");
+        QueueRuntime::new(config, action, database, Arc::default())
+    }
+}

@@ -204,4 +204,46 @@ mod tests {
             (0..20).map(|_| jitter(Duration::from_secs(1))).collect();
         assert!(waits.len() > 10, "{waits:?}");
     }
+
+    /// `run` tries until the attempt succeeds, telling each failure with how many
+    /// in a row; it stops at the caller's word, and when the stop cuts a wait short.
+    #[tokio::test]
+    async fn run_tries_until_success_or_told_otherwise() {
+        let stop = CancellationToken::new();
+        let mut retry = Retry::new(Duration::from_millis(2), &stop);
+        let mut tries = 0;
+        let mut heard = Vec::new();
+        let attempt = || {
+            tries += 1;
+            let result = if tries < 3 { Err(tries) } else { Ok(tries) };
+            async move { result }
+        };
+        let done = retry.run(attempt, |e: &i32, failure| {
+            heard.push((*e, failure.times));
+            Next::Again
+        });
+        assert_eq!(done.await, Ok(3));
+        assert_eq!(heard, [(1, 1), (2, 2)]);
+        let gave_up = retry.run(|| async { Err::<(), _>("no") }, |_, _| Next::GiveUp);
+        assert_eq!(gave_up.await, Err("no"));
+        stop.cancel();
+        let stopped = retry.run(|| async { Err::<(), _>("down") }, |_, _| Next::Again);
+        assert_eq!(stopped.await, Err("down"));
+    }
+
+    /// A try that lasted `afresh_after` starts the count and the waits afresh.
+    #[tokio::test]
+    async fn a_steady_try_starts_afresh() {
+        let stop = CancellationToken::new();
+        let mut retry = Retry::new(Duration::from_secs(20), &stop).afresh_after(Duration::ZERO);
+        let began = Instant::now();
+        for _ in 0..3 {
+            let next = retry.after(&(), began, |_, failure| {
+                assert_eq!(failure.times, 1);
+                assert!(about(failure.retry_in, 20));
+                Next::After(Duration::ZERO)
+            });
+            assert!(next.await);
+        }
+    }
 }

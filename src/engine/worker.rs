@@ -337,3 +337,181 @@ fn contention_wait(streak: u32, ceiling: Duration) -> Duration {
     let base = Duration::from_millis(10u64 << streak.min(10));
     jitter(base).min(ceiling)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::db::DbError;
+    use crate::telemetry::log::capture;
+
+    /// A mode whose turns the tests hand to `next_step` themselves.
+    struct NoTurns;
+
+    impl Mode for NoTurns {
+        const LEFT_BEHIND: &'static str = "nothing";
+
+        async fn turn(&mut self, _: &Turn<'_>) -> Ended {
+            unreachable!("the tests decide what each turn came to")
+        }
+
+        async fn sleep(&mut self) {}
+
+        async fn read_pause(&mut self) -> Read {
+            Read::NoSession
+        }
+    }
+
+    const QUEUE: &str = r#"
+        select = "SELECT id FROM job WHERE done = 0"
+        error_backoff = "800ms"
+        loop_limit = 3
+        [action]
+        type = "sql"
+        sql = "DO :id"
+        [on_success]
+        sql = "UPDATE job SET done = 1 WHERE id = :id"
+    "#;
+
+    /// What the worker decides after a turn that came to `ended`.
+    fn after(worker: &mut Worker<'_, NoTurns>, ended: Ended) -> Step {
+        let attempt = worker.queue.stop_when_empty.begin();
+        worker.next_step(ended, attempt)
+    }
+
+    /// A turn that did `done` items, the keys those of `completed`.
+    fn done(completed: &[&str], returned: usize) -> Ended {
+        let mut report = BatchReport::claimed(completed.len() + returned);
+        report.done = completed.len();
+        report.returned = returned;
+        report.completed = completed.iter().map(|k| k.to_string()).collect();
+        Ended::Done(report)
+    }
+
+    /// A wait of the backoff's first step: between half of 800ms and all of it.
+    fn first_backoff(step: Step) -> bool {
+        let first = Duration::from_millis(800);
+        matches!(step, Step::Wait(wait) if wait >= first / 2 && wait <= first)
+    }
+
+    /// An empty queue idles; a turn that did its items claims again at once; a turn
+    /// whose items came back unrecorded backs off; an abort or a stop stops.
+    #[test]
+    fn each_turn_leads_to_its_next_step() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        assert_eq!(after(&mut worker, Ended::Empty), Step::Idle);
+        assert_eq!(after(&mut worker, done(&["1", "2"], 0)), Step::ClaimAgain);
+        assert_eq!(after(&mut worker, Ended::RolledBack), Step::ClaimAgain);
+        assert!(first_backoff(after(&mut worker, done(&["3"], 1))));
+        assert_eq!(after(&mut worker, Ended::Aborted), Step::Stop);
+        assert_eq!(after(&mut worker, Ended::Stopped), Step::Stop);
+        assert!(
+            !queue.stop.is_cancelled(),
+            "the worker stops, not the queue"
+        );
+    }
+
+    /// A row completed again and again within `loop_window` stops the queue once it
+    /// came back `loop_limit` times, and each return is said.
+    #[test]
+    fn a_loop_stops_the_queue() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let (log, _guard) = capture();
+        let steps: Vec<Step> = (0..4)
+            .map(|_| after(&mut worker, done(&["7"], 0)))
+            .collect();
+        let claimed_again = [Step::ClaimAgain, Step::ClaimAgain, Step::ClaimAgain];
+        assert_eq!(steps[..3], claimed_again);
+        assert_eq!(steps[3], Step::Stop);
+        assert!(queue.stop.is_cancelled() && queue.stats.looping());
+        assert_eq!(queue.stats.counts().loops, 3);
+        let log = log.text();
+        assert!(log.contains("an item completed again"), "{log}");
+        assert!(log.contains("the queue loops"), "{log}");
+    }
+
+    /// A lost transaction backs off and says so; the next turn that reaches the
+    /// database says it is back and starts the backoff afresh.
+    #[test]
+    fn a_lost_connection_backs_off_and_says_so() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let (log, _guard) = capture();
+        let lost = DbError::server(2013, "Lost connection to server during query");
+        assert!(first_backoff(after(&mut worker, Ended::Lost(lost))));
+        let lost = DbError::server(2013, "Lost connection to server during query");
+        let second = after(&mut worker, Ended::Lost(lost));
+        assert!(
+            matches!(second, Step::Wait(w) if w >= Duration::from_millis(800)),
+            "{second:?}"
+        );
+        assert!(log
+            .text()
+            .contains("database error; the transaction is rolled back"));
+        assert_eq!(after(&mut worker, Ended::Empty), Step::Idle);
+        assert!(log.text().contains("connected to the database again"));
+        let lost = DbError::server(2013, "Lost connection to server during query");
+        assert!(
+            first_backoff(after(&mut worker, Ended::Lost(lost))),
+            "afresh"
+        );
+    }
+
+    /// A transaction lost to a read-only server closes the gate of its database.
+    #[test]
+    fn a_read_only_database_closes_the_gate() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let read_only = DbError::server(
+            1290,
+            "The MariaDB server is running with the --read-only option",
+        );
+        assert!(first_backoff(after(&mut worker, Ended::Lost(read_only))));
+        assert_eq!(queue.gate.refusing(), Some("read-only"));
+    }
+
+    /// No session: a full server and a refused login are said with their advice,
+    /// anything else as a database that cannot be reached; each backs off.
+    #[test]
+    fn a_session_that_does_not_open_is_said_with_its_advice() {
+        let (log, _guard) = capture();
+        for (code, said) in [
+            (1040, "lower `workers`"),
+            (1045, "check the user and password in the database URL"),
+            (2003, "cannot connect to the database; retrying"),
+        ] {
+            let queue = QueueRuntime::for_tests(QUEUE);
+            let mut worker = Worker::new(&queue, NoTurns);
+            let error = OpenError::Unreachable(DbError::server(code, "refused"));
+            assert!(first_backoff(after(&mut worker, Ended::NotOpened(error))));
+            assert!(log.text().contains(said), "{code}: {}", log.text());
+            assert!(worker.reconnecting);
+        }
+    }
+
+    /// A deadlock steps aside a few milliseconds, longer each time in a row, never
+    /// longer than `error_backoff`; a turn that goes through starts it afresh.
+    #[test]
+    fn contention_steps_aside_briefly() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let deadlock = || Ended::Contention(DbError::server(1213, "Deadlock found"));
+        let waits: Vec<Duration> = (0..12)
+            .map(|_| match after(&mut worker, deadlock()) {
+                Step::Wait(wait) => wait,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(waits[0] <= Duration::from_millis(20), "{waits:?}");
+        assert!(waits[5] >= Duration::from_millis(320), "{waits:?}");
+        assert!(
+            waits.iter().all(|w| *w <= Duration::from_millis(800)),
+            "{waits:?}"
+        );
+        assert_eq!(after(&mut worker, done(&["1"], 0)), Step::ClaimAgain);
+        assert_eq!(worker.contention, 0);
+    }
+}

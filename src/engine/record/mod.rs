@@ -235,3 +235,205 @@ impl RefusesWrites for DbError {
         DbError::refuses_writes(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use super::*;
+    use crate::telemetry::log::capture;
+
+    /// A store that writes nothing: it answers each write as `answer` says for its
+    /// statements, and notes what it was asked to write and to leave.
+    struct FakeStore {
+        answer: fn(Statements) -> Written,
+        written: Vec<(Statements, String)>,
+        left: Vec<String>,
+    }
+
+    impl FakeStore {
+        fn answering(answer: fn(Statements) -> Written) -> FakeStore {
+            FakeStore {
+                answer,
+                written: Vec::new(),
+                left: Vec::new(),
+            }
+        }
+    }
+
+    impl Store for FakeStore {
+        type Error = Infallible;
+
+        async fn write(
+            &mut self,
+            which: Statements,
+            set: &[(&Item, &Outcome)],
+        ) -> Result<Vec<Written>, Infallible> {
+            let keys = set.iter().map(|(item, _)| (which, item.key_text()));
+            self.written.extend(keys);
+            Ok(set.iter().map(|_| (self.answer)(which)).collect())
+        }
+
+        async fn leave(&mut self, item: &Item) -> Result<(), Infallible> {
+            self.left.push(item.key_text());
+            Ok(())
+        }
+    }
+
+    const ON_FAILURE: &str = r#"
+        select = "SELECT id FROM job WHERE state = 'waiting'"
+        [action]
+        type = "http"
+        url = "http://127.0.0.1:1/hook"
+        [on_success]
+        sql = "UPDATE job SET state = 'done' WHERE id = :id"
+        [on_failure]
+        sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
+    "#;
+
+    /// The same queue with no `[on_failure]`.
+    fn without_on_failure() -> QueueRuntime {
+        let file = ON_FAILURE.split("[on_failure]").next().unwrap();
+        QueueRuntime::for_tests(file)
+    }
+
+    fn written(_: Statements) -> Written {
+        Written::Recorded
+    }
+
+    /// Records item 1 with `outcome` through `store`: what the turn's report says.
+    async fn recorded(
+        queue: &QueueRuntime,
+        store: &mut FakeStore,
+        outcome: Option<Outcome>,
+    ) -> BatchReport {
+        let item = Item::with_id(1);
+        let mut report = BatchReport::claimed(1);
+        let Ok(()) = record(queue, store, &[(&item, outcome.as_ref())], &mut report).await;
+        report
+    }
+
+    fn failure(blame: Blame) -> Outcome {
+        Outcome {
+            blame,
+            ..Outcome::failure("HTTP 422: unknown recipient")
+        }
+    }
+
+    /// A success writes `[on_success]` and is done; a failure of the item's own
+    /// writes `[on_failure]`, is failed, and shows on the status page.
+    #[tokio::test]
+    async fn a_success_is_done_and_a_failure_recorded() {
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let mut store = FakeStore::answering(written);
+        let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+        assert_eq!((report.done, report.completed), (1, vec!["1".to_string()]));
+        let report = recorded(&queue, &mut store, Some(failure(Blame::Item))).await;
+        assert_eq!((report.failed, report.returned), (1, 0));
+        let expected = [(Statements::OnSuccess, "1"), (Statements::OnFailure, "1")];
+        let expected: Vec<(Statements, String)> =
+            expected.iter().map(|(w, k)| (*w, k.to_string())).collect();
+        assert_eq!(store.written, expected);
+        assert!(store.left.is_empty());
+        let failures = queue.stats.observed.failures();
+        assert_eq!(failures[0].error, "HTTP 422: unknown recipient");
+    }
+
+    /// With no `[on_failure]`, a failure leaves the row as it was claimed (it waits
+    /// again) and says so.
+    #[tokio::test]
+    async fn a_failure_with_no_on_failure_leaves_the_row() {
+        let queue = without_on_failure();
+        let mut store = FakeStore::answering(written);
+        let (log, _guard) = capture();
+        let report = recorded(&queue, &mut store, Some(failure(Blame::Item))).await;
+        assert_eq!((report.failed, report.returned), (0, 1));
+        assert!(store.written.is_empty());
+        assert_eq!(store.left, ["1"]);
+        assert!(log
+            .text()
+            .contains("with no [on_failure] it is waiting again"));
+    }
+
+    /// A failure that is the queue's, the database's or downstream's while the
+    /// circuit is open (no outcome) spends no attempt: the row is left as claimed.
+    #[tokio::test]
+    async fn a_failure_not_the_items_leaves_the_row() {
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let (log, _guard) = capture();
+        let read_only = Blame::Database(Refusal::ReadOnly);
+        for outcome in [Some(failure(Blame::Queue)), Some(failure(read_only)), None] {
+            let mut store = FakeStore::answering(written);
+            let report = recorded(&queue, &mut store, outcome).await;
+            assert_eq!((report.failed, report.returned), (0, 1));
+            assert!(store.written.is_empty());
+            assert_eq!(store.left, ["1"]);
+        }
+        assert!(log.text().contains("is the queue's, not the row's"));
+        assert_eq!(queue.gate.refusing(), Some("read-only"));
+        assert!(queue.stats.observed.failures().is_empty());
+    }
+
+    /// `[on_success]` too large to send fails the item through `[on_failure]`, with
+    /// why, so that it does not block the queue; with no `[on_failure]`, the row
+    /// waits again, the failure counted.
+    #[tokio::test]
+    async fn outcome_sql_too_large_to_send_fails_the_item() {
+        fn too_large(which: Statements) -> Written {
+            match which {
+                Statements::OnSuccess => Written::SqlFailed(Arc::new(DbError::TooLarge {
+                    what: "[on_success] SQL",
+                    size: 5_000_000,
+                    limit: 4_194_304,
+                })),
+                _ => Written::Recorded,
+            }
+        }
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let mut store = FakeStore::answering(too_large);
+        let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+        assert_eq!((report.done, report.failed), (0, 1));
+        assert_eq!(store.written.last().unwrap().0, Statements::OnFailure);
+        let failures = queue.stats.observed.failures();
+        assert!(
+            failures[0].error.contains("max_allowed_packet"),
+            "{failures:?}"
+        );
+        let queue = without_on_failure();
+        let mut store = FakeStore::answering(too_large);
+        let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+        assert_eq!((report.done, report.failed, report.returned), (0, 0, 1));
+        assert_eq!(queue.stats.counts().outcome_sql_failures, 1);
+    }
+
+    /// Outcome SQL that fails on its own error, a lease lost meanwhile and an
+    /// outcome not known to be written each return the row, counted and said.
+    #[tokio::test]
+    async fn an_outcome_not_written_returns_the_row() {
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let (log, _guard) = capture();
+        let answers: [fn(Statements) -> Written; 3] = [
+            |_| Written::SqlFailed(Arc::new(DbError::server(1406, "Data too long"))),
+            |_| Written::LeaseLost {
+                lease_id: "f00d".to_string(),
+            },
+            |_| Written::Unknown("no answer to the COMMIT".to_string()),
+        ];
+        for answer in answers {
+            let mut store = FakeStore::answering(answer);
+            let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+            assert_eq!((report.done, report.returned), (0, 1));
+            assert!(report.completed.is_empty());
+        }
+        let counts = queue.stats.counts();
+        assert_eq!((counts.outcome_sql_failures, counts.leases_lost), (1, 1));
+        let log = log.text();
+        for said in [
+            "[on_success] SQL failed",
+            "lease lost",
+            "the outcome is not recorded",
+        ] {
+            assert!(log.contains(said), "{said}: {log}");
+        }
+    }
+}

@@ -168,6 +168,45 @@ fn colour(no_color: Option<&std::ffi::OsStr>) -> bool {
     std::io::stderr().is_terminal() && no_color.is_none_or(|v| v.is_empty())
 }
 
+/// For unit tests: what is logged on this thread (at debug and above, as text
+/// without colours or times) while the guard lives.
+#[cfg(test)]
+pub fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .without_time()
+        .with_writer(move || writer.clone())
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+/// What [`capture`] caught.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Captured {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&crate::lock::lock(&self.0)).into_owned()
+    }
+}
+
+#[cfg(test)]
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        crate::lock::lock(&self.0).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
