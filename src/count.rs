@@ -14,15 +14,15 @@ use crate::db::{Database, OpenError, Session};
 
 pub use crate::db::backlog::printable_count_statement;
 
-/// Waiting rows, up to the cap.
+/// WaitingCount rows, up to the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Waiting {
+pub struct WaitingCount {
     pub count: usize,
     /// More than `count` rows are waiting.
     pub capped: bool,
 }
 
-impl fmt::Display for Waiting {
+impl fmt::Display for WaitingCount {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}{}", self.count, if self.capped { "+" } else { "" })
     }
@@ -33,14 +33,14 @@ pub async fn count_waiting(
     queue: &QueueConfig,
     database: &Database,
     cap: usize,
-) -> Result<Waiting, OpenError> {
+) -> Result<WaitingCount, OpenError> {
     let mut session = Session::open(queue, database).await?;
     let counted = count_on(session.parts().0, queue, cap).await;
     let ended = session.rollback().await;
     session.close().await;
     let found = counted.map_err(OpenError::Unreachable)?;
     ended.map_err(OpenError::Unreachable)?;
-    Ok(Waiting {
+    Ok(WaitingCount {
         count: found.min(cap),
         capped: found > cap,
     })

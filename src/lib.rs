@@ -6,9 +6,9 @@
 //!
 //! # Layout
 //!
-//! Layers, whose imports point one way (`tests/it/meta/layers.rs` checks it, and that
-//! this map names every module; a kind's `config` is in the config layer, though
-//! its folder is under `action`):
+//! Layers, whose imports point one way (`tests/it/meta/layers.rs` checks it, that no
+//! two files of a module import each other, and that this map names every module;
+//! a kind's `config` is in the config layer, though its folder is under `action`):
 //!
 //! ```text
 //! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
@@ -20,7 +20,9 @@
 //!   `commands::health` (`tableq health`), `commands::man` (the man pages),
 //!   `commands::database_url` (the URL from a flag, a file or a systemd credential),
 //!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`),
-//!   `commands::pause` (`tableq pause`, `resume`).
+//!   `commands::pause` (`tableq pause`, `resume`), `commands::failure` (why a
+//!   command failed: its exit status), `commands::load` (the queues a command
+//!   works on).
 //! - `engine`: running queues.
 //!   - `engine::supervisor` (one version per queue: start, reload without harm, the
 //!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
@@ -31,7 +33,9 @@
 //!     idle queue see it), `engine::execute` (the one place an action runs, under
 //!     the queue's policy), `engine::record` (the one recorder of outcomes, with its
 //!     stores `engine::record::item`, `engine::record::set` and
-//!     `engine::record::leased`), `engine::report` (what a turn did).
+//!     `engine::record::leased`), `engine::settle` (how an item's turn ends, in one
+//!     call: counted, noted for its trace span, said), `engine::report` (what a
+//!     turn did).
 //!   - The modes: `engine::transaction` (one transaction per turn:
 //!     `engine::transaction::batch`, `engine::transaction::sql`,
 //!     `engine::transaction::external`) and `engine::lease` (a short claim that
@@ -43,13 +47,14 @@
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
-//!     `engine::loops` (rows that come straight back), `engine::throttle` (a
-//!     line that would repeat, said once a minute), `engine::once` (said once per key),
-//!     `engine::backoff`, `engine::restart` (a worker that panicked runs again),
+//!     `engine::loops` (rows that come straight back), `engine::retry` (the one
+//!     retry helper, with backoff), `engine::restart` (a worker that panicked runs
+//!     again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
 //!     one per database, and `engine::wake::tables`, which tables wake a queue).
-//! - `check`: `tableq check` — `check::offline` (the files alone), `check::online`
+//! - `check`: `tableq check` — `check::options`, `check::offline` (the files
+//!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
 //!   `check::tables`, `check::wake` (where each queue's wake-ups would come from),
@@ -62,22 +67,30 @@
 //!   fit in `max_allowed_packet`), all rolled back.
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
-//! - [`telemetry`]: `telemetry::stats` (per-queue counters, the progress line),
-//!   `telemetry::events` (what is both logged and counted, one type each),
-//!   `telemetry::observed` (timings, rollbacks, errors, backlog, history,
-//!   failures), `telemetry::in_flight` (the action's runs under way),
-//!   `telemetry::histograms` (Prometheus's), `telemetry::recent` (the status
-//!   page's percentiles over the last 5 and 15 minutes), `telemetry::monitor`
-//!   (every queue's, for the endpoint), `telemetry::metrics` and `telemetry::exports` (/metrics),
-//!   `telemetry::exposition` (its format: OpenMetrics or text 0.0.4),
-//!   `telemetry::process`, `telemetry::listener` (the hardened HTTP listener),
-//!   `telemetry::status` (the status page: `telemetry::status::html`,
-//!   `telemetry::status::sparkline`), `telemetry::logging` (text or JSON, to
-//!   stderr), `telemetry::json_lines` (flat JSON lines: the spans' fields at the
-//!   top level), `telemetry::journal` (under journald: each line's priority),
-//!   `telemetry::spans` (a committed turn's OpenTelemetry spans) and `telemetry::traces` (their
-//!   export over OTLP: bounded, batched, dropped and counted when the collector
-//!   is away).
+//! - [`telemetry`]: what the process tells about itself. `telemetry::events`
+//!   (what is both logged and counted, one type each), and four ways out beside
+//!   what they read:
+//!   - `telemetry::stats` (per-queue counters, the progress line) with
+//!     `telemetry::stats::observed` (timings, rollbacks, errors, backlog, history,
+//!     failures), `telemetry::stats::in_flight` (the action's runs under way),
+//!     `telemetry::stats::recent` (the status page's percentiles over the last 5
+//!     and 15 minutes), `telemetry::stats::monitor` (every queue's, for the
+//!     endpoint);
+//!   - `telemetry::log` (text or JSON, to stderr): `telemetry::log::json_lines`
+//!     (flat JSON lines: the spans' fields at the top level),
+//!     `telemetry::log::journal` (under journald: each line's priority),
+//!     `telemetry::log::throttle` (a line that would repeat, said once a minute),
+//!     `telemetry::log::once` (said once per key);
+//!   - `telemetry::metrics` (/metrics): `telemetry::metrics::exports`,
+//!     `telemetry::metrics::exposition` (its format: OpenMetrics or text 0.0.4),
+//!     `telemetry::metrics::histograms` (Prometheus's), `telemetry::metrics::process`;
+//!   - `telemetry::http` (`--metrics-addr`'s routes): `telemetry::http::listener`
+//!     (the hardened HTTP listener), `telemetry::http::status` (the status page:
+//!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`,
+//!     `telemetry::http::status::response` (the page's and its data's answers));
+//!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
+//!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
+//!     bounded, batched, dropped and counted when the collector is away).
 //! - `action`: what to do with one item. A kind is one folder — `action::sql`,
 //!   `action::http`, `action::command`, `action::amqp`, `action::nats` — holding its
 //!   `[action]` table (its `config`, in the config layer) and its runtime, each
@@ -91,8 +104,10 @@
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
-//!   `db::item` and `db::row_json` (the claimed row as parameters and as JSON),
-//!   `db::backlog`, `db::clock`, `db::waiting`, `db::budget` (the process's
+//!   `db::item` (the claimed row), `db::bind` (the values a statement is bound
+//!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
+//!   placeholder's, a key's and back),
+//!   `db::backlog`, `db::clock`, `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,

@@ -9,7 +9,7 @@ use tableq::commands::{execute, Failure};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tableq::telemetry::logging::init(cli.log_format);
+    tableq::telemetry::log::init(cli.log_format);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {

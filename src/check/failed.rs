@@ -11,8 +11,8 @@ use crate::config::failed::{Change, FailedConfig};
 use crate::config::QueueConfig;
 use crate::db::error::{describe_error, is_statement_error};
 use crate::db::failed::{positional, queue_params, row_params};
-use crate::db::item::value_text;
 use crate::db::prepared::PreparedQueue;
+use crate::db::value::value_text;
 use crate::diagnostic::{Finding, Severity};
 
 /// Where the sample row is after a change: in the queue's select, in `[failed]

@@ -18,6 +18,7 @@ pub mod index;
 pub mod offline;
 pub mod oldest;
 pub mod online;
+pub mod options;
 pub mod packet;
 pub mod proof;
 pub mod queries;
@@ -34,16 +35,7 @@ use crate::config::load_all;
 use crate::config::names::key_name;
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
-
-#[derive(Debug, Clone, Default)]
-pub struct CheckOptions {
-    /// Skip everything that needs the database.
-    pub offline: bool,
-    /// For queues without their own `database_url`.
-    pub database_url: Option<String>,
-    /// Galera and multi-primary group replication are not errors.
-    pub allow_multi_primary: bool,
-}
+pub use options::CheckOptions;
 
 /// What `check` found.
 #[derive(Debug, Clone, Default)]

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
+use super::options::CheckOptions;
 use super::queries::{self, WaitingRows};
 use super::self_test::SelfTest;
 use super::server::{self, ServerFacts};
 use super::tables::Engines;
-use super::{downstream, index, offline, oldest, proof, self_test, tables, CheckOptions};
+use super::{downstream, index, offline, oldest, proof, self_test, tables};
 use crate::action::Action;
 use crate::config::names::key_name;
 use crate::config::QueueConfig;

@@ -67,7 +67,7 @@ pub async fn read_facts(conn: &mut Conn) -> Result<ServerFacts, mysql_async::Err
         version,
         comment,
         log_bin: log_bin.as_ref().and_then(truthy).unwrap_or(false),
-        binlog_format: binlog_format.map(|v| crate::db::item::value_text(&v)),
+        binlog_format: binlog_format.map(|v| crate::db::value::value_text(&v)),
         wsrep_on: wsrep_on.as_ref().and_then(truthy),
         group_replication_single_primary: if group_running {
             single_primary.as_ref().and_then(truthy)
@@ -81,7 +81,7 @@ pub async fn read_facts(conn: &mut Conn) -> Result<ServerFacts, mysql_async::Err
 
 /// A value as a whole number, if it is one.
 fn whole_number(value: &mysql_async::Value) -> Option<u64> {
-    crate::db::item::value_text(value).parse().ok()
+    crate::db::value::value_text(value).parse().ok()
 }
 
 /// The connection limit the queues on one server run into, if `workers` is more

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::check::format::ReportFormat;
-use crate::telemetry::logging::LogFormat;
+use crate::telemetry::log::LogFormat;
 
 /// `tableq --version`: the version and the commit it was built from (build.rs).
 pub const VERSION: &str = concat!(

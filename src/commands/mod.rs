@@ -3,7 +3,9 @@
 
 pub mod cli;
 pub mod database_url;
+mod failure;
 mod health;
+mod load;
 mod man;
 mod notify;
 mod operate;
@@ -11,15 +13,13 @@ mod pause;
 mod reaper;
 mod signals;
 
-use std::process::ExitCode;
-
 use tokio_util::sync::CancellationToken;
 
 use crate::check::format::render;
 use crate::check::{check, CheckOptions};
 use crate::config::failed::Change;
 use crate::config::names::key_name;
-use crate::config::{LoadError, QueueConfig, QueueSource};
+use crate::config::{QueueConfig, QueueSource};
 use crate::count::{count_waiting, printable_count_statement};
 use crate::db::OpenError;
 use crate::diagnostic::Findings;
@@ -27,32 +27,8 @@ use crate::engine::reload::{listen_for_hangups, run_with_reload};
 use crate::engine::supervisor::{resolve_databases, RunOptions};
 use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
 use database_url::{default_url, DefaultUrl};
-
-/// Why a command failed, and so how the process exits.
-#[derive(Debug, thiserror::Error)]
-pub enum Failure {
-    /// Bad usage, or a queue file that does not load: exit 2.
-    #[error("{0}")]
-    Usage(String),
-    /// Queue files (or their SQL) that are wrong: exit 2.
-    #[error("{0}")]
-    Config(Findings),
-    /// `check` found problems; it has printed them already: exit 1.
-    #[error("check found problems")]
-    CheckFailed,
-    /// Something went wrong while running: exit 1.
-    #[error("{0}")]
-    Runtime(String),
-}
-
-impl Failure {
-    pub fn exit_code(&self) -> ExitCode {
-        match self {
-            Failure::Usage(_) | Failure::Config(_) => ExitCode::from(2),
-            Failure::CheckFailed | Failure::Runtime(_) => ExitCode::from(1),
-        }
-    }
-}
+pub use failure::Failure;
+use load::{env_lookup, load};
 
 /// Runs the command `cli` asks for.
 pub async fn execute(cli: Cli) -> Result<(), Failure> {
@@ -109,17 +85,6 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn env_lookup(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-fn load(source: &QueueSource) -> Result<Vec<QueueConfig>, Failure> {
-    source.load(&env_lookup).map_err(|e| match e {
-        LoadError::Files(findings) => Failure::Config(findings),
-        unknown @ LoadError::UnknownQueue { .. } => Failure::Usage(unknown.to_string()),
-    })
-}
-
 async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure> {
     // First of all: a SIGHUP sent while the files load must not end the process.
     let hangups = listen_for_hangups()
@@ -162,16 +127,16 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     });
     let metrics_stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
-        crate::telemetry::metrics::start(addr, options.monitor.clone(), metrics_stop.clone())
+        crate::telemetry::http::start(addr, options.monitor.clone(), metrics_stop.clone())
             .await
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }
     let _stop_metrics = metrics_stop.drop_guard();
-    start_traces(args.otlp_endpoint.as_deref())?;
+    start_otlp(args.otlp_endpoint.as_deref())?;
     let monitor = options.monitor.clone();
     let stop_when_empty = options.stop_when_empty;
     let ran = run_with_reload(source, queues, options, shutdown, hangups).await;
-    crate::telemetry::traces::finish(TRACES_FLUSH).await;
+    crate::telemetry::trace::otlp::finish(OTLP_FLUSH).await;
     ran.map_err(Failure::Config)?;
     let looping = monitor.looping_queues();
     if stop_when_empty && !looping.is_empty() {
@@ -184,15 +149,15 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
 }
 
 /// How long the spans still buffered at the end may take to be sent.
-const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
+const OTLP_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Starts the trace export, if `--otlp-endpoint` or the environment asks for it.
-fn start_traces(flag: Option<&str>) -> Result<(), Failure> {
-    use crate::telemetry::traces;
-    let Some(url) = traces::endpoint(flag, &env_lookup) else {
+fn start_otlp(flag: Option<&str>) -> Result<(), Failure> {
+    use crate::telemetry::trace::otlp;
+    let Some(url) = otlp::endpoint(flag, &env_lookup) else {
         return Ok(());
     };
-    traces::start(&url, &traces::service_name(&env_lookup))
+    otlp::start(&url, &otlp::service_name(&env_lookup))
         .map_err(|e| Failure::Usage(format!("trace export to {url}: {e}")))
 }
 

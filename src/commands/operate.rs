@@ -3,7 +3,8 @@
 //! `discard` for given keys or all of them, and say what each changed.
 
 use super::cli::{ChangeArgs, FailedArgs, InspectArgs, RowsFormat};
-use super::{load, Failure};
+use super::failure::Failure;
+use super::load::load;
 use crate::config::failed::{Change, FailedConfig};
 use crate::config::{QueueConfig, QueueSource};
 use crate::db::failed::{self, Changed, Key, Rows};

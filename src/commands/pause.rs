@@ -5,8 +5,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::cli::{PauseArgs, ResumeArgs};
+use super::failure::Failure;
 use super::operate::{queues, runtime};
-use super::Failure;
 use crate::config::QueueConfig;
 use crate::db::pause::{self, Needs, PauseError, TABLE};
 use crate::db::Database;

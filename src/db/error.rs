@@ -171,6 +171,18 @@ impl DbError {
     }
 }
 
+#[cfg(test)]
+impl DbError {
+    /// The server's error `code`, as unit tests anywhere in the crate meet it.
+    pub fn server(code: u16, message: &str) -> DbError {
+        DbError::Driver(mysql_async::Error::Server(mysql_async::ServerError {
+            code,
+            message: message.into(),
+            state: "HY000".into(),
+        }))
+    }
+}
+
 /// True when `e` is one statement's own failure (a constraint, a bad value, a
 /// SIGNAL): the transaction is still open and the item's lock still held.
 pub fn is_statement_error(e: &mysql_async::Error) -> bool {
@@ -206,11 +218,7 @@ mod tests {
     use super::*;
 
     fn server_error(code: u16) -> DbError {
-        DbError::Driver(mysql_async::Error::Server(mysql_async::ServerError {
-            code,
-            message: "test".into(),
-            state: "HY000".into(),
-        }))
+        DbError::server(code, "test")
     }
 
     #[test]

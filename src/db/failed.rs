@@ -9,8 +9,9 @@ use mysql_async::{Conn, Params, Row, Value};
 use serde_json::Value as Json;
 
 use super::error::DbError;
-use super::item::{key_from_text, value_text, Columns, Item};
+use super::item::{Columns, Item};
 use super::row_json::item_json;
+use super::value::{key_from_text, value_text};
 use super::Database;
 use crate::config::failed::{Change, FailedConfig};
 use crate::config::QueueConfig;

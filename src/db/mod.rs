@@ -5,6 +5,7 @@
 //! [`row_json`]).
 
 pub mod backlog;
+pub mod bind;
 pub mod binlog;
 pub mod budget;
 pub mod clock;
@@ -18,7 +19,8 @@ pub mod pool;
 pub mod prepared;
 pub mod row_json;
 pub mod session;
-pub mod waiting;
+pub mod unanswered;
+pub mod value;
 
 pub use budget::Budget;
 pub use clock::DbClock;
@@ -27,5 +29,6 @@ pub use error::{DbError, Refusal};
 pub use error_kind::ErrorKind;
 pub use item::{Item, LeaseParams, OutcomeParams};
 pub use pool::SessionPool;
-pub use session::{OpenError, Ran, Session, Statements};
-pub use waiting::Waiting;
+pub use prepared::Statements;
+pub use session::{OpenError, Ran, Session};
+pub use unanswered::Unanswered;

@@ -9,14 +9,55 @@ use std::sync::Arc;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Statement};
 
+use super::bind::ParamSource;
 use super::error::DbError;
-use super::item::{Columns, Item, ParamSource};
-use super::session::Statements;
+use super::item::{Columns, Item};
 use crate::config::names::{find_column, unknown_names, BuiltIn, ParamScope};
 use crate::config::statement_path;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::statement::ParsedStatement;
+
+/// Which of a queue's statement lists to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statements {
+    /// The action's statements, for `type = "sql"`.
+    Action,
+    OnSuccess,
+    OnFailure,
+    /// `[lease] sql`: takes a claimed row out of the select.
+    Lease,
+    /// `[lease] renew_sql`.
+    Renew,
+    /// `[lease] release_sql`.
+    Release,
+}
+
+impl Statements {
+    /// Their name in messages: `[on_success] SQL`, `[lease] sql`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Statements::Action => "[action] sql",
+            Statements::OnSuccess => "[on_success] SQL",
+            Statements::OnFailure => "[on_failure] SQL",
+            Statements::Lease => "[lease] sql",
+            Statements::Renew => "[lease] renew_sql",
+            Statements::Release => "[lease] release_sql",
+        }
+    }
+
+    /// What a worker running them waits for, in a log line.
+    pub fn waiting_for(self) -> &'static str {
+        match self {
+            Statements::Action => "the SQL action",
+            Statements::OnSuccess => "[on_success]",
+            Statements::OnFailure => "[on_failure]",
+            Statements::Lease => "[lease] sql",
+            Statements::Renew => "[lease] renew_sql",
+            Statements::Release => "[lease] release_sql",
+        }
+    }
+}
 
 /// The statement a worker claims with: the select, then tableq's own clause.
 pub fn claim_sql(select: &ParsedStatement, limit: usize) -> String {

@@ -1,5 +1,6 @@
-//! How a row's values leave the database: as a JSON object (the HTTP body, a
-//! command's stdin) and as plain text (`{column}` placeholders).
+//! How a row's values leave the database as JSON: an object (the HTTP body, a
+//! command's stdin), an array of them (a batch), `:batch` (with outcomes). Plain
+//! text (`{column}` placeholders) is `crate::db::value`'s.
 //!
 //! | MySQL                         | JSON                                   |
 //! |-------------------------------|----------------------------------------|
@@ -15,14 +16,13 @@
 //! | JSON (MariaDB: text)          | strings                                |
 //! | bytes that are not UTF-8      | base64 strings                         |
 
-use std::borrow::Cow;
-
 use base64::Engine;
 use mysql_async::consts::ColumnType;
 use mysql_async::Value;
 use serde_json::{Map, Number, Value as Json};
 
 use crate::db::item::{Item, OutcomeParams};
+use crate::db::value::temporal_text;
 
 /// The item as a JSON object, keyed by column name, in the select's column order.
 pub fn item_json(item: &Item) -> Json {
@@ -98,65 +98,13 @@ pub fn value_json(value: &Value, column_type: ColumnType) -> Json {
     }
 }
 
-/// One value as the text a `{column}` placeholder becomes: bytes as they are, NULL
-/// as nothing, numbers and times as in the JSON body.
-pub fn value_bytes(value: &Value, column_type: ColumnType) -> Cow<'_, [u8]> {
-    match value {
-        Value::NULL => Cow::Borrowed(b""),
-        Value::Bytes(bytes) => Cow::Borrowed(bytes),
-        Value::Int(i) => Cow::Owned(i.to_string().into_bytes()),
-        Value::UInt(u) => Cow::Owned(u.to_string().into_bytes()),
-        Value::Float(f) => Cow::Owned(f.to_string().into_bytes()),
-        Value::Double(d) => Cow::Owned(d.to_string().into_bytes()),
-        Value::Date(..) | Value::Time(..) => {
-            Cow::Owned(temporal_text(value, column_type).into_bytes())
-        }
-    }
-}
-
-/// ISO-8601 text for DATE, DATETIME/TIMESTAMP and TIME values.
-fn temporal_text(value: &Value, column_type: ColumnType) -> String {
-    match *value {
-        Value::Date(year, month, day, hour, minute, second, micros) => {
-            let date = format!("{year:04}-{month:02}-{day:02}");
-            if matches!(
-                column_type,
-                ColumnType::MYSQL_TYPE_DATE | ColumnType::MYSQL_TYPE_NEWDATE
-            ) {
-                date
-            } else {
-                format!(
-                    "{date}T{hour:02}:{minute:02}:{second:02}{}",
-                    fraction(micros)
-                )
-            }
-        }
-        Value::Time(negative, days, hour, minute, second, micros) => {
-            let hours = days * 24 + u32::from(hour);
-            let sign = if negative { "-" } else { "" };
-            format!(
-                "{sign}{hours:02}:{minute:02}:{second:02}{}",
-                fraction(micros)
-            )
-        }
-        _ => String::new(),
-    }
-}
-
-fn fraction(micros: u32) -> String {
-    if micros == 0 {
-        String::new()
-    } else {
-        format!(".{micros:06}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn maps_every_kind_of_value() {
+        use crate::db::value::value_bytes;
         use ColumnType::*;
         assert_eq!(value_json(&Value::Int(-7), MYSQL_TYPE_LONG), Json::from(-7));
         assert_eq!(

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use super::backoff::jitter;
+use super::retry::jitter;
 use crate::action::{Blame, Outcome};
 use crate::config::{CircuitConfig, QueueConfig};
 use crate::lock::lock;

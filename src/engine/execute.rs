@@ -22,7 +22,7 @@ use super::queue::QueueRuntime;
 use crate::action::progress::Progress;
 use crate::action::{External, InTransaction, Job, Outcome};
 use crate::db::{DbError, Item, Session};
-use crate::telemetry::traces;
+use crate::telemetry::trace::otlp;
 
 /// What one run of the queue's action is for.
 #[derive(Clone, Copy)]
@@ -114,7 +114,7 @@ impl QueueRuntime {
             .by(started + timeout, &stop, run(job, stop.clone()))
             .await?;
         let mut outcome = ran.unwrap_or_else(|| late.timed_out(timeout));
-        if traces::enabled() {
+        if otlp::enabled() {
             outcome.trace.get_or_insert_default().ran = Some((began, SystemTime::now()));
         }
         self.stats.observed.record_action(started.elapsed());

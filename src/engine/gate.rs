@@ -19,14 +19,15 @@ use crate::lock::lock;
 /// The gate of one database, shared by every queue on it.
 #[derive(Debug, Default)]
 pub struct WriteGate {
-    refused: Mutex<Option<Refused>>,
+    /// While writes are refused: the gate closed.
+    closed: Mutex<Option<Closed>>,
     opened: Notify,
 }
 
-/// Writes are refused: why, when a worker may look again, and how long after that
-/// the next one may.
+/// The gate closed, as writes are refused: why, when a worker may look again, and
+/// how long after that the next one may.
 #[derive(Debug, Clone, Copy)]
-struct Refused {
+struct Closed {
     why: &'static str,
     until: Instant,
     every: Duration,
@@ -36,8 +37,8 @@ impl WriteGate {
     /// Writes were refused for `why` (`read-only`, `permission denied`): claims wait
     /// for `retry_in`, or until writes work again. Said when the gate closes.
     pub fn refused(&self, why: &'static str, retry_in: Duration) {
-        let mut refused = lock(&self.refused);
-        if refused.is_none() {
+        let mut closed = lock(&self.closed);
+        if closed.is_none() {
             warn!(
                 why,
                 "the database refuses writes ({why}): no worker claims on it until writes \
@@ -45,7 +46,7 @@ impl WriteGate {
                 twice"
             );
         }
-        *refused = Some(Refused {
+        *closed = Some(Closed {
             why,
             until: Instant::now() + retry_in,
             every: retry_in,
@@ -54,7 +55,7 @@ impl WriteGate {
 
     /// A write went through: the gate opens, and the workers waiting at it claim.
     pub fn writable(&self) {
-        if lock(&self.refused).take().is_some() {
+        if lock(&self.closed).take().is_some() {
             info!("the database takes writes again: the queues claim again");
         }
         self.opened.notify_waiters();
@@ -62,7 +63,7 @@ impl WriteGate {
 
     /// Why writes are refused, if they are.
     pub fn refusing(&self) -> Option<&'static str> {
-        lock(&self.refused).map(|refused| refused.why)
+        lock(&self.closed).map(|closed| closed.why)
     }
 
     /// Waits until this worker may claim: at once while writes work; while they are
@@ -76,14 +77,14 @@ impl WriteGate {
             // Registered before looking, so an opening in between is not missed.
             opened.as_mut().enable();
             let until = {
-                let mut refused = lock(&self.refused);
-                match refused.as_mut() {
+                let mut closed = lock(&self.closed);
+                match closed.as_mut() {
                     None => return true,
-                    Some(refused) if refused.until <= Instant::now() => {
-                        refused.until = Instant::now() + refused.every;
+                    Some(closed) if closed.until <= Instant::now() => {
+                        closed.until = Instant::now() + closed.every;
                         return true;
                     }
-                    Some(refused) => refused.until,
+                    Some(closed) => closed.until,
                 }
             };
             tokio::select! {

@@ -56,7 +56,7 @@ impl Idle {
 
     /// After an empty claim: the watcher's role if nobody has it, else a sleep that
     /// ends when a full claim wakes the workers (or the watcher hands its role on).
-    pub fn turn(&self) -> Turn<'_> {
+    pub fn role(&self) -> Role<'_> {
         let mut woken = Box::pin(self.wake.notified());
         // Register before looking, so a wake-up between the two is not lost.
         woken.as_mut().enable();
@@ -65,9 +65,9 @@ impl Idle {
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            Turn::Watch(Watch(self))
+            Role::Watch(Watch(self))
         } else {
-            Turn::Sleep(Sleep(woken))
+            Role::Sleep(Sleep(woken))
         }
     }
 }
@@ -90,7 +90,7 @@ pub const SECOND_LOOKS: [Duration; 2] = [Duration::from_millis(10), Duration::fr
 
 /// What an idle worker does next: watch (poll every `poll_interval`), or sleep.
 #[derive(Debug)]
-pub enum Turn<'a> {
+pub enum Role<'a> {
     Watch(Watch<'a>),
     Sleep(Sleep<'a>),
 }
@@ -114,10 +114,10 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn sleep(turn: Turn<'_>) -> Sleep<'_> {
-        match turn {
-            Turn::Sleep(sleep) => sleep,
-            Turn::Watch(_) => panic!("expected to sleep"),
+    fn sleep(role: Role<'_>) -> Sleep<'_> {
+        match role {
+            Role::Sleep(sleep) => sleep,
+            Role::Watch(_) => panic!("expected to sleep"),
         }
     }
 
@@ -125,9 +125,9 @@ mod tests {
     async fn one_watches_the_others_sleep_until_woken() {
         let idle = Idle::default();
         let stop = CancellationToken::new();
-        let watch = idle.turn();
-        assert!(matches!(watch, Turn::Watch(_)));
-        let sleeper = sleep(idle.turn()).until_woken(&stop);
+        let watch = idle.role();
+        assert!(matches!(watch, Role::Watch(_)));
+        let sleeper = sleep(idle.role()).until_woken(&stop);
         tokio::pin!(sleeper);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), sleeper.as_mut())
@@ -138,7 +138,7 @@ mod tests {
         idle.wake_all();
         sleeper.await;
         assert!(
-            matches!(idle.turn(), Turn::Sleep(_)),
+            matches!(idle.role(), Role::Sleep(_)),
             "the role is still taken"
         );
     }
@@ -146,8 +146,8 @@ mod tests {
     #[tokio::test]
     async fn a_wake_up_between_registering_and_sleeping_is_not_lost() {
         let idle = Idle::default();
-        let _watch = idle.turn();
-        let sleeper = sleep(idle.turn());
+        let _watch = idle.role();
+        let sleeper = sleep(idle.role());
         idle.wake_all(); // before the sleeper awaits
         tokio::time::timeout(
             Duration::from_secs(1),
@@ -161,8 +161,8 @@ mod tests {
     async fn a_dropped_watch_hands_the_role_on() {
         let idle = Idle::default();
         let stop = CancellationToken::new();
-        let watch = idle.turn();
-        let sleeper = sleep(idle.turn()).until_woken(&stop);
+        let watch = idle.role();
+        let sleeper = sleep(idle.role()).until_woken(&stop);
         tokio::pin!(sleeper);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), sleeper.as_mut())
@@ -172,7 +172,7 @@ mod tests {
         drop(watch);
         sleeper.await;
         assert!(
-            matches!(idle.turn(), Turn::Watch(_)),
+            matches!(idle.role(), Role::Watch(_)),
             "the role is free to take"
         );
     }

@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn};
 
-use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::retry::{Next, Retry};
 use super::stats_refresher::{refresh_stats, CountOn};
 use super::transaction::TransactionMode;
 use super::worker::run_worker;
@@ -20,8 +20,6 @@ use crate::action::Action;
 use crate::config::QueueConfig;
 use crate::db::{Budget, Database, DbClock, OpenError, Session};
 use crate::diagnostic::{Finding, Findings, Severity};
-use crate::duration::rounded;
-use crate::telemetry::events::{Event, NotConnected};
 use crate::telemetry::stats::report_progress;
 
 /// How many queues open their first session at once.
@@ -166,7 +164,9 @@ async fn open_first(
 ) -> Result<Option<Session>, OpenError> {
     let opened = Session::open(config, database).await;
     if let Err(OpenError::Unreachable(error)) = &opened {
-        if !error.is_access_denied() {
+        // A refused login is a finding; a full server is said with its advice as
+        // the queue tries again.
+        if !error.is_access_denied() && !error.is_server_full() {
             warn!(queue = %config.name, %error, database = %database,
                 "cannot connect to the database; the queue starts once it can");
         }
@@ -241,37 +241,23 @@ async fn read_clock(queue: &QueueRuntime, session: &mut Session) {
 
 /// Opens the queue's first session, retrying with backoff; `None` once told to stop.
 async fn first_session(queue: &QueueRuntime) -> Option<Session> {
-    let mut backoff = Backoff::new(queue.config.error_backoff);
-    loop {
-        let opened = tokio::select! {
-            _ = queue.stop.cancelled() => return None,
-            opened = Session::open(&queue.config, &queue.database) => opened,
-        };
-        let wait = backoff.next_wait();
-        match opened {
-            Ok(session) => return Some(session),
-            Err(OpenError::Unreachable(error)) if error.is_access_denied() => {
-                queue
-                    .stats
-                    .observed
-                    .record_db_error(crate::db::ErrorKind::Connect);
-                error!(queue = %queue.config.name, retry_in = %rounded(wait), "{}", queue.database.refused_login(&error))
-            }
-            Err(e) => {
-                let _span = tracing::info_span!("queue", queue = %queue.config.name).entered();
-                let not_connected = NotConnected {
-                    error: &e,
-                    database: &queue.database,
-                    retry_in: wait,
-                    times: queue.unreachable.record(),
-                };
-                not_connected.emit(&queue.stats);
-            }
+    let stop = &queue.stop;
+    let mut retry = Retry::new(queue.config.error_backoff, stop);
+    let open = || async {
+        tokio::select! {
+            _ = stop.cancelled() => Err(None),
+            opened = Session::open(&queue.config, &queue.database) => opened.map_err(Some),
         }
-        if !pause(&queue.stop, wait).await {
-            return None;
+    };
+    let opened = retry.run(open, |error, failure| match error {
+        Some(error) => {
+            let _span = tracing::info_span!("queue", queue = %queue.config.name).entered();
+            queue.cannot_connect(error, failure.retry_in);
+            Next::Again
         }
-    }
+        None => Next::GiveUp,
+    });
+    opened.await.ok()
 }
 
 /// Starts a transaction-mode queue's workers (the first takes `session`) and its

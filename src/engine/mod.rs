@@ -2,7 +2,6 @@
 //! and its two modes, the one place an action runs, the one recorder of outcomes,
 //! and what a queue's workers share.
 
-pub mod backoff;
 pub mod circuit;
 pub mod drain;
 pub mod execute;
@@ -14,17 +13,17 @@ pub mod lifecycle;
 pub mod limits;
 pub mod liveness;
 pub mod loops;
-pub mod once;
 pub mod pausing;
 pub mod queue;
 pub mod record;
 pub mod reload;
 pub mod report;
 pub mod restart;
+pub mod retry;
+pub mod settle;
 pub mod stats_refresher;
 pub mod stop_when_empty;
 pub mod supervisor;
-pub mod throttle;
 pub mod transaction;
 pub mod turn;
 pub mod wake;

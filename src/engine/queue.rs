@@ -1,23 +1,25 @@
 //! What a queue's workers share while it runs.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use super::circuit::Circuit;
+use super::drain::Drain;
 use super::gate::WriteGate;
 use super::idle::Idle;
 use super::limits::Limits;
 use super::loops::Loops;
-use super::once::OncePerKey;
 use super::pausing::Pausing;
 use super::stop_when_empty::StopWhenEmpty;
-use super::throttle::Throttle;
 use super::wake::QueueWake;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
-use crate::db::{Database, DbError};
-use crate::telemetry::events::{DatabaseFull, Event};
+use crate::db::{Database, DbError, OpenError};
+use crate::telemetry::events::{DatabaseFull, Event, LoginRefused, NotConnected};
+use crate::telemetry::log::once::OncePerKey;
+use crate::telemetry::log::throttle::Throttle;
 use crate::telemetry::stats::QueueStats;
 
 /// A running queue: its configuration, its action ready to run, its database, and
@@ -43,6 +45,8 @@ pub struct QueueRuntime {
     pub queue_faults: OncePerKey,
     /// Connections the server refused for being full, said once a minute.
     pub full_server: Throttle,
+    /// Logins the server refused, said once a minute.
+    pub refused_login: Throttle,
     /// Connections that could not be made, said once a minute.
     pub unreachable: Throttle,
     /// Transactions lost, said once a minute.
@@ -60,25 +64,104 @@ pub struct QueueRuntime {
 }
 
 impl QueueRuntime {
-    /// When `error` is the server refusing a connection for being full, says so
-    /// with the advice (once a minute per queue) and counts it; true if it was.
-    /// Wherever a connection opens — a worker's session, a lease pool's — the same
-    /// words.
-    pub fn said_if_full(&self, error: &DbError) -> bool {
-        if !error.is_server_full() {
-            return false;
+    /// `config`'s queue, its `action` ready, on `database`, counted in `stats` — with
+    /// a gate of its own, no part in `--stop-when-empty`, and stop and abort tokens
+    /// of its own, for the supervisor to replace with the run's.
+    pub fn new(
+        config: QueueConfig,
+        action: Action,
+        database: Database,
+        stats: Arc<QueueStats>,
+    ) -> QueueRuntime {
+        QueueRuntime {
+            action,
+            stop_when_empty: StopWhenEmpty::new(false, Arc::new(Drain::default()), &config.name),
+            idle: Idle::default(),
+            wake: QueueWake::default(),
+            loops: Loops::new(config.loop_window),
+            limits: Limits::new(&config),
+            circuit: Circuit::new(&config, stats.clone()),
+            gate: Arc::default(),
+            pausing: Pausing::new(config.poll_interval),
+            stats,
+            config,
+            database,
+            stop: CancellationToken::new(),
+            abort: CancellationToken::new(),
+            outcome_sql_failed: OncePerKey::default(),
+            queue_faults: OncePerKey::default(),
+            full_server: Throttle::default(),
+            refused_login: Throttle::default(),
+            unreachable: Throttle::default(),
+            lost: Throttle::default(),
         }
-        let full = DatabaseFull {
+    }
+
+    /// Says why a connection could not be opened — the one way, wherever one opens
+    /// (a worker's session, a lease pool's, a queue's first): with its advice when
+    /// the server is full or refuses the login, else that the database cannot be
+    /// reached (or the queue's SQL does not work on it), retrying after `retry_in`.
+    /// Counted every time; said once a minute per queue, as every worker and every
+    /// attempt would say the same.
+    pub fn cannot_connect(&self, error: &OpenError, retry_in: Duration) {
+        if error
+            .unreachable()
+            .is_some_and(|e| self.said_with_advice(e, retry_in))
+        {
+            return;
+        }
+        let not_connected = NotConnected {
             error,
             database: &self.database,
-            refused: self.full_server.record(),
+            retry_in,
+            times: self.unreachable.record(),
         };
-        full.emit(&self.stats);
-        true
+        not_connected.emit(&self.stats);
+    }
+
+    /// When `error` is the server refusing a connection for being full, or refusing
+    /// the login, says so with what to do about it (once a minute per queue) and
+    /// counts it; true if it was. The same words wherever a connection opens.
+    pub fn said_with_advice(&self, error: &DbError, retry_in: Duration) -> bool {
+        if error.is_server_full() {
+            let full = DatabaseFull {
+                error,
+                database: &self.database,
+                refused: self.full_server.record(),
+            };
+            full.emit(&self.stats);
+            return true;
+        }
+        if error.is_access_denied() {
+            let refused = LoginRefused {
+                error,
+                database: &self.database,
+                retry_in,
+                times: self.refused_login.record(),
+            };
+            refused.emit(&self.stats);
+            return true;
+        }
+        false
     }
 
     /// Whether the queue's statements and actions run once per batch.
     pub fn batch_scope(&self) -> bool {
         self.config.scope() == Scope::Batch
+    }
+}
+
+#[cfg(test)]
+impl QueueRuntime {
+    /// A queue for unit tests, as the queue file `file` describes it, on a database
+    /// nobody connects to: what its workers decide can be tested without one.
+    pub fn for_tests(file: &str) -> QueueRuntime {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("test.toml");
+        std::fs::write(&path, file).expect("the queue file written");
+        let config = crate::config::load_file(&path, &|_| None).expect("a valid queue file");
+        let action = Action::new(&config.action).expect("its action");
+        let database = Database::from_url("mysql://tableq@127.0.0.1:1/tests").expect("a URL");
+        QueueRuntime::new(config, action, database, Arc::default())
     }
 }

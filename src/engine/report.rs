@@ -1,8 +1,11 @@
 //! What one turn did with the items it claimed.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::telemetry::spans::ItemTrace;
+use crate::db::{DbError, Statements};
+use crate::telemetry::events::LostAt;
+use crate::telemetry::trace::spans::ItemTrace;
 
 /// What one turn did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -12,8 +15,7 @@ pub struct BatchReport {
     pub done: usize,
     /// Action failed and `[on_failure]` committed.
     pub failed: usize,
-    /// Left as they were: waiting again (no `[on_failure]`, outcome SQL failed, the
-    /// failure was not the item's, or not started because the worker is stopping).
+    /// Left as they were: waiting again (see [`Returned`]).
     pub returned: usize,
     /// Failures, recorded or not, that were not the items' own: downstream, or the
     /// queue's.
@@ -27,11 +29,65 @@ pub struct BatchReport {
 }
 
 /// What became of one item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Fate {
+    /// The action succeeded and `[on_success]` was written.
     Done,
+    /// The action failed and `[on_failure]` was written.
     Failed,
-    Returned,
+    /// Left as it was claimed: waiting again.
+    Returned(Returned),
+}
+
+/// Why an item is waiting again.
+#[derive(Debug)]
+pub enum Returned {
+    /// The circuit breaker kept its action from running, or its failure downstream
+    /// is not recorded while the circuit is open.
+    CircuitOpen,
+    /// Its action failed for a reason that is the queue's, not the row's.
+    QueueFault,
+    /// Its action failed because the database refuses writes for now.
+    WritesRefused,
+    /// Its action failed, and the queue has no `[on_failure]` to record it.
+    NoOnFailure,
+    /// Its outcome SQL (or, in lease mode, its `[lease] sql`) failed on its own error.
+    SqlFailed {
+        which: Statements,
+        error: Arc<DbError>,
+    },
+    /// Its `[lease] sql` matched no row: it was not leased.
+    NotLeased,
+    /// Its lease was lost: nothing of it is recorded.
+    LeaseLost { lease_id: String, at: LostAt },
+    /// Whether its outcome was recorded is not known (the database could not be
+    /// reached, or the COMMIT had no answer); why.
+    NotKnown(String),
+    /// Not started: the worker is stopping.
+    Stopping,
+    /// Cancelled: the shutdown timeout passed.
+    Aborted,
+}
+
+impl Returned {
+    /// Why, as the item's trace span says it; `None` when its action's error says it.
+    pub fn why(&self) -> Option<String> {
+        Some(match self {
+            Returned::CircuitOpen => "left as claimed: the circuit breaker is open".to_string(),
+            Returned::QueueFault | Returned::WritesRefused | Returned::NoOnFailure => return None,
+            Returned::SqlFailed { which, error } => match which {
+                Statements::OnSuccess | Statements::OnFailure => {
+                    format!("outcome SQL failed: {error}")
+                }
+                which => format!("{} failed: {error}", which.label()),
+            },
+            Returned::NotLeased => "[lease] sql matched no row: not leased".to_string(),
+            Returned::LeaseLost { .. } => "the lease was lost".to_string(),
+            Returned::NotKnown(why) => why.clone(),
+            Returned::Stopping => "not started: the worker is stopping".to_string(),
+            Returned::Aborted => "cancelled: the shutdown timeout passed".to_string(),
+        })
+    }
 }
 
 impl BatchReport {
@@ -67,15 +123,15 @@ impl BatchReport {
         self.traced.extend(other.traced);
     }
 
-    /// Counts `item`'s fate.
-    pub fn count(&mut self, fate: Fate, key: impl FnOnce() -> String) {
+    /// Counts an item's fate (`key`: the item's, for a loop's detection).
+    pub fn count(&mut self, fate: &Fate, key: impl FnOnce() -> String) {
         match fate {
             Fate::Done => {
                 self.done += 1;
                 self.completed.push(key());
             }
             Fate::Failed => self.failed += 1,
-            Fate::Returned => self.returned += 1,
+            Fate::Returned(_) => self.returned += 1,
         }
     }
 }
@@ -87,8 +143,8 @@ mod tests {
     #[test]
     fn only_failures_not_recorded_or_not_the_items_slow_the_worker() {
         let mut recorded = BatchReport::claimed(2);
-        recorded.count(Fate::Failed, String::new);
-        recorded.count(Fate::Failed, String::new);
+        recorded.count(&Fate::Failed, String::new);
+        recorded.count(&Fate::Failed, String::new);
         assert!(
             !recorded.slows_down(),
             "recorded failures are normal processing"
@@ -97,7 +153,7 @@ mod tests {
         downstream.not_the_items = 2;
         assert!(downstream.slows_down(), "the whole batch failed downstream");
         let mut returned = BatchReport::claimed(3);
-        returned.count(Fate::Returned, String::new);
+        returned.count(&Fate::Returned(Returned::NoOnFailure), String::new);
         assert!(returned.slows_down(), "an item came straight back");
     }
 }

@@ -5,8 +5,8 @@ use std::future::Future;
 
 use tracing::error;
 
-use super::backoff::{pause, Backoff};
 use super::queue::QueueRuntime;
+use super::retry::{Next, Retry};
 use crate::duration::rounded;
 
 /// Runs worker `index` of `queue`, as `start` makes it, and again each time it
@@ -16,18 +16,21 @@ where
     F: FnMut() -> W,
     W: Future<Output = ()> + Send + 'static,
 {
-    let mut backoff = Backoff::new(queue.config.error_backoff);
-    loop {
-        match tokio::spawn(start()).await {
-            Err(e) if e.is_panic() => {
-                let wait = backoff.next_wait();
-                error!(queue = %queue.config.name, worker = index, retry_in = %rounded(wait),
-                    "worker crashed (a bug in tableq; please report it); {left}; restarting it");
-                if !pause(&queue.stop, wait).await {
-                    return;
-                }
+    let mut retry = Retry::new(queue.config.error_backoff, &queue.stop);
+    let run = || {
+        let worker = tokio::spawn(start());
+        async {
+            match worker.await {
+                Err(e) if e.is_panic() => Err(e),
+                _ => Ok(()),
             }
-            _ => return,
         }
-    }
+    };
+    let _ = retry
+        .run(run, |_, failure| {
+            error!(queue = %queue.config.name, worker = index, retry_in = %rounded(failure.retry_in),
+                "worker crashed (a bug in tableq; please report it); {left}; restarting it");
+            Next::Again
+        })
+        .await;
 }

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::backoff::pause;
 use super::queue::QueueRuntime;
+use super::retry::sleep_unless_stopped;
 use crate::db::backlog::{read_backlog, Backlog, BacklogError};
 use crate::db::SessionPool;
 use crate::telemetry::events::{CountFailed, Event};
@@ -35,7 +35,7 @@ pub async fn refresh_stats(queue: Arc<QueueRuntime>, on: CountOn) {
             _ = queue.stop.cancelled() => break,
             () = count_once(&queue, &on) => {}
         }
-        if !pause(&queue.stop, every).await {
+        if !sleep_unless_stopped(&queue.stop, every).await {
             break;
         }
         if queue.wake.following() && !changed_or_due(&queue).await {

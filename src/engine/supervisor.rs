@@ -20,16 +20,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
-use super::circuit::Circuit;
 use super::drain::Drain;
 use super::gate::WriteGate;
-use super::idle::Idle;
 use super::launch::{prepare, start_queue, Prepared};
 use super::lifecycle::{Lifecycle, Silent};
-use super::limits::Limits;
 use super::liveness::Progress;
-use super::loops::Loops;
-use super::pausing::Pausing;
 use super::queue::QueueRuntime;
 use super::stop_when_empty::StopWhenEmpty;
 use super::wake::Followers;
@@ -38,7 +33,7 @@ use crate::db::backlog::read_backlog;
 use crate::db::{Budget, Database};
 use crate::diagnostic::Findings;
 use crate::duration::rounded;
-use crate::telemetry::monitor::Monitor;
+use crate::telemetry::stats::monitor::Monitor;
 use crate::telemetry::stats::Counts;
 
 pub use super::launch::resolve_databases;
@@ -341,29 +336,15 @@ impl Supervisor {
         let progress = Progress::new(&config, &stats);
         let gate = self.gates.entry(database.to_string()).or_default().clone();
         let runtime = Arc::new(QueueRuntime {
-            action,
             stop_when_empty: StopWhenEmpty::new(
                 self.options.stop_when_empty,
                 self.drain.clone(),
                 &config.name,
             ),
-            idle: Idle::default(),
-            wake: Default::default(),
-            loops: Loops::new(config.loop_window),
-            limits: Limits::new(&config),
-            circuit: Circuit::new(&config, stats.clone()),
             gate,
-            pausing: Pausing::new(config.poll_interval),
-            stats,
-            config,
-            database,
             stop,
             abort: self.abort.clone(),
-            outcome_sql_failed: Default::default(),
-            queue_faults: Default::default(),
-            full_server: Default::default(),
-            unreachable: Default::default(),
-            lost: Default::default(),
+            ..QueueRuntime::new(config, action, database, stats)
         });
         let tracker = TaskTracker::new();
         tracker.spawn(start_queue(

@@ -14,7 +14,7 @@ use super::idle::Watch;
 use super::queue::QueueRuntime;
 use crate::db::{DbError, Item};
 use crate::lock::lock;
-use crate::telemetry::observed::Busy;
+use crate::telemetry::stats::observed::Busy;
 
 /// Watches one turn, from its claim to its commit or rollback.
 pub struct Turn<'a> {

@@ -11,18 +11,18 @@ use std::time::Duration;
 
 use tracing::{debug, info, info_span, Instrument};
 
-use super::backoff::{jitter, pause, Backoff};
-use super::idle::{Turn as IdleTurn, Watch, Woke, SECOND_LOOKS};
+use super::idle::{Role, Watch, Woke, SECOND_LOOKS};
 use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::report::BatchReport;
 use super::restart::restart_on_panic;
+use super::retry::{jitter, Retry};
 use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
 use crate::db::{DbError, OpenError};
 use crate::duration::rounded;
-use crate::telemetry::events::{Event, LoopSeen, NotConnected, QueueLooping};
-use crate::telemetry::{spans, traces};
+use crate::telemetry::events::{Event, LoopSeen, QueueLooping};
+use crate::telemetry::trace::{otlp, spans};
 
 /// How a worker claims rows and carries them to their end: transaction mode or lease
 /// mode.
@@ -94,7 +94,8 @@ where
 struct Worker<'a, M> {
     queue: &'a QueueRuntime,
     mode: M,
-    backoff: Backoff,
+    /// The waits after a lost connection, a failed turn or a slow one.
+    retry: Retry<'a>,
     /// The database could not be reached: say so when it is back.
     reconnecting: bool,
     /// Deadlocks and lock wait timeouts in a row.
@@ -110,7 +111,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         Worker {
             queue,
             mode,
-            backoff: Backoff::new(queue.config.error_backoff),
+            retry: Retry::new(queue.config.error_backoff, &queue.stop),
             reconnecting: false,
             contention: 0,
             watch: None,
@@ -174,7 +175,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         }
         match ended {
             Ended::Empty => {
-                self.backoff.reset();
+                self.retry.reset();
                 // With --stop-when-empty the process's drain decides when to stop:
                 // meanwhile an empty queue idles, and works rows that appear.
                 match attempt.finish_empty() {
@@ -200,10 +201,10 @@ impl<'a, M: Mode> Worker<'a, M> {
                 // longer each time in a row, before claiming again.
                 self.contention += 1;
                 let ceiling = self.queue.config.error_backoff;
-                Step::Wait(contention_pause(self.contention, ceiling))
+                Step::Wait(contention_wait(self.contention, ceiling))
             }
             Ended::Lost(e) => {
-                let wait = self.backoff.next_wait();
+                let wait = self.retry.next_wait();
                 if let Some(why) = e.refuses_writes() {
                     self.queue.gate.refused(why.as_str(), wait);
                 }
@@ -217,8 +218,8 @@ impl<'a, M: Mode> Worker<'a, M> {
                 Step::Wait(wait)
             }
             Ended::NotOpened(e) => {
-                let wait = self.backoff.next_wait();
-                self.not_opened(&e, wait);
+                let wait = self.retry.next_wait();
+                self.queue.cannot_connect(&e, wait);
                 self.reconnecting = true;
                 Step::Wait(wait)
             }
@@ -239,9 +240,9 @@ impl<'a, M: Mode> Worker<'a, M> {
             return Step::Stop;
         }
         if report.slows_down() {
-            Step::Wait(self.backoff.next_wait())
+            Step::Wait(self.retry.next_wait())
         } else {
-            self.backoff.reset();
+            self.retry.reset();
             Step::ClaimAgain
         }
     }
@@ -254,7 +255,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         let items = std::mem::take(&mut report.traced);
         let (queue, batch) = (&self.queue.config.name, self.queue.batch_scope());
         let committed = std::time::SystemTime::now();
-        traces::export(spans::of_turn(queue, batch, claimed, committed, &items));
+        otlp::export(spans::of_turn(queue, batch, claimed, committed, &items));
     }
 
     /// Says so of each key completed again within `loop_window`; true — and the
@@ -283,7 +284,7 @@ impl<'a, M: Mode> Worker<'a, M> {
     async fn follow(&mut self, step: Step) -> bool {
         match step {
             Step::ClaimAgain => true,
-            Step::Wait(wait) => pause(&self.queue.stop, wait).await,
+            Step::Wait(wait) => self.retry.sleep(wait).await,
             Step::Idle => self.idle().await,
             Step::Stop => false,
         }
@@ -294,9 +295,9 @@ impl<'a, M: Mode> Worker<'a, M> {
     async fn idle(&mut self) -> bool {
         let queue = self.queue;
         if self.watch.is_none() {
-            match queue.idle.turn() {
-                IdleTurn::Watch(role) => self.watch = Some(role),
-                IdleTurn::Sleep(sleep) => {
+            match queue.idle.role() {
+                Role::Watch(watch) => self.watch = Some(watch),
+                Role::Sleep(sleep) => {
                     // A sleeping worker holds no connection: an idle queue keeps
                     // one, the watcher's.
                     self.mode.sleep().await;
@@ -327,30 +328,190 @@ impl<'a, M: Mode> Worker<'a, M> {
             }
         }
     }
-
-    /// Says why no session opened — once a minute per queue, as every worker and
-    /// every attempt would say the same.
-    fn not_opened(&self, e: &OpenError, wait: Duration) {
-        let queue = self.queue;
-        if e.unreachable()
-            .is_some_and(|error| queue.said_if_full(error))
-        {
-            return;
-        }
-        let not_connected = NotConnected {
-            error: e,
-            database: &queue.database,
-            retry_in: wait,
-            times: queue.unreachable.record(),
-        };
-        not_connected.emit(&queue.stats);
-    }
 }
 
 /// How long to wait after the `streak`-th deadlock in a row: a few milliseconds,
 /// doubling, never more than `ceiling`, with jitter so two deadlocked workers do not
 /// collide again in step.
-fn contention_pause(streak: u32, ceiling: Duration) -> Duration {
+fn contention_wait(streak: u32, ceiling: Duration) -> Duration {
     let base = Duration::from_millis(10u64 << streak.min(10));
     jitter(base).min(ceiling)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::db::DbError;
+    use crate::telemetry::log::capture;
+
+    /// A mode whose turns the tests hand to `next_step` themselves.
+    struct NoTurns;
+
+    impl Mode for NoTurns {
+        const LEFT_BEHIND: &'static str = "nothing";
+
+        async fn turn(&mut self, _: &Turn<'_>) -> Ended {
+            unreachable!("the tests decide what each turn came to")
+        }
+
+        async fn sleep(&mut self) {}
+
+        async fn read_pause(&mut self) -> Read {
+            Read::NoSession
+        }
+    }
+
+    const QUEUE: &str = r#"
+        select = "SELECT id FROM job WHERE done = 0"
+        error_backoff = "800ms"
+        loop_limit = 3
+        [action]
+        type = "sql"
+        sql = "DO :id"
+        [on_success]
+        sql = "UPDATE job SET done = 1 WHERE id = :id"
+    "#;
+
+    /// What the worker decides after a turn that came to `ended`.
+    fn after(worker: &mut Worker<'_, NoTurns>, ended: Ended) -> Step {
+        let attempt = worker.queue.stop_when_empty.begin();
+        worker.next_step(ended, attempt)
+    }
+
+    /// A turn that did `done` items, the keys those of `completed`.
+    fn done(completed: &[&str], returned: usize) -> Ended {
+        let mut report = BatchReport::claimed(completed.len() + returned);
+        report.done = completed.len();
+        report.returned = returned;
+        report.completed = completed.iter().map(|k| k.to_string()).collect();
+        Ended::Done(report)
+    }
+
+    /// A wait of the backoff's first step: between half of 800ms and all of it.
+    fn first_backoff(step: Step) -> bool {
+        let first = Duration::from_millis(800);
+        matches!(step, Step::Wait(wait) if wait >= first / 2 && wait <= first)
+    }
+
+    /// An empty queue idles; a turn that did its items claims again at once; a turn
+    /// whose items came back unrecorded backs off; an abort or a stop stops.
+    #[test]
+    fn each_turn_leads_to_its_next_step() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        assert_eq!(after(&mut worker, Ended::Empty), Step::Idle);
+        assert_eq!(after(&mut worker, done(&["1", "2"], 0)), Step::ClaimAgain);
+        assert_eq!(after(&mut worker, Ended::RolledBack), Step::ClaimAgain);
+        assert!(first_backoff(after(&mut worker, done(&["3"], 1))));
+        assert_eq!(after(&mut worker, Ended::Aborted), Step::Stop);
+        assert_eq!(after(&mut worker, Ended::Stopped), Step::Stop);
+        assert!(
+            !queue.stop.is_cancelled(),
+            "the worker stops, not the queue"
+        );
+    }
+
+    /// A row completed again and again within `loop_window` stops the queue once it
+    /// came back `loop_limit` times, and each return is said.
+    #[test]
+    fn a_loop_stops_the_queue() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let (log, _guard) = capture();
+        let steps: Vec<Step> = (0..4)
+            .map(|_| after(&mut worker, done(&["7"], 0)))
+            .collect();
+        let claimed_again = [Step::ClaimAgain, Step::ClaimAgain, Step::ClaimAgain];
+        assert_eq!(steps[..3], claimed_again);
+        assert_eq!(steps[3], Step::Stop);
+        assert!(queue.stop.is_cancelled() && queue.stats.looping());
+        assert_eq!(queue.stats.counts().loops, 3);
+        let log = log.text();
+        assert!(log.contains("an item completed again"), "{log}");
+        assert!(log.contains("the queue loops"), "{log}");
+    }
+
+    /// A lost transaction backs off and says so; the next turn that reaches the
+    /// database says it is back and starts the backoff afresh.
+    #[test]
+    fn a_lost_connection_backs_off_and_says_so() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let (log, _guard) = capture();
+        let lost = DbError::server(2013, "Lost connection to server during query");
+        assert!(first_backoff(after(&mut worker, Ended::Lost(lost))));
+        let lost = DbError::server(2013, "Lost connection to server during query");
+        let second = after(&mut worker, Ended::Lost(lost));
+        assert!(
+            matches!(second, Step::Wait(w) if w >= Duration::from_millis(800)),
+            "{second:?}"
+        );
+        assert!(log
+            .text()
+            .contains("database error; the transaction is rolled back"));
+        assert_eq!(after(&mut worker, Ended::Empty), Step::Idle);
+        assert!(log.text().contains("connected to the database again"));
+        let lost = DbError::server(2013, "Lost connection to server during query");
+        assert!(
+            first_backoff(after(&mut worker, Ended::Lost(lost))),
+            "afresh"
+        );
+    }
+
+    /// A transaction lost to a read-only server closes the gate of its database.
+    #[test]
+    fn a_read_only_database_closes_the_gate() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let read_only = DbError::server(
+            1290,
+            "The MariaDB server is running with the --read-only option",
+        );
+        assert!(first_backoff(after(&mut worker, Ended::Lost(read_only))));
+        assert_eq!(queue.gate.refusing(), Some("read-only"));
+    }
+
+    /// No session: a full server and a refused login are said with their advice,
+    /// anything else as a database that cannot be reached; each backs off.
+    #[test]
+    fn a_session_that_does_not_open_is_said_with_its_advice() {
+        let (log, _guard) = capture();
+        for (code, said) in [
+            (1040, "lower `workers`"),
+            (1045, "check the user and password in the database URL"),
+            (2003, "cannot connect to the database; retrying"),
+        ] {
+            let queue = QueueRuntime::for_tests(QUEUE);
+            let mut worker = Worker::new(&queue, NoTurns);
+            let error = OpenError::Unreachable(DbError::server(code, "refused"));
+            assert!(first_backoff(after(&mut worker, Ended::NotOpened(error))));
+            assert!(log.text().contains(said), "{code}: {}", log.text());
+            assert!(worker.reconnecting);
+        }
+    }
+
+    /// A deadlock steps aside a few milliseconds, longer each time in a row, never
+    /// longer than `error_backoff`; a turn that goes through starts it afresh.
+    #[test]
+    fn contention_steps_aside_briefly() {
+        let queue = QueueRuntime::for_tests(QUEUE);
+        let mut worker = Worker::new(&queue, NoTurns);
+        let deadlock = || Ended::Contention(DbError::server(1213, "Deadlock found"));
+        let waits: Vec<Duration> = (0..12)
+            .map(|_| match after(&mut worker, deadlock()) {
+                Step::Wait(wait) => wait,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(waits[0] <= Duration::from_millis(20), "{waits:?}");
+        assert!(waits[5] >= Duration::from_millis(320), "{waits:?}");
+        assert!(
+            waits.iter().all(|w| *w <= Duration::from_millis(800)),
+            "{waits:?}"
+        );
+        assert_eq!(after(&mut worker, done(&["1"], 0)), Step::ClaimAgain);
+        assert_eq!(worker.contention, 0);
+    }
 }

@@ -180,6 +180,9 @@ pub fn find_top(lexes: &[Lex], from: usize, keywords: &[&str]) -> Option<usize> 
     None
 }
 
+/// The keywords that end a select's WHERE clause (and its FROM clause, with WHERE).
+pub const AFTER_WHERE: &[&str] = &["GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK"];
+
 /// The top-level clause that starts with `keywords`, up to the next of `ends`.
 pub fn clause<'a>(lexes: &'a [Lex], keywords: &[&str], ends: &[&str]) -> Option<&'a [Lex]> {
     let start = find_top(lexes, 0, keywords)? + keywords.len();

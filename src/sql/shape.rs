@@ -4,19 +4,13 @@
 //! key. Every reader answers `None` (or nothing) rather than guess: a caller that
 //! gets no answer asks the database instead, or says less.
 
-use super::lex;
-use super::tables;
-
-use lex::{
+use super::lex::{
     clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, qualified_column_ref, split_top,
-    Lex,
+    Lex, AFTER_WHERE,
 };
-pub use tables::{
+pub use super::tables::{
     from_tables, from_tables_aliased, statement_target, tables_read, FromTable, TableRef,
 };
-
-pub(super) const AFTER_WHERE: &[&str] =
-    &["GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK"];
 
 /// The names of a select's columns, when every item of its list is a plain column
 /// (`id`, `e.id`, `` `id` ``) or has an alias (`expr AS name`); `None` otherwise

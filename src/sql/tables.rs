@@ -2,8 +2,7 @@
 //! by), the table an `UPDATE`/`DELETE`/`INSERT` writes to, and every table a view's
 //! definition reads — each answering less rather than guessing.
 
-use super::lex::{clause, find_top, ident, is_any_kw, is_kw, lex, Lex};
-use super::shape::AFTER_WHERE;
+use super::lex::{clause, find_top, ident, is_any_kw, is_kw, lex, Lex, AFTER_WHERE};
 
 /// A table named in a statement: `db.name` or `name`.
 #[derive(Debug, Clone, PartialEq, Eq)]

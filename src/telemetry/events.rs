@@ -8,7 +8,7 @@ use std::time::Duration;
 use tracing::{debug, error, info, warn};
 
 use super::stats::{CircuitState, QueueStats};
-use crate::db::{DbError, ErrorKind, OpenError};
+use crate::db::{Database, DbError, ErrorKind, OpenError};
 use crate::duration::rounded;
 
 /// An event of a queue: logged and counted together.
@@ -182,7 +182,7 @@ impl Event for CircuitChanged<'_> {
 /// every attempt would say the same), with how many times since.
 pub struct NotConnected<'a> {
     pub error: &'a OpenError,
-    pub database: &'a dyn std::fmt::Display,
+    pub database: &'a Database,
     pub retry_in: Duration,
     pub times: Option<u64>,
 }
@@ -213,7 +213,7 @@ impl Event for NotConnected<'_> {
 /// minute at most, with how many it refused since (`refused`, when it is due).
 pub struct DatabaseFull<'a> {
     pub error: &'a DbError,
-    pub database: &'a dyn std::fmt::Display,
+    pub database: &'a Database,
     pub refused: Option<u64>,
 }
 
@@ -227,6 +227,26 @@ impl Event for DatabaseFull<'_> {
             "the database refused connections: it is full (max_connections or \
              max_user_connections); lower `workers` (summed over every copy of tableq) or raise \
              the server's limit");
+    }
+}
+
+/// The server refused tableq's login (a wrong password, a user without access to
+/// the database): counted every time, said once a minute at most (`times`, when it
+/// is due), with what to check.
+pub struct LoginRefused<'a> {
+    pub error: &'a DbError,
+    pub database: &'a Database,
+    pub retry_in: Duration,
+    pub times: Option<u64>,
+}
+
+impl Event for LoginRefused<'_> {
+    fn emit(self, stats: &QueueStats) {
+        stats.observed.record_db_error(ErrorKind::Connect);
+        let Some(times) = self.times else {
+            return;
+        };
+        error!(retry_in = %rounded(self.retry_in), times, "{}", self.database.refused_login(self.error));
     }
 }
 

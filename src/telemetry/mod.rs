@@ -1,21 +1,13 @@
-//! What the process tells about itself: counters, the progress line, the metrics
-//! endpoint, and logging.
+//! What the process tells about itself. What each queue counts and times is in
+//! [`stats`]; what is both logged and counted is one type each in [`events`]; and
+//! it goes out four ways: [`log`] (text or JSON lines, and the lines said once a
+//! minute or once per key), [`metrics`] (what `/metrics` answers), [`http`] (the
+//! endpoint's routes and the status page) and [`trace`] (OpenTelemetry spans over
+//! OTLP).
 
 pub mod events;
-pub mod exports;
-pub mod exposition;
-pub mod histograms;
-pub mod in_flight;
-pub mod journal;
-pub mod json_lines;
-pub mod listener;
-pub mod logging;
+pub mod http;
+pub mod log;
 pub mod metrics;
-pub mod monitor;
-pub mod observed;
-pub mod process;
-pub mod recent;
-pub mod spans;
 pub mod stats;
-pub mod status;
-pub mod traces;
+pub mod trace;

@@ -6,7 +6,7 @@
 //! - [`client`]: the client a queue's deliveries share.
 //! - [`request`]: one request — its URL from the row, headers, signature, body.
 //! - [`judge`]: what the answer means, and whose fault a failure is.
-//! - `signing`, `ssrf` (private destinations refused), [`trace`] (`traceparent`).
+//! - `signing`, `ssrf` (private destinations refused), [`traceparent`] (the W3C trace context a delivery sends).
 //! - `probe`: what `check` tells from a sample row's URL.
 
 mod client;
@@ -16,7 +16,7 @@ mod probe;
 mod request;
 mod signing;
 mod ssrf;
-pub mod trace;
+pub mod traceparent;
 
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ use super::{Action, ActionError, External, Job, Outcome, Probed, Ready, TraceNot
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
 use config::HttpAction;
-use trace::Trace;
+use traceparent::Traceparent;
 
 /// An HTTP action with its client, shared by all the queue's workers.
 pub struct Http {
@@ -45,7 +45,7 @@ struct Delivery<'a> {
     queue: &'a str,
     body: serde_json::Value,
     id: String,
-    trace: Option<Trace>,
+    traceparent: Option<Traceparent>,
 }
 
 impl Http {
@@ -66,14 +66,14 @@ impl Http {
         let Some(first) = job.first() else {
             return Outcome::success();
         };
-        let trace = self.traces().then(|| match job.items {
-            [item] => Trace::for_item(item),
-            _ => Trace::new(),
+        let traceparent = self.sends_traceparent().then(|| match job.items {
+            [item] => Traceparent::for_item(item),
+            _ => Traceparent::new(),
         });
-        if let Some(trace) = &trace {
-            tracing::Span::current().record("trace_id", trace.trace_id.as_str());
+        if let Some(sent) = &traceparent {
+            tracing::Span::current().record("trace_id", sent.trace_id.as_str());
         }
-        let sent = trace.as_ref().map(|t| {
+        let sent = traceparent.as_ref().map(|t| {
             Box::new(TraceNotes {
                 sent: Some((t.trace_id.clone(), t.span_id.clone())),
                 ran: None,
@@ -89,7 +89,7 @@ impl Http {
             queue: job.queue,
             body,
             id,
-            trace,
+            traceparent,
         };
         Outcome {
             trace: sent,
@@ -111,8 +111,8 @@ impl Http {
 
     /// Whether tableq sends the trace context: unless the queue's `headers` set
     /// `traceparent` themselves.
-    fn traces(&self) -> bool {
-        !self.sets_header(trace::COLUMN)
+    fn sends_traceparent(&self) -> bool {
+        !self.sets_header(traceparent::COLUMN)
     }
 
     /// Whether the queue's `headers` set `name`.

@@ -11,7 +11,7 @@ use reqwest::{Method, RequestBuilder, Response, Url};
 use super::judge::{describe, refused_destination};
 use super::signing::signature;
 use super::ssrf::check_literal;
-use super::trace;
+use super::traceparent;
 use super::{Delivery, Http};
 use crate::action::capture::OUTPUT_LIMIT;
 use crate::action::Outcome;
@@ -56,8 +56,8 @@ impl Http {
         if !body.is_empty() && !self.sets_header("content-type") {
             request = request.header(CONTENT_TYPE, "application/json");
         }
-        if let Some(trace) = &delivery.trace {
-            request = request.header(trace::COLUMN, trace.header());
+        if let Some(sent) = &delivery.traceparent {
+            request = request.header(traceparent::COLUMN, sent.header());
         }
         let (item, queue) = (delivery.item, delivery.queue);
         for (name, template) in &self.config.headers {

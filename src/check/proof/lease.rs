@@ -13,7 +13,8 @@ use super::{Ending, Proof};
 use crate::action::Outcome;
 use crate::check::samples;
 use crate::config::statement_path;
-use crate::db::item::{bind, Item, LeaseParams, OutcomeParams};
+use crate::db::bind::bind;
+use crate::db::item::{Item, LeaseParams, OutcomeParams};
 use crate::db::prepared::BoundStatement;
 use crate::diagnostic::{Finding, Severity};
 

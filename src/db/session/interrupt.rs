@@ -3,15 +3,26 @@
 //! the session given up), and the statement of a session given up mid-call (KILL
 //! CONNECTION, off the worker's path) — a claim abandoned at `database_timeout`, a
 //! renewal let go, a worker cut off at shutdown — so no orphaned query holds locks
-//! or burns the server's CPU after tableq has moved on.
+//! or burns the server's CPU after tableq has moved on. And how statements run
+//! against a deadline ended ([`Ran`]).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::Ran;
 use crate::db::connect::{Database, Kill, QUICK_TIMEOUT};
 use crate::db::error::DbError;
+
+/// How statements run until told to stop ended.
+#[derive(Debug)]
+pub enum Ran {
+    Completed,
+    /// A statement's own error; the transaction lives on.
+    Failed(DbError),
+    /// Told to stop (the action's deadline passed): the statement was interrupted
+    /// and the transaction lives on.
+    Stopped,
+}
 
 /// Stopping a statement told to stop (its action's deadline), from a side connection.
 pub(super) struct Interrupt<'a> {

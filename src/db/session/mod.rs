@@ -10,6 +10,7 @@
 
 mod interrupt;
 use interrupt::Abandoned;
+pub use interrupt::Ran;
 mod run;
 pub mod setup;
 
@@ -27,7 +28,7 @@ use super::error::DbError;
 use super::item::Item;
 use super::pause::{self, Paused};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
-use super::waiting::Waiting;
+use super::unanswered::Unanswered;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 pub use setup::{worker_connection, SessionError, SessionSettings};
@@ -55,7 +56,7 @@ pub struct Session {
 /// readiness), and whether a call is unanswered (its connection is killed if the
 /// session is dropped then).
 struct Calls {
-    waiting: Arc<Waiting>,
+    unanswered: Arc<Unanswered>,
     abandoned: Abandoned,
 }
 
@@ -80,58 +81,6 @@ impl OpenError {
     }
 }
 
-/// Which of a queue's statement lists to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Statements {
-    /// The action's statements, for `type = "sql"`.
-    Action,
-    OnSuccess,
-    OnFailure,
-    /// `[lease] sql`: takes a claimed row out of the select.
-    Lease,
-    /// `[lease] renew_sql`.
-    Renew,
-    /// `[lease] release_sql`.
-    Release,
-}
-
-impl Statements {
-    /// Their name in messages: `[on_success] SQL`, `[lease] sql`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Statements::Action => "[action] sql",
-            Statements::OnSuccess => "[on_success] SQL",
-            Statements::OnFailure => "[on_failure] SQL",
-            Statements::Lease => "[lease] sql",
-            Statements::Renew => "[lease] renew_sql",
-            Statements::Release => "[lease] release_sql",
-        }
-    }
-
-    /// What a worker running them waits for, in a log line.
-    fn waiting_for(self) -> &'static str {
-        match self {
-            Statements::Action => "the SQL action",
-            Statements::OnSuccess => "[on_success]",
-            Statements::OnFailure => "[on_failure]",
-            Statements::Lease => "[lease] sql",
-            Statements::Renew => "[lease] renew_sql",
-            Statements::Release => "[lease] release_sql",
-        }
-    }
-}
-
-/// How statements run until told to stop ended.
-#[derive(Debug)]
-pub enum Ran {
-    Completed,
-    /// A statement's own error; the transaction lives on.
-    Failed(DbError),
-    /// Told to stop (the action's deadline passed): the statement was interrupted
-    /// and the transaction lives on.
-    Stopped,
-}
-
 impl Session {
     /// Connects to `database` and prepares `queue` on the new connection, claiming
     /// `queue.batch` rows at a time.
@@ -140,25 +89,25 @@ impl Session {
     }
 
     /// As [`Session::open`], claiming at most `limit` rows at a time, and keeping
-    /// `waiting` up to date while it waits for the database. The whole opening —
+    /// `unanswered` up to date while it waits for the database. The whole opening —
     /// connecting, the settings, preparing — waits at most `database_timeout`.
     pub async fn open_with_limit(
         queue: &QueueConfig,
         database: &Database,
         limit: usize,
-        waiting: Arc<Waiting>,
+        unanswered: Arc<Unanswered>,
     ) -> Result<Session, OpenError> {
         // A place in the budget first: waiting for one is no wait for the database.
         let place = database.place().await;
-        waiting.begin("a connection");
-        let opening = Session::opening(queue, database, limit, waiting.clone(), place);
+        unanswered.begin("a connection");
+        let opening = Session::opening(queue, database, limit, unanswered.clone(), place);
         match tokio::time::timeout(queue.database_timeout, opening).await {
             Ok(Ok(session)) => {
-                waiting.answered();
+                unanswered.answered();
                 Ok(session)
             }
             Ok(Err(e @ OpenError::Invalid(_))) => {
-                waiting.answered();
+                unanswered.answered();
                 Err(e)
             }
             Ok(Err(e)) => Err(e),
@@ -173,7 +122,7 @@ impl Session {
         queue: &QueueConfig,
         database: &Database,
         limit: usize,
-        waiting: Arc<Waiting>,
+        unanswered: Arc<Unanswered>,
         place: Option<Place>,
     ) -> Result<Session, OpenError> {
         let settings = SessionSettings::for_queue(queue);
@@ -202,16 +151,16 @@ impl Session {
             longest_silence: settings.longest_silence,
             deadline: queue.database_timeout,
             watch: Calls {
-                waiting,
+                unanswered,
                 abandoned: Abandoned::new(database, conn.id()),
             },
             conn,
         })
     }
 
-    /// Keeps `waiting` up to date from now on (a session opened before its worker).
-    pub fn watched_by(mut self, waiting: Arc<Waiting>) -> Session {
-        self.watch.waiting = waiting;
+    /// Keeps `unanswered` up to date from now on (a session opened before its worker).
+    pub fn watched_by(mut self, unanswered: Arc<Unanswered>) -> Session {
+        self.watch.unanswered = unanswered;
         self
     }
 
@@ -326,7 +275,7 @@ async fn answer<T>(
     what: &'static str,
     call: impl Future<Output = Result<T, mysql_async::Error>>,
 ) -> Result<T, DbError> {
-    watch.waiting.begin(what);
+    watch.unanswered.begin(what);
     watch.abandoned.sent();
     let result = match tokio::time::timeout(limit, call).await {
         Ok(result) => result.map_err(DbError::from),
@@ -338,7 +287,7 @@ async fn answer<T>(
         }
     };
     if result.is_ok() || matches!(&result, Err(e) if e.server_code().is_some()) {
-        watch.waiting.answered();
+        watch.unanswered.answered();
         watch.abandoned.answered();
     }
     result

@@ -8,11 +8,13 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Params, Value};
 use tokio::time::Instant;
 
-use super::interrupt::Interrupt;
-use super::{answer, Ran, Session, Statements};
+use super::interrupt::{Interrupt, Ran};
+use super::{answer, Session};
+use crate::db::bind::{bind, bind_batch, ParamSource};
 use crate::db::connect::Database;
 use crate::db::error::DbError;
-use crate::db::item::{bind, bind_batch, Item, OutcomeParams, ParamSource};
+use crate::db::item::{Item, OutcomeParams};
+use crate::db::prepared::Statements;
 use crate::db::row_json::batch_json;
 
 impl Session {
@@ -150,7 +152,7 @@ impl Session {
                 Watch::Answered(result) => result.map_err(DbError::from),
                 Watch::Stopped => {
                     // From here on the worker waits for the database, not for its work.
-                    self.watch.waiting.begin(what);
+                    self.watch.unanswered.begin(what);
                     let stop = Interrupt {
                         database: &self.database,
                         connection_id,
@@ -161,7 +163,7 @@ impl Session {
                 }
                 Watch::Unreachable => {
                     // Stalled since the statement was sent: it shows at once.
-                    self.watch.waiting.stalled_since(started, what);
+                    self.watch.unanswered.stalled_since(started, what);
                     return Err(DbError::Deadline {
                         waiting_for: what,
                         limit: self.deadline,

@@ -5,21 +5,19 @@
 
 use std::sync::Arc;
 
-use tracing::warn;
-
 use super::{Lease, LeaseError};
-use crate::db::{DbError, Session, SessionPool, Statements};
+use crate::db::{DbError, Item, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
-use crate::engine::record::sql_failed;
+use crate::engine::report::Returned;
 use crate::engine::turn::Turn;
 
 /// What one claim leased.
 #[derive(Debug, Default)]
 pub struct Leased {
     pub leases: Vec<Lease>,
-    /// Rows claimed but not leased (their lease SQL matched nothing, or failed):
-    /// left as they were, still waiting.
-    pub skipped: usize,
+    /// Rows claimed but not leased (their lease SQL matched nothing, or failed),
+    /// with why: left as they were, still waiting.
+    pub skipped: Vec<(Item, Returned)>,
 }
 
 /// Claims and leases up to `batch` rows for `worker`, on a pooled session; `None`
@@ -60,7 +58,7 @@ async fn lease_rows(
     turn.claimed(&items);
     let mut claimed = Leased {
         leases: Vec::with_capacity(items.len()),
-        skipped: 0,
+        skipped: Vec::new(),
     };
     for item in items {
         let lease = Lease {
@@ -68,10 +66,9 @@ async fn lease_rows(
             id: new_lease_id(),
             worker: worker.clone(),
         };
-        if lease_one(session, queue, &lease).await? {
-            claimed.leases.push(lease);
-        } else {
-            claimed.skipped += 1;
+        match lease_one(session, queue, &lease).await? {
+            None => claimed.leases.push(lease),
+            Some(why) => claimed.skipped.push((lease.item, why)),
         }
     }
     session.commit().await?;
@@ -80,16 +77,15 @@ async fn lease_rows(
 
 /// Runs `[lease] sql` for one claimed row, behind a savepoint: a row whose lease
 /// SQL fails (its own error) or matches nothing is skipped — left as it was — and
-/// the others of the claim are leased. True if the row is leased.
+/// the others of the claim are leased. Why it was skipped, if it was.
 async fn lease_one(
     session: &mut Session,
     queue: &QueueRuntime,
     lease: &Lease,
-) -> Result<bool, DbError> {
+) -> Result<Option<Returned>, DbError> {
     let name = queue.config.name.as_str();
     session.savepoint().await?;
     let params = lease.params(None);
-    let key = lease.item.key_text();
     match session
         .run_counted(Statements::Lease, &lease.item, name, &params)
         .await
@@ -97,20 +93,16 @@ async fn lease_one(
         Ok(0) => {
             // What its other statements did is undone: the row is left as it was.
             session.rollback_to_savepoint().await?;
-            if queue.outcome_sql_failed.first(&key) {
-                warn!(%key, "[lease] sql matched no row: the row is not leased and is left as \
-                      it is; the lease SQL must update the claimed row by its key; said once \
-                      per row");
-            }
-            Ok(false)
+            Ok(Some(Returned::NotLeased))
         }
-        Ok(_) => Ok(true),
+        Ok(_) => Ok(None),
         // The database takes no writes now: nothing is leased, and the claim ends.
         Err(e) if e.refuses_writes().is_some() => Err(e),
         Err(e) if e.is_statement_error() => {
             session.rollback_to_savepoint().await?;
-            sql_failed(queue, &lease.item, Statements::Lease, &e, None);
-            Ok(false)
+            let which = Statements::Lease;
+            let error = Arc::new(e);
+            Ok(Some(Returned::SqlFailed { which, error }))
         }
         Err(e) => Err(e),
     }

@@ -14,14 +14,15 @@ use super::{Lease, LeaseError};
 use crate::action::progress::Progress;
 use crate::db::{DbError, Refusal, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
-use crate::telemetry::events::{Event, LeaseLost, LostAt, RenewalFailed};
+use crate::telemetry::events::{Event, RenewalFailed};
 
 /// How holding a lease through its action ended.
 #[derive(Debug)]
 pub enum Kept<T> {
     /// The action ended with this, the lease still held at the last renewal.
     Finished(T),
-    /// A renewal matched no row: the action was cancelled.
+    /// A renewal matched no row (or the lease ran out while the database refused
+    /// renewals): the action was cancelled.
     Lost,
     /// `renew_sql` kept failing on its own (an error the next renewal would meet
     /// again) until the lease was about to run out: the action was cancelled.
@@ -64,14 +65,7 @@ pub async fn hold<T>(
         };
         match renewed {
             Ok(true) => renewals.renewed(),
-            Ok(false) => {
-                let lost = LeaseLost {
-                    lease_id: &lease.id,
-                    at: LostAt::Renewal,
-                };
-                lost.emit(&queue.stats);
-                return Kept::Lost;
-            }
+            Ok(false) => return Kept::Lost,
             Err(e) => {
                 // A read-only server (a failover) refuses every write, not this SQL:
                 // the action runs on while its lease lasts (it may still hold when
@@ -83,11 +77,6 @@ pub async fn hold<T>(
                     queue.gate.refused(Refusal::ReadOnly.as_str(), every);
                     if renewals.ran_out() {
                         // Another copy may take the row once writes work: let it go.
-                        let lost = LeaseLost {
-                            lease_id: &lease.id,
-                            at: LostAt::Renewal,
-                        };
-                        lost.emit(&queue.stats);
                         return Kept::Lost;
                     }
                 }

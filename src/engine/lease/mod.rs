@@ -7,7 +7,8 @@
 //! — a renewal or an outcome that matches no row — cancels the action and records
 //! nothing.
 //!
-//! - [`mode`]: the worker's turn (claim, work each leased row, record).
+//! - [`mode`]: the queue's workers and each one's turn (claim, work each leased
+//!   row, record).
 //! - [`claim`]: the claim's transaction.
 //! - [`heartbeat`]: the action, held by its renewals.
 
@@ -17,16 +18,9 @@ mod mode;
 
 use std::sync::Arc;
 
-use tokio_util::task::TaskTracker;
-
-use super::queue::QueueRuntime;
-use super::stats_refresher::{refresh_stats, CountOn};
-use super::worker::{run_worker, Ended};
-use crate::action::External;
-use crate::db::{
-    DbError, ErrorKind, Item, LeaseParams, OpenError, OutcomeParams, Session, SessionPool,
-};
-use mode::LeaseMode;
+use super::worker::Ended;
+use crate::db::{DbError, ErrorKind, Item, LeaseParams, OpenError, OutcomeParams};
+pub use mode::start;
 
 /// One claimed row and the token its lease was taken with.
 #[derive(Debug)]
@@ -91,34 +85,4 @@ impl From<LeaseError> for Ended {
             LeaseError::Database(e) | LeaseError::CommitUnknown(e) => Ended::Lost(e),
         }
     }
-}
-
-/// Starts a lease-mode queue's workers and its backlog count, sharing a pool of
-/// `[lease] connections` sessions, the first of them `first`, the session the queue
-/// was validated with. Once they have all stopped, the pool's idle sessions are
-/// closed politely.
-pub fn start(
-    queue: Arc<QueueRuntime>,
-    action: Arc<dyn External>,
-    tracker: &TaskTracker,
-    first: Session,
-) {
-    let pool = Arc::new(SessionPool::new(
-        &queue.config,
-        &queue.database,
-        queue.config.connections(),
-        first,
-    ));
-    let users = TaskTracker::new();
-    for index in 0..queue.config.workers {
-        let (for_mode, pool, action) = (queue.clone(), pool.clone(), action.clone());
-        let mode = move || LeaseMode::new(for_mode.clone(), pool.clone(), action.clone(), index);
-        users.spawn(run_worker(queue.clone(), index, mode));
-    }
-    users.spawn(refresh_stats(queue, CountOn::Pool(pool.clone())));
-    users.close();
-    tracker.spawn(async move {
-        users.wait().await;
-        pool.close().await;
-    });
 }

@@ -1,10 +1,12 @@
-//! One lease-mode worker's turn: claim (a short transaction), work each leased row
-//! with no connection held, record each outcome under its lease.
+//! A lease-mode queue's workers, and one worker's turn: claim (a short
+//! transaction), work each leased row with no connection held, record each outcome
+//! under its lease.
 
 use std::sync::Arc;
 
 use futures::future::join_all;
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 use tracing::{warn, Instrument};
 
 use super::claim::{claim, Leased};
@@ -12,16 +14,49 @@ use super::heartbeat::{hold, Kept};
 use super::Lease;
 use crate::action::progress::Progress;
 use crate::action::{External, Outcome};
-use crate::db::SessionPool;
+use crate::db::{Session, SessionPool};
 use crate::engine::execute::Work;
 use crate::engine::pausing::Read;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::leased::{release, LeaseStore};
-use crate::engine::record::{item_span, record, trace};
-use crate::engine::report::{BatchReport, Fate};
+use crate::engine::record::record;
+use crate::engine::report::{BatchReport, Fate, Returned};
+use crate::engine::settle::item_span;
+use crate::engine::stats_refresher::{refresh_stats, CountOn};
 use crate::engine::turn::Turn;
-use crate::engine::worker::{Ended, Mode};
+use crate::engine::worker::{run_worker, Ended, Mode};
+use crate::telemetry::events::LostAt;
 use crate::telemetry::stats::Connected;
+
+/// Starts a lease-mode queue's workers and its backlog count, sharing a pool of
+/// `[lease] connections` sessions, the first of them `first`, the session the queue
+/// was validated with. Once they have all stopped, the pool's idle sessions are
+/// closed politely.
+pub fn start(
+    queue: Arc<QueueRuntime>,
+    action: Arc<dyn External>,
+    tracker: &TaskTracker,
+    first: Session,
+) {
+    let pool = Arc::new(SessionPool::new(
+        &queue.config,
+        &queue.database,
+        queue.config.connections(),
+        first,
+    ));
+    let users = TaskTracker::new();
+    for index in 0..queue.config.workers {
+        let (for_mode, pool, action) = (queue.clone(), pool.clone(), action.clone());
+        let mode = move || LeaseMode::new(for_mode.clone(), pool.clone(), action.clone(), index);
+        users.spawn(run_worker(queue.clone(), index, mode));
+    }
+    users.spawn(refresh_stats(queue, CountOn::Pool(pool.clone())));
+    users.close();
+    tracker.spawn(async move {
+        users.wait().await;
+        pool.close().await;
+    });
+}
 
 /// One lease-mode worker's state between turns.
 pub struct LeaseMode {
@@ -55,8 +90,9 @@ impl LeaseMode {
     /// Stopping since the claim began: start nothing, and release the rows.
     async fn give_back(&self, leases: &[Lease], report: &mut BatchReport) {
         for lease in leases {
+            let stopping = Fate::Returned(Returned::Stopping);
+            self.queue.settle(report, &lease.item, stopping, None);
             release(&self.queue, &self.pool, lease, None).await;
-            report.count(Fate::Returned, String::new);
         }
     }
 
@@ -89,17 +125,17 @@ impl LeaseMode {
                 Some(Outcome::failure(format!("renew_sql failed: {error}")))
             }
             Kept::Lost => {
-                report.count(Fate::Returned, String::new);
-                let why = Some("the lease was lost".to_string());
-                trace(&mut report, &lease.item, None, Fate::Returned, why);
+                let lost = Returned::LeaseLost {
+                    lease_id: lease.id.clone(),
+                    at: LostAt::Renewal,
+                };
+                queue.settle(&mut report, &lease.item, Fate::Returned(lost), None);
                 return report;
             }
             Kept::Aborted => {
-                warn!("the shutdown timeout passed; the action is cancelled");
+                let aborted = Fate::Returned(Returned::Aborted);
+                queue.settle(&mut report, &lease.item, aborted, None);
                 release(queue, &self.pool, lease, last.as_deref()).await;
-                report.count(Fate::Returned, String::new);
-                let why = Some("cancelled: the shutdown timeout passed".to_string());
-                trace(&mut report, &lease.item, None, Fate::Returned, why);
                 return report;
             }
         };
@@ -158,18 +194,21 @@ impl Mode for LeaseMode {
         if self.connected.is_none() {
             self.connected = Some(queue.stats.connection());
         }
-        if leases.is_empty() && skipped == 0 {
+        if leases.is_empty() && skipped.is_empty() {
             return Ended::Empty;
         }
-        // Claimed and left waiting: counted as returned, and the queue is not empty.
-        let mut report = BatchReport::claimed(leases.len() + skipped);
-        report.returned += skipped;
+        // Claimed and left waiting: returned, and the queue is not empty.
+        let not_leased = skipped.len();
+        let mut report = BatchReport::claimed(leases.len() + not_leased);
+        for (item, why) in skipped {
+            queue.settle(&mut report, &item, Fate::Returned(why), None);
+        }
         if queue.stop.is_cancelled() {
             self.give_back(&leases, &mut report).await;
             return Ended::Done(report);
         }
         self.work_all(&leases, &mut report).await;
-        if report.returned > skipped {
+        if report.returned > not_leased {
             self.returned_leased();
         }
         Ended::Done(report)
@@ -198,6 +237,6 @@ impl Mode for LeaseMode {
 
 /// `:worker` for worker `index` of this process: `host:pid:index`.
 fn worker_name(index: usize) -> Arc<str> {
-    let host = crate::telemetry::process::hostname();
+    let host = crate::telemetry::metrics::process::hostname();
     Arc::from(format!("{host}:{}:{index}", std::process::id()))
 }

@@ -1,9 +1,12 @@
 //! Outcomes written in the batch's transaction, item by item: each item's outcome
 //! SQL is undone alone when it fails — back to a savepoint taken before it, or, for
 //! an item alone in its transaction, the whole transaction, or nothing at all for
-//! one statement that fails (InnoDB rolls a failed statement back by itself).
+//! one statement that fails (InnoDB rolls a failed statement back by itself) or
+//! for a batch run optimistically (rolled back whole when any of it fails).
 
-use super::{Refused, Store, Written};
+use std::sync::Arc;
+
+use super::{Store, UntilTaken, Written};
 use crate::action::Outcome;
 use crate::db::{DbError, Item, Session, Statements};
 use crate::engine::queue::QueueRuntime;
@@ -17,6 +20,9 @@ pub enum Undo {
     Rollback,
     /// Nothing: its outcome SQL is one statement, which undoes itself when it fails.
     Statement,
+    /// Nothing here: the batch runs optimistically, with no savepoints, and is
+    /// rolled back whole when any of it fails.
+    Batch,
 }
 
 /// Writes outcomes on the worker's session, in its transaction.
@@ -45,28 +51,24 @@ impl ItemStore<'_> {
         }
         let name = self.queue.config.name.as_str();
         let params = outcome.params();
-        let mut written = session.run(which, item, name, &params).await;
-        // The outcome is known and the row still locked: write it again until the
-        // database takes it, rather than do the action again.
-        let mut refused = Refused::new(self.queue);
-        while let Err(e) = &written {
-            if !refused.again(e).await {
-                break;
+        // The outcome is known and the row still locked: written until the database
+        // takes it, rather than the action done again.
+        let mut until_taken = UntilTaken::new(self.queue);
+        let written = loop {
+            let written = session.run(which, item, name, &params).await;
+            if !until_taken.again(&written).await {
+                break written;
             }
-            written = session.run(which, item, name, &params).await;
-        }
-        if written.is_ok() {
-            refused.taken();
-        }
+        };
         match written {
             Ok(()) => Ok(Written::Recorded),
             Err(e) if e.is_statement_error() => {
                 match self.undo {
                     Undo::Savepoint => session.rollback_to_savepoint().await?,
                     Undo::Rollback => session.rollback().await?,
-                    Undo::Statement => {}
+                    Undo::Statement | Undo::Batch => {}
                 }
-                Ok(Written::SqlFailed(e))
+                Ok(Written::SqlFailed(Arc::new(e)))
             }
             Err(e) => Err(e),
         }

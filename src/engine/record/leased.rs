@@ -5,16 +5,17 @@
 //! back in the select at once instead of when its lease expires.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use tracing::{info, warn};
 
-use super::{Refused, Store, Written};
+use super::{RefusesWrites, Store, UntilTaken, Written};
 use crate::action::Outcome;
-use crate::db::{Item, OutcomeParams, Session, SessionPool, Statements};
+use crate::db::{DbError, Item, OutcomeParams, Refusal, Session, SessionPool, Statements};
 use crate::duration::rounded;
-use crate::engine::backoff::{pause, Backoff};
 use crate::engine::lease::{Lease, LeaseError};
 use crate::engine::queue::QueueRuntime;
+use crate::engine::retry::{Next, Retry};
 
 /// How many times an outcome is tried while the database cannot be reached.
 const RECORD_TRIES: u32 = 6;
@@ -54,24 +55,22 @@ impl Store for LeaseStore<'_> {
 impl LeaseStore<'_> {
     async fn written(&self, which: Statements, params: &OutcomeParams<'_>) -> Written {
         let (queue, pool, lease) = (self.queue, self.pool, self.lease);
-        let mut recorded = record_retrying(queue, pool, lease, which, params).await;
-        // The outcome is known: write it again until the database takes it.
-        let mut refused = Refused::new(queue);
-        while let Err(e) = &recorded {
-            if !refused.again(e).await {
-                break;
+        // The outcome is known: written until the database takes it.
+        let mut until_taken = UntilTaken::new(queue);
+        let recorded = loop {
+            let recorded = record_retrying(queue, pool, lease, which, params).await;
+            if !until_taken.again(&recorded).await {
+                break recorded;
             }
-            recorded = record(queue, pool, lease, which, params).await;
-        }
-        if recorded.is_ok() {
-            refused.taken();
-        }
+        };
         match recorded {
             Ok(true) => Written::Recorded,
             Ok(false) => Written::LeaseLost {
                 lease_id: self.lease.id.clone(),
             },
-            Err(LeaseError::Database(e)) if e.is_statement_error() => Written::SqlFailed(e),
+            Err(LeaseError::Database(e)) if e.is_statement_error() => {
+                Written::SqlFailed(Arc::new(e))
+            }
             Err(e @ LeaseError::CommitUnknown(_)) => Written::Unknown(format!(
                 "{e}: if it was not recorded, the row is worked on again when its lease expires"
             )),
@@ -91,32 +90,29 @@ async fn record_retrying(
     which: Statements,
     params: &OutcomeParams<'_>,
 ) -> Result<bool, LeaseError> {
-    let mut backoff = Backoff::new(queue.config.error_backoff);
-    let mut tries = 1;
-    loop {
-        let error = match record(queue, pool, lease, which, params).await {
-            // The SQL's own error would come again: not worth a retry.
-            Err(LeaseError::Database(e)) if e.is_statement_error() => {
-                return Err(LeaseError::Database(e))
-            }
+    let mut retry = Retry::new(queue.config.error_backoff, &queue.abort);
+    let attempt = || record(queue, pool, lease, which, params);
+    retry
+        .run(attempt, |error, failure| match error {
+            // The SQL's own error would come again, and a refusal is the caller's to
+            // wait out: not worth a retry here.
+            LeaseError::Database(e) if e.is_statement_error() => Next::GiveUp,
             // It may have landed: trying again could record it twice.
-            Err(e @ LeaseError::CommitUnknown(_)) => return Err(e),
-            Err(e) if tries < RECORD_TRIES => e,
-            done => return done,
-        };
-        let wait = backoff.next_wait();
-        let full = match &error {
-            LeaseError::Open(e) => e.unreachable().is_some_and(|e| queue.said_if_full(e)),
-            e => e.db_error().is_some_and(|e| queue.said_if_full(e)),
-        };
-        if !full {
-            warn!(%error, retry_in = %rounded(wait), "could not record the outcome; trying again");
-        }
-        if !pause(&queue.abort, wait).await {
-            return Err(error);
-        }
-        tries += 1;
-    }
+            LeaseError::CommitUnknown(_) => Next::GiveUp,
+            _ if failure.times >= RECORD_TRIES => Next::GiveUp,
+            error => {
+                let cause = match error {
+                    LeaseError::Open(e) => e.unreachable(),
+                    e => e.db_error(),
+                };
+                let retry_in = failure.retry_in;
+                if !cause.is_some_and(|e| queue.said_with_advice(e, retry_in)) {
+                    warn!(%error, retry_in = %rounded(retry_in), "could not record the outcome; trying again");
+                }
+                Next::Again
+            }
+        })
+        .await
 }
 
 /// Runs `which` for `lease` and commits if its guard matched the row; `false`
@@ -176,5 +172,11 @@ pub async fn release(
         Ok(false) => info!(lease_id = %lease.id, "lease already lost; nothing to release"),
         Err(e) => warn!(error = %e, lease_id = %lease.id,
             "could not release the lease; the row waits for it to expire"),
+    }
+}
+
+impl RefusesWrites for LeaseError {
+    fn refuses_writes(&self) -> Option<Refusal> {
+        self.db_error().and_then(DbError::refuses_writes)
     }
 }

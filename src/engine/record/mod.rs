@@ -1,8 +1,9 @@
 //! The one recorder: what becomes of each item once its action ran, for every mode
-//! and scope. The policy is here, once — which outcome SQL an item gets, the "item
-//! failed" line and its place on the status page, an item left as it was, outcome
-//! SQL that fails (counted every time, said in full once per key), a lease found
-//! lost — and a [`Store`] writes the statements where the mode keeps them:
+//! and scope. The policy is here, once — which outcome SQL an item gets, an item
+//! left as it was, outcome SQL that fails or is too large to send, a lease found
+//! lost, an outcome the database refuses for now — each item then settled
+//! (`engine::settle`), and a [`Store`] writes the statements where the mode keeps
+//! them:
 //!
 //! - [`item::ItemStore`]: in the batch's transaction, item by item, each undone alone
 //!   when its SQL fails (transaction mode, item scope; and batch scope's fallback);
@@ -15,24 +16,27 @@ pub mod item;
 pub mod leased;
 pub mod set;
 
-use tracing::{warn, Instrument, Span};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::Instrument;
 
 use super::queue::QueueRuntime;
-use super::report::{BatchReport, Fate};
-use crate::action::http::trace::Parent;
+use super::report::{BatchReport, Fate, Returned};
+use super::retry::{Next, Retry};
+use super::settle::outcome_span;
 use crate::action::{Blame, Outcome};
 use crate::db::{DbError, Item, Refusal, Statements};
-use crate::telemetry::events::{Event, ItemFailed, LeaseLost, LostAt, OutcomeSqlFailed};
-use crate::telemetry::spans::ItemTrace;
-use crate::telemetry::traces;
+use crate::telemetry::events::LostAt;
 
 /// How writing one item's outcome SQL went.
 #[derive(Debug)]
 pub enum Written {
     /// Written (committed, or to be with the batch's transaction).
     Recorded,
-    /// The SQL failed on its own error; undone, the item is as it was claimed.
-    SqlFailed(DbError),
+    /// The SQL failed on its own error; undone, the item is as it was claimed. (One
+    /// error may stand for a whole set written as one statement.)
+    SqlFailed(Arc<DbError>),
     /// The lease was lost meanwhile: nothing was recorded (lease mode).
     LeaseLost { lease_id: String },
     /// Not written (the database could not be reached), or not known whether it
@@ -57,7 +61,7 @@ pub trait Store {
     async fn leave(&mut self, item: &Item) -> Result<(), Self::Error>;
 }
 
-/// Records each item's outcome through `store`, counting its fate in `report`. An
+/// Records each item's outcome through `store`, settling its fate in `report`. An
 /// outcome of `None` — the item did not run, or failed downstream while the circuit
 /// is open — leaves the item as it was claimed, its attempt not spent.
 pub async fn record<S: Store>(
@@ -70,10 +74,8 @@ pub async fn record<S: Store>(
     let mut failed = Vec::new();
     for &(item, outcome) in entries {
         let Some(outcome) = outcome else {
+            queue.settle(report, item, Fate::Returned(Returned::CircuitOpen), None);
             store.leave(item).await?;
-            report.count(Fate::Returned, String::new);
-            let why = "left as claimed: the circuit breaker is open".to_string();
-            trace(report, item, None, Fate::Returned, Some(why));
             continue;
         };
         if outcome.blame != Blame::Item && !outcome.succeeded() {
@@ -82,15 +84,15 @@ pub async fn record<S: Store>(
         match judge(queue, item, outcome) {
             Verdict::Success => succeeded.push((item, outcome)),
             Verdict::Failure => failed.push((item, outcome)),
-            Verdict::Leave => {
-                store.leave(item).instrument(span(item, outcome)).await?;
-                report.count(Fate::Returned, String::new);
-                trace(report, item, Some(outcome), Fate::Returned, None);
+            Verdict::Leave(why) => {
+                queue.settle(report, item, Fate::Returned(why), Some(outcome));
+                let span = outcome_span(item, Some(outcome));
+                store.leave(item).instrument(span).await?;
             }
         }
     }
     let done = store.write(Statements::OnSuccess, &succeeded).await?;
-    let too_large = tally(queue, &succeeded, done, Fate::Done, report);
+    let too_large = tally(queue, &succeeded, done, Statements::OnSuccess, report);
     // A row whose `[on_success]` is too large to send fails, with why, so it does not
     // block the queue: `[on_failure]` gets the message.
     let failing: Vec<(&Item, Outcome)> = too_large
@@ -99,200 +101,127 @@ pub async fn record<S: Store>(
         .collect();
     failed.extend(failing.iter().map(|(item, outcome)| (*item, outcome)));
     let recorded = store.write(Statements::OnFailure, &failed).await?;
-    tally(queue, &failed, recorded, Fate::Failed, report);
+    tally(queue, &failed, recorded, Statements::OnFailure, report);
     Ok(())
 }
 
 /// Which outcome SQL an item gets, if any.
+#[derive(Debug)]
 enum Verdict {
     Success,
     Failure,
-    /// Left as it was claimed: the failure is the queue's, or there is no
-    /// `[on_failure]` to record it.
-    Leave,
+    /// Left as it was claimed: the failure is the queue's or the database's, or
+    /// there is no `[on_failure]` to record it.
+    Leave(Returned),
 }
 
 fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
     if outcome.succeeded() {
         return Verdict::Success;
     }
-    let _span = span(item, outcome).entered();
-    let error = outcome.error.as_deref().unwrap_or_default();
     match outcome.blame {
-        Blame::Queue => {
-            queue_fault(queue, error);
-            return Verdict::Leave;
-        }
+        Blame::Queue => return Verdict::Leave(Returned::QueueFault),
         Blame::Database(why) => {
             // Nothing of the action is kept: the row waits, its attempt not spent,
             // and nobody claims on this database until it takes writes again.
+            let _span = outcome_span(item, Some(outcome)).entered();
             queue.gate.refused(why.as_str(), REFUSED_RETRY);
             queue.stats.set_refusing(Some(why.as_str()));
-            return Verdict::Leave;
+            return Verdict::Leave(Returned::WritesRefused);
         }
         Blame::Item | Blame::Downstream => {}
     }
-    if queue.config.on_failure.is_none() {
-        failed(queue, item, outcome, false);
-        return Verdict::Leave;
-    }
-    Verdict::Failure
-}
-
-/// The item's failure said and shown on the status page.
-fn failed(queue: &QueueRuntime, item: &Item, outcome: &Outcome, recorded: bool) {
-    let failed = ItemFailed {
-        key: item.key_text(),
-        error: outcome.error.as_deref().unwrap_or_default(),
-        status: outcome.status,
-        recorded,
-    };
-    failed.emit(&queue.stats);
-}
-
-/// A failure that is the queue's: said in full once per error, and counted with the
-/// items returned.
-fn queue_fault(queue: &QueueRuntime, error: &str) {
-    if queue.queue_faults.first(error) {
-        tracing::error!(%error,
-            "the action failed for a reason that is the queue's, not the row's (a column, table \
-             or procedure that is not there, or a privilege its user lacks): the item is waiting \
-             again, its attempt not spent, and the queue backs off until it is fixed; said once \
-             per error");
-    } else {
-        tracing::debug!(%error, "the queue's action failed again for a reason that is not the row's");
+    match queue.config.on_failure {
+        None => Verdict::Leave(Returned::NoOnFailure),
+        Some(_) => Verdict::Failure,
     }
 }
 
-/// Counts what writing `which` did for each item of `set`. Returns the items whose
-/// `[on_success]` was too large to send, with why, when `[on_failure]` can record
-/// them instead.
+/// Settles each item of `set` by what writing `which` did for it. Returns the
+/// items whose `[on_success]` was too large to send, with why, when `[on_failure]`
+/// can record them instead.
 fn tally<'i>(
     queue: &QueueRuntime,
     set: &[(&'i Item, &Outcome)],
     written: Vec<Written>,
-    fate: Fate,
+    which: Statements,
     report: &mut BatchReport,
-) -> Vec<(&'i Item, DbError)> {
+) -> Vec<(&'i Item, Arc<DbError>)> {
     let mut too_large = Vec::new();
     for (&(item, outcome), written) in set.iter().zip(written) {
-        let _span = span(item, outcome).entered();
-        match written {
-            Written::Recorded => {
-                if fate == Fate::Failed {
-                    failed(queue, item, outcome, true);
-                }
-                report.count(fate, || item.key_text());
-                trace(report, item, Some(outcome), fate, None);
-            }
+        let fate = match written {
+            Written::Recorded if which == Statements::OnSuccess => Fate::Done,
+            Written::Recorded => Fate::Failed,
             Written::SqlFailed(e)
-                if e.is_too_large() && fate == Fate::Done && queue.config.on_failure.is_some() =>
+                if e.is_too_large()
+                    && which == Statements::OnSuccess
+                    && queue.config.on_failure.is_some() =>
             {
                 too_large.push((item, e));
+                continue;
             }
-            Written::SqlFailed(e) => {
-                let which = match fate {
-                    Fate::Done => Statements::OnSuccess,
-                    _ => Statements::OnFailure,
-                };
-                sql_failed(queue, item, which, &e, outcome.error.as_deref());
-                report.count(Fate::Returned, String::new);
-                let why = format!("outcome SQL failed: {e}");
-                trace(report, item, Some(outcome), Fate::Returned, Some(why));
-            }
-            Written::LeaseLost { lease_id } => {
-                let lost = LeaseLost {
-                    lease_id: &lease_id,
-                    at: LostAt::Outcome,
-                };
-                lost.emit(&queue.stats);
-                report.count(Fate::Returned, String::new);
-                let why = "the lease was lost".to_string();
-                trace(report, item, Some(outcome), Fate::Returned, Some(why));
-            }
-            Written::Unknown(why) => {
-                warn!(error = %why, "the outcome is not recorded; the row is worked on again when its lease expires");
-                report.count(Fate::Returned, String::new);
-                trace(report, item, Some(outcome), Fate::Returned, Some(why));
-            }
-        }
+            Written::SqlFailed(error) => Fate::Returned(Returned::SqlFailed { which, error }),
+            Written::LeaseLost { lease_id } => Fate::Returned(Returned::LeaseLost {
+                lease_id,
+                at: LostAt::Outcome,
+            }),
+            Written::Unknown(why) => Fate::Returned(Returned::NotKnown(why)),
+        };
+        queue.settle(report, item, fate, Some(outcome));
     }
     too_large
-}
-
-/// Notes `item`'s fate for its trace span, when spans are exported: `why` it was
-/// returned, when its outcome does not say.
-pub fn trace(
-    report: &mut BatchReport,
-    item: &Item,
-    outcome: Option<&Outcome>,
-    fate: Fate,
-    why: Option<String>,
-) {
-    if !traces::enabled() {
-        return;
-    }
-    let notes = outcome.and_then(|o| o.trace.as_deref());
-    report.traced.push(ItemTrace {
-        key: item.key_text(),
-        parent: Parent::of(item),
-        sent: notes.and_then(|n| n.sent.clone()),
-        outcome: match fate {
-            Fate::Done => "done",
-            Fate::Failed => "failed",
-            Fate::Returned => "returned",
-        },
-        error: why.or_else(|| outcome.and_then(|o| o.error.clone())),
-        action: notes.and_then(|n| n.ran),
-        recorded: std::time::SystemTime::now(),
-    });
 }
 
 /// The longest a worker waits between two tries of an outcome the database refused:
 /// well within any session's `wait_timeout`, so the session holding the row's lock
 /// stays alive.
-pub const REFUSED_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+pub const REFUSED_RETRY: Duration = Duration::from_secs(10);
 
-/// An outcome the database refused because it takes no writes now (see
-/// [`DbError::refuses_writes`]), kept and tried again until it is taken: the gate of
-/// its database closes meanwhile — no worker claims there — and opens when it is
-/// taken. The waits back off, and a reconnect does not reset them.
-pub struct Refused<'q> {
+/// An outcome the database refused because it takes no writes for now (see
+/// [`DbError::refuses_writes`]), kept and written again until it is taken, rather
+/// than the action done again: the gate of its database closes meanwhile — no
+/// worker claims there — and opens once it is taken. The waits back off, and a
+/// reconnect does not reset them.
+pub struct UntilTaken<'q> {
     queue: &'q QueueRuntime,
-    backoff: crate::engine::backoff::Backoff,
-    waited: bool,
+    retry: Retry<'q>,
+    refused: bool,
 }
 
-impl<'q> Refused<'q> {
+impl<'q> UntilTaken<'q> {
     pub fn new(queue: &'q QueueRuntime) -> Self {
-        Refused {
+        UntilTaken {
             queue,
-            backoff: crate::engine::backoff::Backoff::new(queue.config.error_backoff),
-            waited: false,
+            retry: Retry::new(queue.config.error_backoff, &queue.abort).at_most(REFUSED_RETRY),
+            refused: false,
         }
     }
 
-    /// If `error` says the database refuses writes: closes the gate and waits before
-    /// the next try, true. False — give up — for any other error, or once the
-    /// shutdown timeout has passed.
-    pub async fn again(&mut self, error: &impl RefusesWrites) -> bool {
-        let Some(why) = error.refuses_writes().map(Refusal::as_str) else {
+    /// After a try of the write: true to write again — the database refused it,
+    /// and the wait is over. False once it is settled: taken (the gate opens if it
+    /// closed), or failed for another reason, or the shutdown timeout passed.
+    pub async fn again<T, E: RefusesWrites>(&mut self, written: &Result<T, E>) -> bool {
+        let Err(error) = written else {
+            if self.refused {
+                self.queue.gate.writable();
+                self.queue.stats.set_refusing(None);
+            }
             return false;
         };
         let queue = self.queue;
-        queue.gate.refused(why, REFUSED_RETRY);
-        queue.stats.set_refusing(Some(why));
-        self.waited = true;
-        let wait = self.backoff.next_wait().min(REFUSED_RETRY);
-        crate::engine::backoff::pause(&queue.abort, wait).await
-    }
-
-    /// The write went through: if it had been refused, the gate opens.
-    pub fn taken(self) {
-        if self.waited {
-            self.queue.gate.writable();
-            self.queue.stats.set_refusing(None);
-        }
+        let refused = &mut self.refused;
+        let began = tokio::time::Instant::now();
+        self.retry
+            .after(error, began, |error, _| {
+                let Some(why) = error.refuses_writes().map(Refusal::as_str) else {
+                    return Next::GiveUp;
+                };
+                queue.gate.refused(why, REFUSED_RETRY);
+                queue.stats.set_refusing(Some(why));
+                *refused = true;
+                Next::Again
+            })
+            .await
     }
 }
 
@@ -307,44 +236,204 @@ impl RefusesWrites for DbError {
     }
 }
 
-impl RefusesWrites for crate::engine::lease::LeaseError {
-    fn refuses_writes(&self) -> Option<Refusal> {
-        self.db_error().and_then(DbError::refuses_writes)
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use super::*;
+    use crate::telemetry::log::capture;
+
+    /// A store that writes nothing: it answers each write as `answer` says for its
+    /// statements, and notes what it was asked to write and to leave.
+    struct FakeStore {
+        answer: fn(Statements) -> Written,
+        written: Vec<(Statements, String)>,
+        left: Vec<String>,
     }
-}
 
-/// `which` SQL failed for `item`: counted every time, said in full once per key.
-pub fn sql_failed(
-    queue: &QueueRuntime,
-    item: &Item,
-    which: Statements,
-    e: &DbError,
-    action_error: Option<&str>,
-) {
-    let outcome = matches!(which, Statements::OnSuccess | Statements::OnFailure);
-    let failed = OutcomeSqlFailed {
-        which: which.label(),
-        error: e,
-        action_error: action_error.unwrap_or_default(),
-        first: queue.outcome_sql_failed.first(&item.key_text()),
-        // A leased row comes back when its lease expires.
-        leased: outcome && queue.config.is_lease(),
-    };
-    failed.emit(&queue.stats);
-}
-
-/// The span an item's work runs in: its key on every log line, and the trace id
-/// of its HTTP delivery once it has one.
-pub fn item_span(item: &Item) -> Span {
-    tracing::info_span!("item", key = %item.key_text(), trace_id = tracing::field::Empty)
-}
-
-/// The span an item's outcome is recorded in: its key, and the trace id its
-/// delivery sent, if any.
-fn span(item: &Item, outcome: &Outcome) -> Span {
-    let span = item_span(item);
-    if let Some(trace_id) = outcome.trace_id() {
-        span.record("trace_id", trace_id);
+    impl FakeStore {
+        fn answering(answer: fn(Statements) -> Written) -> FakeStore {
+            FakeStore {
+                answer,
+                written: Vec::new(),
+                left: Vec::new(),
+            }
+        }
     }
-    span
+
+    impl Store for FakeStore {
+        type Error = Infallible;
+
+        async fn write(
+            &mut self,
+            which: Statements,
+            set: &[(&Item, &Outcome)],
+        ) -> Result<Vec<Written>, Infallible> {
+            let keys = set.iter().map(|(item, _)| (which, item.key_text()));
+            self.written.extend(keys);
+            Ok(set.iter().map(|_| (self.answer)(which)).collect())
+        }
+
+        async fn leave(&mut self, item: &Item) -> Result<(), Infallible> {
+            self.left.push(item.key_text());
+            Ok(())
+        }
+    }
+
+    const ON_FAILURE: &str = r#"
+        select = "SELECT id FROM job WHERE state = 'waiting'"
+        [action]
+        type = "http"
+        url = "http://127.0.0.1:1/hook"
+        [on_success]
+        sql = "UPDATE job SET state = 'done' WHERE id = :id"
+        [on_failure]
+        sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
+    "#;
+
+    /// The same queue with no `[on_failure]`.
+    fn without_on_failure() -> QueueRuntime {
+        let file = ON_FAILURE.split("[on_failure]").next().unwrap();
+        QueueRuntime::for_tests(file)
+    }
+
+    fn written(_: Statements) -> Written {
+        Written::Recorded
+    }
+
+    /// Records item 1 with `outcome` through `store`: what the turn's report says.
+    async fn recorded(
+        queue: &QueueRuntime,
+        store: &mut FakeStore,
+        outcome: Option<Outcome>,
+    ) -> BatchReport {
+        let item = Item::with_id(1);
+        let mut report = BatchReport::claimed(1);
+        let Ok(()) = record(queue, store, &[(&item, outcome.as_ref())], &mut report).await;
+        report
+    }
+
+    fn failure(blame: Blame) -> Outcome {
+        Outcome {
+            blame,
+            ..Outcome::failure("HTTP 422: unknown recipient")
+        }
+    }
+
+    /// A success writes `[on_success]` and is done; a failure of the item's own
+    /// writes `[on_failure]`, is failed, and shows on the status page.
+    #[tokio::test]
+    async fn a_success_is_done_and_a_failure_recorded() {
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let mut store = FakeStore::answering(written);
+        let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+        assert_eq!((report.done, report.completed), (1, vec!["1".to_string()]));
+        let report = recorded(&queue, &mut store, Some(failure(Blame::Item))).await;
+        assert_eq!((report.failed, report.returned), (1, 0));
+        let expected = [(Statements::OnSuccess, "1"), (Statements::OnFailure, "1")];
+        let expected: Vec<(Statements, String)> =
+            expected.iter().map(|(w, k)| (*w, k.to_string())).collect();
+        assert_eq!(store.written, expected);
+        assert!(store.left.is_empty());
+        let failures = queue.stats.observed.failures();
+        assert_eq!(failures[0].error, "HTTP 422: unknown recipient");
+    }
+
+    /// With no `[on_failure]`, a failure leaves the row as it was claimed (it waits
+    /// again) and says so.
+    #[tokio::test]
+    async fn a_failure_with_no_on_failure_leaves_the_row() {
+        let queue = without_on_failure();
+        let mut store = FakeStore::answering(written);
+        let (log, _guard) = capture();
+        let report = recorded(&queue, &mut store, Some(failure(Blame::Item))).await;
+        assert_eq!((report.failed, report.returned), (0, 1));
+        assert!(store.written.is_empty());
+        assert_eq!(store.left, ["1"]);
+        assert!(log
+            .text()
+            .contains("with no [on_failure] it is waiting again"));
+    }
+
+    /// A failure that is the queue's, the database's or downstream's while the
+    /// circuit is open (no outcome) spends no attempt: the row is left as claimed.
+    #[tokio::test]
+    async fn a_failure_not_the_items_leaves_the_row() {
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let (log, _guard) = capture();
+        let read_only = Blame::Database(Refusal::ReadOnly);
+        for outcome in [Some(failure(Blame::Queue)), Some(failure(read_only)), None] {
+            let mut store = FakeStore::answering(written);
+            let report = recorded(&queue, &mut store, outcome).await;
+            assert_eq!((report.failed, report.returned), (0, 1));
+            assert!(store.written.is_empty());
+            assert_eq!(store.left, ["1"]);
+        }
+        assert!(log.text().contains("is the queue's, not the row's"));
+        assert_eq!(queue.gate.refusing(), Some("read-only"));
+        assert!(queue.stats.observed.failures().is_empty());
+    }
+
+    /// `[on_success]` too large to send fails the item through `[on_failure]`, with
+    /// why, so that it does not block the queue; with no `[on_failure]`, the row
+    /// waits again, the failure counted.
+    #[tokio::test]
+    async fn outcome_sql_too_large_to_send_fails_the_item() {
+        fn too_large(which: Statements) -> Written {
+            match which {
+                Statements::OnSuccess => Written::SqlFailed(Arc::new(DbError::TooLarge {
+                    what: "[on_success] SQL",
+                    size: 5_000_000,
+                    limit: 4_194_304,
+                })),
+                _ => Written::Recorded,
+            }
+        }
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let mut store = FakeStore::answering(too_large);
+        let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+        assert_eq!((report.done, report.failed), (0, 1));
+        assert_eq!(store.written.last().unwrap().0, Statements::OnFailure);
+        let failures = queue.stats.observed.failures();
+        assert!(
+            failures[0].error.contains("max_allowed_packet"),
+            "{failures:?}"
+        );
+        let queue = without_on_failure();
+        let mut store = FakeStore::answering(too_large);
+        let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+        assert_eq!((report.done, report.failed, report.returned), (0, 0, 1));
+        assert_eq!(queue.stats.counts().outcome_sql_failures, 1);
+    }
+
+    /// Outcome SQL that fails on its own error, a lease lost meanwhile and an
+    /// outcome not known to be written each return the row, counted and said.
+    #[tokio::test]
+    async fn an_outcome_not_written_returns_the_row() {
+        let queue = QueueRuntime::for_tests(ON_FAILURE);
+        let (log, _guard) = capture();
+        let answers: [fn(Statements) -> Written; 3] = [
+            |_| Written::SqlFailed(Arc::new(DbError::server(1406, "Data too long"))),
+            |_| Written::LeaseLost {
+                lease_id: "f00d".to_string(),
+            },
+            |_| Written::Unknown("no answer to the COMMIT".to_string()),
+        ];
+        for answer in answers {
+            let mut store = FakeStore::answering(answer);
+            let report = recorded(&queue, &mut store, Some(Outcome::success())).await;
+            assert_eq!((report.done, report.returned), (0, 1));
+            assert!(report.completed.is_empty());
+        }
+        let counts = queue.stats.counts();
+        assert_eq!((counts.outcome_sql_failures, counts.leases_lost), (1, 1));
+        let log = log.text();
+        for said in [
+            "[on_success] SQL failed",
+            "lease lost",
+            "the outcome is not recorded",
+        ] {
+            assert!(log.contains(said), "{said}: {log}");
+        }
+    }
 }

@@ -2,7 +2,11 @@
 //! outcome — `[on_success]` once for those that succeeded, `[on_failure]` once for
 //! those that failed, `:batch` holding them as one JSON array. A set whose statement
 //! fails is undone and written item by item, each alone (a one-element `:batch`), so
-//! only the items whose SQL fails stay waiting. An empty set runs no statement.
+//! only the items whose SQL fails stay waiting — unless the batch runs
+//! optimistically, when the whole batch is rolled back instead. An empty set runs no
+//! statement.
+
+use std::sync::Arc;
 
 use tracing::debug;
 
@@ -16,9 +20,11 @@ use crate::engine::queue::QueueRuntime;
 pub struct SetStore<'s> {
     pub session: &'s mut Session,
     pub queue: &'s QueueRuntime,
-    /// `[on_success]` and `[on_failure]` are one statement each: a failed one undoes
-    /// itself, and no savepoint is needed.
-    pub single_statements: bool,
+    /// How a set whose SQL fails is undone: back to a savepoint taken before it;
+    /// not at all when its SQL is one statement (a failed one undoes itself), or
+    /// when the batch runs optimistically (its failure rolls the batch back whole,
+    /// and no item is written alone).
+    pub undo: Undo,
 }
 
 impl Store for SetStore<'_> {
@@ -32,7 +38,7 @@ impl Store for SetStore<'_> {
         if set.is_empty() {
             return Ok(Vec::new());
         }
-        let savepoint = !self.single_statements;
+        let savepoint = self.undo == Undo::Savepoint;
         if savepoint {
             self.session.savepoint().await?;
         }
@@ -43,6 +49,10 @@ impl Store for SetStore<'_> {
         let name = self.queue.config.name.as_str();
         match self.session.run_batch(which, &params, name).await {
             Ok(()) => return Ok(set.iter().map(|_| Written::Recorded).collect()),
+            Err(e) if e.is_statement_error() && self.undo == Undo::Batch => {
+                let e = Arc::new(e);
+                return Ok(set.iter().map(|_| Written::SqlFailed(e.clone())).collect());
+            }
             Err(e) if e.is_statement_error() => {
                 debug!(error = %e, items = set.len(), "a batch's outcome SQL failed; writing its items one by one");
             }

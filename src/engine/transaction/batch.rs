@@ -10,7 +10,7 @@
 
 use super::{external, sql};
 use crate::action::Action;
-use crate::db::{DbError, Item, Session};
+use crate::db::{DbError, Session};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::BatchReport;
 use crate::engine::turn::Turn;
@@ -55,19 +55,4 @@ pub async fn claim_and_process(
     }
     session.commit().await?;
     Ok(Processed::Committed(report))
-}
-
-/// True when the worker is stopping before item `index`: the items not started
-/// stay untouched and return to the queue at commit.
-pub fn stopping_at(
-    queue: &QueueRuntime,
-    items: &[Item],
-    index: usize,
-    report: &mut BatchReport,
-) -> bool {
-    if !queue.stop.is_cancelled() {
-        return false;
-    }
-    report.returned += items.len() - index;
-    true
 }

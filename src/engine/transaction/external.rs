@@ -15,9 +15,10 @@ use crate::db::{DbError, Item, Session};
 use crate::engine::execute::Work;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::item::{ItemStore, Undo};
+use crate::engine::record::record;
 use crate::engine::record::set::SetStore;
-use crate::engine::record::{item_span, record};
 use crate::engine::report::BatchReport;
+use crate::engine::settle::item_span;
 use crate::sql::statement::{first_word, ParsedStatement};
 
 /// How often a worker pings its connection while actions run: if the connection is
@@ -39,10 +40,14 @@ pub async fn process(
             .iter()
             .zip(outcomes.iter().map(Option::as_ref))
             .collect();
+        let undo = match single_statements {
+            true => Undo::Statement,
+            false => Undo::Savepoint,
+        };
         let mut store = SetStore {
             session,
             queue,
-            single_statements,
+            undo,
         };
         return record(queue, &mut store, &entries, report).await;
     }

@@ -44,7 +44,7 @@ impl TransactionMode {
     /// Worker `index` of `queue`, starting with `session` if one is open already.
     pub fn new(queue: Arc<QueueRuntime>, index: usize, session: Option<Session>) -> Self {
         let session = session.map(|session| HeldSession {
-            session: session.watched_by(queue.stats.waiting(index)),
+            session: session.watched_by(queue.stats.unanswered(index)),
             _connected: queue.stats.connection(),
         });
         TransactionMode {
@@ -64,9 +64,9 @@ impl TransactionMode {
             debug!("the idle connection was closed; reconnecting");
         }
         let queue = &self.queue;
-        let waiting = queue.stats.waiting(self.index);
+        let unanswered = queue.stats.unanswered(self.index);
         let config = &queue.config;
-        let opening = Session::open_with_limit(config, &queue.database, config.batch, waiting);
+        let opening = Session::open_with_limit(config, &queue.database, config.batch, unanswered);
         let opened = tokio::select! {
             _ = queue.stop.cancelled() => return Err(Ended::Stopped),
             opened = opening => opened,

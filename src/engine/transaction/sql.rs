@@ -3,14 +3,15 @@
 
 use tracing::{debug, Instrument};
 
-use super::batch::stopping_at;
 use crate::action::{InTransaction, Outcome};
-use crate::db::{DbError, Item, OutcomeParams, Session, Statements};
+use crate::db::{DbError, Item, Session, Statements};
 use crate::engine::execute::Work;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::item::{ItemStore, Undo};
-use crate::engine::record::{item_span, record, trace};
-use crate::engine::report::{BatchReport, Fate};
+use crate::engine::record::set::SetStore;
+use crate::engine::record::{record, Store, Written};
+use crate::engine::report::{BatchReport, Fate, Returned};
+use crate::engine::settle::item_span;
 
 /// Runs the batch without savepoints: in item scope the action and `[on_success]`
 /// for each item, in batch scope each once for the whole batch. Returns false —
@@ -51,14 +52,16 @@ async fn one_at_a_time(
         if stopping_at(queue, items, index, report) {
             break;
         }
-        let succeeded = succeeds(session, queue, action, Work::item(queue, item))
-            .instrument(item_span(item))
-            .await?;
-        let Some(outcome) = succeeded else {
-            return Ok(false);
+        let succeeded = async {
+            let succeeded = succeeds(session, queue, action, Work::item(queue, item)).await?;
+            if let Some(outcome) = &succeeded {
+                queue.settle(report, item, Fate::Done, Some(outcome));
+            }
+            Ok::<_, DbError>(succeeded.is_some())
         };
-        report.count(Fate::Done, || item.key_text());
-        trace(report, item, Some(&outcome), Fate::Done, None);
+        if !succeeded.instrument(item_span(item)).await? {
+            return Ok(false);
+        }
     }
     Ok(true)
 }
@@ -79,14 +82,14 @@ async fn all_at_once(
         return Ok(false);
     };
     for item in items {
-        report.count(Fate::Done, || item.key_text());
-        trace(report, item, Some(&outcome), Fate::Done, None);
+        queue.settle(report, item, Fate::Done, Some(&outcome));
     }
     Ok(true)
 }
 
-/// Runs the action for `work`, then `[on_success]` for the same items; the
-/// action's outcome if both succeeded.
+/// Runs the action for `work`, then `[on_success]` for the same items (once for
+/// the batch, in batch scope), with nothing to undo on its own: any failure rolls
+/// the whole batch back. The action's outcome if both succeeded.
 async fn succeeds(
     session: &mut Session,
     queue: &QueueRuntime,
@@ -97,26 +100,30 @@ async fn succeeds(
     let Some(outcome) = outcome.filter(Outcome::succeeded) else {
         return Ok(None);
     };
-    let name = queue.config.name.as_str();
-    let written = match work.items {
-        [item] if !work.batch => {
-            session
-                .run(Statements::OnSuccess, item, name, &OutcomeParams::NONE)
-                .await
+    let set: Vec<(&Item, &Outcome)> = work.items.iter().map(|item| (item, &outcome)).collect();
+    let undo = Undo::Batch;
+    let written = match work.batch {
+        true => {
+            let mut store = SetStore {
+                session,
+                queue,
+                undo,
+            };
+            store.write(Statements::OnSuccess, &set).await?
         }
-        items => {
-            let all: Vec<(&Item, OutcomeParams)> = items
-                .iter()
-                .map(|item| (item, OutcomeParams::NONE))
-                .collect();
-            session.run_batch(Statements::OnSuccess, &all, name).await
+        false => {
+            let action_wrote = false;
+            let mut store = ItemStore {
+                session,
+                queue,
+                undo,
+                action_wrote,
+            };
+            store.write(Statements::OnSuccess, &set).await?
         }
     };
-    match written {
-        Ok(()) => Ok(Some(outcome)),
-        Err(e) if e.is_statement_error() => Ok(None),
-        Err(e) => Err(e),
-    }
+    let all = written.iter().all(|w| matches!(w, Written::Recorded));
+    Ok(all.then_some(outcome))
 }
 
 /// Runs every item in a savepoint of its own, even alone in its batch: a failed or
@@ -151,4 +158,22 @@ pub async fn with_savepoints(
         .await?;
     }
     Ok(())
+}
+
+/// True when the worker is stopping before item `index`: the items not started
+/// stay untouched, settled as returned, and wait again once the batch commits.
+fn stopping_at(
+    queue: &QueueRuntime,
+    items: &[Item],
+    index: usize,
+    report: &mut BatchReport,
+) -> bool {
+    if !queue.stop.is_cancelled() {
+        return false;
+    }
+    for item in &items[index..] {
+        let stopping = Fate::Returned(Returned::Stopping);
+        queue.settle(report, item, stopping, None);
+    }
+    true
 }

@@ -1,4 +1,5 @@
-//! One database's binary log, followed for the queues on it: open the stream from
+//! The followers of a run, one per database ([`Followers`]), and one database's
+//! binary log, followed for the queues on it ([`Follower`]): open the stream from
 //! the log's current end, nudge every queue whose tables a commit changed, and when
 //! the stream breaks, let the queues poll every `poll_interval` while it reconnects
 //! with a jittered backoff. Where the server or the grants allow no stream, say why
@@ -7,17 +8,16 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use super::tables::{pause_changed, Watched};
 use crate::config::WakeSource;
 use crate::db::binlog::{self, BinlogReader, Commit, OpenFailure, StreamLost};
 use crate::db::Database;
-use crate::engine::backoff::{pause, Backoff};
 use crate::engine::queue::QueueRuntime;
+use crate::engine::retry::{Failure, Next, Retry};
 use crate::lock::lock;
 
 /// The server sends a heartbeat after this long without events; three missed ones
@@ -32,6 +32,60 @@ const UNAVAILABLE_RETRY: Duration = Duration::from_secs(300);
 /// afresh.
 const STEADY: Duration = Duration::from_secs(30);
 
+/// The followers of a run, one per database, started as queues need them and
+/// stopped once no queue they wake runs.
+#[derive(Default)]
+pub struct Followers {
+    running: Vec<(Arc<Follower>, CancellationToken)>,
+    tasks: TaskTracker,
+}
+
+impl Followers {
+    /// Has `queue` woken by its database's follower (started now if it is the first
+    /// queue on that database — the same options, credentials included — to want
+    /// one). A queue with `wake = "poll"` is only told so.
+    pub fn subscribe(&mut self, queue: &Arc<QueueRuntime>, stop: &CancellationToken) {
+        if queue.config.wake.source == WakeSource::Poll {
+            let why = "wake = \"poll\" in its queue file".to_string();
+            queue.stats.set_wake("poll", Some(why));
+            return;
+        }
+        let found = self
+            .running
+            .iter()
+            .find(|(follower, _)| *follower.database() == queue.database);
+        let follower = match found {
+            Some((follower, _)) => follower.clone(),
+            None => {
+                let follower = Arc::new(Follower::new(queue.database.clone()));
+                let own = stop.child_token();
+                self.tasks.spawn(follower.clone().run(own.clone()));
+                self.running.push((follower.clone(), own));
+                follower
+            }
+        };
+        follower.subscribe(queue);
+    }
+
+    /// Stops the followers no running queue needs any more (after a reload removed
+    /// or moved their queues): their replica connections close.
+    pub fn prune(&mut self) {
+        self.running.retain(|(follower, stop)| {
+            let needed = follower.needed();
+            if !needed {
+                stop.cancel();
+            }
+            needed
+        });
+    }
+
+    /// Waits for every follower to end (after `stop`).
+    pub async fn stopped(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
+}
+
 /// A database's binary log and the queues it wakes.
 pub struct Follower {
     database: Database,
@@ -44,6 +98,14 @@ struct State {
     subscribers: Vec<Subscriber>,
     /// Why the queues poll now; `None` while the stream is followed.
     polling: Option<String>,
+}
+
+/// Why the queues poll instead of following the stream.
+struct Polling {
+    why: String,
+    /// The server or the grants allow no stream: asked again after
+    /// [`UNAVAILABLE_RETRY`], not the backoff.
+    unavailable: bool,
 }
 
 struct Subscriber {
@@ -85,41 +147,51 @@ impl Follower {
 
     /// Follows the log until `stop`, reconnecting whenever the stream is lost.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let mut backoff = Backoff::new(FIRST_RETRY);
+        let mut retry = Retry::new(FIRST_RETRY, &stop).afresh_after(STEADY);
+        // Each reason is said once, until a stream lives long enough to count.
         let mut said: Option<String> = None;
-        loop {
-            let opened = tokio::select! {
-                _ = stop.cancelled() => return,
-                opened = binlog::open(&self.database, HEARTBEAT) => opened,
-            };
-            let (why, wait) = match opened {
-                Ok(reader) => {
-                    let began = Instant::now();
-                    let Some(lost) = self.follow(reader, &stop).await else {
-                        return;
-                    };
-                    if began.elapsed() >= STEADY {
-                        backoff.reset();
-                        said = None;
-                    }
-                    let why = format!("reconnecting to the binary log ({lost})");
-                    (why, backoff.next_wait())
-                }
-                Err(OpenFailure::Unavailable(why)) => (why.to_string(), UNAVAILABLE_RETRY),
-                Err(e) => {
-                    let why = format!("the binary log stream cannot open: {e}");
-                    (why, backoff.next_wait())
-                }
-            };
-            if said.as_deref() != Some(why.as_str()) {
-                self.say_polling(&why, wait);
-                said = Some(why.clone());
+        let stream = || self.stream(&stop);
+        let polling = |polling: &Polling, failure: Failure| {
+            if failure.times == 1 {
+                said = None;
             }
-            self.set_polling(Some(why));
-            if !pause(&stop, wait).await {
-                return;
+            let wait = match polling.unavailable {
+                true => UNAVAILABLE_RETRY,
+                false => failure.retry_in,
+            };
+            if said.as_deref() != Some(polling.why.as_str()) {
+                self.say_polling(&polling.why, wait);
+                said = Some(polling.why.clone());
             }
-        }
+            self.set_polling(Some(polling.why.clone()));
+            Next::After(wait)
+        };
+        let _stopped = retry.run(stream, polling).await;
+    }
+
+    /// Opens the stream and follows it: `Ok` once `stop` came; else why the queues
+    /// poll meanwhile.
+    async fn stream(&self, stop: &CancellationToken) -> Result<(), Polling> {
+        let opened = tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            opened = binlog::open(&self.database, HEARTBEAT) => opened,
+        };
+        let why = match opened {
+            Ok(reader) => match self.follow(reader, stop).await {
+                None => return Ok(()),
+                Some(lost) => format!("reconnecting to the binary log ({lost})"),
+            },
+            Err(OpenFailure::Unavailable(why)) => {
+                let why = why.to_string();
+                return Err(Polling {
+                    why,
+                    unavailable: true,
+                });
+            }
+            Err(e) => format!("the binary log stream cannot open: {e}"),
+        };
+        let unavailable = false;
+        Err(Polling { why, unavailable })
     }
 
     /// Reads commits until the stream is lost (`Some`) or `stop` (`None`).

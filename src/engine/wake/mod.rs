@@ -9,20 +9,16 @@ pub mod follower;
 pub mod tables;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use super::queue::QueueRuntime;
 use crate::config::wake::binlog_refused;
 use crate::config::{QueueConfig, WakeSource};
 use crate::db::binlog;
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
-use follower::Follower;
+pub use follower::Followers;
 
 /// A queue's side of its follower: whether the follower streams now, and a signal
 /// for the background count that the queue's tables changed.
@@ -58,60 +54,6 @@ impl QueueWake {
 
     fn note_change(&self) {
         self.changed.notify_one();
-    }
-}
-
-/// The followers of a run, one per database, started as queues need them and
-/// stopped once no queue they wake runs.
-#[derive(Default)]
-pub struct Followers {
-    running: Vec<(Arc<Follower>, CancellationToken)>,
-    tasks: TaskTracker,
-}
-
-impl Followers {
-    /// Has `queue` woken by its database's follower (started now if it is the first
-    /// queue on that database — the same options, credentials included — to want
-    /// one). A queue with `wake = "poll"` is only told so.
-    pub fn subscribe(&mut self, queue: &Arc<QueueRuntime>, stop: &CancellationToken) {
-        if queue.config.wake.source == WakeSource::Poll {
-            let why = "wake = \"poll\" in its queue file".to_string();
-            queue.stats.set_wake("poll", Some(why));
-            return;
-        }
-        let found = self
-            .running
-            .iter()
-            .find(|(follower, _)| *follower.database() == queue.database);
-        let follower = match found {
-            Some((follower, _)) => follower.clone(),
-            None => {
-                let follower = Arc::new(Follower::new(queue.database.clone()));
-                let own = stop.child_token();
-                self.tasks.spawn(follower.clone().run(own.clone()));
-                self.running.push((follower.clone(), own));
-                follower
-            }
-        };
-        follower.subscribe(queue);
-    }
-
-    /// Stops the followers no running queue needs any more (after a reload removed
-    /// or moved their queues): their replica connections close.
-    pub fn prune(&mut self) {
-        self.running.retain(|(follower, stop)| {
-            let needed = follower.needed();
-            if !needed {
-                stop.cancel();
-            }
-            needed
-        });
-    }
-
-    /// Waits for every follower to end (after `stop`).
-    pub async fn stopped(&self) {
-        self.tasks.close();
-        self.tasks.wait().await;
     }
 }
 

@@ -154,7 +154,7 @@ echo done"#,
     let file = render("render", &script, 5.0, "200ms")
         .on_success("UPDATE video SET state = 'done', result = CONCAT(:progress, '|', :output) WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
-    let monitor = std::sync::Arc::new(tableq::telemetry::monitor::Monitor::default());
+    let monitor = std::sync::Arc::new(tableq::telemetry::stats::monitor::Monitor::default());
     let options = tableq::RunOptions {
         database_url: Some(db.url.clone()),
         monitor: monitor.clone(),
@@ -167,7 +167,7 @@ echo done"#,
         })
         .await;
         // The status page lists the job in flight, with its last progress line.
-        let status = tableq::telemetry::status::Status::of(&monitor, 1);
+        let status = tableq::telemetry::http::status::Status::of(&monitor, 1);
         let runs = &status.queues[0].in_flight_runs;
         assert_eq!(runs.len(), 1, "{runs:?}");
         assert_eq!(runs[0].keys, ["1"]);

@@ -1,10 +1,11 @@
 //! More workers than the database allows connections: tableq says so, and `check`
-//! says so before it runs.
+//! says so before it runs; a server already full when a queue starts is said with
+//! the same advice.
 
 use std::time::Duration;
 
 use crate::support::check::check;
-use crate::support::daemon::{run_to_end, tableq};
+use crate::support::daemon::{run_to_end, tableq, Daemon};
 use crate::support::{MariaDb, QueueFile, QueueFiles, TestDb};
 
 const ROWS: usize = 100;
@@ -83,4 +84,65 @@ async fn more_workers_than_connections_is_said_and_checked() {
         ROWS as u64
     );
     assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, ROWS as u64);
+}
+
+/// A server whose every connection is taken when the queue starts: its first
+/// session is refused, and the daemon says the database is full with the advice
+/// (not only that it cannot connect); once connections are free the queue starts
+/// and does every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_full_at_start_is_said_with_the_advice() {
+    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-connections=4"]))
+        .await
+        .unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    db.exec(&format!(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting');
+         INSERT INTO job (id) VALUES (1), (2), (3);
+         CREATE USER 'app'@'%' IDENTIFIED BY 'app';
+         GRANT ALL ON `{0}`.* TO 'app'@'%';
+         CREATE USER 'filler'@'%' IDENTIFIED BY 'filler';
+         GRANT USAGE ON *.* TO 'filler'@'%'",
+        db.name
+    ))
+    .await;
+    // Every connection an ordinary user may have taken: the queue's is refused for
+    // the server being full (root keeps a way in).
+    let filler = db.url.replacen("root@", "filler:filler@", 1);
+    let filler = filler.rsplit_once('/').unwrap().0.to_string();
+    let mut held = Vec::new();
+    while let Ok(conn) = mysql_async::Conn::from_url(filler.as_str()).await {
+        held.push(conn);
+        assert!(held.len() <= 10, "max_connections = 4 lets no more in");
+    }
+    assert!(!held.is_empty());
+    let files = QueueFiles::new();
+    let file = QueueFile::new("full_at_start")
+        .error_backoff("200ms")
+        .set("wake", "poll")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql("DO :id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let mut cmd = tableq(&["run", "--stop-when-empty"]);
+    cmd.arg(&file).env(
+        "TABLEQ_DATABASE_URL",
+        db.url.replacen("root@", "app:app@", 1),
+    );
+    let mut daemon = Daemon::spawn(cmd);
+    let full = "the database refused connections: it is full";
+    daemon.wait_for_log(full, Duration::from_secs(30)).await;
+    for conn in held {
+        conn.disconnect().await.ok();
+    }
+    assert_eq!(daemon.wait(Duration::from_secs(60)).await.code(), Some(0));
+    let log = daemon.stderr();
+    let said = log.lines().find(|l| l.contains(full)).unwrap();
+    assert!(said.contains("lower `workers`"), "{said}");
+    assert!(
+        log.find(full) < log.find("queue started"),
+        "said before the queue could start: {log}"
+    );
+    let done = db.count("SELECT COUNT(*) FROM job WHERE state = 'done'");
+    assert_eq!(done.await, 3);
 }

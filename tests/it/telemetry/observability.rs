@@ -254,7 +254,7 @@ async fn items_rolled_back_at_the_shutdown_timeout_are_counted() {
         .action_command(&["sleep", "60"])
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
         .write(&files);
-    let monitor = std::sync::Arc::new(tableq::telemetry::monitor::Monitor::default());
+    let monitor = std::sync::Arc::new(tableq::telemetry::stats::monitor::Monitor::default());
     let options = tableq::RunOptions {
         database_url: Some(db.url.clone()),
         shutdown_timeout: Duration::from_millis(500),

@@ -1,8 +1,8 @@
 //! `run --otlp-endpoint`: a span per item reaches a real OTLP/HTTP receiver on
 //! loopback (its protobuf decoded with `opentelemetry-proto`), in the row's own
-//! trace when it has a `traceparent`, with the queue, key and outcome; and a
-//! collector that never answers costs the workers nothing: every row is done, and
-//! the spans are dropped and counted.
+//! trace when it has a `traceparent`, with the queue, key and outcome — rows handed
+//! back (at shutdown, not leased) too; and a collector that never answers costs the
+//! workers nothing: every row is done, and the spans are dropped and counted.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use crate::support::daemon::{tableq, Daemon};
 use crate::support::endpoint::{get, metrics_address};
 use crate::support::scrape::sample;
 use crate::support::web::{silent_server, Reply, WebServer};
-use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+use crate::support::{eventually, running, QueueFile, QueueFiles, TestDb};
 
 const ROW_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const ROW_SPAN: &str = "00f067aa0ba902b7";
@@ -332,5 +332,103 @@ async fn a_leased_items_span_continues_its_rows_trace() {
         let in_row_trace = hex(&span.trace_id) == ROW_TRACE;
         assert_eq!(in_row_trace, key == "1", "item {key}");
     }
+    daemon.terminate().await;
+}
+
+/// The outcome and error of each span, by key.
+fn fates(spans: &[(String, Span)]) -> Vec<(String, String, Option<String>)> {
+    let mut fates: Vec<_> = spans
+        .iter()
+        .map(|(_, span)| {
+            let attribute = |key| text(&span.attributes, key);
+            let key = attribute("tableq.key").unwrap_or_default();
+            let outcome = attribute("tableq.outcome").unwrap_or_default();
+            (key, outcome, attribute("tableq.error"))
+        })
+        .collect();
+    fates.sort();
+    fates
+}
+
+/// SIGTERM while the first item of a batch runs: it is done, and the two the
+/// worker did not start are handed back — waiting again, each with its span
+/// (returned, and why), sent before the process exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_handed_back_at_shutdown_have_their_spans() {
+    let collector = collector().await;
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting');
+         INSERT INTO job (id) VALUES (1), (2), (3)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("otlp_shutdown")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .batch(3)
+        .poll_interval("1h")
+        .action_sql("DO SLEEP(IF(:id = 1, 2, 0))")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let mut cmd = tableq(&["run", "--otlp-endpoint", &collector.url("")]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let mut daemon = Daemon::spawn(cmd);
+    eventually("the first item runs", Duration::from_secs(30), || {
+        running(&db, "DO SLEEP")
+    })
+    .await;
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(daemon.wait(Duration::from_secs(30)).await.code(), Some(0));
+    let waiting = db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'");
+    assert_eq!(waiting.await, 2, "the two not started wait again");
+    let stopping = Some("not started: the worker is stopping".to_string());
+    let returned = |key: &str| (key.to_string(), "returned".to_string(), stopping.clone());
+    let done = ("1".to_string(), "done".to_string(), None);
+    assert_eq!(
+        fates(&received(&collector)),
+        [done, returned("2"), returned("3")]
+    );
+}
+
+/// In lease mode a claimed row whose `[lease] sql` matches nothing is left as it
+/// was, and its span says so; the other row of the claim is leased and done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_not_leased_has_its_span() {
+    let collector = collector().await;
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting', lease_id VARCHAR(32) NULL);
+         INSERT INTO job (id) VALUES (1), (2)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("otlp_not_leased")
+        .set("mode", "lease")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .batch(2)
+        .poll_interval("1h")
+        .error_backoff("1m")
+        .lease_set(
+            "sql",
+            "UPDATE job SET state = 'leased', lease_id = :lease_id WHERE id = :id AND id <> 2",
+        )
+        .action_command(&["true"])
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let mut cmd = tableq(&["run", "--otlp-endpoint", &collector.url("")]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let mut daemon = Daemon::spawn(cmd);
+    eventually("both spans arrive", Duration::from_secs(60), || async {
+        received(&collector).len() >= 2
+    })
+    .await;
+    let not_leased = Some("[lease] sql matched no row: not leased".to_string());
+    let expected = [
+        ("1".to_string(), "done".to_string(), None),
+        ("2".to_string(), "returned".to_string(), not_leased),
+    ];
+    assert_eq!(fates(&received(&collector)), expected);
+    let waiting = db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'");
+    assert_eq!(waiting.await, 1, "the row not leased waits as it was");
     daemon.terminate().await;
 }

@@ -3,7 +3,7 @@
 //! action started and finished, outcome recorded, committed — or one per batch
 //! (`scope = "batch"`), its items as events and the rows' own traces as links. A row
 //! whose select returns a valid `traceparent` keeps its trace: the item's span is a
-//! child of the span that wrote it. [`super::traces`] sends them.
+//! child of the span that wrote it. [`super::otlp`] sends them.
 
 use std::borrow::Cow;
 use std::time::SystemTime;
@@ -14,7 +14,7 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use crate::action::http::trace::Parent;
+use crate::action::http::traceparent::Parent;
 
 /// What became of one item of a turn, as its span tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,10 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
+pub mod in_flight;
+pub mod monitor;
+pub mod observed;
+pub mod recent;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -7,11 +12,11 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use super::observed::Observed;
 use crate::db::pause::Paused;
-use crate::db::Waiting;
+use crate::db::Unanswered;
 use crate::duration::rounded;
 use crate::lock::lock;
+use observed::Observed;
 
 /// Counts of committed work, since the daemon started.
 #[derive(Debug, Default)]
@@ -100,7 +105,7 @@ impl CircuitState {
 
 #[derive(Debug, Default)]
 struct Waits {
-    workers: Vec<Arc<Waiting>>,
+    workers: Vec<Arc<Unanswered>>,
     deadline: Duration,
 }
 
@@ -149,7 +154,7 @@ impl QueueStats {
     }
 
     /// Where worker `index` keeps its wait for the database.
-    pub fn waiting(&self, index: usize) -> Arc<Waiting> {
+    pub fn unanswered(&self, index: usize) -> Arc<Unanswered> {
         self.waits().workers.get(index).cloned().unwrap_or_default()
     }
 
@@ -161,8 +166,8 @@ impl QueueStats {
             .workers
             .iter()
             .enumerate()
-            .filter_map(|(index, waiting)| {
-                let (waited, what) = waiting.longer_than(waits.deadline)?;
+            .filter_map(|(index, unanswered)| {
+                let (waited, what) = unanswered.longer_than(waits.deadline)?;
                 let waited = rounded(waited);
                 Some(format!("worker {index} has waited {waited} for {what}"))
             })

@@ -5,6 +5,7 @@
 //! proxy, under a strict Content-Security-Policy, and refreshes itself.
 
 mod html;
+mod response;
 mod sparkline;
 
 use std::sync::Arc;
@@ -12,15 +13,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::in_flight::RunView;
-use super::monitor::{Monitor, QueueView};
-use super::observed::{Failure, Minute};
-use super::process::{hostname, ProcessStats};
-use super::recent::Percentiles;
-use super::stats::{CircuitOpen, QueueStats, WakeStatus};
 use crate::db::pause::Paused;
+use crate::telemetry::metrics::process::{hostname, ProcessStats};
+use crate::telemetry::stats::in_flight::RunView;
+use crate::telemetry::stats::monitor::{Monitor, QueueView};
+use crate::telemetry::stats::observed::{Failure, Minute};
+use crate::telemetry::stats::recent::Percentiles;
+use crate::telemetry::stats::{CircuitOpen, QueueStats, WakeStatus};
 
-pub use html::{render, STYLE};
+pub use response::{json_response, page_asked, page_response};
 
 /// How many queues one page shows: a process with thousands of queues still
 /// answers `/` and `/status.json` quickly, a page at a time.
@@ -253,16 +254,6 @@ impl Summary {
     }
 }
 
-/// The page a request asks for: `page=N` in its query, else the first.
-pub fn page_asked(query: Option<&str>) -> usize {
-    query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .find_map(|pair| pair.strip_prefix("page="))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1)
-}
-
 impl QueueStatus {
     fn of(view: &QueueView, stats: &Arc<QueueStats>) -> QueueStatus {
         let observed = &stats.observed;
@@ -300,83 +291,9 @@ impl QueueStatus {
     }
 }
 
-/// `GET /`: the page, with a Content-Security-Policy that allows its own style and
-/// nothing else.
-pub fn page_response(monitor: &Monitor, page: usize) -> axum::response::Response {
-    use axum::http::header;
-    use axum::response::IntoResponse;
-    let headers = [
-        (header::CONTENT_TYPE, "text/html; charset=utf-8".to_string()),
-        (header::CONTENT_SECURITY_POLICY, content_security_policy()),
-        (header::CACHE_CONTROL, "no-store".to_string()),
-    ];
-    (headers, render(&Status::of(monitor, page))).into_response()
-}
-
-/// `GET /status.json`: the page's data.
-pub fn json_response(monitor: &Monitor, page: usize) -> axum::response::Response {
-    use axum::http::header;
-    use axum::response::IntoResponse;
-    let body = serde_json::to_string(&Status::of(monitor, page)).unwrap_or_default();
-    let headers = [
-        (header::CONTENT_TYPE, "application/json"),
-        (header::CACHE_CONTROL, "no-store"),
-    ];
-    (headers, body).into_response()
-}
-
-/// No script, no outside asset, no frame; the page's one style by its hash.
-pub fn content_security_policy() -> String {
-    use base64::Engine;
-    use sha2::Digest;
-    let hash = sha2::Sha256::digest(STYLE.as_bytes());
-    let hash = base64::engine::general_purpose::STANDARD.encode(hash);
-    format!(
-        "default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    /// With 5,000 queues a page holds 50 of them and the summary counts them all, so
-    /// `/` and `/status.json` stay small (they were megabytes); pages past the last
-    /// show the last.
-    #[test]
-    fn thousands_of_queues_are_shown_a_page_at_a_time() {
-        let monitor = Monitor::default();
-        for i in 0..5_000 {
-            let stats = monitor.start_queue(&format!("q{i:04}"), 2, Duration::from_secs(30));
-            if i == 7 {
-                stats.set_looping();
-            }
-        }
-        let first = Status::of(&monitor, 1);
-        assert_eq!(
-            (first.page, first.pages, first.queues.len()),
-            (1, 100, PER_PAGE)
-        );
-        assert_eq!(first.queues[0].name, "q0000");
-        assert_eq!(first.summary.queues, 5_000);
-        assert_eq!(first.summary.workers, 10_000);
-        assert_eq!(first.summary.stopped_claiming, 1);
-        let json = serde_json::to_string(&first).unwrap();
-        assert!(json.len() < 200_000, "{} bytes", json.len());
-        let html = render(&first);
-        assert!(html.len() < 200_000, "{} bytes", html.len());
-        assert!(
-            html.contains("page 1 of 100") && html.contains("?page=2"),
-            "paged"
-        );
-        assert!(html.contains("stopped claiming: 1"), "summarised");
-        let last = Status::of(&monitor, 1_000);
-        assert_eq!((last.page, last.queues[0].name.as_str()), (100, "q4950"));
-        assert_eq!(page_asked(Some("page=3")), 3);
-        assert_eq!(page_asked(Some("x=1&page=abc")), 1);
-        assert_eq!(page_asked(None), 1);
-    }
 
     /// Twenty identical bounces and one other failure are two groups, the latest
     /// first, with a few keys each.

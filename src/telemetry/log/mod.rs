@@ -5,12 +5,17 @@
 //! journald, `docker logs`, pipes and files get plain lines. When stderr is the
 //! journal (systemd says so in `JOURNAL_STREAM`), lines carry no timestamp of their
 //! own — the journal stamps each one — and each starts with its priority
-//! ([`super::journal`]). JSON is flat: the spans' fields at the top level
-//! ([`super::json_lines`]).
+//! ([`journal`]). JSON is flat: the spans' fields at the top level
+//! ([`json_lines`]).
 //!
 //! Text lines escape every control character a value brings (CR, LF, ESC, the rest
 //! of C0 and C1, DEL): a key or a command's stderr cannot start a forged line nor
 //! send the terminal escape sequences. JSON escapes them by itself.
+
+pub mod journal;
+pub mod json_lines;
+pub mod once;
+pub mod throttle;
 
 use std::fmt::{self, Write as _};
 use std::io::IsTerminal;
@@ -23,8 +28,8 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::EnvFilter;
 
-use super::journal::{stderr_is_journal, Prioritized};
-use super::json_lines::FlatJson;
+use journal::{stderr_is_journal, Prioritized};
+use json_lines::FlatJson;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -161,6 +166,45 @@ impl<W: fmt::Write> fmt::Write for Escaped<W> {
 /// (<https://no-color.org>: any non-empty `NO_COLOR`).
 fn colour(no_color: Option<&std::ffi::OsStr>) -> bool {
     std::io::stderr().is_terminal() && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// For unit tests: what is logged on this thread (at debug and above, as text
+/// without colours or times) while the guard lives.
+#[cfg(test)]
+pub fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .without_time()
+        .with_writer(move || writer.clone())
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+/// What [`capture`] caught.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Captured {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&crate::lock::lock(&self.0)).into_owned()
+    }
+}
+
+#[cfg(test)]
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        crate::lock::lock(&self.0).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Per-queue histograms of durations, in seconds: counted lock-free as they are
 //! observed, and exported as Prometheus histograms. (The status page's
-//! percentiles are over the last minutes: [`super::recent`].)
+//! percentiles are over the last minutes: [`crate::telemetry::stats::recent`].)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

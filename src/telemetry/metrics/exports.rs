@@ -10,9 +10,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
 use super::histograms::Timings;
-use super::monitor::QueueView;
-use super::observed::Observed;
-use super::stats::QueueStats;
+use crate::telemetry::stats::monitor::QueueView;
+use crate::telemetry::stats::observed::Observed;
+use crate::telemetry::stats::QueueStats;
 
 type Watched = [(QueueView, Arc<QueueStats>)];
 

@@ -1,136 +1,63 @@
-//! `--metrics-addr`: an HTTP endpoint for the supervisor and the monitoring system.
-//!
-//! - `GET /metrics`: OpenMetrics, or the Prometheus text format 0.0.4 when the
-//!   request's `Accept` asks for it (see [`super::exposition`]) — per queue, claims and items (done,
-//!   failed, returned, rolled back) as counters, workers as gauges, and the rest of
-//!   [`super::exports`]; the process's own (`process_*`).
-//! - `GET /healthz`: 200 while the process serves (liveness).
-//! - `GET /` and `GET /status.json`: the status page and its data (see
-//!   [`super::status`]).
-//! - `GET /readyz`: 200 when every running queue has a database connection and no
-//!   worker has waited for the database past its deadline, else 503 with the reasons
-//!   (readiness).
-//!
-//! It has no authentication: serve it on loopback or a private interface. What a
-//! flood of clients can cost is bounded (see [`super::listener`]).
+//! What `GET /metrics` answers: per queue, claims and items (done, failed,
+//! returned, rolled back) as counters, workers as gauges, the circuit breaker, and
+//! the rest of [`exports`]; the process's own (`process_*`, [`process`]). In
+//! OpenMetrics, or the Prometheus text format 0.0.4 when the request's `Accept`
+//! asks for it ([`exposition`]).
 
-use std::net::SocketAddr;
+pub mod exports;
+pub mod exposition;
+pub mod histograms;
+pub mod process;
+
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::Router;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-use tracing::info;
 
-use crate::telemetry::exposition::{self, Format};
-use crate::telemetry::monitor::{Monitor, QueueView};
-use crate::telemetry::process::ProcessCollector;
+use crate::telemetry::stats::monitor::{Monitor, QueueView};
 use crate::telemetry::stats::CircuitState;
-use crate::telemetry::status;
+use exposition::Format;
+use process::ProcessCollector;
 
-/// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
-pub async fn start(
-    addr: SocketAddr,
-    monitor: Arc<Monitor>,
-    shutdown: CancellationToken,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
-    let listener = TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz; status page on / and /status.json");
-    let mut registry = Registry::with_prefix("tableq");
-    registry.register_collector(Box::new(QueueCollector(monitor.clone())));
-    registry.register(
-        "trace_spans_dropped",
-        "Trace spans not exported: the buffer was full, or the OTLP collector did not take them",
-        super::traces::dropped(),
-    );
-    let mut process = Registry::default();
-    process.register_collector(Box::new(ProcessCollector));
-    let state = Arc::new(Endpoint {
-        monitor,
-        registries: [registry, process],
-    });
-    let app = Router::new()
-        .route("/metrics", get(metrics))
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
-        .route("/", get(status_page))
-        .route("/status.json", get(status_json))
-        .with_state(state);
-    Ok(tokio::spawn(super::listener::serve(
-        listener, app, shutdown,
-    )))
-}
-
-struct Endpoint {
-    monitor: Arc<Monitor>,
-    /// tableq's own metrics, then the process's (`process_*`, no prefix).
+/// tableq's metrics, then the process's (`process_*`, no prefix): every queue's
+/// read from the monitor at each scrape.
+pub struct Metrics {
     registries: [Registry; 2],
 }
 
-async fn metrics(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> impl IntoResponse {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let format = Format::from_accept(accept);
-    let mut text = String::new();
-    let encoded = endpoint
-        .registries
-        .iter()
-        .try_for_each(|registry| encode_registry(&mut text, registry))
-        .and_then(|()| encode_eof(&mut text));
-    match encoded {
-        Ok(()) => {
-            let text = match format {
-                Format::OpenMetrics => text,
-                Format::Text004 => exposition::to_text_0_0_4(&text),
-            };
-            (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, format.content_type())],
-                text,
-            )
+impl Metrics {
+    pub fn new(monitor: Arc<Monitor>) -> Metrics {
+        let mut registry = Registry::with_prefix("tableq");
+        registry.register_collector(Box::new(QueueCollector(monitor)));
+        registry.register(
+            "trace_spans_dropped",
+            "Trace spans not exported: the buffer was full, or the OTLP collector did not take them",
+            crate::telemetry::trace::otlp::dropped(),
+        );
+        let mut process = Registry::default();
+        process.register_collector(Box::new(ProcessCollector));
+        Metrics {
+            registries: [registry, process],
         }
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "cannot encode the metrics\n".to_string(),
-        ),
     }
-}
 
-async fn status_page(
-    State(endpoint): State<Arc<Endpoint>>,
-    uri: axum::http::Uri,
-) -> axum::response::Response {
-    status::page_response(&endpoint.monitor, status::page_asked(uri.query()))
-}
-
-async fn status_json(
-    State(endpoint): State<Arc<Endpoint>>,
-    uri: axum::http::Uri,
-) -> axum::response::Response {
-    status::json_response(&endpoint.monitor, status::page_asked(uri.query()))
-}
-
-async fn readyz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
-    match endpoint.monitor.readiness() {
-        Ok(notes) => {
-            let notes: String = notes.iter().map(|note| format!("{note}\n")).collect();
-            (StatusCode::OK, format!("ready\n{notes}"))
-        }
-        Err(reasons) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{}\n", reasons.join("\n")),
-        ),
+    /// The metrics in the format `accept` asks for: its content type, and the text.
+    pub fn encode(&self, accept: Option<&str>) -> Result<(&'static str, String), std::fmt::Error> {
+        let format = Format::from_accept(accept);
+        let mut text = String::new();
+        self.registries
+            .iter()
+            .try_for_each(|registry| encode_registry(&mut text, registry))?;
+        encode_eof(&mut text)?;
+        let text = match format {
+            Format::OpenMetrics => text,
+            Format::Text004 => exposition::to_text_0_0_4(&text),
+        };
+        Ok((format.content_type(), text))
     }
 }
 
@@ -208,7 +135,7 @@ impl Collector for QueueCollector {
             encode_gauge(&queues, &mut encoder, name, help, value)?;
         }
         encode_circuits(&queues, &mut encoder)?;
-        super::exports::encode(&watched, &mut encoder)
+        exports::encode(&watched, &mut encoder)
     }
 }
 

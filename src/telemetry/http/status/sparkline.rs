@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::super::observed::Minute;
+use crate::telemetry::stats::observed::Minute;
 
 const WIDTH: f64 = 150.0;
 const HEIGHT: f64 = 30.0;

@@ -7,7 +7,7 @@
 //! older than 15 is overwritten. Memory is bounded per queue: at most 1024 bins (8
 //! KiB) a minute, a few hundred for durations from milliseconds to seconds,
 //! allocated only for the minutes that saw an action.
-//! Prometheus keeps its buckets ([`super::histograms`]).
+//! Prometheus keeps its buckets ([`crate::telemetry::metrics::histograms`]).
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

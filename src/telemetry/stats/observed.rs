@@ -11,11 +11,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::histograms::Timings;
 use super::in_flight::InFlight;
 use super::recent::Recent;
 use crate::db::{DbClock, ErrorKind};
 use crate::lock::lock;
+use crate::telemetry::metrics::histograms::Timings;
 
 /// Minutes of history the status page charts.
 pub const HISTORY_MINUTES: usize = 15;

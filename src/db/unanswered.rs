@@ -10,9 +10,9 @@ use crate::lock::lock;
 use tokio::time::Instant;
 
 #[derive(Debug, Default)]
-pub struct Waiting(Mutex<Option<(Instant, &'static str)>>);
+pub struct Unanswered(Mutex<Option<(Instant, &'static str)>>);
 
-impl Waiting {
+impl Unanswered {
     /// A call for `what` begins; the wait started with the first call unanswered.
     pub fn begin(&self, what: &'static str) {
         let mut state = self.lock();
@@ -51,15 +51,15 @@ mod tests {
 
     #[test]
     fn a_wait_lasts_from_the_first_unanswered_call_to_the_next_answer() {
-        let waiting = Waiting::default();
-        assert_eq!(waiting.longer_than(Duration::ZERO), None);
-        waiting.begin("the claim");
+        let unanswered = Unanswered::default();
+        assert_eq!(unanswered.longer_than(Duration::ZERO), None);
+        unanswered.begin("the claim");
         std::thread::sleep(Duration::from_millis(5));
-        waiting.begin("a connection");
-        let (waited, what) = waiting.longer_than(Duration::from_millis(1)).unwrap();
+        unanswered.begin("a connection");
+        let (waited, what) = unanswered.longer_than(Duration::from_millis(1)).unwrap();
         assert!(waited >= Duration::from_millis(5));
         assert_eq!(what, "a connection");
-        waiting.answered();
-        assert_eq!(waiting.longer_than(Duration::ZERO), None);
+        unanswered.answered();
+        assert_eq!(unanswered.longer_than(Duration::ZERO), None);
     }
 }

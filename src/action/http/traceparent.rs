@@ -1,4 +1,4 @@
-//! W3C Trace Context for HTTP actions: each delivery sends a `traceparent` header —
+//! W3C Traceparent Context for HTTP actions: each delivery sends a `traceparent` header —
 //! a child of the row's own `traceparent` column when the select returns a valid
 //! one, else the root of a new trace — and the item's log span carries its trace
 //! id, so a delivery can be followed into the receiver's logs.
@@ -31,9 +31,9 @@ impl Parent {
     }
 }
 
-/// One delivery's trace context.
+/// The trace context one delivery sends, as its `traceparent` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Trace {
+pub struct Traceparent {
     /// 32 lowercase hex digits.
     pub trace_id: String,
     /// This delivery's span: 16 lowercase hex digits.
@@ -42,25 +42,25 @@ pub struct Trace {
     pub flags: String,
 }
 
-impl Trace {
+impl Traceparent {
     /// The trace of `item`'s delivery: under the row's `traceparent` if it holds a
     /// valid one, else a new trace.
-    pub fn for_item(item: &Item) -> Trace {
+    pub fn for_item(item: &Item) -> Traceparent {
         match Parent::of(item) {
             Some(Parent {
                 trace_id, flags, ..
-            }) => Trace {
+            }) => Traceparent {
                 trace_id,
                 span_id: random_hex(8),
                 flags,
             },
-            None => Trace::new(),
+            None => Traceparent::new(),
         }
     }
 
     /// The root of a new trace (a batch-scope request: one for all its rows).
-    pub fn new() -> Trace {
-        Trace {
+    pub fn new() -> Traceparent {
+        Traceparent {
             trace_id: random_hex(16),
             span_id: random_hex(8),
             flags: "01".to_string(),
@@ -135,12 +135,12 @@ mod tests {
         ] {
             assert_eq!(parse(invalid), None, "{invalid}");
         }
-        let trace = Trace {
+        let sent = Traceparent {
             trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
             span_id: random_hex(8),
             flags: "01".into(),
         };
-        let header = trace.header();
+        let header = sent.header();
         assert_eq!(header.len(), 55);
         assert!(header.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"));
     }

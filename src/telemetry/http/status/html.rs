@@ -7,7 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
 use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, PER_PAGE};
-use crate::telemetry::recent::Percentiles;
+use crate::telemetry::stats::recent::Percentiles;
 
 /// How often the page reloads itself, in seconds.
 pub const REFRESH_SECONDS: u32 = 5;
