@@ -112,7 +112,10 @@
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
-//! - [`config`]: queue files — `config::files` (which paths are queue files, and
+//! - [`config`]: queue files — `config::queue` (`QueueConfig`: one queue, validated,
+//!   and the defaults), `config::load` (every file named, with every problem found),
+//!   `config::site` (where a queue's findings point, and what a kind's checks read of
+//!   it), `config::files` (which paths are queue files, and
 //!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
 //!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),
 //!   `config::parse` (every key's problem at once), `config::validate` (a whole
@@ -123,7 +126,9 @@
 //!   `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`),
 //!   `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
-//!   value), `config::scope`, `config::lease`, `config::circuit`, `config::failed`,
+//!   value), `config::scope`, `config::batch_scope` (what batch scope refuses of a
+//!   queue), `config::lease`, `config::lease_queue` (a lease-mode queue as a whole:
+//!   statements that must check the lease, the session's clock), `config::circuit`, `config::failed`,
 //!   `config::monitoring`; `config::action` (the `[action]` table, and `kinds!`, the
 //!   registry of kinds: a kind's tables are in its folder, `action::<kind>::config`)
 //!   and `config::kind` (what every kind's table has and answers: `Common`,

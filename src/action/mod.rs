@@ -119,7 +119,7 @@ pub trait InTransaction: Send + Sync {
 }
 
 /// A kind that reaches outside the database.
-pub trait External: Send + Sync {
+pub trait External: Probe + Send + Sync {
     /// Runs the action, however long it takes: at the deadline the future is
     /// dropped, and dropping it cancels the action (a command's process group is
     /// killed, a request aborted).
@@ -130,17 +130,22 @@ pub trait External: Send + Sync {
     fn waiting_for(&self) -> Option<String> {
         None
     }
+}
 
-    /// For `check`: looks at what the action reaches without sending anything (a
-    /// broker's exchange or stream is there), and says what `sample`'s message
-    /// would look like. Nothing, for a kind that has nothing to look at.
+/// For `check`: looks at what an action reaches without sending anything (a
+/// broker's exchange or stream is there), and says what a sample row's message would
+/// look like. A kind with something to look at implements it in its `probe.rs`; a kind
+/// with nothing to look at writes `impl Probe for Kind {}`.
+pub trait Probe {
+    /// What `sample`'s action would meet. Nothing, for a kind that has nothing to
+    /// look at.
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
         let _ = (queue, sample);
         Box::pin(async { Vec::new() })
     }
 }
 
-/// One thing an action's [`External::probe`] found: how bad it is, the key of
+/// One thing an action's [`Probe::probe`] found: how bad it is, the key of
 /// `[action]` it is about, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probed {

@@ -1,5 +1,5 @@
 //! What an action finds downstream (a broker, a webhook's host), asked by `check`
-//! through the kind's own [`External::probe`]: the exchange or stream is there, what
+//! through the kind's own [`Probe::probe`]: the exchange or stream is there, what
 //! a sample row's message would look like, where its request would go. The sample is the first waiting row,
 //! claimed and at once rolled back; nothing is sent.
 

@@ -15,8 +15,8 @@ pub fn warnings(queue: &QueueConfig, key: Option<&str>) -> Vec<Finding> {
     if let Some(key) = key {
         findings.extend(outcome_not_by_key(queue, key));
     }
-    findings.extend(queue.action.kind().warnings(queue));
-    findings.extend(crate::config::lease::session_clock_warnings(queue));
+    findings.extend(queue.action.kind().warnings(&queue.site()));
+    findings.extend(crate::config::lease_queue::session_clock_warnings(queue));
     findings.extend(secret_files_others_can_read(queue));
     findings
 }

@@ -104,7 +104,7 @@ pub async fn check_queue(
 ) -> Vec<Finding> {
     let mut findings: Vec<Finding> = offline::missing_on_failure(queue).into_iter().collect();
     findings.extend(offline::secret_files_others_can_read(queue));
-    findings.extend(queue.action.kind().warnings(queue));
+    findings.extend(queue.action.kind().warnings(&queue.site()));
     let database = match Database::for_queue(queue, options.database_url.as_deref()) {
         Ok(database) => database,
         Err(finding) => {

@@ -6,10 +6,12 @@
 
 use std::time::Duration;
 
+use super::interpolate::{interpolate_secret, variables};
 use super::secret_file::read_by;
+use super::secret_file::SecretFile;
+use super::site::Site;
 use super::template::Template;
 use super::validator::Validator;
-use super::{interpolate_secret, variables, QueueConfig, SecretFile};
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
@@ -132,12 +134,12 @@ pub trait ActionKind: std::fmt::Debug {
     /// What the kind's table holds that `scope = "batch"` cannot serve, beyond
     /// placeholders (which batch scope refuses unless the kind [sends each
     /// item](ActionKind::sends_each_item)).
-    fn batch_scope_refusals(&self, _queue: &QueueConfig) -> Vec<Finding> {
+    fn batch_scope_refusals(&self, _queue: &Site<'_>) -> Vec<Finding> {
         Vec::new()
     }
 
     /// What `check` warns about in the kind's table (it loads, but looks wrong).
-    fn warnings(&self, _queue: &QueueConfig) -> Vec<Finding> {
+    fn warnings(&self, _queue: &Site<'_>) -> Vec<Finding> {
         Vec::new()
     }
 

@@ -9,7 +9,6 @@ use super::lease::{self, LeaseConfig};
 use super::raw::RawQueue;
 use super::scope::Scope;
 use super::validator::Validator;
-use super::QueueConfig;
 
 /// How a queue's workers claim rows and carry them to their end.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,35 +82,5 @@ fn lease_refusals(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) {
              until its lease expires, so record the work done, e.g. sql = \"UPDATE video SET state = \
              'done' WHERE id = :id AND lease_id = :lease_id\"",
         );
-    }
-}
-
-impl QueueConfig {
-    /// Whether the statements run once per item or once per batch (always per item
-    /// in lease mode).
-    pub fn scope(&self) -> Scope {
-        match &self.mode {
-            Mode::Transaction { scope } => *scope,
-            Mode::Lease(_) => Scope::Item,
-        }
-    }
-
-    /// The `[lease]` table, in lease mode.
-    pub fn lease(&self) -> Option<&LeaseConfig> {
-        match &self.mode {
-            Mode::Lease(lease) => Some(lease),
-            Mode::Transaction { .. } => None,
-        }
-    }
-
-    /// Whether the queue runs in lease mode.
-    pub fn is_lease(&self) -> bool {
-        self.lease().is_some()
-    }
-
-    /// The most database connections the queue holds: one per worker, or in lease
-    /// mode the pool's `[lease] connections`.
-    pub fn connections(&self) -> usize {
-        self.lease().map_or(self.workers, |l| l.connections)
     }
 }

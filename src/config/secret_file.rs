@@ -50,6 +50,14 @@ pub fn read_by(key: &[&str], value: &str) -> Vec<super::SecretFile> {
         .collect()
 }
 
+/// A file a secret was read from (`${file:/PATH}`), and the key that read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretFile {
+    pub path: PathBuf,
+    /// Where in the queue file: `["action", "headers", "Authorization"]`.
+    pub key: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

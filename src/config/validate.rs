@@ -80,8 +80,8 @@ pub fn validate(
     // With a literal column list, a name that is not a column is known now: the
     // same finding preparing the queue on its database would give.
     findings.extend(super::names::unknown_literal_names(&queue));
-    findings.extend(super::lease::unguarded(&queue));
-    findings.extend(super::scope::batch_scope_refusals(&queue));
+    findings.extend(super::lease_queue::unguarded(&queue));
+    findings.extend(super::batch_scope::batch_scope_refusals(&queue));
     if !findings.is_empty() {
         return Err(findings);
     }

@@ -66,17 +66,6 @@ pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Wake {
     }
 }
 
-impl super::QueueConfig {
-    /// The longest an idle queue's watcher waits between polls: on the binary log,
-    /// or without it.
-    pub fn longest_poll(&self) -> Duration {
-        match self.wake.source {
-            WakeSource::Poll => self.poll_interval,
-            _ => self.poll_interval.max(self.wake.poll_on_binlog),
-        }
-    }
-}
-
 /// Why a queue with `wake = "binlog"` does not start: the server's or the grants'
 /// `why`, and the way out.
 pub fn binlog_refused(why: &impl std::fmt::Display) -> String {

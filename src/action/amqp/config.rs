@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::action::message::config::{self as message, Message, RawMessage};
-use crate::config::QueueConfig;
+use crate::config::Site;
 use crate::config::duration::DurationText;
 use crate::config::kind::{ActionKind, Common, Samples};
 use crate::config::template::{Part, Template};
@@ -122,7 +122,7 @@ impl ActionKind for AmqpAction {
         true
     }
 
-    fn warnings(&self, queue: &QueueConfig) -> Vec<Finding> {
+    fn warnings(&self, queue: &Site<'_>) -> Vec<Finding> {
         if self.mandatory {
             return Vec::new();
         }

@@ -26,7 +26,7 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, PublisherConfirm};
 
 use super::message::{each_or_one, render, Rendered};
-use super::{Action, ActionError, External, Job, Outcome, Probed, Ready};
+use super::{Action, ActionError, External, Job, Outcome, Ready};
 use crate::db::Item;
 use config::{amqp_uri, AmqpAction};
 use link::Link;
@@ -162,10 +162,6 @@ impl External for Amqp {
 
     fn waiting_for(&self) -> Option<String> {
         Some(format!("for RabbitMQ at {} to confirm", self.link.server))
-    }
-
-    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        Box::pin(probe::probe(self, queue, sample))
     }
 }
 

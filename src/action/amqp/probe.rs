@@ -8,10 +8,18 @@ use lapin::ExchangeKind;
 
 use super::judge::describe;
 use super::Amqp;
-use crate::action::Probed;
+use futures::future::BoxFuture;
+
+use crate::action::{Probe, Probed};
 use crate::db::Item;
 
-pub(super) async fn probe(amqp: &Amqp, queue: &str, sample: Option<&Item>) -> Vec<Probed> {
+impl Probe for Amqp {
+    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
+        Box::pin(look(self, queue, sample))
+    }
+}
+
+async fn look(amqp: &Amqp, queue: &str, sample: Option<&Item>) -> Vec<Probed> {
     let server = &amqp.link.server;
     let channel = match amqp.link.channel().await {
         Ok(channel) => channel,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::QueueConfig;
+use crate::config::Site;
 use crate::config::duration::DurationText;
 use crate::config::kind::{ActionKind, Common, Samples};
 use crate::config::template::Template;
@@ -123,7 +123,7 @@ impl ActionKind for CommandAction {
         true
     }
 
-    fn warnings(&self, queue: &QueueConfig) -> Vec<Finding> {
+    fn warnings(&self, queue: &Site<'_>) -> Vec<Finding> {
         secrets_passed_on(self, queue)
     }
 
@@ -147,7 +147,7 @@ const SECRET_WORDS: &[&str] = &[
 ];
 
 /// An `env` that hands the command a variable holding a database URL or a secret.
-fn secrets_passed_on(command: &CommandAction, queue: &QueueConfig) -> Vec<Finding> {
+fn secrets_passed_on(command: &CommandAction, queue: &Site<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (name, value) in &command.env {
         let why = if value.is_some() {

@@ -26,7 +26,7 @@ pub use process_group::{kill_all, owns};
 
 use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
 use super::progress::{Listening, Progress};
-use super::{Action, ActionError, Blame, External, Job, Outcome, Ready};
+use super::{Action, ActionError, Blame, External, Job, Outcome, Probe, Ready};
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
 use config::{inherited, CommandAction};
@@ -81,6 +81,10 @@ impl Ready for CommandAction {
         Ok(Action::external(Command::new(self)))
     }
 }
+
+/// A command has nothing for `check` to look at beyond the program itself, which
+/// loading the queue already found.
+impl Probe for Command {}
 
 impl External for Command {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {

@@ -9,7 +9,7 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::QueueConfig;
+use crate::config::Site;
 use crate::config::duration::DurationText;
 use crate::config::kind::{ActionKind, Common, Samples};
 use crate::config::template::{Part, Template};
@@ -130,7 +130,7 @@ pub fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
 }
 
 impl ActionKind for HttpAction {
-    fn batch_scope_refusals(&self, queue: &QueueConfig) -> Vec<Finding> {
+    fn batch_scope_refusals(&self, queue: &Site<'_>) -> Vec<Finding> {
         if self.message_id.is_none() {
             return Vec::new();
         }

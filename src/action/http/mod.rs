@@ -23,7 +23,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use reqwest::{Client, Method};
 
-use super::{Action, ActionError, External, Job, Outcome, Probed, Ready, TraceNotes};
+use super::{Action, ActionError, External, Job, Outcome, Ready, TraceNotes};
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
 use config::HttpAction;
@@ -134,10 +134,6 @@ impl Ready for HttpAction {
 impl External for Http {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(self.deliver(job))
-    }
-
-    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        Box::pin(probe::probe(self, queue, sample))
     }
 }
 

@@ -6,12 +6,20 @@ use std::net::IpAddr;
 
 use super::ssrf::is_public;
 use super::Http;
-use crate::action::Probed;
+use futures::future::BoxFuture;
+
+use crate::action::{Probe, Probed};
 use crate::db::Item;
 
 /// The sample row's destination, when the row chooses the host and private
 /// networks are refused: a warning if every address it resolves to is private.
-pub(super) async fn probe(http: &Http, queue: &str, sample: Option<&Item>) -> Vec<Probed> {
+impl Probe for Http {
+    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
+        Box::pin(look(self, queue, sample))
+    }
+}
+
+async fn look(http: &Http, queue: &str, sample: Option<&Item>) -> Vec<Probed> {
     let Some(item) = sample.filter(|_| http.guarded) else {
         return Vec::new();
     };

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::action::message::config::{self as message, Message, RawMessage};
-use crate::config::QueueConfig;
+use crate::config::Site;
 use crate::config::duration::DurationText;
 use crate::config::kind::{ActionKind, Common};
 use crate::config::template::{Part, Template};
@@ -116,7 +116,7 @@ impl ActionKind for NatsAction {
         true
     }
 
-    fn warnings(&self, queue: &QueueConfig) -> Vec<Finding> {
+    fn warnings(&self, queue: &Site<'_>) -> Vec<Finding> {
         if self.jetstream {
             return Vec::new();
         }

@@ -33,7 +33,7 @@ use tokio::sync::{Mutex, OnceCell};
 use tokio::time::Instant;
 
 use super::message::{each_or_one, render, Rendered};
-use super::{Action, ActionError, Blame, External, Job, Outcome, Probed, Ready};
+use super::{Action, ActionError, Blame, External, Job, Outcome, Ready};
 use crate::db::Item;
 use client::Failed;
 use config::{subject_problem, NatsAction};
@@ -214,10 +214,6 @@ impl External for Nats {
             false => "to hand the message to the server",
         };
         Some(format!("{waiting} (NATS at {})", self.config.servers))
-    }
-
-    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        Box::pin(probe::probe(self, queue, sample))
     }
 }
 

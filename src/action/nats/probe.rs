@@ -8,10 +8,18 @@ use std::time::Duration;
 use async_nats::jetstream::Context;
 
 use super::Nats;
-use crate::action::Probed;
+use futures::future::BoxFuture;
+
+use crate::action::{Probe, Probed};
 use crate::db::Item;
 
-pub(super) async fn probe(nats: &Nats, queue: &str, sample: Option<&Item>) -> Vec<Probed> {
+impl Probe for Nats {
+    fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
+        Box::pin(look(self, queue, sample))
+    }
+}
+
+async fn look(nats: &Nats, queue: &str, sample: Option<&Item>) -> Vec<Probed> {
     let servers = &nats.config.servers;
     let connected = match nats.connected().await {
         Ok(connected) => connected,

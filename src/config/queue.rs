@@ -1,0 +1,185 @@
+//! One queue, validated: every value typed, every statement parsed — what `run`,
+//! `check` and `count` are handed — with the defaults its keys fall back to.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::action::ActionConfig;
+use super::circuit::CircuitConfig;
+use super::failed::FailedConfig;
+use super::lease::LeaseConfig;
+use super::mode::Mode;
+use super::monitoring::Monitoring;
+use super::scope::Scope;
+use super::secret_file::SecretFile;
+use super::site::Site;
+use super::wake::{Wake, WakeSource};
+use crate::diagnostic::{Finding, Severity};
+use crate::sql::statement::ParsedStatement;
+
+/// `rate_limit = "50/s"`: `count` items per `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub count: u32,
+    pub per: Duration,
+}
+
+impl Rate {
+    /// Reads `N/s`, `N/m` or `N/h`.
+    pub fn parse(text: &str) -> Option<Rate> {
+        let (count, unit) = text.trim().split_once('/')?;
+        let count: u32 = count.trim().parse().ok().filter(|n| *n > 0)?;
+        let per = match unit.trim() {
+            "s" => Duration::from_secs(1),
+            "m" => Duration::from_secs(60),
+            "h" => Duration::from_secs(3600),
+            _ => return None,
+        };
+        Some(Rate { count, per })
+    }
+}
+
+/// `poll_interval` when the file does not set it.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// `error_backoff` when the file does not set it.
+pub const DEFAULT_ERROR_BACKOFF: Duration = Duration::from_secs(1);
+/// `database_timeout` when the file does not set it.
+pub const DEFAULT_DATABASE_TIMEOUT: Duration = Duration::from_secs(30);
+/// `loop_window` when the file does not set it.
+pub const DEFAULT_LOOP_WINDOW: Duration = Duration::from_secs(60);
+/// `loop_limit` when the file does not set it.
+pub const DEFAULT_LOOP_LIMIT: u32 = 3;
+/// The longest wait between retries after database errors.
+pub const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(60);
+/// The largest `batch`: one transaction holds this many row locks at most.
+pub const MAX_BATCH: usize = 1000;
+/// The largest `workers`: each one holds a database connection.
+pub const MAX_WORKERS: usize = 1000;
+
+/// One queue, validated: every value typed, every statement parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueConfig {
+    pub name: String,
+    /// The file it came from.
+    pub file: PathBuf,
+    pub workers: usize,
+    pub batch: usize,
+    /// How often an idle queue polls, when it does not follow the binary log.
+    pub poll_interval: Duration,
+    /// Where its wake-ups come from, and how often it polls on the binary log.
+    pub wake: Wake,
+    pub error_backoff: Duration,
+    /// How long tableq waits for any one answer from the database (a claim, outcome
+    /// SQL, a savepoint, COMMIT, a ping) before it gives the connection up.
+    pub database_timeout: Duration,
+    /// A row completed again within this long did not leave the select: a loop.
+    /// Zero: rows are re-armed on purpose, no watch.
+    pub loop_window: Duration,
+    /// After this many loops of one row the queue stops claiming.
+    pub loop_limit: u32,
+    /// At most this many items started per period, per process.
+    pub rate_limit: Option<Rate>,
+    /// At most this many actions running at once across the queue's workers, per
+    /// process.
+    pub max_in_flight: Option<usize>,
+    /// The circuit breaker: `None` when it is off.
+    pub circuit: Option<CircuitConfig>,
+    /// Transaction mode (its statements once per item or per batch), or lease mode.
+    pub mode: Mode,
+    /// The queue's own database URL, with `${ENV}` already replaced.
+    pub database_url: Option<String>,
+    /// The `${VARS}` the file puts into `database_url` or a signing secret: a command
+    /// must not be handed them.
+    pub secret_variables: Vec<String>,
+    /// The `${file:…}`s the file reads its secrets from, each with its key.
+    pub secret_files: Vec<SecretFile>,
+    pub select: ParsedStatement,
+    /// The column that identifies a row; `None` means the first column.
+    pub key: Option<String>,
+    pub action: ActionConfig,
+    pub on_success: Vec<ParsedStatement>,
+    pub on_failure: Option<Vec<ParsedStatement>>,
+    /// `[failed]`: the rows that gave up, and their retry and discard.
+    pub failed: Option<FailedConfig>,
+    /// `stats_interval`, `waiting_cap`, `waiting_since`.
+    pub monitoring: Monitoring,
+    /// The file's text, kept to point findings at lines.
+    pub(super) source: Arc<str>,
+}
+
+impl QueueConfig {
+    /// Whether `other` is this same queue, unchanged: the same file, the same text,
+    /// and the same values from outside it (`${ENV}`, a `ca_file`'s certificates, a
+    /// secret — which `Debug` hides). Every field is compared (`PartialEq` is
+    /// derived, so a field added later is compared too).
+    pub fn same_as(&self, other: &QueueConfig) -> bool {
+        self == other
+    }
+
+    /// The 1-based line of `path` in this queue's file, if it is there.
+    pub fn line_of(&self, path: &[&str]) -> Option<usize> {
+        self.site().line_of(path)
+    }
+
+    /// Where this queue's findings point, and what a kind's checks may read of it.
+    pub fn site(&self) -> Site<'_> {
+        Site {
+            name: &self.name,
+            file: &self.file,
+            source: &self.source,
+            secret_variables: &self.secret_variables,
+        }
+    }
+
+    /// A finding about this queue, pointing at the line of `path`.
+    pub fn finding(
+        &self,
+        severity: Severity,
+        path: &[&str],
+        message: impl Into<String>,
+    ) -> Finding {
+        self.site().finding(severity, path, message)
+    }
+}
+
+impl QueueConfig {
+    /// Whether the statements run once per item or once per batch (always per item
+    /// in lease mode).
+    pub fn scope(&self) -> Scope {
+        match &self.mode {
+            Mode::Transaction { scope } => *scope,
+            Mode::Lease(_) => Scope::Item,
+        }
+    }
+
+    /// The `[lease]` table, in lease mode.
+    pub fn lease(&self) -> Option<&LeaseConfig> {
+        match &self.mode {
+            Mode::Lease(lease) => Some(lease),
+            Mode::Transaction { .. } => None,
+        }
+    }
+
+    /// Whether the queue runs in lease mode.
+    pub fn is_lease(&self) -> bool {
+        self.lease().is_some()
+    }
+
+    /// The most database connections the queue holds: one per worker, or in lease
+    /// mode the pool's `[lease] connections`.
+    pub fn connections(&self) -> usize {
+        self.lease().map_or(self.workers, |l| l.connections)
+    }
+}
+
+impl QueueConfig {
+    /// The longest an idle queue's watcher waits between polls: on the binary log,
+    /// or without it.
+    pub fn longest_poll(&self) -> Duration {
+        match self.wake.source {
+            WakeSource::Poll => self.poll_interval,
+            _ => self.poll_interval.max(self.wake.poll_on_binlog),
+        }
+    }
+}
