@@ -57,6 +57,35 @@ impl<'a> Validator<'a> {
         value
     }
 
+    /// The certificates of `ca_file` (relative to the queue file's directory), when
+    /// `holds_certificates` finds one in them; else said, at `action.ca_file`.
+    pub fn ca_file(
+        &mut self,
+        ca_file: Option<&PathBuf>,
+        holds_certificates: impl Fn(&[u8]) -> bool,
+    ) -> Option<Vec<u8>> {
+        let path = self.dir.join(ca_file?);
+        let key = ["action", "ca_file"];
+        match std::fs::read(&path) {
+            Ok(pem) if holds_certificates(&pem) => Some(pem),
+            Ok(_) => {
+                let message = format!(
+                    "`action.ca_file`: {} holds no PEM certificate",
+                    path.display()
+                );
+                self.error(&key, message);
+                None
+            }
+            Err(e) => {
+                self.error(
+                    &key,
+                    format!("`action.ca_file`: cannot read {}: {e}", path.display()),
+                );
+                None
+            }
+        }
+    }
+
     /// The problems found so far.
     pub fn take_findings(&mut self) -> Vec<Finding> {
         std::mem::take(&mut self.findings)

@@ -241,21 +241,9 @@ fn header_problem(name: &str) -> Option<String> {
 
 /// The certificates of `ca_file`, relative to the queue file's directory.
 fn ca_pem(raw: &RawAmqpAction, v: &mut Validator) -> Option<String> {
-    let path = v.dir.join(raw.ca_file.as_ref()?);
-    match std::fs::read_to_string(&path) {
-        Ok(pem) if pem.contains("-----BEGIN CERTIFICATE-----") => Some(pem),
-        Ok(_) => {
-            let message = format!(
-                "`action.ca_file`: {} holds no PEM certificate",
-                path.display()
-            );
-            v.error(&["action", "ca_file"], message);
-            None
-        }
-        Err(e) => {
-            let message = format!("`action.ca_file`: cannot read {}: {e}", path.display());
-            v.error(&["action", "ca_file"], message);
-            None
-        }
-    }
+    let is_pem = |pem: &[u8]| {
+        std::str::from_utf8(pem).is_ok_and(|text| text.contains("-----BEGIN CERTIFICATE-----"))
+    };
+    let pem = v.ca_file(raw.ca_file.as_ref(), is_pem)?;
+    String::from_utf8(pem).ok()
 }

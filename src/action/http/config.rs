@@ -208,25 +208,9 @@ fn headers(raw: &RawHttpAction, v: &mut Validator, common: &mut Common) -> Vec<(
 
 /// The certificates of `ca_file`, relative to the queue file's directory.
 fn ca_pem(raw: &RawHttpAction, v: &mut Validator) -> Option<Vec<u8>> {
-    let path = v.dir.join(raw.ca_file.as_ref()?);
-    match std::fs::read(&path) {
-        Ok(pem) if reqwest::Certificate::from_pem_bundle(&pem).is_ok_and(|c| !c.is_empty()) => {
-            Some(pem)
-        }
-        Ok(_) => {
-            let message = format!(
-                "`action.ca_file`: {} holds no PEM certificate",
-                path.display()
-            );
-            v.error(&["action", "ca_file"], message);
-            None
-        }
-        Err(e) => {
-            let message = format!("`action.ca_file`: cannot read {}: {e}", path.display());
-            v.error(&["action", "ca_file"], message);
-            None
-        }
-    }
+    v.ca_file(raw.ca_file.as_ref(), |pem| {
+        reqwest::Certificate::from_pem_bundle(pem).is_ok_and(|c| !c.is_empty())
+    })
 }
 
 /// True unless the URL's scheme and host are written out in full before any
