@@ -27,6 +27,14 @@ pub enum Read {
     NoSession,
 }
 
+impl Read {
+    /// Whether the read failed on the database itself (not on a grant): the worker
+    /// is reconnecting, as after a failed claim, and says so when it is back.
+    pub fn lost_the_database(&self) -> bool {
+        matches!(self, Read::Failed(e) if !e.server_code().is_some_and(is_denied))
+    }
+}
+
 impl From<Result<Option<Paused>, DbError>> for Read {
     fn from(read: Result<Option<Paused>, DbError>) -> Read {
         match read {

@@ -158,6 +158,7 @@ impl<'a, M: Mode> Worker<'a, M> {
         let pausing = &self.queue.pausing;
         if pausing.due() {
             let read = self.mode.read_pause().await;
+            self.reconnecting |= read.lost_the_database();
             pausing.found(read, &self.queue.stats);
         }
         pausing.is_paused()
