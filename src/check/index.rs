@@ -12,9 +12,49 @@ use super::explain::{verdict, Plan};
 use super::queries;
 use crate::config::QueueConfig;
 use crate::db::error::is_statement_error;
-use crate::db::prepared::{claim_sql, PreparedQueue};
+use crate::db::prepared::{claim_sql, prepare_queue, PreparedQueue};
+use crate::db::session::setup::{worker_connection, SessionSettings};
+use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
+
+/// `run`'s look at its claims when it starts: [`claim_cost`]'s warning for each queue
+/// whose claim no index drives, from one connection per database (each queue's
+/// statements closed after its look), so a process of many queues opens few. A
+/// queue that cannot be looked at is left to its workers to report.
+pub async fn unindexed_claims(queues: &[(QueueConfig, Database)]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let mut databases: Vec<&Database> = Vec::new();
+    for (_, database) in queues {
+        if !databases.contains(&database) {
+            databases.push(database);
+        }
+    }
+    for database in databases {
+        let on_it: Vec<&QueueConfig> = queues
+            .iter()
+            .filter(|(_, d)| d == database)
+            .map(|(q, _)| q)
+            .collect();
+        let settings = SessionSettings::for_queue(on_it[0]);
+        let Ok(mut conn) = worker_connection(database, &settings).await else {
+            continue;
+        };
+        for queue in on_it {
+            let Ok(prepared) = prepare_queue(&mut conn, queue, queue.batch).await else {
+                continue;
+            };
+            if let Ok(Some(warning)) = claim_cost(&mut conn, queue, &prepared).await {
+                found.push(warning);
+            }
+            for statement in prepared.all_statements() {
+                let _ = conn.close(statement.clone()).await;
+            }
+        }
+        let _ = conn.disconnect().await;
+    }
+    found
+}
 
 /// A warning when one claim of `batch` rows reads far more than it locks.
 pub async fn claim_cost(

@@ -78,10 +78,9 @@ impl CheckReport {
         } else {
             format!(" on {}", self.servers.join(", "))
         };
-        let wakes: Vec<String> = self.wakes.iter().map(ToString::to_string).collect();
-        let place = match wakes.is_empty() {
+        let place = match self.wakes.is_empty() {
             true => place,
-            false => format!("{place} (wake-ups: {})", wakes.join("; ")),
+            false => format!("{place} (wake-ups: {})", wake::describe(&self.wakes)),
         };
         format!(
             "checked {} queue{}{place}: {} error{}, {} warning{}",

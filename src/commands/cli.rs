@@ -256,9 +256,9 @@ pub struct FailedArgs {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The queue.
-    #[arg(long = "queue", value_name = "NAME", required = true)]
-    pub queue: String,
+    /// The queue (may be left out when the files hold one queue).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queue: Option<String>,
 
     /// The row's key (`hex:…` for a key that is not text, as tableq prints it).
     #[arg(long, value_name = "VALUE", required = true)]
@@ -272,9 +272,9 @@ pub struct InspectArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("rows").required(true).args(["keys", "all"])))]
 pub struct ChangeArgs {
-    /// The queue.
-    #[arg(long = "queue", value_name = "NAME", required = true)]
-    pub queue: String,
+    /// The queue (may be left out when the files hold one queue).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queue: Option<String>,
 
     /// The rows by key (repeatable; `hex:…` for a key that is not text).
     #[arg(long = "key", value_name = "VALUE")]
@@ -295,9 +295,9 @@ pub struct ChangeArgs {
 
 #[derive(Debug, Args)]
 pub struct PauseArgs {
-    /// The queue.
-    #[arg(long = "queue", value_name = "NAME", required = true)]
-    pub queue: String,
+    /// The queue (may be left out when the files hold one queue).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queue: Option<String>,
 
     /// Resume by itself after this long (`30m`, `2h`); else at `tableq resume`.
     #[arg(long = "for", value_name = "DURATION")]
@@ -314,9 +314,9 @@ pub struct PauseArgs {
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The queue.
-    #[arg(long = "queue", value_name = "NAME", required = true)]
-    pub queue: String,
+    /// The queue (may be left out when the files hold one queue).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queue: Option<String>,
 
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]

@@ -61,10 +61,16 @@ const RUN_ENV: Items = &[
     ),
 ];
 
-const QUEUE_FILE_ENV: Items = &[(
-    "${NAME} in a queue file",
-    "replaced from the environment when the file loads; ${file:/PATH} reads a secret from a file",
-)];
+const QUEUE_FILE_ENV: Items = &[
+    (
+        "${NAME} in a queue file",
+        "replaced from the environment when the file loads; ${file:/PATH} reads a secret from a file",
+    ),
+    (
+        "TABLEQ_WAKE",
+        "the wake of every queue whose file sets none (auto, binlog or poll): poll for a process that polls on purpose and is not to be told of the binary log",
+    ),
+];
 
 const RUN_SIGNALS: Items = &[
     ("SIGTERM, SIGINT", "stop claiming; items in flight finish within the shutdown timeout, past it they are rolled back and wait again; exit 0. A second one exits at once with status 1"),

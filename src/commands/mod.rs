@@ -105,6 +105,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
             tracing::warn!(%finding, "queue file warning");
         }
     }
+    warn_of_unindexed_claims(&queues, database_url.as_deref());
     let shutdown = CancellationToken::new();
     signals::install(shutdown.clone())
         .map_err(|e| Failure::Runtime(format!("cannot listen for signals: {e}")))?;
@@ -146,6 +147,20 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         )));
     }
     Ok(())
+}
+
+/// Says once, at start and in the background, which queues' claims no index drives
+/// (as `check` does, naming the index to add): such a claim reads more of the table
+/// the more it holds.
+fn warn_of_unindexed_claims(queues: &[QueueConfig], url: Option<&str>) {
+    let Ok(resolved) = resolve_databases(queues.to_vec(), url) else {
+        return;
+    };
+    tokio::spawn(async move {
+        for finding in crate::check::index::unindexed_claims(&resolved).await {
+            tracing::warn!(%finding, "claim not driven by an index");
+        }
+    });
 }
 
 /// How long the spans still buffered at the end may take to be sent.

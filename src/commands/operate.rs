@@ -71,8 +71,7 @@ fn print_text(queue: &QueueConfig, rows: &Rows) {
 
 /// `tableq inspect`: one row, as JSON, with where it is now.
 pub async fn inspect_command(args: InspectArgs, url: Option<&str>) -> Result<(), Failure> {
-    let queues = queues(args.paths, vec![args.queue], url)?;
-    let (queue, database) = &queues[0];
+    let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let key = Key::from_text(&args.key);
     let found = failed::inspect(database, queue, &key)
         .await
@@ -97,8 +96,7 @@ pub async fn change_command(
     change: Change,
     url: Option<&str>,
 ) -> Result<(), Failure> {
-    let queues = queues(args.paths, vec![args.queue], url)?;
-    let (queue, database) = &queues[0];
+    let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let failed = statements_of(queue, change)?;
     let keys: Vec<Key> = match args.all {
         true => all_keys(database, queue, failed).await?,
@@ -209,6 +207,26 @@ pub(super) fn queues(
 ) -> Result<Vec<(QueueConfig, Database)>, Failure> {
     let queues = load(&QueueSource { paths, names })?;
     resolve_databases(queues, url).map_err(Failure::Config)
+}
+
+/// The queue a command for one queue acts on: the one `--queue` names, or the only
+/// queue the files hold.
+pub(super) fn one_queue(
+    paths: Vec<std::path::PathBuf>,
+    name: Option<String>,
+    url: Option<&str>,
+) -> Result<(QueueConfig, Database), Failure> {
+    let mut found = queues(paths, name.into_iter().collect(), url)?;
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        n => {
+            let all: Vec<&(QueueConfig, Database)> = found.iter().collect();
+            Err(Failure::Usage(format!(
+                "these files hold {n} queues ({}): choose one with --queue NAME",
+                names_of(&all)
+            )))
+        }
+    }
 }
 
 /// What went wrong running `what` on `database`, in words naming file and queue (a

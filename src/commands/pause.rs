@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::cli::{PauseArgs, ResumeArgs};
 use super::failure::Failure;
-use super::operate::{queues, runtime};
+use super::operate::{one_queue, runtime};
 use crate::config::QueueConfig;
 use crate::db::pause::{self, Needs, PauseError, TABLE};
 use crate::db::Database;
@@ -17,8 +17,7 @@ const REACHED_WITHIN: Duration = Duration::from_secs(1);
 
 /// `tableq pause`.
 pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Failure> {
-    let queues = queues(args.paths, vec![args.queue], url)?;
-    let (queue, database) = &queues[0];
+    let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let duration: Option<Duration> = args.duration.map(Into::into);
     let mut conn = database
         .connect_within(queue.database_timeout)
@@ -45,8 +44,7 @@ pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Fai
 
 /// `tableq resume`.
 pub async fn resume_command(args: ResumeArgs, url: Option<&str>) -> Result<(), Failure> {
-    let queues = queues(args.paths, vec![args.queue], url)?;
-    let (queue, database) = &queues[0];
+    let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let mut conn = database
         .connect_within(queue.database_timeout)
         .await

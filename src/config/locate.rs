@@ -28,6 +28,35 @@ pub fn key_at(source: &str, offset: usize) -> Option<String> {
     (!path.is_empty()).then(|| path.join("."))
 }
 
+/// The dotted key assigned on the line holding byte `offset` (`action.timeout` for
+/// `timeout = …` under `[action]`), read from the text: for a line the parser
+/// refused, where [`key_at`] finds no document to walk.
+pub fn key_assigned_at(source: &str, offset: usize) -> Option<String> {
+    let line_start = source[..offset.min(source.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let line = source[line_start..].lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    let bare = |k: &str| {
+        !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    if !bare(key) {
+        return None;
+    }
+    let table = source[..line_start].lines().rev().find_map(|l| {
+        let l = l.trim();
+        let name = l.strip_prefix('[')?.strip_suffix(']')?;
+        (!name.starts_with('[')).then(|| name.trim().to_string())
+    });
+    Some(match table {
+        Some(table) if bare(&table) => format!("{table}.{key}"),
+        _ => key.to_string(),
+    })
+}
+
 /// The keys leading to `offset` within `table`: `Some(vec![])` when `offset` is on
 /// one of this table's own keys, `None` when it is not in this table at all.
 fn path_to(table: &DeTable, offset: usize) -> Option<Vec<String>> {

@@ -12,8 +12,9 @@ use toml::{Table, Value};
 use super::action::RawAction;
 use super::failed::RawFailed;
 use super::lease::RawLease;
-use super::locate::{key_at, line_at, line_of};
+use super::locate::{key_assigned_at, key_at, line_at, line_of};
 use super::raw::{RawOutcome, RawQueue};
+use super::schema::expected_value;
 use crate::diagnostic::Finding;
 
 /// The keys a queue file must have.
@@ -218,10 +219,20 @@ fn syntax_error(file: &Path, source: &str, e: &toml::de::Error) -> Finding {
     let start = e.span().map(|span| span.start);
     let line = start.map(|at| line_at(source, at));
     let mut message = plain_words(e.message().trim());
-    if let Some(key) = start.and_then(|at| key_at(source, at)) {
-        message = format!("`{key}`: {message}");
+    let key = start.and_then(|at| key_at(source, at).or_else(|| key_assigned_at(source, at)));
+    if let Some(key) = key {
+        message = match expected_value(&key).filter(|_| is_bare_value(&message)) {
+            Some(expected) => format!("`{key}` must be {expected}"),
+            None => format!("`{key}`: {message}"),
+        };
     }
     Finding::error(file, message).at_line(line)
+}
+
+/// The parser met a bare word where a value belongs (`workers = 4x`): TOML's words
+/// for it ("string values must be quoted") name no fix for a number or a duration.
+fn is_bare_value(message: &str) -> bool {
+    message.contains("string values must be quoted") || message.contains("invalid string")
 }
 
 /// Serde's words for types, in the words of the queue file.
@@ -280,6 +291,29 @@ mod tests {
         assert!(lines[0].starts_with("q.toml:2: queue mail: error: unknown field `poll_intreval`"));
         assert!(
             lines[0].ends_with("; did you mean `poll_interval`?"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    /// A bare word where a value belongs names the key and what its value must be.
+    #[test]
+    fn a_bare_word_value_says_what_the_key_takes() {
+        let lines = findings(
+            "workers = 4x\nselect = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n",
+        );
+        assert_eq!(
+            lines,
+            ["q.toml:1: error: `workers` must be a whole number, such as `workers = 4`"]
+        );
+        let lines = findings(
+            "select = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\ntimeout = 5s\n",
+        );
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(
+            lines[0].starts_with(
+                "q.toml:5: error: `action.timeout` must be a quoted string, such as `timeout = \""
+            ),
             "{}",
             lines[0]
         );

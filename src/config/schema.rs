@@ -33,6 +33,74 @@ pub fn queue_file_schema() -> String {
     text
 }
 
+/// What the value of the dotted `key` (`workers`, `action.timeout`) must look like,
+/// in the queue file's words, read from the schema: `None` for a key it does not have.
+pub fn expected_value(key: &str) -> Option<String> {
+    let schema: serde_json::Value = serde_json::from_str(&queue_file_schema()).ok()?;
+    let mut node = &schema;
+    for segment in key.split('.') {
+        node = property(&schema, node, segment)?;
+    }
+    let node = resolved(&schema, node);
+    let key = key.rsplit('.').next().unwrap_or(key);
+    let example = node
+        .get("examples")
+        .and_then(|e| e.get(0))
+        .and_then(serde_json::Value::as_str);
+    Some(
+        match (
+            node.get("type").and_then(serde_json::Value::as_str),
+            example,
+        ) {
+            (Some("integer"), _) => format!("a whole number, such as `{key} = 4`"),
+            (Some("boolean"), _) => format!("`true` or `false`, such as `{key} = true`"),
+            (Some("array"), _) => format!("a list in brackets, such as `{key} = [\"…\"]`"),
+            (Some("string"), Some(example)) => {
+                format!("a quoted string, such as `{key} = \"{example}\"`")
+            }
+            (Some("string"), None) => format!("a quoted string, such as `{key} = \"…\"`"),
+            _ => return None,
+        },
+    )
+}
+
+/// The schema of `name` under `node`, through `$ref` and `allOf`/`anyOf`/`oneOf`.
+fn property<'a>(
+    root: &'a serde_json::Value,
+    node: &'a serde_json::Value,
+    name: &str,
+) -> Option<&'a serde_json::Value> {
+    let node = resolved(root, node);
+    if let Some(found) = node.get("properties").and_then(|p| p.get(name)) {
+        return Some(found);
+    }
+    ["allOf", "anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| node.get(*k).and_then(serde_json::Value::as_array))
+        .flatten()
+        .find_map(|option| property(root, option, name))
+}
+
+/// `node`, or what its `$ref` (or a lone `allOf` entry) points at.
+fn resolved<'a>(root: &'a serde_json::Value, node: &'a serde_json::Value) -> &'a serde_json::Value {
+    let target = node
+        .get("$ref")
+        .and_then(serde_json::Value::as_str)
+        .or_else(
+            || match node.get("allOf").and_then(serde_json::Value::as_array) {
+                Some(only) if only.len() == 1 => {
+                    only[0].get("$ref").and_then(serde_json::Value::as_str)
+                }
+                _ => None,
+            },
+        );
+    target
+        .and_then(|r| r.strip_prefix("#"))
+        .and_then(|pointer| root.pointer(pointer))
+        .map(|found| resolved(root, found))
+        .unwrap_or(node)
+}
+
 /// TOML has no null: an optional key is one that is left out, not one that may be
 /// null, so `"type": ["string", "null"]` becomes `"type": "string"`, and a default
 /// of null (a key whose default tableq works out) is no default.

@@ -13,6 +13,11 @@ use super::validator::Validator;
 /// alone (a `retry_at` passing, a lease expiring).
 pub const DEFAULT_BINLOG_POLL_INTERVAL: Duration = Duration::from_secs(60);
 
+/// The environment variable that sets `wake` for every queue whose file does not:
+/// `TABLEQ_WAKE=poll` for a process that polls on purpose, and is not to be told
+/// of the binary log at all.
+pub const WAKE_ENV: &str = "TABLEQ_WAKE";
+
 /// Where a queue's wake-ups come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WakeSource {
@@ -45,15 +50,21 @@ pub struct Wake {
 /// Reads `wake`; `poll_interval`, when the file sets it, is the poll on the binary
 /// log too.
 pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Wake {
-    let source = match raw.wake.as_deref() {
+    let from_env = raw.wake.is_none().then(|| (v.env)(WAKE_ENV)).flatten();
+    let written = raw.wake.as_deref().or(from_env.as_deref());
+    let source = match written {
         None | Some("auto") => WakeSource::Auto,
         Some("binlog") => WakeSource::Binlog,
         Some("poll") => WakeSource::Poll,
         Some(other) => {
+            let whose = match from_env {
+                Some(_) => format!("{WAKE_ENV}, the `wake` of queues whose file sets none,"),
+                None => "`wake`".to_string(),
+            };
             v.error(
                 &["wake"],
                 format!(
-                    "`wake` = {other:?} is not a wake-up source: use \"auto\" (the default: \
+                    "{whose} = {other:?} is not a wake-up source: use \"auto\" (the default: \
                      the binary log where the server allows it, else polls), \"binlog\" or \"poll\""
                 ),
             );

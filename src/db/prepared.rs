@@ -100,6 +100,18 @@ pub struct LeaseStatements {
 }
 
 impl PreparedQueue {
+    /// Every statement prepared for the queue, to close them on a connection that
+    /// lives on.
+    pub fn all_statements(&self) -> impl Iterator<Item = &Statement> {
+        let bound = [&self.action, &self.on_success]
+            .into_iter()
+            .chain(self.on_failure.as_ref())
+            .chain([&self.lease.sql, &self.lease.renew, &self.lease.release])
+            .flatten()
+            .map(|b| &b.statement);
+        std::iter::once(&self.claim).chain(bound)
+    }
+
     /// The claim's parameters: the queue's name for each `:queue`.
     pub fn claim_params(&self, queue: &str) -> mysql_async::Params {
         match self.claim.num_params() {

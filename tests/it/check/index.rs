@@ -156,3 +156,43 @@ async fn index_advice_for_a_join() {
         "{rest}"
     );
 }
+
+/// `run` says the same once at start, naming the index to add, and still works the
+/// queue; of a queue whose claim an index drives, it says nothing.
+#[tokio::test]
+async fn run_warns_once_at_start_of_a_claim_no_index_drives() {
+    let db = big_job_table(3000, 20, "").await;
+    db.exec("CREATE TABLE job_ok LIKE job").await;
+    db.exec("ALTER TABLE job_ok ADD INDEX state_id (state, id)")
+        .await;
+    db.exec("INSERT INTO job_ok SELECT * FROM job").await;
+    db.exec("ANALYZE TABLE job_ok").await;
+    let files = crate::support::QueueFiles::new();
+    // Looked at in the files' order: the indexed queue first.
+    files.write("a_indexed.toml", &GOOD.replace(" job ", " job_ok "));
+    files.write("b_unindexed.toml", GOOD);
+    let mut cmd = crate::support::daemon::tableq(&["run"]);
+    cmd.arg(files.path()).env("TABLEQ_DATABASE_URL", &db.url);
+    let mut daemon = crate::support::daemon::Daemon::spawn(cmd);
+    let minute = std::time::Duration::from_secs(60);
+    daemon
+        .wait_for_log("claim not driven by an index", minute)
+        .await;
+    crate::support::eventually("every row done", minute, || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
+            .await
+            + db.count("SELECT COUNT(*) FROM job_ok WHERE state = 'waiting'")
+                .await
+            == 0
+    })
+    .await;
+    daemon.terminate().await;
+    let log = daemon.stderr();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("claim not driven by an index"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("queue b_unindexed"), "{log}");
+    assert!(lines[0].contains("add INDEX (state, id) to job "), "{log}");
+}

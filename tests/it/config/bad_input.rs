@@ -42,13 +42,17 @@ async fn expect_rejected(contents: &str, line: usize, expected: &[&str]) {
     assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
 }
 
-/// Malformed TOML is reported with its line.
+/// Malformed TOML is reported with its line; a value missing where a number belongs
+/// says what the key takes.
 #[tokio::test]
 async fn malformed_toml() {
     expect_rejected(
         &format!("select = \"SELECT 1\"\nworkers = \n{GOOD_ACTION}"),
         2,
-        &["error:", "quoted"],
+        &[
+            "error:",
+            "`workers` must be a whole number, such as `workers = 4`",
+        ],
     )
     .await;
 }

@@ -436,6 +436,32 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
     );
     assert!(ran.stdout.contains(&grant), "{}", ran.stdout);
 
+    // Two queues of the one user: the grant is said once in the summary.
+    jobs("woken_too").write(&files);
+    let ran = check(&[], &[&files.path()], Some(&plain)).await;
+    assert_eq!(ran.stdout.matches(&grant).count(), 1, "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("woken, woken_too by polling every 5s, as user"),
+        "{}",
+        ran.stdout
+    );
+    // TABLEQ_WAKE=poll: the queues that set no `wake` poll on purpose, and nothing
+    // speaks of the binary log.
+    let mut cmd = tableq(&["check"]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", &plain)
+        .env("TABLEQ_WAKE", "poll");
+    let ran = run_to_end(cmd, Duration::from_secs(60)).await;
+    assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("(wake-ups: polled, woken, woken_too by polling every 5s):"),
+        "{}",
+        ran.stdout
+    );
+    assert!(!ran.stdout.contains("binary log"), "{}", ran.stdout);
+
     let insisting = QueueFiles::new();
     jobs("insisting").set("wake", "binlog").write(&insisting);
     let ran = check(&[], &[&insisting.path()], Some(&plain)).await;

@@ -435,3 +435,43 @@ async fn a_missing_grant_is_named() {
     }
     db.exec(&format!("DROP USER '{user}'@'%'")).await;
 }
+
+/// `--queue` may be left out when the files hold one queue; where they hold more,
+/// the command names them and asks for one.
+#[tokio::test]
+async fn queue_may_be_left_out_of_a_file_of_one_queue() {
+    let db = TestDb::new().await;
+    job_table(&db).await;
+    let files = QueueFiles::new();
+    let file = queue("solo").write(&files);
+    let paused = operate(&db.url, &file, &["pause", "--reason", "deploy"]).await;
+    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
+    assert!(
+        paused.stdout.starts_with("queue solo paused"),
+        "{}",
+        paused.stdout
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM tableq_paused WHERE queue = 'solo'")
+            .await,
+        1
+    );
+    let resumed = operate(&db.url, &file, &["resume"]).await;
+    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    assert!(
+        resumed.stdout.starts_with("queue solo resumed"),
+        "{}",
+        resumed.stdout
+    );
+
+    queue("other").write(&files);
+    let refused = operate(&db.url, &files.path(), &["pause"]).await;
+    assert_eq!(refused.code(), Some(2), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("these files hold 2 queues (other, solo): choose one with --queue NAME"),
+        "{}",
+        refused.stderr
+    );
+}
