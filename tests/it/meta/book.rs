@@ -299,7 +299,7 @@ async fn the_readme_quickstart_is_what_the_demo_prints() {
         .expect("the README marks its quickstart output");
     let shown: Vec<String> = shown
         .lines()
-        .filter(|line| !line.starts_with("```") && *line != "…")
+        .filter(|line| !line.is_empty() && !line.starts_with("```") && *line != "…")
         .map(steady)
         .collect();
     assert!(shown.len() > 20, "{shown:?}");
@@ -324,17 +324,36 @@ async fn the_readme_quickstart_is_what_the_demo_prints() {
     assert!(output.status.success(), "{printed}");
     let printed: Vec<String> = printed.lines().map(steady).collect();
 
-    let mut at = 0;
-    for line in &shown {
-        match printed[at..].iter().position(|p| p == line) {
-            Some(found) => at += found + 1,
-            None => panic!(
-                "the README's quickstart shows\n  {line}\nwhich the demo did not print (in that \
-                 order); it printed:\n{}",
+    // Section by section (each `==>` line starts one), in order; within one, the
+    // log lines of concurrent tasks come in either order.
+    let shown = sections(&shown);
+    let printed = sections(&printed);
+    let headers =
+        |s: &[(String, Vec<String>)]| s.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>();
+    assert_eq!(headers(&shown), headers(&printed), "the demo's steps");
+    for ((header, lines), (_, printed)) in shown.iter().zip(&printed) {
+        for line in lines {
+            assert!(
+                printed.contains(line),
+                "the README's quickstart shows, under {header}:\n  {line}\nwhich the demo did \
+                 not print there; it printed:\n{}",
                 printed.join("\n")
-            ),
+            );
         }
     }
+}
+
+/// Lines grouped under the `==>` line before them.
+fn sections(lines: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    for line in lines {
+        if line.starts_with("==>") {
+            sections.push((line.clone(), Vec::new()));
+        } else if let Some((_, under)) = sections.last_mut() {
+            under.push(line.clone());
+        }
+    }
+    sections
 }
 
 /// A line of the demo's output less what changes from run to run.

@@ -53,10 +53,23 @@ fn assert_current(name: &str, made: &str) {
     }
 }
 
-/// A cell of a Markdown table: one line, with `|` escaped.
+/// A cell of a Markdown table: one line, with `|` escaped, and `<` and `>` outside
+/// code spans too (`<queue>_<key>` is text, not HTML tags).
 fn cell(text: &str) -> String {
     let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    joined.replace('|', "\\|")
+    escape_tags(&joined).replace('|', "\\|")
+}
+
+/// `<` and `>` as entities, except between backticks.
+fn escape_tags(text: &str) -> String {
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| match i % 2 {
+            0 => part.replace('<', "&lt;").replace('>', "&gt;"),
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("`")
 }
 
 // ---- queue-file keys, from the schema ----
@@ -333,7 +346,7 @@ fn cli_page() -> String {
             .unwrap_or_default();
         out.push_str(&format!(
             "{}\n\n```\n{}\n```\n\n",
-            about.trim(),
+            escape_tags(about.trim()),
             usage.trim()
         ));
         let args = visible_args(sub, false);
