@@ -44,9 +44,7 @@ fn prose(text: &str) -> Vec<(usize, &str)> {
     let (mut fenced, mut comment) = (false, false);
     let mut lines = Vec::new();
     for (number, line) in text.lines().enumerate() {
-        if comment {
-            comment = !line.contains("-->");
-        } else if line.trim_start().starts_with("<!--") {
+        if comment || line.trim_start().starts_with("<!--") {
             comment = !line.contains("-->");
         } else if line.trim_start().starts_with("```") {
             fenced = !fenced;

@@ -259,10 +259,8 @@ fn spelled(arg: &clap::Arg) -> String {
         (None, Some(short)) => format!("-{short}"),
         (None, None) => values.clone(),
     };
-    if arg.get_long().is_some() || arg.get_short().is_some() {
-        if takes_value {
-            text = format!("{text} {values}");
-        }
+    if (arg.get_long().is_some() || arg.get_short().is_some()) && takes_value {
+        text = format!("{text} {values}");
     }
     if many {
         text.push_str("...");
