@@ -501,3 +501,45 @@ async fn the_first_queue_tutorial_runs_as_written() {
     }
     assert_eq!(ran, 5, "check, run, failed, retry, run");
 }
+
+/// The queue files the tutorials show are the shipped examples' (which the tests
+/// in meta::examples run): every key a tutorial's TOML sets, the example sets to the
+/// same value; the table the webhooks tutorial creates is the example's.
+#[test]
+fn the_tutorials_show_the_shipped_examples() {
+    for (page, example) in [
+        ("tutorials/webhooks.md", "config/webhook.toml"),
+        ("tutorials/from-a-cron-script.md", "config/email.toml"),
+    ] {
+        let blocks = fenced_blocks(&read(&repo().join("docs/src").join(page)));
+        let shown = blocks
+            .iter()
+            .find(|(lang, _)| lang == "toml")
+            .map(|(_, body)| body.parse::<toml::Table>().expect("TOML"))
+            .unwrap_or_else(|| panic!("{page} shows no queue file"));
+        let shipped: toml::Table = read(&repo().join(example)).parse().expect("TOML");
+        within(&shown, &shipped, &format!("{page} against {example}: "));
+    }
+    let tutorial = read(&repo().join("docs/src/tutorials/webhooks.md"));
+    let create = fenced_blocks(&tutorial)
+        .into_iter()
+        .find(|(lang, body)| lang == "sql" && body.starts_with("CREATE TABLE"))
+        .expect("the webhooks tutorial creates its table")
+        .1;
+    assert!(read(&repo().join("config/webhook.sql")).contains(&create));
+}
+
+/// Every key of `shown` is in `shipped`, with the same value.
+fn within(shown: &toml::Table, shipped: &toml::Table, path: &str) {
+    for (key, value) in shown {
+        let there = shipped
+            .get(key)
+            .unwrap_or_else(|| panic!("{path}{key} is not in the example"));
+        match (value, there) {
+            (toml::Value::Table(inner), toml::Value::Table(example)) => {
+                within(inner, example, &format!("{path}{key}."))
+            }
+            _ => assert_eq!(value, there, "{path}{key}"),
+        }
+    }
+}
