@@ -543,3 +543,14 @@ fn within(shown: &toml::Table, shipped: &toml::Table, path: &str) {
         }
     }
 }
+
+/// The README stays a front door — what tableq is, install, the quickstart, a first
+/// queue, links into the book — of at most 300 lines; the rest goes in the book.
+#[test]
+fn the_readme_is_short() {
+    let lines = read(&repo().join("README.md")).lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: move the rest into docs/src/"
+    );
+}
