@@ -165,13 +165,14 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Every relative link and #anchor of the book's pages and of the README lands on
-/// a file that is there and a heading it has.
+/// Every relative link and #anchor of the book's pages, the README and
+/// CONTRIBUTING.md lands on a file that is there and a heading it has.
 #[test]
 fn every_link_in_the_book_and_the_readme_resolves() {
     let mut checked = pages(&repo().join("docs/src"));
     assert!(checked.len() > 30, "{checked:?}");
     checked.push(repo().join("README.md"));
+    checked.push(repo().join("CONTRIBUTING.md"));
     let broken: Vec<String> = checked.iter().flat_map(|page| broken_links(page)).collect();
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
