@@ -1,6 +1,6 @@
 # A container for tableq: docker build -t tableq .   (from the repository root)
 # Mount queue files at /etc/tableq/queues.d and set TABLEQ_DATABASE_URL; see the
-# README's "Deploying" section and docker-compose.yml.
+# book's "Deploying" page (docs/src/howto/deploy.md) and docker-compose.yml.
 
 FROM rust:1-bookworm AS build
 WORKDIR /src

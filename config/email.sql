@@ -15,7 +15,7 @@ CREATE TABLE email (
 
 -- The article's index serves the WHERE, but to claim the first rows in id order a
 -- server must then sort, or walk the primary key past every row already done (MariaDB
--- 10.11 does: ~2,500 rows read per claim at 5,000 rows; docs/performance.md). With
+-- 10.11 does: ~2,500 rows read per claim at 5,000 rows; docs/src/explanation/performance.md). With
 -- this index, and `FORCE INDEX (status_id)` in the select, a claim reads the rows it
 -- locks and nothing else.
 ALTER TABLE email ADD INDEX status_id (status, id);

@@ -6,15 +6,20 @@
 #   scripts/demo.sh            # private throwaway MariaDB; needs mariadb-server
 #   TABLEQ_DATABASE_URL=mysql://root@127.0.0.1:3306/test scripts/demo.sh
 #                              # an existing server: creates database tableq_demo on it
+#   TABLEQ_BIN=target/debug/tableq scripts/demo.sh   # this binary: no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/mariadb.sh
 
 EMAILS=${EMAILS:-5000}
 
-echo "==> building tableq (release; the first build takes a few minutes)"
-cargo build --release
-TABLEQ=${CARGO_TARGET_DIR:-target}/release/tableq
+if [ -n "${TABLEQ_BIN:-}" ]; then
+  TABLEQ=$TABLEQ_BIN   # a binary built already (the README's test runs the demo so)
+else
+  echo "==> building tableq (release; the first build takes a few minutes)"
+  cargo build --release
+  TABLEQ=${CARGO_TARGET_DIR:-target}/release/tableq
+fi
 
 workdir=$(mktemp -d)
 cleanup() { stop_private_mariadb; rm -rf "$workdir"; }

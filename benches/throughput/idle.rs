@@ -67,7 +67,7 @@ async fn empty_queues(bench: &mut Bench) -> anyhow::Result<PathBuf> {
         let table = format!("idle_{q}");
         email::create(&mut bench.admin, &table, true).await?;
         // The claims alone: the background count (two SELECTs per queue every
-        // stats_interval, 15 s by default) is left out of the window; docs/performance.md
+        // stats_interval, 15 s by default) is left out of the window; docs/src/explanation/performance.md
         // gives its cost.
         let file = daemon::queue_file(&table, Claim::Forced, WORKERS, 1);
         std::fs::write(

@@ -19,7 +19,7 @@ pub async fn failed_command(args: FailedArgs, url: Option<&str>) -> Result<(), F
     if with_failed.is_empty() {
         return Err(Failure::Usage(
             "no queue here has a [failed] table: add one naming the rows that gave up (see the \
-             README's \"Operating\")"
+             book's \"Failed rows\")"
                 .into(),
         ));
     }
@@ -187,7 +187,7 @@ fn statements_of(queue: &QueueConfig, change: Change) -> Result<&FailedConfig, F
         Some(failed) if !failed.statements(change).is_empty() => Ok(failed),
         _ => Err(Failure::Usage(format!(
             "{}: queue {} has no `[failed] {}`: add the SQL that {} one row by its key (see the \
-             README's \"Operating\")",
+             book's \"Failed rows\")",
             queue.file.display(),
             queue.name,
             change.key(),

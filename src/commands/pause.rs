@@ -73,7 +73,7 @@ fn refused(queue: &QueueConfig, database: &Database, what: &str, e: PauseError) 
         } => format!(
             "cannot {what}: user `{user}` may not create tableq's table `{db}`.`{TABLE}` \
              ({error}). Grant it once (GRANT CREATE ON `{db}`.* TO '{user}'), or have an \
-             administrator create the table (the README's \"Pausing a queue\" shows the \
+             administrator create the table (the book's \"Pausing a queue\" shows the \
              statement) and {grant}"
         ),
         PauseError::Denied {

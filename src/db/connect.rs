@@ -47,7 +47,7 @@ fn url_error(error: &mysql_async::UrlError) -> String {
     match error {
         mysql_async::UrlError::UnknownParameter { param } => format!(
             "unknown parameter `{param}`: the parameters are {}; for TLS write \
-             ?require_ssl=true (see the README's \"TLS to the database\")",
+             ?require_ssl=true (see \"TLS to the database\" in the book)",
             URL_PARAMETERS.join(", ")
         ),
         other => other.to_string(),

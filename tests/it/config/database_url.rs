@@ -138,7 +138,7 @@ async fn an_invalid_percent_escape_is_refused() {
 }
 
 /// `check --offline` flags a URL that names no database — the queue's own
-/// `database_url` or the one it is given — as the README says; `run` refuses it.
+/// `database_url` or the one it is given — as the book says; `run` refuses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_offline_flags_a_url_without_a_database() {
     let files = QueueFiles::new();

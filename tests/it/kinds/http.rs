@@ -62,7 +62,7 @@ async fn outcome(
     .expect("the row exists")
 }
 
-/// Every column type arrives in the JSON body as the README's table says; headers
+/// Every column type arrives in the JSON body as the book's table says (docs/src/reference/actions.md); headers
 /// (`webhook-id` unsigned too), placeholders and the response reach `[on_success]`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delivers_the_row_as_json_with_headers() {

@@ -377,7 +377,7 @@ fn the_base_lists_every_manifest_and_needs_no_crd() {
 
 /// Each component of kubernetes/components/ is a kustomize Component listing every
 /// manifest of its folder, holding what needs a CRD; the base's commented
-/// `components:` lines, which the README says to uncomment, name each one.
+/// `components:` lines, which the book says to uncomment, name each one.
 #[test]
 fn every_component_lists_its_manifests_and_the_base_names_it() {
     let base = read("kubernetes/kustomization.yaml");

@@ -1,11 +1,14 @@
 //! The repository agrees with the code: the architecture's layers, the shipped
-//! examples, schema, deployment files, dashboards, man pages and version.
+//! examples, schema, deployment files, dashboards, man pages, version, and the book
+//! (its links, its generated reference, its runbooks and the README's quickstart).
 
+mod book;
 mod deploy;
 mod examples;
 mod kubernetes;
 mod layers;
 mod man_pages;
 mod monitoring;
+mod reference;
 mod schema;
 mod version;

@@ -1,5 +1,6 @@
-//! The shipped dashboard and alerts (`monitoring/`) and the README's Monitoring
-//! section name only metrics tableq exports, and the README names every one.
+//! The shipped dashboard and alerts (`monitoring/`) and the book's Monitoring page
+//! (docs/src/howto/monitoring.md) name only metrics tableq exports, and the page
+//! names every one.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -47,10 +48,10 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The dashboard's queries, the alerts' expressions and the README name metrics
-/// a running tableq exports; the README's Monitoring section names all of them.
+/// The dashboard's queries, the alerts' expressions and the Monitoring page name
+/// metrics a running tableq exports; the page names all of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dashboard_alerts_and_readme_name_the_exported_metrics() {
+async fn dashboard_alerts_and_monitoring_page_name_the_exported_metrics() {
     let db = TestDb::new().await;
     let (mut daemon, url, _files) = exporting_every_family(&db, &[]).await;
     let exported = families(&get(&url).await.1);
@@ -60,12 +61,7 @@ async fn dashboard_alerts_and_readme_name_the_exported_metrics() {
         "{exported:?}"
     );
 
-    let readme = read("README.md");
-    let section = readme
-        .split("\n## Monitoring")
-        .nth(1)
-        .and_then(|rest| rest.split("\n## ").next())
-        .expect("README has a ## Monitoring section");
+    let page = read("docs/src/howto/monitoring.md");
     for (file, text) in [
         (
             "monitoring/tableq-dashboard.json",
@@ -75,7 +71,7 @@ async fn dashboard_alerts_and_readme_name_the_exported_metrics() {
             "monitoring/tableq-alerts.yml",
             read("monitoring/tableq-alerts.yml"),
         ),
-        ("README.md ## Monitoring", section.to_string()),
+        ("docs/src/howto/monitoring.md", page.clone()),
     ] {
         let named = named_in(&text);
         assert!(!named.is_empty(), "{file} names no metric");
@@ -85,11 +81,11 @@ async fn dashboard_alerts_and_readme_name_the_exported_metrics() {
             "{file} names metrics tableq does not export: {unknown:?}"
         );
     }
-    let listed = named_in(section);
+    let listed = named_in(&page);
     let unlisted: Vec<_> = exported.difference(&listed).collect();
     assert!(
         unlisted.is_empty(),
-        "the README's Monitoring section leaves out {unlisted:?}"
+        "docs/src/howto/monitoring.md leaves out {unlisted:?}"
     );
 }
 
@@ -157,42 +153,4 @@ fn the_dashboard_never_sums_the_backlog() {
             .any(|expr| expr.starts_with("max by (queue) (tableq_waiting{")),
         "{backlog:?}"
     );
-}
-
-/// Every alert has a `runbook_url` whose anchor is a runbook in the README, and
-/// every runbook there is an alert's.
-#[test]
-fn every_alert_has_a_runbook_in_the_readme() {
-    let alerts = &yaml_rust2::YamlLoader::load_from_str(&read("monitoring/tableq-alerts.yml"))
-        .expect("YAML")[0];
-    let readme = read("README.md");
-    let runbooks: BTreeSet<String> = readme
-        .split("\n### Runbooks\n")
-        .nth(1)
-        .expect("README has a ### Runbooks section")
-        .split("\n## ")
-        .next()
-        .unwrap()
-        .lines()
-        .filter_map(|line| line.strip_prefix("#### "))
-        .map(str::to_string)
-        .collect();
-    let mut named = BTreeSet::new();
-    for rule in alerts["groups"][0]["rules"].as_vec().expect("rules") {
-        let alert = rule["alert"].as_str().expect("an alert name");
-        let url = rule["annotations"]["runbook_url"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{alert} has no runbook_url"));
-        // GitHub's anchor for a heading `#### TableqX` is `#tableqx`.
-        assert!(
-            url.ends_with(&format!("README.md#{}", alert.to_lowercase())),
-            "{alert}: {url}"
-        );
-        assert!(
-            runbooks.contains(alert),
-            "the README has no runbook {alert}"
-        );
-        named.insert(alert.to_string());
-    }
-    assert_eq!(runbooks, named, "runbooks without an alert, or the reverse");
 }
