@@ -19,7 +19,7 @@ pub const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1em;colo
 h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}\
 .scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}\
 th,td{padding:.3em .5em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
-thead th{font-size:.85em;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+thead th{font-size:.85em;font-weight:600}thead th.num{text-align:right}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 th[scope=row]{overflow-wrap:anywhere;max-width:20em;font-weight:normal}th[scope=row] a{font-weight:600}\
 .note{font-size:.85em;color:#555;overflow-wrap:anywhere}p.note{background:#f5f5f5;padding:.4em .6em}\
 .error{color:#b71c1c;overflow-wrap:anywhere}.stopped{color:#888}.legend span{margin-right:1em}\
@@ -32,6 +32,13 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f5f5f5;padding:.5em}
 .scroll thead{display:none}tr.queue{border-top:2px solid #999;padding-top:.4em}\
 td[data-label]{border:0;text-align:left}\
 td[data-label]::before{content:attr(data-label) \": \";font-weight:600}}";
+
+/// The headings of a table of queues, a line each (the list, a queue's page).
+pub const QUEUE_HEADINGS: &str = "<thead><tr><th>Queue</th>\
+    <th class=\"num\" title=\"busy / connected / all\">Workers</th><th>Last 15 min</th>\
+    <th class=\"num\">Done</th><th class=\"num\">Failed</th><th class=\"num\">Returned</th>\
+    <th class=\"num\">Rolled back</th><th class=\"num\">Waiting</th><th class=\"num\">Oldest waiting</th>\
+    <th class=\"num\" title=\"last 5 / 15 min\">Action p50 / p99</th></tr></thead><tbody>";
 
 /// The whole page: the process, what every queue shares, then a line per queue.
 pub fn render(status: &Status, viewer: &Viewer) -> String {
@@ -54,11 +61,9 @@ pub fn render(status: &Status, viewer: &Viewer) -> String {
     page.push_str(
         "<p class=\"legend\">Last 15 minutes, per minute: <span class=\"done\">done</span>\
          <span class=\"failed\">failed</span><span class=\"returned\">returned</span></p>\
-         <div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
-         <th title=\"busy / connected / all\">Workers</th><th>Last 15 min</th><th>Done</th>\
-         <th>Failed</th><th>Returned</th><th>Rolled back</th><th>Waiting</th>\
-         <th>Oldest waiting</th><th title=\"last 5 / 15 min\">Action p50 / p99</th></tr></thead><tbody>",
+         <div class=\"scroll\"><table id=\"queues\">",
     );
+    page.push_str(QUEUE_HEADINGS);
     if status.queues.is_empty() {
         page.push_str("<tr><td colspan=\"10\">No queue is running yet.</td></tr>");
     }

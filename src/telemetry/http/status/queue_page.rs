@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::html::{
     ago, csrf_field, escape, footer, head, in_flight, notice, path_segment, queue_row, time,
-    top_nav,
+    top_nav, QUEUE_HEADINGS,
 };
 use super::{QueueStatus, Status, Viewer};
 use crate::config::{Mode, QueueConfig};
@@ -29,12 +29,8 @@ pub fn render_queue(
         top_nav(viewer, "../"),
         notice(viewer)
     );
-    page.push_str(
-        "<div class=\"scroll\"><table id=\"queue\"><thead><tr><th>Queue</th>\
-         <th title=\"busy / connected / all\">Workers</th><th>Last 15 min</th><th>Done</th>\
-         <th>Failed</th><th>Returned</th><th>Rolled back</th><th>Waiting</th>\
-         <th>Oldest waiting</th><th title=\"last 5 / 15 min\">Action p50 / p99</th></tr></thead><tbody>",
-    );
+    page.push_str("<div class=\"scroll\"><table id=\"queue\">");
+    page.push_str(QUEUE_HEADINGS);
     queue_row(&mut page, q, now, true, "");
     page.push_str("</tbody></table></div>");
     let failed = setup.and_then(|s| s.config.failed.as_ref()).is_some();
