@@ -523,4 +523,36 @@ mod tests {
         assert!(ago(10_000, 9_700).contains(">5 min ago<"));
         assert!(ago(100_000, 89_200).contains(">3 h ago<"));
     }
+
+    /// A wake note every queue has alike is said once at the top, not on each
+    /// line; notes that differ stay on their lines, and they wrap.
+    #[test]
+    fn a_note_every_queue_shares_is_said_once() {
+        use crate::telemetry::stats::monitor::Monitor;
+        let monitor = Monitor::default();
+        let grant = "user `app` may not read the binary log (ERROR 1227): GRANT REPLICATION \
+                     SLAVE, REPLICATION CLIENT ON *.* TO 'app'";
+        for name in ["a", "b", "c"] {
+            let stats = monitor.start_queue(name, 1, Duration::from_secs(30));
+            stats.set_wake("poll", Some(grant.to_string()));
+        }
+        let page = render(&Status::of(&monitor, 1), &Viewer::default());
+        assert_eq!(
+            page.matches("may not read the binary log").count(),
+            1,
+            "{page}"
+        );
+        assert!(page.contains("data-field=\"shared_note\">Every queue polls: user `app`"));
+        assert!(!page.contains("data-field=\"wake\""), "{page}");
+        monitor
+            .start_queue("d", 1, Duration::from_secs(30))
+            .set_wake("binlog", None);
+        let page = render(&Status::of(&monitor, 1), &Viewer::default());
+        assert_eq!(
+            page.matches("may not read the binary log").count(),
+            3,
+            "{page}"
+        );
+        assert!(!page.contains("shared_note"));
+    }
 }
