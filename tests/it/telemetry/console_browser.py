@@ -74,6 +74,10 @@ def step(page, command):
         page.fill("#retry-key input[name=key]", command["key"])
         page.locator("#retry-key").get_by_role("button", name="Discard").click()
         return {"url": page.url, "notice": text_of(page, "[data-field=notice]")}
+    if op == "screenshot":
+        queue_page(page, command["queue"])
+        page.screenshot(path=command["path"], full_page=True)
+        return {}
     if op == "post_without_csrf":
         # The signed-in browser's cookie goes along; the form's token does not.
         response = page.request.post(

@@ -4,7 +4,8 @@
 //! browser signs in with the token, pauses, resumes, retries a failure kind and
 //! discards one row — each seen in the database and on the page — and a form
 //! posted without its CSRF token is refused. The screenshot of the list is the
-//! docs' (docs/src/images/status-page.png).
+//! docs' (docs/src/images/status-page.png), and so is a queue's page signed in
+//! (docs/src/images/console-queue.png).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -304,6 +305,12 @@ async fn the_console_in_a_browser() {
         page["buttons"].as_u64().unwrap() > 4,
         "signed in: the forms: {page}"
     );
+    // A queue's page, signed in: the docs show it.
+    let shot = screenshot().with_file_name("console-queue.png");
+    let path = shot.to_str().unwrap();
+    let command = serde_json::json!({"op": "screenshot", "queue": "mail", "path": path});
+    browser.step(command).await;
+    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000));
     drop(browser.stdin);
     let _ = browser.child.wait().await;
     let log = daemon.stderr();

@@ -61,7 +61,7 @@ fn actions(q: &QueueStatus, csrf: &str, failed: bool) -> String {
     let mut html = format!(
         "<h2>Act</h2><form class=\"block\" method=\"post\" action=\"{name}/pause\" id=\"pause\">{csrf}\
          <input name=\"reason\" placeholder=\"reason\" aria-label=\"reason\"> \
-         <input name=\"for\" placeholder=\"for (10m, 2h; empty: until resumed)\" size=\"28\" aria-label=\"for\"> \
+         <input name=\"for\" placeholder=\"for (10m, 2h)\" title=\"how long: 10m, 2h; empty: until resumed\" aria-label=\"for\"> \
          <button>Pause</button></form>\
          <form class=\"block\" method=\"post\" action=\"{name}/resume\" id=\"resume\">{csrf}<button>Resume</button></form>"
     );
