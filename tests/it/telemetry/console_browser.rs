@@ -188,6 +188,11 @@ async fn the_console_in_a_browser() {
         );
     }
     assert_eq!(layout["headings"].as_array().unwrap().len(), 10);
+    let rightmost = layout["headings"][9]["right"].as_f64().unwrap();
+    println!(
+        "at 1280 x 800: page {} px wide in a {} px window; the last heading ends at {rightmost:.0} px",
+        layout["scroll_width"], layout["client_width"]
+    );
     assert!(std::fs::metadata(screenshot()).is_ok_and(|m| m.len() > 1000));
 
     let page = browser
