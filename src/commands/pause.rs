@@ -20,13 +20,10 @@ pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Fai
     let queues = queues(args.paths, vec![args.queue], url)?;
     let (queue, database) = &queues[0];
     let duration: Option<Duration> = args.duration.map(Into::into);
-    let mut conn = database
-        .connect_within(queue.database_timeout)
+    let (name, timeout) = (&queue.name, queue.database_timeout);
+    pause::pause_on(database, timeout, name, duration, &args.reason)
         .await
-        .map_err(|e| runtime(queue, database, "connecting", &e))?;
-    let paused = pause::pause(&mut conn, &queue.name, duration, &args.reason).await;
-    let _ = conn.disconnect().await;
-    paused.map_err(|e| refused(queue, database, "pause", e))?;
+        .map_err(|e| refused(queue, database, "pause", e))?;
     let until = match duration {
         Some(d) => format!(
             "for {} (until {})",
@@ -47,12 +44,7 @@ pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Fai
 pub async fn resume_command(args: ResumeArgs, url: Option<&str>) -> Result<(), Failure> {
     let queues = queues(args.paths, vec![args.queue], url)?;
     let (queue, database) = &queues[0];
-    let mut conn = database
-        .connect_within(queue.database_timeout)
-        .await
-        .map_err(|e| runtime(queue, database, "connecting", &e))?;
-    let resumed = pause::resume(&mut conn, &queue.name).await;
-    let _ = conn.disconnect().await;
+    let resumed = pause::resume_on(database, queue.database_timeout, &queue.name).await;
     match resumed.map_err(|e| refused(queue, database, "resume", e))? {
         true => println!(
             "queue {} resumed on {database}: every running copy claims it again within {}",
@@ -85,6 +77,7 @@ fn refused(queue: &QueueConfig, database: &Database, what: &str, e: PauseError) 
             "cannot {what}: user `{user}` may not change `{db}`.`{TABLE}` ({error}): {grant} \
              (and every running copy's user needs SELECT on it)"
         ),
+        PauseError::Connect(e) => return runtime(queue, database, "connecting", &e),
         other => format!("cannot {what}: {other}"),
     };
     Failure::Runtime(format!(

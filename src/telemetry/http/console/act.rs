@@ -179,14 +179,10 @@ async fn pause_queue(
     duration: Option<Duration>,
 ) -> Result<Acted, ActError> {
     let queue = &setup.config;
-    let mut conn = setup
-        .database
-        .connect_within(queue.database_timeout)
+    let timeout = queue.database_timeout;
+    pause::pause_on(&setup.database, timeout, &queue.name, duration, reason)
         .await
-        .map_err(|e| database(setup, "connecting", e))?;
-    let paused = pause::pause(&mut conn, &queue.name, duration, reason).await;
-    let _ = conn.disconnect().await;
-    paused.map_err(|e| database(setup, "pause", e))?;
+        .map_err(|e| database(setup, "pause", e))?;
     let until = match duration {
         Some(d) => format!("for {}", humantime::format_duration(d)),
         None => "until resumed".to_string(),
@@ -207,14 +203,9 @@ async fn pause_queue(
 
 async fn resume_queue(setup: &Setup) -> Result<Acted, ActError> {
     let queue = &setup.config;
-    let mut conn = setup
-        .database
-        .connect_within(queue.database_timeout)
+    let resumed = pause::resume_on(&setup.database, queue.database_timeout, &queue.name)
         .await
-        .map_err(|e| database(setup, "connecting", e))?;
-    let resumed = pause::resume(&mut conn, &queue.name).await;
-    let _ = conn.disconnect().await;
-    let resumed = resumed.map_err(|e| database(setup, "resume", e))?;
+        .map_err(|e| database(setup, "resume", e))?;
     let message = match resumed {
         true => format!(
             "queue {} resumed: every running copy claims it again within {}",
