@@ -72,7 +72,8 @@
 //!   what they read:
 //!   - `telemetry::stats` (per-queue counters, the progress line) with
 //!     `telemetry::stats::observed` (timings, rollbacks, errors, backlog, history,
-//!     failures), `telemetry::stats::in_flight` (the action's runs under way),
+//!     failures), `telemetry::stats::failure_kinds` (failures grouped by kind: ids,
+//!     numbers and quoted values masked), `telemetry::stats::in_flight` (the action's runs under way),
 //!     `telemetry::stats::recent` (the status page's percentiles over the last 5
 //!     and 15 minutes), `telemetry::stats::monitor` (every queue's, for the
 //!     endpoint);
@@ -87,7 +88,12 @@
 //!   - `telemetry::http` (`--metrics-addr`'s routes): `telemetry::http::listener`
 //!     (the hardened HTTP listener), `telemetry::http::status` (the status page:
 //!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`,
-//!     `telemetry::http::status::response` (the page's and its data's answers));
+//!     `telemetry::http::status::response` (the page's and its data's answers),
+//!     `telemetry::http::status::queue_page` (a queue's own page, the sign-in and
+//!     inspect pages)); `telemetry::http::console` (the actions, behind the console
+//!     token: `telemetry::http::console::auth` (token, sessions, CSRF),
+//!     `telemetry::http::console::act` (pause, resume, retry, discard, inspect),
+//!     `telemetry::http::console::request` (what a JSON body or a form asks));
 //!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).

@@ -153,6 +153,13 @@ pub struct RunArgs {
     #[arg(long, env = "TABLEQ_METRICS_ADDR", value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
 
+    /// A file holding the console's token: with it, the status page (and
+    /// POST /api/queues/…) can pause, resume, retry and discard, for whoever holds
+    /// the token. Without it (and without the systemd credential console-token),
+    /// the page only reads.
+    #[arg(long, env = "TABLEQ_CONSOLE_TOKEN_FILE", value_name = "PATH")]
+    pub console_token_file: Option<std::path::PathBuf>,
+
     /// How long items in flight may take to finish after SIGTERM/SIGINT; past it,
     /// they are rolled back and return to the queue.
     #[arg(

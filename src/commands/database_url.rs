@@ -71,6 +71,10 @@ pub enum UrlError {
     File(crate::config::secret_file::SecretFileError),
     #[error("{file} is empty: it should hold the database URL, mysql://USER:PASSWORD@HOST:3306/DATABASE")]
     Empty { file: PathBuf },
+    #[error("--console-token-file (TABLEQ_CONSOLE_TOKEN_FILE): {0}")]
+    ConsoleTokenFile(crate::config::secret_file::SecretFileError),
+    #[error("{file} is empty: it should hold the console's token (say, 32 random characters: openssl rand -hex 32)")]
+    EmptyToken { file: PathBuf },
 }
 
 /// Finds the URL the way the module says, `env` answering for the environment.
@@ -108,6 +112,32 @@ fn from_credential_or_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Defaul
         url: env("DATABASE_URL").filter(|url| !url.is_empty()),
         warning: None,
     })
+}
+
+/// The systemd credential that holds the console's token.
+pub const CONSOLE_CREDENTIAL: &str = "console-token";
+
+/// The console's token: from the file `--console-token-file`
+/// (`TABLEQ_CONSOLE_TOKEN_FILE`) names, else the systemd credential
+/// `console-token`; `None`: the console only reads. Read and checked as the
+/// database URL's file is (a warning when others can read it).
+pub fn console_token(
+    file: Option<PathBuf>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<DefaultUrl>, UrlError> {
+    let what = "--console-token-file (TABLEQ_CONSOLE_TOKEN_FILE)";
+    let path = match file.filter(|path| !path.as_os_str().is_empty()) {
+        Some(path) => path,
+        None => {
+            let dir = env("CREDENTIALS_DIRECTORY").filter(|d| !d.is_empty());
+            match dir.map(|dir| Path::new(&dir).join(CONSOLE_CREDENTIAL)) {
+                Some(path) if path.exists() => path,
+                _ => return Ok(None),
+            }
+        }
+    };
+    let found = from_file(&path, what).map_err(UrlError::ConsoleTokenFile)?;
+    found.map(Some).ok_or(UrlError::EmptyToken { file: path })
 }
 
 /// The URL in `path`, `None` if the file is empty; `what` names where it came from.

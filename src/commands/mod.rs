@@ -126,9 +126,16 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         stopping.cancelled().await;
         monitor.set_stopping();
     });
+    let console_token = database_url::console_token(args.console_token_file.clone(), &env_lookup)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    if let Some(finding) = console_token.as_ref().and_then(|t| t.warning.as_ref()) {
+        tracing::warn!(%finding, "console token file warning");
+    }
+    let console_token = console_token.and_then(|t| t.url);
     let metrics_stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
-        crate::telemetry::http::start(addr, options.monitor.clone(), metrics_stop.clone())
+        let token = console_token.as_deref();
+        crate::telemetry::http::start(addr, options.monitor.clone(), token, metrics_stop.clone())
             .await
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }

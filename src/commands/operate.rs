@@ -69,25 +69,29 @@ fn print_text(queue: &QueueConfig, rows: &Rows) {
     }
 }
 
-/// `tableq inspect`: one row, as JSON, with where it is now.
+/// `tableq inspect`: one row, as JSON, with where it is now; a key no row has
+/// fails (exit 1).
 pub async fn inspect_command(args: InspectArgs, url: Option<&str>) -> Result<(), Failure> {
     let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let key = Key::from_text(&args.key);
     let found = failed::inspect(database, queue, &key)
         .await
         .map_err(|e| runtime(queue, database, "select", &e))?;
-    let shown = serde_json::json!({
-        "queue": queue.name,
-        "key": args.key,
-        "in_select": found.in_select.is_some(),
-        "in_failed": queue.failed.as_ref().map(|_| found.in_failed.is_some()),
-        "row": found.in_select.or(found.in_failed),
-    });
+    let shown = found.shown(queue, &args.key);
     println!(
         "{}",
         serde_json::to_string_pretty(&shown).unwrap_or_default()
     );
-    Ok(())
+    match found.exists() {
+        Some(false) => Err(Failure::Runtime(format!(
+            "{}: queue {}: key {}: no such row (the queue's select, without its WHERE, returns \
+             none)",
+            queue.file.display(),
+            queue.name,
+            args.key
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// `tableq retry` and `tableq discard`.
@@ -130,10 +134,9 @@ async fn all_keys(
     queue: &QueueConfig,
     failed: &FailedConfig,
 ) -> Result<Vec<Key>, Failure> {
-    let rows = failed::failed_rows(database, queue, failed, u32::MAX as usize)
+    failed::all_failed_keys(database, queue, failed)
         .await
-        .map_err(|e| runtime(queue, database, "[failed] select", &e))?;
-    Ok(rows.keys)
+        .map_err(|e| runtime(queue, database, "[failed] select", &e))
 }
 
 /// Prints a line a key and a total; returns how many keys matched nothing.
@@ -183,20 +186,7 @@ fn plural(n: u64) -> &'static str {
 
 /// The queue's `[failed]` table, when it has the statements of `change`.
 fn statements_of(queue: &QueueConfig, change: Change) -> Result<&FailedConfig, Failure> {
-    match &queue.failed {
-        Some(failed) if !failed.statements(change).is_empty() => Ok(failed),
-        _ => Err(Failure::Usage(format!(
-            "{}: queue {} has no `[failed] {}`: add the SQL that {} one row by its key (see the \
-             book's \"Failed rows\")",
-            queue.file.display(),
-            queue.name,
-            change.key(),
-            match change {
-                Change::Retry => "puts back into the queue's select",
-                Change::Discard => "takes out of `[failed] select` for good",
-            }
-        ))),
-    }
+    failed::failed_for(queue, change).map_err(|e| Failure::Usage(e.to_string()))
 }
 
 /// The queues named (all, when none is), each with its database.

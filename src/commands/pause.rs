@@ -19,13 +19,10 @@ const REACHED_WITHIN: Duration = Duration::from_secs(1);
 pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Failure> {
     let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let duration: Option<Duration> = args.duration.map(Into::into);
-    let mut conn = database
-        .connect_within(queue.database_timeout)
+    let (name, timeout) = (&queue.name, queue.database_timeout);
+    pause::pause_on(database, timeout, name, duration, &args.reason)
         .await
-        .map_err(|e| runtime(queue, database, "connecting", &e))?;
-    let paused = pause::pause(&mut conn, &queue.name, duration, &args.reason).await;
-    let _ = conn.disconnect().await;
-    paused.map_err(|e| refused(queue, database, "pause", e))?;
+        .map_err(|e| refused(queue, database, "pause", e))?;
     let until = match duration {
         Some(d) => format!(
             "for {} (until {})",
@@ -45,12 +42,7 @@ pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Fai
 /// `tableq resume`.
 pub async fn resume_command(args: ResumeArgs, url: Option<&str>) -> Result<(), Failure> {
     let (queue, database) = &one_queue(args.paths, args.queue, url)?;
-    let mut conn = database
-        .connect_within(queue.database_timeout)
-        .await
-        .map_err(|e| runtime(queue, database, "connecting", &e))?;
-    let resumed = pause::resume(&mut conn, &queue.name).await;
-    let _ = conn.disconnect().await;
+    let resumed = pause::resume_on(database, queue.database_timeout, &queue.name).await;
     match resumed.map_err(|e| refused(queue, database, "resume", e))? {
         true => println!(
             "queue {} resumed on {database}: every running copy claims it again within {}",
@@ -83,6 +75,7 @@ fn refused(queue: &QueueConfig, database: &Database, what: &str, e: PauseError) 
             "cannot {what}: user `{user}` may not change `{db}`.`{TABLE}` ({error}): {grant} \
              (and every running copy's user needs SELECT on it)"
         ),
+        PauseError::Connect(e) => return runtime(queue, database, "connecting", &e),
         other => format!("cannot {what}: {other}"),
     };
     Failure::Runtime(format!(

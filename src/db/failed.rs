@@ -16,6 +16,7 @@ use super::Database;
 use crate::config::failed::{Change, FailedConfig};
 use crate::config::QueueConfig;
 use crate::sql::lex::quote_identifier;
+use crate::sql::shape::rows_whatever_where;
 use crate::sql::statement::ParsedStatement;
 
 /// How many rows one transaction of `retry` or `discard` changes at most.
@@ -72,18 +73,7 @@ async fn select_rows(
     key: Option<&str>,
 ) -> Result<Rows, DbError> {
     let statement = conn.prep(sql).await?;
-    let columns = Arc::new(Columns {
-        names: statement
-            .columns()
-            .iter()
-            .map(|c| c.name_str().into_owned())
-            .collect(),
-        types: statement
-            .columns()
-            .iter()
-            .map(|c| c.column_type())
-            .collect(),
-    });
+    let columns = Arc::new(columns_of(&statement));
     let key_index = match key {
         None => 0,
         Some(name) => columns.find(name).ok_or_else(|| {
@@ -109,16 +99,103 @@ async fn select_rows(
     Ok(rows)
 }
 
+/// The names and types of the columns `statement` returns.
+fn columns_of(statement: &mysql_async::Statement) -> Columns {
+    Columns {
+        names: statement
+            .columns()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect(),
+        types: statement
+            .columns()
+            .iter()
+            .map(|c| c.column_type())
+            .collect(),
+    }
+}
+
 /// One row, by its key: as the queue's select returns it now (the item its action
-/// would get), and as `[failed] select` does.
+/// would get), as `[failed] select` does, and — when it is in neither — whether
+/// the row is there at all.
 #[derive(Debug, Clone)]
 pub struct Inspected {
     pub in_select: Option<Json>,
     pub in_failed: Option<Json>,
+    /// Looked for only when the row is in neither.
+    pub in_table: InTable,
+}
+
+/// A row that is neither waiting nor failed, looked for in the select's tables.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InTable {
+    /// Not looked for: the row waits or gave up.
+    NotLooked,
+    /// The select without its WHERE returns it: done, or left in some other way.
+    Found(Json),
+    /// No row has this key.
+    Missing,
+    /// The select cannot be read without its WHERE (a `GROUP BY`, `UNION`, `WITH`).
+    CannotTell,
+}
+
+impl Inspected {
+    /// The row as one of the selects returns it.
+    pub fn row(&self) -> Option<&Json> {
+        let in_table = match &self.in_table {
+            InTable::Found(row) => Some(row),
+            _ => None,
+        };
+        self.in_select
+            .as_ref()
+            .or(self.in_failed.as_ref())
+            .or(in_table)
+    }
+
+    /// Whether a row has the key; `None`: cannot tell.
+    pub fn exists(&self) -> Option<bool> {
+        match self.in_table {
+            InTable::NotLooked | InTable::Found(_) => Some(true),
+            InTable::Missing => Some(false),
+            InTable::CannotTell => None,
+        }
+    }
+
+    /// What `tableq inspect` prints and the console answers: the row, and where it is.
+    pub fn shown(&self, queue: &QueueConfig, key: &str) -> Json {
+        serde_json::json!({
+            "queue": queue.name,
+            "key": key,
+            "in_select": self.in_select.is_some(),
+            "in_failed": queue.failed.as_ref().map(|_| self.in_failed.is_some()),
+            "exists": self.exists(),
+            "where": self.whereabouts(queue.failed.is_some()),
+            "row": self.row(),
+        })
+    }
+
+    /// Where the row is, in words: `waiting (in the select)`, `gave up (in
+    /// [failed])`, `exists; not in the select, not in [failed]`, `no such row`.
+    pub fn whereabouts(&self, has_failed: bool) -> String {
+        let neither = match has_failed {
+            true => "not in the select, not in [failed]",
+            false => "not in the select (the queue has no [failed])",
+        };
+        match (&self.in_select, &self.in_failed, &self.in_table) {
+            (Some(_), _, _) => "waiting (in the select)".to_string(),
+            (None, Some(_), _) => "gave up (in [failed])".to_string(),
+            (None, None, InTable::Missing) => "no such row".to_string(),
+            (None, None, InTable::CannotTell) => format!(
+                "{neither}; whether such a row exists cannot be told (the select has a GROUP BY, \
+                 HAVING, UNION or WITH)"
+            ),
+            (None, None, _) => format!("exists; {neither}"),
+        }
+    }
 }
 
 /// Looks for the row whose key is `key` in the queue's select and in `[failed]
-/// select`, locking nothing.
+/// select`, then in the select's tables, locking nothing.
 pub async fn inspect(
     database: &Database,
     queue: &QueueConfig,
@@ -144,9 +221,40 @@ async fn inspect_on(
         }
         None => None,
     };
+    let in_table = match (&in_select, &in_failed) {
+        (None, None) => in_table(conn, queue, &key_name, key).await?,
+        _ => InTable::NotLooked,
+    };
     Ok(Inspected {
         in_select,
         in_failed,
+        in_table,
+    })
+}
+
+/// The row whose key is `key` among the rows of the select's tables, waiting or not.
+async fn in_table(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    key_name: &str,
+    key: &Value,
+) -> Result<InTable, DbError> {
+    let Some((rows, marks)) = rows_whatever_where(&queue.select.positional) else {
+        return Ok(InTable::CannotTell);
+    };
+    let sql = format!(
+        "SELECT * FROM ({rows}) AS tableq_row WHERE tableq_row.{} <=> ? LIMIT 1",
+        quote_identifier(key_name)
+    );
+    let mut params = vec![Value::from(queue.name.as_str()); marks];
+    params.push(key.clone());
+    let statement = conn.prep(&sql).await?;
+    let columns = Arc::new(columns_of(&statement));
+    let found: Option<Row> = conn.exec_first(&statement, positional(params)).await?;
+    let key_index = columns.find(key_name).unwrap_or(0);
+    Ok(match found {
+        Some(row) => InTable::Found(item_json(&Item::new(columns, row.unwrap(), key_index))),
+        None => InTable::Missing,
     })
 }
 
@@ -186,6 +294,47 @@ async fn one_row(
     )
     .await?;
     Ok(rows.rows.into_iter().next())
+}
+
+/// A queue whose `[failed]` lacks the statements of a change: `retry` and
+/// `discard` act only through the SQL the queue file gives them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{file}: queue {queue} has no `[failed] {key}`: add the SQL that {does} one row by its key \
+     (see the book's \"Failed rows\")"
+)]
+pub struct NoFailedSql {
+    pub file: String,
+    pub queue: String,
+    pub key: &'static str,
+    pub does: &'static str,
+}
+
+/// The queue's `[failed]` table, when it has the statements of `change`.
+pub fn failed_for(queue: &QueueConfig, change: Change) -> Result<&FailedConfig, NoFailedSql> {
+    match &queue.failed {
+        Some(failed) if !failed.statements(change).is_empty() => Ok(failed),
+        _ => Err(NoFailedSql {
+            file: queue.file.display().to_string(),
+            queue: queue.name.clone(),
+            key: change.key(),
+            does: match change {
+                Change::Retry => "puts back into the queue's select",
+                Change::Discard => "takes out of `[failed] select` for good",
+            },
+        }),
+    }
+}
+
+/// Every key `[failed] select` returns now: the keys of `--all`.
+pub async fn all_failed_keys(
+    database: &Database,
+    queue: &QueueConfig,
+    failed: &FailedConfig,
+) -> Result<Vec<Key>, DbError> {
+    Ok(failed_rows(database, queue, failed, u32::MAX as usize)
+        .await?
+        .keys)
 }
 
 /// What `retry` or `discard` did to one key: how many rows its statements changed

@@ -10,6 +10,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
 use super::error::DbError;
+use super::Database;
 
 /// The table's name, in the queue's database.
 pub const TABLE: &str = "tableq_paused";
@@ -81,6 +82,40 @@ pub async fn pause(
     }
 }
 
+/// Connects to `database` (within `timeout`) and pauses `queue` there: what
+/// `tableq pause` and the console do.
+pub async fn pause_on(
+    database: &Database,
+    timeout: Duration,
+    queue: &str,
+    duration: Option<Duration>,
+    reason: &str,
+) -> Result<(), PauseError> {
+    let mut conn = database
+        .connect_within(timeout)
+        .await
+        .map_err(PauseError::Connect)?;
+    let paused = pause(&mut conn, queue, duration, reason).await;
+    let _ = conn.disconnect().await;
+    paused
+}
+
+/// Connects to `database` (within `timeout`) and resumes `queue` there; false when
+/// it was not paused. What `tableq resume` and the console do.
+pub async fn resume_on(
+    database: &Database,
+    timeout: Duration,
+    queue: &str,
+) -> Result<bool, PauseError> {
+    let mut conn = database
+        .connect_within(timeout)
+        .await
+        .map_err(PauseError::Connect)?;
+    let resumed = resume(&mut conn, queue).await;
+    let _ = conn.disconnect().await;
+    resumed
+}
+
 /// The longest pause kept as a time: past it, `--for` is a pause until resumed.
 const LONGEST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
@@ -144,6 +179,9 @@ pub enum PauseError {
     NoDatabase(DbError),
     #[error("{0}")]
     Database(DbError),
+    /// No session could be opened.
+    #[error("cannot connect: {0}")]
+    Connect(DbError),
 }
 
 impl PauseError {

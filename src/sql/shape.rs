@@ -5,8 +5,8 @@
 //! gets no answer asks the database instead, or says less.
 
 use super::lex::{
-    clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, qualified_column_ref, split_top,
-    Lex, AFTER_WHERE,
+    clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, qualified_column_ref, spans,
+    split_top, Lex, AFTER_WHERE,
 };
 pub use super::tables::{
     from_tables, from_tables_aliased, statement_target, tables_read, FromTable, TableRef,
@@ -159,6 +159,38 @@ pub fn restricts_to_key(sql: &str, key: &str) -> Option<bool> {
     )
 }
 
+/// A select's rows whatever its WHERE: its text up to its WHERE (or its ORDER BY,
+/// LIMIT, FOR UPDATE), with how many `?` that part holds — the rows of its tables,
+/// joined as it joins them, whether they wait or not. `None` when that cut would
+/// not mean it: a `WITH`, `UNION`, `GROUP BY`, `HAVING` or `WINDOW`.
+pub fn rows_whatever_where(select: &str) -> Option<(String, usize)> {
+    let pieces = spans(select);
+    let lexes: Vec<Lex> = pieces.iter().map(|(lex, _)| lex.clone()).collect();
+    if !lexes.first().is_some_and(|l| is_kw(l, "SELECT")) {
+        return None;
+    }
+    let refused = ["UNION", "GROUP", "HAVING", "WINDOW", "INTERSECT", "EXCEPT"];
+    if refused
+        .iter()
+        .any(|kw| find_top(&lexes, 0, &[kw]).is_some())
+    {
+        return None;
+    }
+    let end = ["WHERE", "ORDER", "LIMIT", "FOR", "LOCK"]
+        .iter()
+        .filter_map(|kw| find_top(&lexes, 0, &[kw]))
+        .min()
+        .unwrap_or(lexes.len());
+    let cut = pieces
+        .get(end)
+        .map_or(select.len(), |(_, range)| range.start);
+    let marks = lexes[..end]
+        .iter()
+        .filter(|l| **l == Lex::Punct("?"))
+        .count();
+    Some((select[..cut].trim_end().to_string(), marks))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +300,32 @@ mod tests {
         );
         assert_eq!(restricts_to_key("UPDATE t SET a = :id", "id"), Some(false));
         assert_eq!(restricts_to_key("INSERT INTO t VALUES (:id)", "id"), None);
+    }
+
+    #[test]
+    fn a_select_without_its_where_order_and_limit() {
+        assert_eq!(
+            rows_whatever_where(
+                "SELECT j.id AS job FROM job j JOIN acct a ON a.id = j.acct AND a.q = ? \
+                 WHERE j.state = ? AND (x) ORDER BY j.id LIMIT 5"
+            ),
+            Some((
+                "SELECT j.id AS job FROM job j JOIN acct a ON a.id = j.acct AND a.q = ?".into(),
+                1
+            ))
+        );
+        assert_eq!(
+            rows_whatever_where("SELECT id FROM t ORDER BY id"),
+            Some(("SELECT id FROM t".into(), 0))
+        );
+        assert_eq!(
+            rows_whatever_where("SELECT id FROM (SELECT id FROM t WHERE x = 1) d"),
+            Some(("SELECT id FROM (SELECT id FROM t WHERE x = 1) d".into(), 0))
+        );
+        assert_eq!(rows_whatever_where("SELECT k FROM t GROUP BY k"), None);
+        assert_eq!(
+            rows_whatever_where("WITH c AS (SELECT 1) SELECT * FROM c"),
+            None
+        );
     }
 }

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::console::Peer;
 use crate::lock::lock;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
@@ -34,10 +35,10 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
     let app = app.layer(axum::middleware::map_response(nosniff));
     let open = Open::default();
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = shutdown.cancelled() => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(_) => {
                     tokio::time::sleep(ACCEPT_PAUSE).await;
                     continue;
@@ -45,7 +46,9 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
             },
         };
         let (id, closed) = open.admit(&shutdown);
-        tokio::spawn(serve_one(stream, app.clone(), closed, open.clone(), id));
+        // Who asked, for the console's log lines.
+        let app = app.clone().layer(axum::Extension(Peer(peer)));
+        tokio::spawn(serve_one(stream, app, closed, open.clone(), id));
     }
 }
 

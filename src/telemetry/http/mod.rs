@@ -2,14 +2,18 @@
 //!
 //! - `GET /metrics`: the metrics ([`crate::telemetry::metrics`]).
 //! - `GET /healthz`: 200 while the process serves (liveness).
-//! - `GET /` and `GET /status.json`: the status page and its data (see [`status`]).
+//! - `GET /` and `GET /status.json`: the status page and its data (see [`status`]);
+//!   `GET /queues/{queue}`: a queue's own page.
+//! - The console's actions, sign-in and API (see [`console`]): only with a token.
 //! - `GET /readyz`: 200 when every running queue has a database connection and no
 //!   worker has waited for the database past its deadline, else 503 with the reasons
 //!   (readiness).
 //!
-//! It has no authentication: serve it on loopback or a private interface. What a
-//! flood of clients can cost is bounded (see [`listener`]).
+//! Reading needs no authentication: serve it on loopback or a private interface
+//! (or behind a reverse proxy). Acting needs the console token. What a flood of
+//! clients can cost is bounded (see [`listener`]).
 
+pub mod console;
 pub mod listener;
 pub mod status;
 
@@ -27,18 +31,26 @@ use tracing::info;
 
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::stats::monitor::Monitor;
+use console::Console;
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
+/// `console_token`: the token that lets the console act (`None`: it only reads).
 pub async fn start(
     addr: SocketAddr,
     monitor: Arc<Monitor>,
+    console_token: Option<&str>,
     shutdown: CancellationToken,
 ) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz; status page on / and /status.json");
+    if console_token.is_some() {
+        info!(addr = %bound, "the console acts for whoever holds its token: pause, resume, retry and discard on the status page and POST /api/queues/…");
+    }
+    let console = Arc::new(Console::new(monitor.clone(), console_token));
     let state = Arc::new(Endpoint {
         metrics: Metrics::new(monitor.clone()),
+        console: console.clone(),
         monitor,
     });
     let app = Router::new()
@@ -47,13 +59,15 @@ pub async fn start(
         .route("/readyz", get(readyz))
         .route("/", get(status_page))
         .route("/status.json", get(status_json))
-        .with_state(state);
+        .with_state(state)
+        .merge(console::routes(console));
     Ok(tokio::spawn(listener::serve(listener, app, shutdown)))
 }
 
 struct Endpoint {
     monitor: Arc<Monitor>,
     metrics: Metrics,
+    console: Arc<Console>,
 }
 
 async fn metrics(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> impl IntoResponse {
@@ -71,8 +85,10 @@ async fn metrics(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> i
 async fn status_page(
     State(endpoint): State<Arc<Endpoint>>,
     uri: axum::http::Uri,
+    headers: HeaderMap,
 ) -> axum::response::Response {
-    status::page_response(&endpoint.monitor, status::page_asked(uri.query()))
+    let viewer = endpoint.console.viewer(&headers);
+    status::page_response(&endpoint.monitor, status::page_asked(uri.query()), &viewer)
 }
 
 async fn status_json(

@@ -1,5 +1,6 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
+pub mod failure_kinds;
 pub mod in_flight;
 pub mod monitor;
 pub mod observed;

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::config::QueueConfig;
 use crate::db::pause::Paused;
+use crate::db::Database;
 use crate::lock::lock;
 use crate::telemetry::stats::{CircuitState, Counts, QueueStats};
 
@@ -22,6 +24,16 @@ struct Watched {
     stats: Arc<QueueStats>,
     workers: usize,
     running: bool,
+    /// Its file and database, for the console; `None` until the queue has started.
+    setup: Option<Arc<Setup>>,
+}
+
+/// What a running queue was started with: its file's settings and its database —
+/// what the console shows of it and acts on it through.
+#[derive(Debug)]
+pub struct Setup {
+    pub config: QueueConfig,
+    pub database: Database,
 }
 
 /// One queue as the metrics endpoint shows it.
@@ -51,11 +63,26 @@ impl Monitor {
             stats: Arc::new(QueueStats::default()),
             workers,
             running: true,
+            setup: None,
         });
         watched.workers = workers;
         watched.running = true;
         watched.stats.expect_workers(workers, deadline);
         watched.stats.clone()
+    }
+
+    /// What queue `name` runs with now (after [`Monitor::start_queue`]).
+    pub fn set_setup(&self, name: &str, config: QueueConfig, database: Database) {
+        if let Some(watched) = self.lock().get_mut(name) {
+            watched.setup = Some(Arc::new(Setup { config, database }));
+        }
+    }
+
+    /// Queue `name`, if it runs: its statistics and what it runs with.
+    pub fn running(&self, name: &str) -> Option<(Arc<QueueStats>, Arc<Setup>)> {
+        let queues = self.lock();
+        let watched = queues.get(name).filter(|w| w.running)?;
+        Some((watched.stats.clone(), watched.setup.clone()?))
     }
 
     /// Queue `name` stopped (shutdown, or a reload about to start it again).

@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::failure_kinds::{FailureKind, FailureKinds};
 use super::in_flight::InFlight;
 use super::recent::Recent;
 use crate::db::{DbClock, ErrorKind};
@@ -44,6 +45,7 @@ pub struct Observed {
     backlog: Mutex<Backlog>,
     minutes: Mutex<[Minute; HISTORY_MINUTES]>,
     failures: Mutex<VecDeque<Failure>>,
+    kinds: Mutex<FailureKinds>,
 }
 
 /// What the background count last saw.
@@ -180,15 +182,18 @@ impl Observed {
             .collect()
     }
 
-    /// Keeps a failed item among the last [`RECENT_FAILURES`].
+    /// Keeps a failed item among the last [`RECENT_FAILURES`], and counts it in its
+    /// kind.
     pub fn record_failure(&self, key: String, error: &str, status: Option<i64>) {
+        let at = unix_seconds(SystemTime::now());
+        lock(&self.kinds).record(&key, at, error, status);
         let mut failures = lock(&self.failures);
         if failures.len() == RECENT_FAILURES {
             failures.pop_front();
         }
         failures.push_back(Failure {
             key,
-            at: unix_seconds(SystemTime::now()),
+            at,
             error: error.chars().take(500).collect(),
             status,
         });
@@ -197,6 +202,11 @@ impl Observed {
     /// The last failures, newest first.
     pub fn failures(&self) -> Vec<Failure> {
         lock(&self.failures).iter().rev().cloned().collect()
+    }
+
+    /// The failures since the process started, by kind, the latest seen first.
+    pub fn failure_kinds(&self) -> Vec<FailureKind> {
+        lock(&self.kinds).all()
     }
 
     /// What the background count saw: waiting rows (up to the cap), and the oldest

@@ -158,26 +158,48 @@ async fn retry_and_discard_change_exactly_the_rows_named() {
     assert_eq!(states(&db).await, expected);
 }
 
-/// `inspect` shows one row as its action would get it, and where it is now.
+/// `inspect` shows one row as its action would get it, and where it is now: waiting,
+/// gave up, there but in neither (done: exit 0), or no such row (exit 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inspect_shows_a_row_and_where_it_is() {
     let db = TestDb::new().await;
     jobs(&db).await;
+    db.exec("UPDATE job SET state = 'done' WHERE id = 5").await;
     let files = QueueFiles::new();
     let file = queue(RETRY).write(&files);
     let shown = |done: &Finished| -> serde_json::Value {
         serde_json::from_str(&done.stdout).expect(&done.stdout)
     };
     let waiting = operate(&db, &file, &["inspect", "--queue", "mail", "--key", "2"]).await;
+    assert_eq!(waiting.code(), Some(0), "{}", waiting.stderr);
     assert_eq!(
         shown(&waiting),
-        serde_json::json!({"queue": "mail", "key": "2", "in_select": true, "in_failed": false, "row": {"id": 2}})
+        serde_json::json!({"queue": "mail", "key": "2", "in_select": true, "in_failed": false,
+            "exists": true, "where": "waiting (in the select)", "row": {"id": 2}})
     );
     let gave_up = operate(&db, &file, &["inspect", "--queue", "mail", "--key", "9"]).await;
     assert_eq!(
         shown(&gave_up),
         serde_json::json!({"queue": "mail", "key": "9", "in_select": false, "in_failed": true,
+            "exists": true, "where": "gave up (in [failed])",
             "row": {"id": 9, "attempts": 3, "last_error": "bounced 9"}})
+    );
+    let done = operate(&db, &file, &["inspect", "--queue", "mail", "--key", "5"]).await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    assert_eq!(
+        shown(&done),
+        serde_json::json!({"queue": "mail", "key": "5", "in_select": false, "in_failed": false,
+            "exists": true, "where": "exists; not in the select, not in [failed]",
+            "row": {"id": 5}})
+    );
+    let missing = operate(&db, &file, &["inspect", "--queue", "mail", "--key", "99"]).await;
+    assert_eq!(missing.code(), Some(1), "{}", missing.stderr);
+    assert_eq!(shown(&missing)["where"], "no such row");
+    assert_eq!(shown(&missing)["exists"], false);
+    assert!(
+        missing.stderr.contains("queue mail: key 99: no such row"),
+        "{}",
+        missing.stderr
     );
 }
 

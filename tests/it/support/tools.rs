@@ -58,3 +58,35 @@ fn ci_is_said_by_any_value_but_empty_0_or_false() {
         assert!(!says_ci(value), "{value:?}");
     }
 }
+
+/// The Python of the virtual environment that holds Playwright (`.ci/run` makes it
+/// in `$TABLEQ_CI_CACHE/venv`, by default `~/.cache/tableq-ci/venv`): as
+/// [`required`], a failure under `CI` when it is missing, else a loud skip.
+pub fn playwright_python() -> Option<PathBuf> {
+    let cache = std::env::var_os("TABLEQ_CI_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/tableq-ci"))
+        })?;
+    let python = cache.join("venv/bin/python");
+    let has_playwright = std::process::Command::new(&python)
+        .args(["-c", "import playwright.sync_api"])
+        .output()
+        .is_ok_and(|done| done.status.success());
+    if has_playwright {
+        return Some(python);
+    }
+    let ci = std::env::var("CI").ok();
+    assert!(
+        !says_ci(ci.as_deref()),
+        "{} has no Playwright, and CI is set: python3 -m venv {0}/.. && pip install \
+         playwright (.ci/run does)",
+        python.display()
+    );
+    eprintln!(
+        "\n!!!!! SKIPPED: no Playwright in {} (.ci/run installs it): the console in a \
+         browser was NOT checked !!!!!\n",
+        python.display()
+    );
+    None
+}

@@ -78,7 +78,7 @@ async fn scraping_sends_no_query() {
         assert!(text.contains(r#"tableq_waiting{queue="q9"} 0"#), "{text}");
     }
     let took = started.elapsed();
-    for path in ["/", "/status.json"] {
+    for path in ["/", "/status.json", "/queues/q9"] {
         assert_eq!(get(&format!("{base}{path}")).await.0, 200);
     }
     let after = com_select(&mut conn).await;

@@ -58,16 +58,22 @@ fn row<'a>(html: &'a str, marker: &str) -> &'a str {
         .find(marker)
         .unwrap_or_else(|| panic!("{marker} in {html}"));
     let rest = &html[start..];
-    // A failures row holds a table of its own: up to the end of its details.
-    let end = rest
-        .find("</details>")
-        .filter(|_| marker.starts_with("data-failures"));
-    &rest[..end.unwrap_or_else(|| rest.find("</tr>").unwrap())]
+    &rest[..rest.find("</tr>").unwrap()]
 }
 
-/// Text as the page escapes it.
+/// Text as the page escapes it: control characters as the log writes them, then
+/// HTML's.
 fn escaped(text: &str) -> String {
-    text.replace('&', "&amp;")
+    let visible: String = text
+        .chars()
+        .map(|c| match c {
+            '\n' => "\\n".to_string(),
+            c if c.is_control() => format!("\\u{{{:x}}}", c as u32),
+            c => c.to_string(),
+        })
+        .collect();
+    visible
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -99,7 +105,7 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         .write(&files);
     files.script(
         "fail.sh",
-        "echo \"no route to <host> for $TABLEQ_KEY\" >&2\nexit 3",
+        "printf 'no route to <host> for %s: \\033[31mred\\007\\010\\000!\\n' \"$TABLEQ_KEY\" >&2\nexit 3",
     );
     QueueFile::new("webhooks")
         .select("SELECT id FROM hook WHERE state = 'waiting' ORDER BY id")
@@ -181,37 +187,61 @@ async fn the_status_page_in_a_browser_matches_status_json() {
     }
     let failures = status["queues"][1]["failures"].as_array().unwrap();
     assert_eq!(failures.len(), 2);
-    let html = row(&page, "data-failures=\"webhooks\"");
-    assert_eq!(html.matches("class=\"failure\"").count(), 2, "{html}");
+    // The failures are on the queue's own page, grouped by kind.
+    let queue_page = browse(
+        &chromium,
+        &["--dump-dom"],
+        &format!("{base}/queues/webhooks"),
+    );
+    let html = &queue_page[queue_page.find("id=\"kinds\"").expect(&queue_page)..];
+    // Two failures whose texts differ only in the key are one kind.
+    assert_eq!(html.matches("class=\"failure\"").count(), 1, "{html}");
     for failure in failures {
         let key = failure["key"].as_str().unwrap();
         let error = failure["error"].as_str().unwrap();
         assert!(
-            error.contains(&format!("no route to <host> for {key}")),
-            "{error}"
+            error.contains(&format!(
+                "no route to <host> for {key}: \u{1b}[31mred\u{7}\u{8}"
+            )),
+            "{error:?}"
         );
         assert!(
             html.contains(&format!("data-field=\"key\">{key}<")),
             "{html}"
         );
-        assert!(html.contains(&escaped(error)), "{error} in {html}");
     }
-    assert!(row(&page, "data-failures=\"emails\"").contains("No recent failures."));
-    // The failures come grouped by error text, collapsed, with when each last came.
+    // Control characters reach the page escaped, as in the log and status.json.
+    let latest = failures[0]["error"].as_str().unwrap();
+    assert_eq!(field(html, "error"), escaped(latest), "{html}");
     assert!(
-        html.contains("<summary>Last 2 failures, 2 kinds</summary>"),
+        field(html, "error").contains("\\u{1b}[31mred\\u{7}\\u{8}\\u{0}!"),
+        "{html}"
+    );
+    assert!(!queue_page.contains('\u{1b}') && !page.contains('\u{1b}'));
+    assert!(
+        field(html, "kind").contains("no route to &lt;host&gt; for #: "),
         "{html}"
     );
     assert!(
-        html.contains("data-field=\"count\">1<") && html.contains(" s ago</time>"),
+        queue_page.contains("data-field=\"failure_total\">2 failures, 1 kind<"),
+        "{queue_page}"
+    );
+    assert!(
+        html.contains("data-field=\"count\">2<") && html.contains(" s ago</time>"),
         "{html}"
     );
+    assert_eq!(
+        field(row(&page, "data-queue=\"webhooks\""), "kinds"),
+        "1 kind"
+    );
+    let emails = browse(&chromium, &["--dump-dom"], &format!("{base}/queues/emails"));
+    assert!(emails.contains(">0 failures, 0 kinds<"), "{emails}");
     assert_eq!(
         status["queues"][1]["failure_groups"]
             .as_array()
             .unwrap()
             .len(),
-        2
+        1
     );
     // The rows that gave up, from [failed] select; none shown without [failed].
     let html = row(&page, "data-queue=\"webhooks\"");
@@ -234,10 +264,10 @@ async fn the_status_page_in_a_browser_matches_status_json() {
         "{page}"
     );
     assert!(status["uptime_seconds"].as_u64().is_some(), "{status}");
-    // The job in flight, under its queue's row.
-    let html = row(&page, "data-failures=\"xfer\"");
-    assert_eq!(field(html, "in_flight"), "1", "{html}");
-    assert!(field(html, "run").starts_with("42 (started "), "{html}");
+    // The job in flight, on its queue's page.
+    let xfer = browse(&chromium, &["--dump-dom"], &format!("{base}/queues/xfer"));
+    assert_eq!(field(&xfer, "in_flight"), "1", "{xfer}");
+    assert!(field(&xfer, "run").starts_with("42 (started "), "{xfer}");
     assert_eq!(status["queues"][2]["in_flight_runs"][0]["keys"][0], "42");
     std::fs::write(files.path().join("go"), "").unwrap();
     // The paused queue, said in its row and in the summary.

@@ -6,7 +6,8 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
-use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, PER_PAGE};
+use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, Viewer, PER_PAGE};
+use crate::telemetry::log::Escaped;
 use crate::telemetry::stats::recent::Percentiles;
 
 /// How often the page reloads itself, in seconds.
@@ -14,52 +15,139 @@ pub const REFRESH_SECONDS: u32 = 5;
 
 /// The page's only style, inline; the endpoint allows exactly it by its hash. On a
 /// narrow screen each queue becomes a card of labelled lines.
-pub const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#222}\
-h1{font-size:1.3em}.scroll{overflow-x:auto}table{border-collapse:collapse;min-width:100%}\
-th,td{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}\
-td.num{text-align:right;font-variant-numeric:tabular-nums}tr.failures td{white-space:normal;background:#fafafa}\
-.failures table{min-width:0}.failures td{border:0;font-size:.9em}.error{color:#b71c1c}\
-.stopped{color:#888}.legend span{margin-right:1em}.done{color:#2e7d32}.failed{color:#c62828}\
-.returned{color:#f9a825}footer{margin-top:1em;color:#666;font-size:.85em}\
-@media (max-width:700px){.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll th{display:block;min-width:0}\
+pub const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#222;max-width:100%}\
+h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}\
+.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}\
+th,td{padding:.3em .5em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
+thead th{font-size:.85em;font-weight:600}thead th.num{text-align:right}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+th[scope=row]{overflow-wrap:anywhere;max-width:20em;font-weight:normal}th[scope=row] a{font-weight:600}\
+.note{font-size:.85em;color:#555;overflow-wrap:anywhere}p.note{background:#f5f5f5;padding:.4em .6em}\
+.error{color:#b71c1c;overflow-wrap:anywhere}.stopped{color:#888}.legend span{margin-right:1em}\
+.done{color:#2e7d32}.failed{color:#c62828}.returned{color:#f9a825}footer{margin-top:1em;color:#666;font-size:.85em}\
+nav.top{float:right}form{display:inline;margin:0}form.block{display:block;margin:.4em 0}\
+input,button{font:inherit}button{cursor:pointer}.notice{background:#e8f5e9;padding:.4em .6em}\
+dl.settings{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dl.settings dd{margin:0;overflow-wrap:anywhere}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f5f5f5;padding:.5em}\
+@media (max-width:700px){.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll th{display:block;max-width:none}\
 .scroll thead{display:none}tr.queue{border-top:2px solid #999;padding-top:.4em}\
-td[data-label]{border:0;text-align:left;white-space:normal}\
-td[data-label]::before{content:attr(data-label) \": \";font-weight:600}.failures tr{border-bottom:1px solid #ddd}.failures tr:first-child{display:none}}";
+td[data-label]{border:0;text-align:left}\
+td[data-label]::before{content:attr(data-label) \": \";font-weight:600}}";
 
-/// The whole page.
-pub fn render(status: &Status) -> String {
-    let mut page = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">\
-         <title>tableq status</title><style>{STYLE}</style></head><body>\
-         <h1>tableq — queues</h1>\
-         <p class=\"legend\">Last 15 minutes, per minute: <span class=\"done\">done</span>\
-         <span class=\"failed\">failed</span><span class=\"returned\">returned</span></p>\
-         {}{}<div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>\
-         <th>Workers<br>busy / connected / all</th><th>Last 15 min</th><th>Done</th>\
-         <th>Failed</th><th>Returned</th><th>Rolled back</th><th>Waiting</th>\
-         <th>Oldest waiting</th><th>Action p50 / p99<br>last 5 / 15 min</th></tr></thead><tbody>",
+/// The headings of a table of queues, a line each (the list, a queue's page).
+pub const QUEUE_HEADINGS: &str = "<thead><tr><th>Queue</th>\
+    <th class=\"num\" title=\"busy / connected / all\">Workers</th><th>Last 15 min</th>\
+    <th class=\"num\">Done</th><th class=\"num\">Failed</th><th class=\"num\">Returned</th>\
+    <th class=\"num\">Rolled back</th><th class=\"num\">Waiting</th><th class=\"num\">Oldest waiting</th>\
+    <th class=\"num\" title=\"last 5 / 15 min\">Action p50 / p99</th></tr></thead><tbody>";
+
+/// The whole page: the process, what every queue shares, then a line per queue.
+pub fn render(status: &Status, viewer: &Viewer) -> String {
+    let shared = shared_wake(&status.queues);
+    let mut page = head("tableq status", true);
+    let _ = write!(
+        page,
+        "{}<h1>tableq — queues</h1>{}{}{}",
+        top_nav(viewer, ""),
+        notice(viewer),
         process_line(status),
         summary(&status.summary)
     );
+    if let Some(note) = &shared {
+        let _ = write!(
+            page,
+            "<p class=\"note\" data-field=\"shared_note\">Every queue {note}</p>"
+        );
+    }
+    page.push_str(
+        "<p class=\"legend\">Last 15 minutes, per minute: <span class=\"done\">done</span>\
+         <span class=\"failed\">failed</span><span class=\"returned\">returned</span></p>\
+         <div class=\"scroll\"><table id=\"queues\">",
+    );
+    page.push_str(QUEUE_HEADINGS);
     if status.queues.is_empty() {
         page.push_str("<tr><td colspan=\"10\">No queue is running yet.</td></tr>");
     }
     for queue in &status.queues {
-        queue_rows(&mut page, queue, status.generated_at);
+        queue_row(
+            &mut page,
+            queue,
+            status.generated_at,
+            shared.is_none(),
+            "queues/",
+        );
     }
     page.push_str("</tbody></table></div>");
     page.push_str(&pages(status.page, status.pages));
-    let _ = writeln!(
-        page,
-        "<footer>tableq {} · read at {} · refreshes every {REFRESH_SECONDS} s · \
-         the same data as JSON: <a href=\"status.json\">status.json</a> · \
-         <a href=\"metrics\">metrics</a></footer></body></html>",
+    page.push_str(&footer(status, ""));
+    page
+}
+
+/// The document's head, with `title`; a page with forms to fill in does not
+/// refresh itself.
+pub fn head(title: &str, refresh: bool) -> String {
+    let refresh = match refresh {
+        true => format!("<meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">"),
+        false => String::new(),
+    };
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">{refresh}\
+         <title>{}</title><style>{STYLE}</style></head><body>",
+        escape(title)
+    )
+}
+
+/// The footer: version, time, the data as JSON.
+pub fn footer(status: &Status, up: &str) -> String {
+    format!(
+        "<footer>tableq {} · read at {} · \
+         the same data as JSON: <a href=\"{up}status.json\">status.json</a> · \
+         <a href=\"{up}metrics\">metrics</a></footer></body></html>\n",
         escape(status.version),
         time(status.generated_at)
-    );
-    page
+    )
+}
+
+/// Sign in (when the console can act), or who is signed in and sign out.
+pub fn top_nav(viewer: &Viewer, up: &str) -> String {
+    match (&viewer.csrf, viewer.console) {
+        (Some(csrf), _) => format!(
+            "<nav class=\"top\">signed in · <form method=\"post\" action=\"{up}sign-out\">\
+             {}<button>Sign out</button></form></nav>",
+            csrf_field(csrf)
+        ),
+        (None, true) => {
+            format!("<nav class=\"top\"><a href=\"{up}sign-in\">Sign in to act</a></nav>")
+        }
+        (None, false) => String::new(),
+    }
+}
+
+/// The hidden field every form carries.
+pub fn csrf_field(csrf: &str) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        escape(csrf)
+    )
+}
+
+/// What the last action did, once.
+pub fn notice(viewer: &Viewer) -> String {
+    match &viewer.notice {
+        Some(text) => format!(
+            "<p class=\"notice\" data-field=\"notice\">{}</p>",
+            escape(text)
+        ),
+        None => String::new(),
+    }
+}
+
+/// The wake note every queue of the page has alike (say, the binary log's grant
+/// missing), to say once at the top; `None` when they differ, or for one queue.
+fn shared_wake(queues: &[QueueStatus]) -> Option<String> {
+    let first = wake_text(queues.first()?);
+    let all_alike = queues.len() > 1 && queues.iter().all(|q| wake_text(q) == first);
+    (all_alike && first != "polls").then_some(first)
 }
 
 /// The whole process in one line: queues, workers busy, and how many need a look.
@@ -123,8 +211,9 @@ fn pages(page: usize, pages: usize) -> String {
     nav
 }
 
-/// A queue's row, then the row of its last failures.
-fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
+/// A queue's line: its name (a link to its page, `link` leading there) and notes,
+/// and its numbers; the wake note too unless every queue shares it.
+pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, link: &str) {
     let name = escape(&q.name);
     let class = if q.running { "queue" } else { "queue stopped" };
     let waiting = match q.waiting {
@@ -132,38 +221,69 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
         None => "–".to_string(),
     };
     let action = action_percentiles(&q.action_recent);
-    let (mut circuit, leases_lost) = notes(q.circuit, q.leases_lost);
-    circuit.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
-    circuit.push_str(&stopped_note(q.stopped_claiming));
-    circuit.push_str(&paused_note(q.paused.as_ref(), now));
-    circuit.push_str(&wake_note(q));
-    let gave_up = match q.gave_up {
-        Some(n) => format!("<br><span data-field=\"gave_up\">{n} gave up</span>"),
-        None => String::new(),
-    };
+    let notes = queue_notes(q, now, with_wake);
+    let (_, leases_lost) = self::notes(q.circuit, q.leases_lost);
+    let mut failed = format!("<span data-field=\"failed\">{}</span>", q.failed);
+    if let Some(n) = q.gave_up {
+        let _ = write!(
+            failed,
+            "<br><span data-field=\"gave_up\">{n} gave up</span>"
+        );
+    }
+    if !q.failure_groups.is_empty() {
+        let kinds = q.failure_groups.len();
+        let _ = write!(
+            failed,
+            "<br><a href=\"{link}{}\" data-field=\"kinds\">{kinds} kind{}</a>",
+            path_segment(&q.name),
+            if kinds == 1 { "" } else { "s" }
+        );
+    }
     let _ = write!(
         page,
-        "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\">{name}{circuit}</th>\
-         <td data-label=\"Workers busy / connected / all\" data-field=\"workers\">{} / {} / {}</td>\
+        "<tr class=\"{class}\" data-queue=\"{name}\"><th scope=\"row\"><a href=\"{link}{}\">{name}</a>{notes}</th>\
+         <td class=\"num\" data-label=\"Workers busy / connected / all\" data-field=\"workers\">{} / {} / {}</td>\
          <td data-label=\"Last 15 min\">{}</td>\
          <td class=\"num\" data-label=\"Done\" data-field=\"done\">{}</td>\
-         <td class=\"num\" data-label=\"Failed\"><span data-field=\"failed\">{}</span>{gave_up}</td>\
+         <td class=\"num\" data-label=\"Failed\">{failed}</td>\
          <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}{leases_lost}</td>\
          <td class=\"num\" data-label=\"Rolled back\" data-field=\"rolled_back\">{}</td>\
          <td class=\"num\" data-label=\"Waiting\" data-field=\"waiting\">{waiting}</td>\
          <td class=\"num\" data-label=\"Oldest waiting\" data-field=\"oldest_waiting\">{}</td>\
-         <td data-label=\"Action p50 / p99\" data-field=\"action\">{action}</td></tr>",
+         <td class=\"num\" data-label=\"Action p50 / p99\" data-field=\"action\">{action}</td></tr>",
+        path_segment(&q.name),
         q.busy,
         q.connected,
         q.workers,
         sparkline(&q.minutes),
         q.done,
-        q.failed,
         q.returned,
         q.rolled_back,
         seconds(q.oldest_waiting_seconds),
     );
-    failures(page, &name, q, now);
+}
+
+/// What a queue's name cell says under it: circuit, pause, loop, wake-ups.
+fn queue_notes(q: &QueueStatus, now: u64, with_wake: bool) -> String {
+    let (mut notes, _) = self::notes(q.circuit, q.leases_lost);
+    notes.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
+    notes.push_str(&stopped_note(q.stopped_claiming));
+    notes.push_str(&paused_note(q.paused.as_ref(), now));
+    if with_wake {
+        notes.push_str(&format!(
+            "<br><span class=\"note\" data-field=\"wake\">{}</span>",
+            wake_text(q)
+        ));
+    }
+    notes
+}
+
+/// A queue's name in a link's path.
+pub fn path_segment(name: &str) -> String {
+    escape(
+        &percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)
+            .to_string(),
+    )
 }
 
 /// `since 2 min ago: 3 of the last 5 items failed …; next probe in 25 s` under an
@@ -186,7 +306,7 @@ fn circuit_open_note(open: Option<&CircuitOpenStatus>, now: u64) -> String {
 
 /// `In flight: 2 — 42 (started 12 s ago; progress: 40%) · …`: the oldest runs of
 /// the action under way.
-fn in_flight(q: &QueueStatus, now: u64) -> String {
+pub fn in_flight(q: &QueueStatus, now: u64) -> String {
     if q.in_flight == 0 {
         return String::new();
     }
@@ -246,14 +366,13 @@ fn stopped_note(stopped_claiming: Option<&str>) -> String {
     }
 }
 
-/// `wakes on the binary log (12 wake-ups)`, or `polls: why`, under a queue's name.
-fn wake_note(q: &QueueStatus) -> String {
-    let text = match (q.wake.source, &q.wake.why) {
+/// `wakes on the binary log (12 wake-ups)`, or `polls: why`, escaped.
+fn wake_text(q: &QueueStatus) -> String {
+    match (q.wake.source, &q.wake.why) {
         ("binlog", _) => format!("wakes on the binary log ({} wake-ups)", q.wake_events),
         (_, Some(why)) => format!("polls: {}", escape(why)),
         _ => "polls".to_string(),
-    };
-    format!("<br><span data-field=\"wake\">{text}</span>")
+    }
 }
 
 /// `paused (reason) by who, 5 min ago, until …` under a queue's name while it is
@@ -277,54 +396,8 @@ fn paused_note(paused: Option<&PauseStatus>, now: u64) -> String {
     )
 }
 
-/// The row under a queue's: its runs under way, then its last failures grouped by
-/// error text (collapsed: the summary says how many and how many kinds); each group
-/// with its count, when it last and first happened, and a few keys.
-fn failures(page: &mut String, name: &str, q: &QueueStatus, now: u64) {
-    let groups = &q.failure_groups;
-    let _ = write!(
-        page,
-        "<tr class=\"failures\" data-failures=\"{name}\"><td colspan=\"10\">{}",
-        in_flight(q, now)
-    );
-    if groups.is_empty() {
-        page.push_str("No recent failures.</td></tr>");
-        return;
-    }
-    let total: usize = groups.iter().map(|g| g.count).sum();
-    let _ = write!(
-        page,
-        "<details><summary>Last {total} failure{}, {} kind{}</summary><table><tr><th>Count</th>\
-         <th>Last</th><th>First</th><th>Status</th><th>Error</th><th>Keys</th></tr>",
-        if total == 1 { "" } else { "s" },
-        groups.len(),
-        if groups.len() == 1 { "" } else { "s" }
-    );
-    for group in groups {
-        let status = group.status.map(|s| s.to_string()).unwrap_or_default();
-        let keys: String = group
-            .keys
-            .iter()
-            .map(|key| format!("<span data-field=\"key\">{}</span> ", escape(key)))
-            .collect();
-        let _ = write!(
-            page,
-            "<tr class=\"failure\"><td class=\"num\" data-label=\"Count\" data-field=\"count\">{}</td>\
-             <td data-label=\"Last\">{}</td><td data-label=\"First\">{}</td>\
-             <td data-label=\"Status\" data-field=\"status\">{status}</td>\
-             <td class=\"error\" data-label=\"Error\" data-field=\"error\">{}</td>\
-             <td data-label=\"Keys\">{keys}</td></tr>",
-            group.count,
-            ago(now, group.last_at),
-            ago(now, group.first_at),
-            escape(&group.error)
-        );
-    }
-    page.push_str("</table></details></td></tr>");
-}
-
 /// `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago`, with the time itself on hover.
-fn ago(now: u64, at: u64) -> String {
+pub fn ago(now: u64, at: u64) -> String {
     let secs = now.saturating_sub(at);
     let text = match secs {
         0..60 => format!("{secs} s ago"),
@@ -384,14 +457,18 @@ fn seconds(value: Option<f64>) -> String {
 }
 
 /// A unix time as an HTTP date (UTC).
-fn time(unix: u64) -> String {
+pub fn time(unix: u64) -> String {
     httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(unix))
 }
 
-/// Text made safe for HTML, in an element or a quoted attribute.
-fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
+/// Text made safe for HTML, in an element or a quoted attribute; its control
+/// characters escaped as the log escapes them (`\n`, `\u{1b}`), so that what a
+/// command wrote to stderr cannot reach the page raw.
+pub fn escape(text: &str) -> String {
+    let mut visible = String::with_capacity(text.len());
+    let _ = Escaped(&mut visible).write_str(text);
+    let mut escaped = String::with_capacity(visible.len());
+    for c in visible.chars() {
         match c {
             '<' => escaped.push_str("&lt;"),
             '>' => escaped.push_str("&gt;"),
@@ -432,6 +509,11 @@ mod tests {
             escape("<b a=\"1\">&'"),
             "&lt;b a=&quot;1&quot;&gt;&amp;&#39;"
         );
+        assert_eq!(
+            escape("a\u{1b}[31mb\0c\u{7}d\u{8}e\nf"),
+            "a\\u{1b}[31mb\\u{0}c\\u{7}d\\u{8}e\\nf",
+            "control characters, as the log writes them"
+        );
         assert_eq!(seconds(Some(0.0125)), "13 ms");
         assert_eq!(seconds(Some(0.00042)), "0.4 ms");
         assert_eq!(seconds(Some(2.5)), "2.5 s");
@@ -440,5 +522,37 @@ mod tests {
         assert!(ago(1_000, 988).contains(">12 s ago<"));
         assert!(ago(10_000, 9_700).contains(">5 min ago<"));
         assert!(ago(100_000, 89_200).contains(">3 h ago<"));
+    }
+
+    /// A wake note every queue has alike is said once at the top, not on each
+    /// line; notes that differ stay on their lines, and they wrap.
+    #[test]
+    fn a_note_every_queue_shares_is_said_once() {
+        use crate::telemetry::stats::monitor::Monitor;
+        let monitor = Monitor::default();
+        let grant = "user `app` may not read the binary log (ERROR 1227): GRANT REPLICATION \
+                     SLAVE, REPLICATION CLIENT ON *.* TO 'app'";
+        for name in ["a", "b", "c"] {
+            let stats = monitor.start_queue(name, 1, Duration::from_secs(30));
+            stats.set_wake("poll", Some(grant.to_string()));
+        }
+        let page = render(&Status::of(&monitor, 1), &Viewer::default());
+        assert_eq!(
+            page.matches("may not read the binary log").count(),
+            1,
+            "{page}"
+        );
+        assert!(page.contains("data-field=\"shared_note\">Every queue polls: user `app`"));
+        assert!(!page.contains("data-field=\"wake\""), "{page}");
+        monitor
+            .start_queue("d", 1, Duration::from_secs(30))
+            .set_wake("binlog", None);
+        let page = render(&Status::of(&monitor, 1), &Viewer::default());
+        assert_eq!(
+            page.matches("may not read the binary log").count(),
+            3,
+            "{page}"
+        );
+        assert!(!page.contains("shared_note"));
     }
 }

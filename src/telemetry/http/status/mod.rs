@@ -5,6 +5,7 @@
 //! proxy, under a strict Content-Security-Policy, and refreshes itself.
 
 mod html;
+mod queue_page;
 mod response;
 mod sparkline;
 
@@ -15,17 +16,29 @@ use serde::Serialize;
 
 use crate::db::pause::Paused;
 use crate::telemetry::metrics::process::{hostname, ProcessStats};
+use crate::telemetry::stats::failure_kinds::FailureKind;
 use crate::telemetry::stats::in_flight::RunView;
 use crate::telemetry::stats::monitor::{Monitor, QueueView};
 use crate::telemetry::stats::observed::{Failure, Minute};
 use crate::telemetry::stats::recent::Percentiles;
 use crate::telemetry::stats::{CircuitOpen, QueueStats, WakeStatus};
 
-pub use response::{json_response, page_asked, page_response};
+pub use queue_page::{inspect_page, sign_in_page};
+pub use response::{html_response, json_response, page_asked, page_response, queue_page_response};
 
 /// How many queues one page shows: a process with thousands of queues still
 /// answers `/` and `/status.json` quickly, a page at a time.
 pub const PER_PAGE: usize = 50;
+
+/// Who looks at a page: whether the console can act at all (a token was given),
+/// the CSRF token of a signed-in browser (`None`: not signed in, no buttons), and
+/// what its last action did.
+#[derive(Debug, Clone, Default)]
+pub struct Viewer {
+    pub console: bool,
+    pub csrf: Option<String>,
+    pub notice: Option<String>,
+}
 
 /// Everything the page shows.
 #[derive(Debug, Clone, Serialize)]
@@ -108,8 +121,10 @@ pub struct QueueStatus {
     pub minutes: Vec<Minute>,
     /// The last failures, newest first.
     pub failures: Vec<Failure>,
-    /// The same failures grouped by error text and status, the latest group first.
-    pub failure_groups: Vec<FailureGroup>,
+    /// The failures since the process started, grouped by kind (the error text with
+    /// numbers, ids and quoted values masked) and status, the latest seen first;
+    /// each with a few of its keys and one full example.
+    pub failure_groups: Vec<FailureKind>,
 }
 
 /// A circuit that is not closed, as `/status.json` shows it.
@@ -162,60 +177,41 @@ impl PauseStatus {
     }
 }
 
-/// Failures that said the same thing: twenty identical bounces are one line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FailureGroup {
-    pub error: String,
-    pub status: Option<i64>,
-    pub count: usize,
-    /// Unix times, in seconds.
-    pub first_at: u64,
-    pub last_at: u64,
-    /// A few of their keys, newest first.
-    pub keys: Vec<String>,
-}
-
-/// How many keys a failure group lists.
+/// How many keys a failure kind lists on the page.
 const GROUP_KEYS: usize = 5;
 
-/// `failures` (newest first) grouped by error text and status, in the order each
-/// group last happened.
-pub fn group_failures(failures: &[Failure]) -> Vec<FailureGroup> {
-    let mut groups: Vec<FailureGroup> = Vec::new();
-    for failure in failures {
-        let same = |g: &&mut FailureGroup| g.error == failure.error && g.status == failure.status;
-        match groups.iter_mut().find(same) {
-            Some(group) => {
-                group.count += 1;
-                group.first_at = group.first_at.min(failure.at);
-                if group.keys.len() < GROUP_KEYS {
-                    group.keys.push(failure.key.clone());
-                }
-            }
-            None => groups.push(FailureGroup {
-                error: failure.error.clone(),
-                status: failure.status,
-                count: 1,
-                first_at: failure.at,
-                last_at: failure.at,
-                keys: vec![failure.key.clone()],
-            }),
-        }
+/// A queue's failure kinds, each with the first few of its keys.
+fn kinds_listed(stats: &QueueStats) -> Vec<FailureKind> {
+    let mut kinds = stats.observed.failure_kinds();
+    for kind in &mut kinds {
+        kind.keys.truncate(GROUP_KEYS);
     }
-    groups
+    kinds
 }
 
 impl Status {
     /// Reads the summary of every queue from `monitor`, and the numbers of the
     /// queues on `page` (from 1; past the last, the last).
     pub fn of(monitor: &Monitor, page: usize) -> Status {
+        let watched = monitor.watched();
+        let pages = watched.len().div_ceil(PER_PAGE).max(1);
+        let page = page.clamp(1, pages);
+        let mut status = Status::of_page(&watched, page, pages);
+        status.queues = watched
+            .iter()
+            .skip((page - 1) * PER_PAGE)
+            .take(PER_PAGE)
+            .map(|(view, stats)| QueueStatus::of(view, stats))
+            .collect();
+        status
+    }
+
+    /// The process and its summary, without queues yet.
+    fn of_page(watched: &[(QueueView, Arc<QueueStats>)], page: usize, pages: usize) -> Status {
         let generated_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        let watched = monitor.watched();
-        let pages = watched.len().div_ceil(PER_PAGE).max(1);
-        let page = page.clamp(1, pages);
         let started = ProcessStats::read().map(|p| p.start_time as u64);
         Status {
             version: env!("CARGO_PKG_VERSION"),
@@ -223,16 +219,22 @@ impl Status {
             host: hostname(),
             pid: std::process::id(),
             uptime_seconds: started.map(|at| generated_at.saturating_sub(at)),
-            summary: Summary::of(&watched),
+            summary: Summary::of(watched),
             page,
             pages,
-            queues: watched
-                .iter()
-                .skip((page - 1) * PER_PAGE)
-                .take(PER_PAGE)
-                .map(|(view, stats)| QueueStatus::of(view, stats))
-                .collect(),
+            queues: Vec::new(),
         }
+    }
+}
+
+impl Status {
+    /// The same for queue `name` alone (`None`: no such queue here).
+    pub fn of_queue(monitor: &Monitor, name: &str) -> Option<Status> {
+        let watched = monitor.watched();
+        let (view, stats) = watched.iter().find(|(view, _)| view.name == name)?;
+        let mut status = Status::of_page(&watched, 1, 1);
+        status.queues = vec![QueueStatus::of(view, stats)];
+        Some(status)
     }
 }
 
@@ -285,39 +287,8 @@ impl QueueStatus {
             in_flight: observed.in_flight.count(),
             in_flight_runs: observed.in_flight.oldest(IN_FLIGHT_LISTED),
             minutes: observed.minutes(),
-            failure_groups: group_failures(&failures),
+            failure_groups: kinds_listed(stats),
             failures,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Twenty identical bounces and one other failure are two groups, the latest
-    /// first, with a few keys each.
-    #[test]
-    fn failures_are_grouped_by_error_and_status() {
-        let failure = |key: u64, error: &str| Failure {
-            key: key.to_string(),
-            at: 1_000 + key,
-            error: error.to_string(),
-            status: Some(550),
-        };
-        let mut failures: Vec<Failure> = (0..20).rev().map(|k| failure(k, "bounced")).collect();
-        failures.insert(0, failure(30, "mailbox full"));
-        let groups = group_failures(&failures);
-        assert_eq!(groups.len(), 2);
-        assert_eq!(
-            (groups[0].error.as_str(), groups[0].count),
-            ("mailbox full", 1)
-        );
-        let bounced = &groups[1];
-        assert_eq!(
-            (bounced.count, bounced.first_at, bounced.last_at),
-            (20, 1_000, 1_019)
-        );
-        assert_eq!(bounced.keys, ["19", "18", "17", "16", "15"]);
     }
 }

@@ -1,8 +1,12 @@
 //! The status page's answers: the page (with a Content-Security-Policy that allows
 //! its own style and nothing else) and its data, a page of queues at a time.
 
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+
 use super::html::{render, STYLE};
-use super::Status;
+use super::queue_page::render_queue;
+use super::{Status, Viewer};
 use crate::telemetry::stats::monitor::Monitor;
 
 /// The page a request asks for: `page=N` in its query, else the first.
@@ -17,21 +21,42 @@ pub fn page_asked(query: Option<&str>) -> usize {
 
 /// `GET /`: the page, with a Content-Security-Policy that allows its own style and
 /// nothing else.
-pub fn page_response(monitor: &Monitor, page: usize) -> axum::response::Response {
-    use axum::http::header;
-    use axum::response::IntoResponse;
+pub fn page_response(monitor: &Monitor, page: usize, viewer: &Viewer) -> Response {
+    html_response(StatusCode::OK, render(&Status::of(monitor, page), viewer))
+}
+
+/// `GET /queues/{queue}`: the queue's page; 404 for a queue this process has not.
+pub fn queue_page_response(monitor: &Monitor, name: &str, viewer: &Viewer) -> Response {
+    let Some(status) = Status::of_queue(monitor, name) else {
+        let page = format!("no queue {name} runs in this process\n");
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            page,
+        )
+            .into_response();
+    };
+    let setup = monitor.running(name).map(|(_, setup)| setup);
+    html_response(
+        StatusCode::OK,
+        render_queue(&status, &status.queues[0], setup.as_deref(), viewer),
+    )
+}
+
+/// An HTML page: its style allowed by its hash, forms only to this site, no
+/// script, no frame, never cached.
+pub fn html_response(status: StatusCode, page: String) -> Response {
     let headers = [
         (header::CONTENT_TYPE, "text/html; charset=utf-8".to_string()),
         (header::CONTENT_SECURITY_POLICY, content_security_policy()),
         (header::CACHE_CONTROL, "no-store".to_string()),
+        (header::REFERRER_POLICY, "same-origin".to_string()),
     ];
-    (headers, render(&Status::of(monitor, page))).into_response()
+    (status, headers, page).into_response()
 }
 
 /// `GET /status.json`: the page's data.
-pub fn json_response(monitor: &Monitor, page: usize) -> axum::response::Response {
-    use axum::http::header;
-    use axum::response::IntoResponse;
+pub fn json_response(monitor: &Monitor, page: usize) -> Response {
     let body = serde_json::to_string(&Status::of(monitor, page)).unwrap_or_default();
     let headers = [
         (header::CONTENT_TYPE, "application/json"),
@@ -40,14 +65,15 @@ pub fn json_response(monitor: &Monitor, page: usize) -> axum::response::Response
     (headers, body).into_response()
 }
 
-/// No script, no outside asset, no frame; the page's one style by its hash.
+/// No script, no outside asset, no frame, forms to this site only; the page's one
+/// style by its hash.
 pub fn content_security_policy() -> String {
     use base64::Engine;
     use sha2::Digest;
     let hash = sha2::Sha256::digest(STYLE.as_bytes());
     let hash = base64::engine::general_purpose::STANDARD.encode(hash);
     format!(
-        "default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        "default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     )
 }
 
@@ -81,7 +107,7 @@ mod tests {
         assert_eq!(first.summary.stopped_claiming, 1);
         let json = serde_json::to_string(&first).unwrap();
         assert!(json.len() < 200_000, "{} bytes", json.len());
-        let html = render(&first);
+        let html = render(&first, &Viewer::default());
         assert!(html.len() < 200_000, "{} bytes", html.len());
         assert!(
             html.contains("page 1 of 100") && html.contains("?page=2"),

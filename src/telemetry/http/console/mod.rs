@@ -1,0 +1,449 @@
+//! The console: the status page's actions, off unless tableq was given a token
+//! (`--console-token-file`). With it, a script calls
+//! `POST /api/queues/{queue}/{pause,resume,failed/retry,failed/discard}` (and
+//! `GET /api/queues/{queue}/inspect?key=K`) with `Authorization: Bearer TOKEN`, and
+//! a browser signs in with the token at `/sign-in` and acts through the page's
+//! forms, each carrying its session's CSRF token. Without a token, every action
+//! answers 403 and the page shows no button. Every action is logged at INFO: what,
+//! which queue, how many rows, and from where.
+
+pub mod act;
+pub mod auth;
+mod request;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use tracing::info;
+
+use act::{act, inspect, ActError, Acted, Action};
+use auth::{bearer, cleared_cookie, csrf_matches, session_cookie, Sessions, Token};
+use request::{form_action, form_fields, json_action, query_value};
+
+use super::status::{self, Viewer};
+use crate::telemetry::stats::monitor::Monitor;
+
+/// The address a request came from (the reverse proxy's, behind one).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+/// The console's state: its token (none: read-only), the signed-in browsers, and
+/// the queues.
+pub struct Console {
+    token: Option<Token>,
+    sessions: Sessions,
+    /// Held while a wrong token waits: one guess at a time.
+    guesses: tokio::sync::Mutex<()>,
+    pub monitor: Arc<Monitor>,
+}
+
+impl Console {
+    pub fn new(monitor: Arc<Monitor>, token: Option<&str>) -> Console {
+        Console {
+            token: token.map(Token::new),
+            sessions: Sessions::default(),
+            guesses: tokio::sync::Mutex::new(()),
+            monitor,
+        }
+    }
+
+    /// Who is looking at a page: signed in (with the forms' CSRF token), or not,
+    /// and whether signing in is possible at all.
+    pub fn viewer(&self, headers: &HeaderMap) -> Viewer {
+        let session = self.token.as_ref().and(self.sessions.of(headers));
+        Viewer {
+            console: self.token.is_some(),
+            notice: session
+                .as_ref()
+                .and_then(|(id, _)| self.sessions.take_notice(id)),
+            csrf: session.map(|(_, s)| s.csrf),
+        }
+    }
+}
+
+/// The console's routes.
+pub fn routes(console: Arc<Console>) -> Router {
+    Router::new()
+        .route("/sign-in", get(sign_in_page).post(sign_in))
+        .route("/sign-out", post(sign_out))
+        .route("/queues/{queue}", get(queue_page))
+        .route("/queues/{queue}/inspect", get(inspect_page))
+        // `{*action}`: `pause`, `resume`, `failed/retry`, `failed/discard`.
+        .route("/queues/{queue}/{*action}", post(form_post))
+        .route("/api/queues/{queue}/inspect", get(api_inspect))
+        .route("/api/queues/{queue}/{*action}", post(api_post))
+        .with_state(console)
+}
+
+/// A plain-text answer.
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    let mut body = body.into();
+    body.push('\n');
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+const READ_ONLY: &str = "the console is read-only: start tableq with --console-token-file \
+    (TABLEQ_CONSOLE_TOKEN_FILE, or the systemd credential console-token) to act from it";
+
+/// Whether the request may act: a bearer token, checked; `Err` the answer if not.
+async fn check_bearer(console: &Console, headers: &HeaderMap) -> Result<(), Response> {
+    let Some(token) = &console.token else {
+        return Err(text(StatusCode::FORBIDDEN, READ_ONLY));
+    };
+    match bearer(headers) {
+        Some(offered) if token.matches(&offered) => Ok(()),
+        Some(_) => Err(wrong_token(console).await),
+        None => Err((
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "send the console token: Authorization: Bearer TOKEN\n",
+        )
+            .into_response()),
+    }
+}
+
+/// A wrong token's answer, after [`auth::WRONG_TOKEN_DELAY`], one at a time.
+async fn wrong_token(console: &Console) -> Response {
+    let _one_at_a_time = console.guesses.lock().await;
+    tokio::time::sleep(auth::WRONG_TOKEN_DELAY).await;
+    text(StatusCode::UNAUTHORIZED, "wrong console token")
+}
+
+/// `from 127.0.0.1:4242` (and the proxy's `X-Forwarded-For`).
+fn origin(peer: Option<&Peer>, headers: &HeaderMap) -> String {
+    let peer = peer.map_or("unknown".to_string(), |p| p.0.to_string());
+    match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+        Some(forwarded) => format!("{peer} (X-Forwarded-For: {forwarded})"),
+        None => peer,
+    }
+}
+
+/// Runs `action` on `queue` and logs it; the answer's status and what it did.
+async fn run(
+    console: &Console,
+    queue: &str,
+    action: &Action,
+    from: &str,
+    by: &str,
+) -> Result<Acted, (StatusCode, String)> {
+    let Some((stats, setup)) = console.monitor.running(queue) else {
+        return Err((
+            StatusCode::NOT_FOUND,
+            format!("no queue {queue} runs in this process"),
+        ));
+    };
+    match act(&setup, &stats, action).await {
+        Ok(acted) => {
+            info!(
+                action = acted.action,
+                queue = %acted.queue,
+                rows = acted.rows,
+                keys = acted.keys,
+                from,
+                by,
+                "console: {}",
+                acted.message
+            );
+            Ok(acted)
+        }
+        Err(e) => {
+            let status = match &e {
+                ActError::Bad(_) => StatusCode::BAD_REQUEST,
+                ActError::NoFailedSql(_) => StatusCode::CONFLICT,
+                ActError::NoSuchGroup { .. } => StatusCode::NOT_FOUND,
+                ActError::Database { .. } => StatusCode::BAD_GATEWAY,
+            };
+            info!(action = action.name(), queue, rows = 0, from, by, error = %e, "console: refused");
+            Err((status, e.to_string()))
+        }
+    }
+}
+
+async fn api_post(
+    State(console): State<Arc<Console>>,
+    Path((queue, action)): Path<(String, String)>,
+    peer: Option<Extension<Peer>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    api(
+        &console,
+        &queue,
+        &action,
+        peer.map(|p| p.0),
+        &headers,
+        &body,
+    )
+    .await
+}
+
+/// `POST /api/queues/{queue}/…`: JSON in, JSON out.
+async fn api(
+    console: &Console,
+    queue: &str,
+    action: &str,
+    peer: Option<Peer>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    if let Err(refused) = check_bearer(console, headers).await {
+        return refused;
+    }
+    let action = match json_action(action, body) {
+        Ok(action) => action,
+        Err(why) => return json_error(StatusCode::BAD_REQUEST, &why),
+    };
+    let from = origin(peer.as_ref(), headers);
+    match run(console, queue, &action, &from, "bearer token").await {
+        Ok(acted) => json(StatusCode::OK, &acted),
+        Err((status, why)) => json_error(status, &why),
+    }
+}
+
+/// A JSON answer.
+fn json(status: StatusCode, value: &impl serde::Serialize) -> Response {
+    let body = serde_json::to_string(value).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn json_error(status: StatusCode, why: &str) -> Response {
+    json(status, &serde_json::json!({ "error": why }))
+}
+
+async fn api_inspect(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Err(refused) = check_bearer(&console, &headers).await {
+        return refused;
+    }
+    match inspect_queue(&console, &queue, &uri).await {
+        Ok((found, exists)) => {
+            let status = match exists {
+                Some(false) => StatusCode::NOT_FOUND,
+                _ => StatusCode::OK,
+            };
+            json(status, &found)
+        }
+        Err((status, why)) => json_error(status, &why),
+    }
+}
+
+/// Looks up `?key=` in `queue`: the row and where it is, and whether it exists.
+async fn inspect_queue(
+    console: &Console,
+    queue: &str,
+    uri: &Uri,
+) -> Result<(serde_json::Value, Option<bool>), (StatusCode, String)> {
+    let Some(key) = query_value(uri.query(), "key") else {
+        return Err((StatusCode::BAD_REQUEST, "name the row: ?key=KEY".into()));
+    };
+    let Some((_, setup)) = console.monitor.running(queue) else {
+        return Err((
+            StatusCode::NOT_FOUND,
+            format!("no queue {queue} runs in this process"),
+        ));
+    };
+    let found = inspect(&setup, &key)
+        .await
+        .map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
+    let exists = found["exists"].as_bool();
+    Ok((found, exists))
+}
+
+async fn sign_in_page(State(console): State<Arc<Console>>) -> Response {
+    match console.token {
+        None => text(StatusCode::FORBIDDEN, READ_ONLY),
+        Some(_) => status::html_response(StatusCode::OK, status::sign_in_page(None)),
+    }
+}
+
+async fn sign_in(
+    State(console): State<Arc<Console>>,
+    peer: Option<Extension<Peer>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(token) = &console.token else {
+        return text(StatusCode::FORBIDDEN, READ_ONLY);
+    };
+    let fields = form_fields(&body);
+    let offered = fields.get("token").cloned().unwrap_or_default();
+    let from = origin(peer.as_ref().map(|p| &p.0), &headers);
+    if !token.matches(&offered) {
+        let _one_at_a_time = console.guesses.lock().await;
+        tokio::time::sleep(auth::WRONG_TOKEN_DELAY).await;
+        info!(from, "console: a sign-in with a wrong token");
+        let page = status::sign_in_page(Some("That is not the console token."));
+        return status::html_response(StatusCode::UNAUTHORIZED, page);
+    }
+    let id = console.sessions.open();
+    info!(from, "console: signed in");
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, session_cookie(&id, &headers)),
+            (header::LOCATION, "./".to_string()),
+        ],
+    )
+        .into_response()
+}
+
+async fn sign_out(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some((id, session)) = console.sessions.of(&headers) {
+        let fields = form_fields(&body);
+        if !csrf_matches(&session, fields.get("csrf").map(String::as_str)) {
+            return text(StatusCode::FORBIDDEN, CSRF_REFUSED);
+        }
+        console.sessions.close(&id);
+    }
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, cleared_cookie()),
+            (header::LOCATION, "./".to_string()),
+        ],
+    )
+        .into_response()
+}
+
+const CSRF_REFUSED: &str = "refused: the form's CSRF token is missing or not this session's \
+    (reload the page and try again)";
+
+async fn form_post(
+    State(console): State<Arc<Console>>,
+    Path((queue, action)): Path<(String, String)>,
+    peer: Option<Extension<Peer>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    form(
+        &console,
+        &queue,
+        &action,
+        peer.map(|p| p.0),
+        &headers,
+        &body,
+    )
+    .await
+}
+
+/// A form of the page: signed in, with the session's CSRF token; back to the
+/// queue's page, which says what it did.
+async fn form(
+    console: &Console,
+    queue: &str,
+    action: &str,
+    peer: Option<Peer>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    if console.token.is_none() {
+        return text(StatusCode::FORBIDDEN, READ_ONLY);
+    }
+    let Some((id, session)) = console.sessions.of(headers) else {
+        return text(
+            StatusCode::UNAUTHORIZED,
+            "sign in first, with the console token, at /sign-in",
+        );
+    };
+    let fields = form_fields(body);
+    if !csrf_matches(&session, fields.get("csrf").map(String::as_str)) {
+        return text(StatusCode::FORBIDDEN, CSRF_REFUSED);
+    }
+    let asked = match form_action(action, &fields) {
+        Ok(asked) => asked,
+        Err(why) => return text(StatusCode::BAD_REQUEST, why),
+    };
+    let from = origin(peer.as_ref(), headers);
+    let notice = match run(console, queue, &asked, &from, "browser session").await {
+        Ok(acted) => acted.message,
+        Err((StatusCode::NOT_FOUND, why)) if console.monitor.running(queue).is_none() => {
+            return text(StatusCode::NOT_FOUND, why)
+        }
+        Err((_, why)) => format!("not done: {why}"),
+    };
+    console.sessions.set_notice(&id, notice);
+    // Relative, so that a proxy's path prefix stays: from …/queues/Q/pause, or
+    // …/queues/Q/failed/retry, back to …/queues/Q.
+    let up = if action.starts_with("failed/") {
+        "../../"
+    } else {
+        "../"
+    };
+    (
+        StatusCode::SEE_OTHER,
+        [(header::LOCATION, format!("{up}{}", encode(queue)))],
+    )
+        .into_response()
+}
+
+/// A queue's name as a path segment.
+fn encode(name: &str) -> String {
+    percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+async fn queue_page(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let viewer = console.viewer(&headers);
+    status::queue_page_response(&console.monitor, &queue, &viewer)
+}
+
+async fn inspect_page(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if console.token.is_none() {
+        return text(StatusCode::FORBIDDEN, READ_ONLY);
+    }
+    if console.sessions.of(&headers).is_none() {
+        return text(
+            StatusCode::UNAUTHORIZED,
+            "sign in first, with the console token, at /sign-in",
+        );
+    }
+    match inspect_queue(&console, &queue, &uri).await {
+        Ok((found, exists)) => {
+            let status = match exists {
+                Some(false) => StatusCode::NOT_FOUND,
+                _ => StatusCode::OK,
+            };
+            status::html_response(status, status::inspect_page(&queue, &found))
+        }
+        Err((status, why)) => text(status, why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The routes are made without a conflict (axum would panic at start).
+    #[test]
+    fn the_routes_do_not_conflict() {
+        let console = Arc::new(Console::new(Arc::new(Monitor::default()), Some("t")));
+        let _ = routes(console);
+    }
+}

@@ -1,0 +1,267 @@
+//! A queue's own page, at `/queues/{queue}`: its line as the list shows it, its
+//! notes, its failures by kind (each with a full example), its runs under way, its
+//! last minutes, its file's settings — and, for a browser signed in to the console,
+//! the forms that pause, resume, retry and discard. From memory, like the list.
+
+use std::fmt::Write;
+
+use super::html::{
+    ago, csrf_field, escape, footer, head, in_flight, notice, path_segment, queue_row, time,
+    top_nav, QUEUE_HEADINGS,
+};
+use super::{QueueStatus, Status, Viewer};
+use crate::config::{Mode, QueueConfig};
+use crate::telemetry::stats::monitor::Setup;
+
+/// The page of `status`'s one queue.
+pub fn render_queue(
+    status: &Status,
+    q: &QueueStatus,
+    setup: Option<&Setup>,
+    viewer: &Viewer,
+) -> String {
+    let name = escape(&q.name);
+    let now = status.generated_at;
+    let mut page = head(&format!("{} — tableq", q.name), viewer.csrf.is_none());
+    let _ = write!(
+        page,
+        "{}<p><a href=\"../\">← every queue</a></p><h1>Queue {name}</h1>{}",
+        top_nav(viewer, "../"),
+        notice(viewer)
+    );
+    page.push_str("<div class=\"scroll\"><table id=\"queue\">");
+    page.push_str(QUEUE_HEADINGS);
+    queue_row(&mut page, q, now, true, "");
+    page.push_str("</tbody></table></div>");
+    let failed = setup.and_then(|s| s.config.failed.as_ref()).is_some();
+    if let Some(csrf) = &viewer.csrf {
+        page.push_str(&actions(q, csrf, failed));
+    }
+    failure_kinds(&mut page, q, now, viewer.csrf.as_deref().filter(|_| failed));
+    let _ = write!(
+        page,
+        "<h2>Runs under way</h2>{}",
+        match q.in_flight {
+            0 => "<p>None.</p>".to_string(),
+            _ => in_flight(q, now),
+        }
+    );
+    minutes(&mut page, q);
+    if let Some(setup) = setup {
+        settings(&mut page, &setup.config, &setup.database.to_string());
+    }
+    page.push_str(&footer(status, "../"));
+    page
+}
+
+/// Pause (reason, duration), resume; retry or discard one key; look a row up.
+fn actions(q: &QueueStatus, csrf: &str, failed: bool) -> String {
+    let name = path_segment(&q.name);
+    let csrf = csrf_field(csrf);
+    let mut html = format!(
+        "<h2>Act</h2><form class=\"block\" method=\"post\" action=\"{name}/pause\" id=\"pause\">{csrf}\
+         <input name=\"reason\" placeholder=\"reason\" aria-label=\"reason\"> \
+         <input name=\"for\" placeholder=\"for (10m, 2h)\" title=\"how long: 10m, 2h; empty: until resumed\" aria-label=\"for\"> \
+         <button>Pause</button></form>\
+         <form class=\"block\" method=\"post\" action=\"{name}/resume\" id=\"resume\">{csrf}<button>Resume</button></form>"
+    );
+    if failed {
+        let _ = write!(
+            html,
+            "<form class=\"block\" method=\"post\" action=\"{name}/failed/retry\" id=\"retry-key\">{csrf}\
+             <input name=\"key\" placeholder=\"key(s)\" aria-label=\"key\"> <button>Retry</button> \
+             <button formaction=\"{name}/failed/discard\">Discard</button></form>\
+             <form class=\"block\" method=\"post\" action=\"{name}/failed/retry\" id=\"retry-all\">{csrf}\
+             <input type=\"hidden\" name=\"all\" value=\"1\"><button>Retry every row that gave up</button> \
+             <button formaction=\"{name}/failed/discard\">Discard every row that gave up</button></form>"
+        );
+    }
+    let _ = write!(
+        html,
+        "<form class=\"block\" method=\"get\" action=\"{name}/inspect\" id=\"inspect\">\
+         <input name=\"key\" placeholder=\"key\" aria-label=\"key\"> <button>Inspect</button></form>"
+    );
+    html
+}
+
+/// The failures since the process started, by kind; with `csrf` (signed in, and
+/// the queue has `[failed]`), a retry and a discard button for each kind's keys.
+fn failure_kinds(page: &mut String, q: &QueueStatus, now: u64, csrf: Option<&str>) {
+    let groups = &q.failure_groups;
+    let total: u64 = groups.iter().map(|g| g.count).sum();
+    let _ = write!(
+        page,
+        "<h2 id=\"failures\">Failures by kind</h2><p data-field=\"failure_total\">{total} failure{}, {} kind{}</p>",
+        if total == 1 { "" } else { "s" },
+        groups.len(),
+        if groups.len() == 1 { "" } else { "s" }
+    );
+    if groups.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<table id=\"kinds\"><thead><tr><th>Count</th><th>Last</th><th>First</th><th>Status</th>\
+         <th>Kind, and the latest in full</th><th>Latest keys</th><th></th></tr></thead><tbody>",
+    );
+    let name = path_segment(&q.name);
+    for group in groups {
+        let status = group.status.map(|s| s.to_string()).unwrap_or_default();
+        let keys: String = group
+            .keys
+            .iter()
+            .map(|key| format!("<span data-field=\"key\">{}</span> ", escape(key)))
+            .collect();
+        let buttons = match csrf {
+            Some(csrf) => format!(
+                "<form method=\"post\" action=\"{name}/failed/retry\">{}\
+                 <input type=\"hidden\" name=\"group\" value=\"{}\"><button>Retry</button> \
+                 <button formaction=\"{name}/failed/discard\">Discard</button></form>",
+                csrf_field(csrf),
+                escape(&group.kind)
+            ),
+            None => String::new(),
+        };
+        let _ = write!(
+            page,
+            "<tr class=\"failure\"><td class=\"num\" data-field=\"count\">{}</td><td>{}</td><td>{}</td>\
+             <td data-field=\"status\">{status}</td><td class=\"error\"><span data-field=\"kind\">{}</span>\
+             <br><small>e.g. <span data-field=\"error\">{}</span></small></td><td>{keys}</td>\
+             <td>{buttons}</td></tr>",
+            group.count,
+            ago(now, group.last_at),
+            ago(now, group.first_at),
+            escape(&group.kind),
+            escape(&group.example)
+        );
+    }
+    page.push_str("</tbody></table>");
+}
+
+/// The last minutes that had anything, newest first.
+fn minutes(page: &mut String, q: &QueueStatus) {
+    page.push_str("<h2>Recent minutes</h2>");
+    let busy: Vec<_> = q
+        .minutes
+        .iter()
+        .rev()
+        .filter(|m| m.done + m.failed + m.returned > 0)
+        .collect();
+    if busy.is_empty() {
+        page.push_str("<p>Nothing in the last 15 minutes.</p>");
+        return;
+    }
+    page.push_str("<table id=\"minutes\"><thead><tr><th>Minute</th><th>Done</th><th>Failed</th><th>Returned</th></tr></thead><tbody>");
+    for m in busy {
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            time(m.minute * 60),
+            m.done,
+            m.failed,
+            m.returned
+        );
+    }
+    page.push_str("</tbody></table>");
+}
+
+/// What the queue's file says, without its secrets: no URL, header or command is
+/// shown, only their kind.
+fn settings(page: &mut String, config: &QueueConfig, database: &str) {
+    let mode = match &config.mode {
+        Mode::Transaction { .. } => "transaction",
+        Mode::Lease(_) => "lease",
+    };
+    let failed = match &config.failed {
+        None => "none".to_string(),
+        Some(f) => format!(
+            "select{}{}",
+            if f.retry.is_empty() { "" } else { ", retry" },
+            if f.discard.is_empty() {
+                ""
+            } else {
+                ", discard"
+            }
+        ),
+    };
+    let rows = [
+        ("file", config.file.display().to_string()),
+        ("database", database.to_string()),
+        ("mode", mode.to_string()),
+        ("workers", config.workers.to_string()),
+        ("batch", config.batch.to_string()),
+        (
+            "poll_interval",
+            humantime::format_duration(config.poll_interval).to_string(),
+        ),
+        (
+            "database_timeout",
+            humantime::format_duration(config.database_timeout).to_string(),
+        ),
+        (
+            "action",
+            format!(
+                "{} (timeout {})",
+                config.action.type_name(),
+                humantime::format_duration(config.action.timeout())
+            ),
+        ),
+        (
+            "key",
+            config
+                .key
+                .clone()
+                .unwrap_or_else(|| "the select's first column".into()),
+        ),
+        ("select", config.select.text.clone()),
+        ("[failed]", failed),
+    ];
+    page.push_str("<h2>Settings</h2><dl class=\"settings\" id=\"settings\">");
+    for (key, value) in rows {
+        let _ = write!(
+            page,
+            "<dt>{key}</dt><dd><code>{}</code></dd>",
+            escape(&value)
+        );
+    }
+    page.push_str("</dl>");
+}
+
+/// The answer of `inspect` for a browser: where the row is, and the row.
+pub fn inspect_page(queue: &str, found: &serde_json::Value) -> String {
+    let mut page = head(&format!("{queue} — inspect"), false);
+    let whereabouts = found["where"].as_str().unwrap_or_default();
+    let row = serde_json::to_string_pretty(&found["row"]).unwrap_or_default();
+    let _ = write!(
+        page,
+        "<p><a href=\"../{}\">← queue {}</a></p><h1>Key {}</h1>\
+         <p data-field=\"where\">{}</p><pre data-field=\"row\">{}</pre></body></html>",
+        path_segment(queue),
+        escape(queue),
+        escape(found["key"].as_str().unwrap_or_default()),
+        escape(whereabouts),
+        escape(&row)
+    );
+    page
+}
+
+/// The sign-in form, with what went wrong last.
+pub fn sign_in_page(problem: Option<&str>) -> String {
+    let mut page = head("Sign in — tableq", false);
+    let problem = problem
+        .map(|p| {
+            format!(
+                "<p class=\"error\" data-field=\"problem\">{}</p>",
+                escape(p)
+            )
+        })
+        .unwrap_or_default();
+    let _ = write!(
+        page,
+        "<p><a href=\"./\">← every queue</a></p><h1>Sign in to the console</h1>{problem}\
+         <p>With the console token (the file given to <code>--console-token-file</code>).</p>\
+         <form class=\"block\" method=\"post\" action=\"sign-in\" id=\"sign-in\">\
+         <input type=\"password\" name=\"token\" autocomplete=\"current-password\" aria-label=\"token\" size=\"40\"> \
+         <button>Sign in</button></form></body></html>"
+    );
+    page
+}
