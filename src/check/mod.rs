@@ -11,6 +11,7 @@
 //! check runs of its own is in [`queries`].
 
 pub mod downstream;
+pub mod due;
 pub mod explain;
 pub mod failed;
 pub mod format;

@@ -124,6 +124,7 @@ pub async fn check_queue(
         Ok(wake) => servers.wakes.push(wake),
         Err(finding) => findings.push(finding),
     }
+    findings.extend(super::due::due_finding(queue));
     servers.count_workers(&database, queue, &facts);
     let mut session = match Session::open(queue, &database).await {
         Ok(session) => session,

@@ -1,0 +1,248 @@
+//! Rows due by time alone, under the binary-log wake-up: reminders due seconds
+//! after their insert are claimed within a second of their time, an expired lease
+//! too; a queue whose only row is an hour away stays near idle; a select whose
+//! clock tableq cannot read polls every `poll_interval`, and `check` says so.
+
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+
+use super::wake::{private_binlog_server, start_following, BinlogServer};
+use crate::support::check::check;
+use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+
+/// `reminder`: when each is due, and when its action ran.
+async fn reminders(server: &BinlogServer) -> TestDb {
+    let db = TestDb::on(&server.base).await;
+    db.exec(
+        "CREATE TABLE reminder (id INT AUTO_INCREMENT PRIMARY KEY, \
+         state VARCHAR(10) NOT NULL DEFAULT 'waiting', send_after DATETIME NOT NULL, \
+         sent_at DATETIME(6) NULL, KEY (state, send_after)) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db
+}
+
+/// The reminder queue, with the defaults (a minute between polls on the binary log).
+fn reminder_queue(name: &str, select: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select(select)
+        .workers(2)
+        .action_sql("UPDATE reminder SET sent_at = NOW(6) WHERE id = :id")
+        .on_success("UPDATE reminder SET state = 'sent' WHERE id = :id")
+}
+
+const DUE: &str =
+    "SELECT id FROM reminder WHERE state = 'waiting' AND send_after <= NOW() ORDER BY id";
+
+/// Inserts reminders due `seconds` after now, each.
+async fn remind_in(db: &TestDb, seconds: &[u32]) {
+    let mut conn = db.conn().await;
+    for s in seconds {
+        conn.query_drop(format!(
+            "INSERT INTO reminder (send_after) VALUES (NOW() + INTERVAL {s} SECOND)"
+        ))
+        .await
+        .unwrap();
+    }
+}
+
+/// Waits until every reminder is sent; returns how late each was, sorted.
+async fn lateness(db: &TestDb) -> Vec<Duration> {
+    eventually("every reminder sent", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM reminder WHERE state <> 'sent'")
+            .await
+            == 0
+    })
+    .await;
+    let mut late: Vec<i64> = db
+        .rows("SELECT TIMESTAMPDIFF(MICROSECOND, send_after, sent_at) FROM reminder")
+        .await;
+    late.sort();
+    assert!(late[0] >= 0, "a reminder sent early: {late:?} µs");
+    late.into_iter()
+        .map(|us| Duration::from_micros(us as u64))
+        .collect()
+}
+
+/// Twelve reminders due 2 to 10 s after their insert are each claimed within a
+/// second of their time, though the queue polls only once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reminders_due_in_seconds_are_claimed_within_a_second() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    let files = QueueFiles::new();
+    reminder_queue("reminders", DUE).write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    remind_in(&db, &[2, 3, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10]).await;
+    let late = lateness(&db).await;
+    let (p50, max) = (late[late.len() / 2], late[late.len() - 1]);
+    eprintln!("lateness of 12 reminders: p50 {p50:?}, max {max:?}");
+    assert!(max <= Duration::from_secs(1), "lateness: {late:?}");
+    daemon.terminate().await;
+    assert!(!daemon.stderr().contains("panicked"), "{}", daemon.stderr());
+}
+
+/// A lease-mode job whose worker died (its lease running out in 3 s) is claimed
+/// again within a second of its lease's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_lease_is_claimed_on_time() {
+    let server = private_binlog_server().await;
+    let db = TestDb::on(&server.base).await;
+    db.exec(
+        "CREATE TABLE video (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL, \
+         lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL, started_at DATETIME(6) NULL, \
+         orphaned_until DATETIME(3) NULL); INSERT INTO video (id, state) VALUES (1, 'waiting')",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("videos")
+        .set("mode", "lease")
+        .select(
+            "SELECT id FROM video WHERE state = 'waiting' \
+             OR (state = 'rendering' AND lease_until < NOW(3)) ORDER BY id",
+        )
+        .action_command(&["true"])
+        .lease_set(
+            "sql",
+            "UPDATE video SET state = 'rendering', lease_until = NOW(3) + INTERVAL 1 HOUR, \
+             lease_id = :lease_id, started_at = NOW(6) WHERE id = :id",
+        )
+        .on_success("UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    eventually(
+        "the first video is done",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM video WHERE state = 'done'")
+                .await
+                == 1
+        },
+    )
+    .await;
+    // A video leased by a worker that died: its lease runs out in 3 s.
+    db.exec(
+        "INSERT INTO video (id, state, lease_until, lease_id, orphaned_until) VALUES \
+         (2, 'rendering', NOW(3) + INTERVAL 3 SECOND, 'gone', NOW(3) + INTERVAL 3 SECOND)",
+    )
+    .await;
+    eventually(
+        "the orphaned video is done",
+        Duration::from_secs(90),
+        || async {
+            db.count("SELECT COUNT(*) FROM video WHERE state = 'done'")
+                .await
+                == 2
+        },
+    )
+    .await;
+    let late: i64 = db
+        .scalar(
+            "SELECT TIMESTAMPDIFF(MICROSECOND, orphaned_until, started_at) FROM video WHERE id = 2",
+        )
+        .await;
+    assert!(
+        (0..=1_000_000).contains(&late),
+        "claimed {late} µs after its lease ran out"
+    );
+    daemon.terminate().await;
+}
+
+/// The server's count of statements it was sent.
+async fn questions(db: &TestDb) -> u64 {
+    let row: Option<(String, u64)> = db
+        .conn()
+        .await
+        .query_first("SHOW GLOBAL STATUS LIKE 'Questions'")
+        .await
+        .unwrap();
+    row.expect("the Questions counter").1
+}
+
+/// A queue whose only row is due in an hour sends a handful of statements a
+/// minute (asking when the row is due does not make it poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_whose_next_row_is_an_hour_away_stays_near_idle() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    remind_in(&db, &[3600]).await;
+    let files = QueueFiles::new();
+    reminder_queue("later", DUE).write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    // Past the start's first claims and count.
+    let settled = Instant::now() + Duration::from_secs(5);
+    eventually("the start is over", Duration::from_secs(30), || async {
+        Instant::now() >= settled
+    })
+    .await;
+    let (before, from) = (questions(&db).await, Instant::now());
+    let window = Duration::from_secs(30);
+    eventually("the window is over", window * 2, || async {
+        from.elapsed() >= window
+    })
+    .await;
+    // Less the two reads of the counter itself and the connections that read them.
+    let sent = questions(&db).await - before - 1;
+    let per_second = sent as f64 / from.elapsed().as_secs_f64();
+    eprintln!(
+        "an hour-ahead queue: {sent} statements in {:?} ({per_second:.3}/s)",
+        from.elapsed()
+    );
+    assert!(
+        per_second <= 0.5,
+        "{sent} statements in {:?}",
+        from.elapsed()
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM reminder WHERE state = 'sent'")
+            .await,
+        0
+    );
+    daemon.terminate().await;
+}
+
+/// A select whose clock tableq cannot read (here under NOT) keeps polling every
+/// `poll_interval` (5 s) on the binary log, not once a minute; `check` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_whose_clock_cannot_be_read_polls_every_poll_interval() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    let files = QueueFiles::new();
+    let select = "SELECT id FROM reminder WHERE state = 'waiting' AND NOT (send_after > NOW())";
+    reminder_queue("unread", select).write(&files);
+    let ran = check(&[], &[&files.path()], Some(&db.url)).await;
+    assert!(
+        ran.stdout
+            .contains("rows due by time are found by polling every poll_interval (5s)"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("`NOT (send_after > NOW())`"),
+        "{}",
+        ran.stdout
+    );
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    remind_in(&db, &[2]).await;
+    let late = lateness(&db).await;
+    assert!(late[0] <= Duration::from_secs(6), "lateness: {late:?}");
+    daemon.terminate().await;
+}
+
+/// `check` says how each queue's rows due by time are found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_says_how_rows_due_by_time_are_found() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    let files = QueueFiles::new();
+    reminder_queue("reminders", DUE).write(&files);
+    let ran = check(&[], &[&files.path()], Some(&db.url)).await;
+    assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("rows due by time (`send_after <= NOW()`) are claimed when they fall due"),
+        "{}",
+        ran.stdout
+    );
+}
