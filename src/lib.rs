@@ -53,7 +53,8 @@
 //!     again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
-//!     one per database, and `engine::wake::tables`, which tables wake a queue).
+//!     one per database, `engine::wake::tables`, which tables wake a queue, and
+//!     `engine::wake::blind`, a stream that shows none of the queue's own commits).
 //! - `check`: `tableq check` — `check::options`, `check::offline` (the files
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two

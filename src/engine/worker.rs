@@ -244,6 +244,9 @@ impl<'a, M: Mode> Worker<'a, M> {
         self.queue
             .stats
             .record(report.done, report.failed, report.returned);
+        if let (true, Some(began)) = (report.done > 0, report.claimed_at) {
+            self.queue.wake.committed(began);
+        }
         self.export_spans(&mut report);
         self.contention = 0;
         if self.loops_too_often(&report.completed) {
@@ -323,7 +326,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             (Some(_), _) => queue.config.poll_interval,
             (None, Some(soon)) => soon,
             (None, None) => {
-                self.until_due(queue.wake.poll_interval(&queue.config))
+                self.until_due(queue.wake.poll_interval(&queue.config, &queue.stats))
                     .await
             }
         };

@@ -9,6 +9,7 @@ use mysql_async::prelude::Queryable;
 
 use super::wake::{private_binlog_server, start_following, BinlogServer};
 use crate::support::check::check;
+use crate::support::endpoint::start_with_metrics;
 use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
 
 /// `reminder`: when each is due, and when its action ran.
@@ -244,5 +245,146 @@ async fn check_says_how_rows_due_by_time_are_found() {
             .contains("rows due by time (`send_after <= NOW()`) are claimed when they fall due"),
         "{}",
         ran.stdout
+    );
+}
+
+/// A failing job retried the article's way (`retry_at <= UNIX_TIMESTAMP()`, 3 s
+/// later) is tried again within a second of its `retry_at`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_is_tried_again_on_time() {
+    let server = private_binlog_server().await;
+    let db = TestDb::on(&server.base).await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting', \
+         attempts INT NOT NULL DEFAULT 0, retry_at BIGINT NULL, first_retry_at BIGINT NULL, \
+         retried_at DECIMAL(20,6) NULL)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("retries")
+        .select(
+            "SELECT id, attempts FROM job WHERE state = 'waiting' \
+             AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP()) ORDER BY id",
+        )
+        .action_command(&["false"])
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        // Assignments read the values assigned before them: attempts is counted last.
+        .on_failure(
+            "UPDATE job SET retried_at = IF(attempts = 1, UNIX_TIMESTAMP(NOW(6)), retried_at), \
+             first_retry_at = IF(attempts = 0, UNIX_TIMESTAMP() + 3, first_retry_at), \
+             retry_at = UNIX_TIMESTAMP() + 3, state = IF(attempts >= 1, 'failed', 'waiting'), \
+             attempts = attempts + 1 WHERE id = :id",
+        )
+        .write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    eventually("the job failed twice", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'failed'")
+            .await
+            == 1
+    })
+    .await;
+    let late: f64 = db
+        .scalar("SELECT CAST(retried_at - first_retry_at AS DOUBLE) FROM job WHERE id = 1")
+        .await;
+    assert!(
+        (0.0..=1.0).contains(&late),
+        "tried again {late} s after retry_at"
+    );
+    daemon.terminate().await;
+}
+
+/// A server that leaves the queue's schema out of its binary log
+/// (`--binlog-ignore-db`): the stream opens, but tableq's own commits never show
+/// in it. The queue says so once, naming the likely cause, shows it on the status
+/// page, and polls every `poll_interval` (5 s), not once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blind_stream_is_said_and_the_queue_polls() {
+    let server = tokio::task::spawn_blocking(|| {
+        crate::support::MariaDb::start_with(&[
+            "--log-bin",
+            "--binlog-format=ROW",
+            "--server-id=1",
+            "--binlog-ignore-db=tq_blind",
+        ])
+    })
+    .await
+    .unwrap();
+    let base = server.base_url();
+    let mut admin = crate::support::connect(&base).await;
+    // The jobs are in the schema the log leaves out; a table the select also reads
+    // is in one it keeps, so a change there wakes the queue once.
+    admin
+        .query_drop(
+            "CREATE DATABASE tq_blind; CREATE DATABASE tq_seen; \
+             CREATE TABLE tq_seen.hold (job INT PRIMARY KEY); \
+             CREATE TABLE tq_blind.job (id INT AUTO_INCREMENT PRIMARY KEY, \
+             state VARCHAR(10) NOT NULL DEFAULT 'waiting')",
+        )
+        .await
+        .unwrap();
+    let url = format!("{base}/tq_blind");
+    let files = QueueFiles::new();
+    QueueFile::new("blind")
+        .select(
+            "SELECT j.id FROM job j WHERE j.state = 'waiting' \
+             AND NOT EXISTS (SELECT 1 FROM tq_seen.hold h WHERE h.job = j.id) ORDER BY j.id",
+        )
+        .action_sql("DO :id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, base_http) = start_with_metrics(&files, &url).await;
+    daemon
+        .wait_for_log("following the binary log", Duration::from_secs(60))
+        .await;
+    let waiting = || async {
+        let mut conn = crate::support::connect(&url).await;
+        let left: Option<u64> = conn
+            .query_first("SELECT COUNT(*) FROM job WHERE state <> 'done'")
+            .await
+            .unwrap();
+        left.unwrap_or_default()
+    };
+    admin
+        .query_drop("INSERT INTO tq_blind.job () VALUES (); INSERT INTO tq_seen.hold VALUES (0)")
+        .await
+        .unwrap();
+    eventually("the first job done", Duration::from_secs(30), || async {
+        waiting().await == 0
+    })
+    .await;
+    let blind = "the binary log stream shows none of tableq's own commits";
+    daemon.wait_for_log(blind, Duration::from_secs(60)).await;
+    assert!(
+        daemon.stderr().contains("binlog-ignore-db"),
+        "{}",
+        daemon.stderr()
+    );
+    let queue = super::wake::status(&base_http, "blind").await;
+    assert_eq!(queue["wake"]["source"], "poll", "{queue}");
+    assert!(
+        queue["wake"]["why"].as_str().unwrap().contains(blind),
+        "{queue}"
+    );
+    admin
+        .query_drop("INSERT INTO tq_blind.job () VALUES ()")
+        .await
+        .unwrap();
+    let from = Instant::now();
+    eventually("the second job done", Duration::from_secs(60), || async {
+        waiting().await == 0
+    })
+    .await;
+    assert!(
+        from.elapsed() <= Duration::from_secs(7),
+        "done after {:?}",
+        from.elapsed()
+    );
+    daemon.terminate().await;
+    assert_eq!(
+        daemon.stderr().matches(blind).count(),
+        1,
+        "{}",
+        daemon.stderr()
     );
 }
