@@ -640,3 +640,35 @@ mod tests {
         assert_eq!(condition(false, 0).wait(300_000, -200_000), ms(700));
     }
 }
+
+#[cfg(test)]
+mod shipped {
+    use super::*;
+
+    /// Every shipped queue file whose select reads the clock has it read: their
+    /// retries and leases are claimed on time.
+    #[test]
+    fn the_shipped_queue_files_selects_are_read() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut read = 0;
+        for dir in ["config", "compose", "kubernetes/queues.d"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "toml") {
+                    continue;
+                }
+                let file: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let Some(select) = file.get("select").and_then(|s| s.as_str()) else {
+                    continue;
+                };
+                match due_times(select) {
+                    DueTimes::Unread { why } => panic!("{}: {why}", path.display()),
+                    DueTimes::Read(_) => read += 1,
+                    DueTimes::Timeless => {}
+                }
+            }
+        }
+        assert!(read >= 5, "{read} selects read");
+    }
+}
