@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 
-use super::wake::{private_binlog_server, start_following, BinlogServer};
+use super::wake::{binlog_server, private_binlog_server, start_following, BinlogServer};
 use crate::support::check::check;
 use crate::support::endpoint::start_with_metrics;
 use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
@@ -387,4 +387,47 @@ async fn a_blind_stream_is_said_and_the_queue_polls() {
         "{}",
         daemon.stderr()
     );
+}
+
+/// On MySQL 8 (where `binlog_transaction_compression` exists), a transaction the
+/// server compresses still wakes the queue at once: its payload is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_transaction_wakes_the_queue() {
+    let server = binlog_server().await;
+    let db = TestDb::on(&server.base).await;
+    let mut conn = db.conn().await;
+    let compressing = conn
+        .query_drop("SET SESSION binlog_transaction_compression = ON")
+        .await;
+    if let Err(e) = compressing {
+        eprintln!("skipped: the server cannot compress its binary log ({e})");
+        return;
+    }
+    db.exec(
+        "CREATE TABLE job (id INT AUTO_INCREMENT PRIMARY KEY, \
+         state VARCHAR(10) NOT NULL DEFAULT 'waiting', created_at DATETIME(6) NOT NULL \
+         DEFAULT NOW(6), done_at DATETIME(6) NULL)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("compressed")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql("UPDATE job SET done_at = NOW(6) WHERE id = :id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    conn.query_drop("INSERT INTO job () VALUES ()")
+        .await
+        .unwrap();
+    eventually("the job done", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 1
+    })
+    .await;
+    let took: i64 = db
+        .scalar("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, done_at) FROM job")
+        .await;
+    assert!(took < 1_000_000, "picked up after {took} µs");
+    daemon.terminate().await;
 }

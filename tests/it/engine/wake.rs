@@ -23,7 +23,7 @@ pub(super) struct BinlogServer {
     pub(super) base: String,
 }
 
-async fn binlog_server() -> BinlogServer {
+pub(super) async fn binlog_server() -> BinlogServer {
     let base = crate::support::shared_base_url();
     match writes_row_binlog(&base).await {
         true => BinlogServer {
