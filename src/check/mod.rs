@@ -47,6 +47,9 @@ pub struct CheckReport {
     pub servers: Vec<String>,
     /// Where each queue's wake-ups would come from; empty offline.
     pub wakes: Vec<wake::WakeReport>,
+    /// How the queues whose selects read the clock find their rows due by time, on
+    /// time (those that cannot are warnings); empty offline.
+    pub due: Vec<String>,
     pub offline: bool,
 }
 
@@ -84,6 +87,10 @@ impl CheckReport {
             true => place,
             false => format!("{place} (wake-ups: {})", wakes.join("; ")),
         };
+        let place = match self.due.is_empty() {
+            true => place,
+            false => format!("{place} (due by time: {})", self.due.join("; ")),
+        };
         format!(
             "checked {} queue{}{place}: {} error{}, {} warning{}",
             self.queues,
@@ -117,6 +124,7 @@ pub async fn check(
         findings: loaded.findings,
         servers: Vec::new(),
         wakes: Vec::new(),
+        due: Vec::new(),
         offline: options.offline,
     };
     let mut servers = online::Servers::default();
@@ -151,5 +159,6 @@ pub async fn check(
     report.findings.extend(servers.connection_findings());
     report.servers = servers.described();
     report.wakes = std::mem::take(&mut servers.wakes);
+    report.due = std::mem::take(&mut servers.due);
     report
 }

@@ -104,3 +104,61 @@ impl Due {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::log::capture;
+
+    fn due(select: &str) -> Due {
+        let file = format!(
+            "select = \"{select}\"\npoll_interval = \"5s\"\n[action]\ntype = \"sql\"\nsql = \"DO :id\"\n\
+             [on_success]\nsql = \"UPDATE job SET done = 1 WHERE id = :id\""
+        );
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("test.toml");
+        std::fs::write(&path, file).expect("the queue file written");
+        Due::of(&crate::config::load_file(&path, &|_| None).expect("a valid queue file"))
+    }
+
+    const MINUTE: Duration = Duration::from_secs(60);
+    const FIVE: Duration = Duration::from_secs(5);
+
+    /// A timeless select waits its poll; an unread one at most `poll_interval`; a
+    /// read one asks, unless its poll is short anyway.
+    #[test]
+    fn what_the_watcher_asks_before_it_waits() {
+        let wait = |due: &Due, every| match due.ask(every) {
+            Ask::Wait(wait) => Some(wait),
+            Ask::Query(_) => None,
+        };
+        let timeless = due("SELECT id FROM job WHERE done = 0");
+        assert_eq!(wait(&timeless, MINUTE), Some(MINUTE));
+        let unread = due("SELECT id FROM job WHERE done = 0 AND NOT (run_at > NOW())");
+        assert_eq!(wait(&unread, MINUTE), Some(FIVE));
+        let read = due("SELECT id FROM job WHERE done = 0 AND run_at <= NOW()");
+        assert_eq!(wait(&read, MINUTE), None, "asked");
+        let short = Duration::from_millis(100);
+        assert_eq!(wait(&read, short), Some(short));
+    }
+
+    /// The answer shortens the wait to the due time; no row due keeps the poll; a
+    /// question the server refuses is said once, and the queue polls from then on.
+    #[test]
+    fn the_answer_decides_the_wait() {
+        let read = due("SELECT id FROM job WHERE done = 0 AND run_at <= NOW()");
+        let in_two = Duration::from_secs(2);
+        assert_eq!(
+            read.answered(MINUTE, Some(Ok(Some(in_two)))),
+            in_two + MARGIN
+        );
+        assert_eq!(read.answered(MINUTE, Some(Ok(None))), MINUTE);
+        assert_eq!(read.answered(MINUTE, None), FIVE);
+        let (log, _guard) = capture();
+        let refused = || Some(Err(DbError::server(1054, "Unknown column 'run_at'")));
+        assert_eq!(read.answered(MINUTE, refused()), FIVE);
+        assert_eq!(read.answered(MINUTE, refused()), FIVE);
+        assert_eq!(log.text().matches("cannot ask the database").count(), 1);
+        assert!(matches!(read.ask(MINUTE), Ask::Wait(FIVE)));
+    }
+}

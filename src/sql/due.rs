@@ -74,8 +74,8 @@ impl DueTimes {
                     .map(|c| format!("`{}`", c.text))
                     .collect();
                 let said = format!(
-                    "rows due by time ({}) are claimed when they fall due: after each empty \
-                     claim the database is asked when the next one is",
+                    "claims rows due by time ({}) when they fall due, asking the database \
+                     when the next one is",
                     conditions.join(", ")
                 );
                 Some((true, said))

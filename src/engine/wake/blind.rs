@@ -1,8 +1,7 @@
 //! A blind stream: the binary log is followed, yet tableq's own commits to a
 //! queue's tables never show in it — the server filters the schema out of its log
-//! (`binlog-ignore-db`, `binlog-do-db`), logs those changes as statements, or wraps
-//! them in compressed transaction payloads (MySQL's
-//! `binlog_transaction_compression`). Nothing would wake the queue but its rare
+//! (`binlog-ignore-db`, `binlog-do-db`, or a replica's filters in a chain), or logs
+//! them in a form the reader cannot tell apart. Nothing would wake the queue but its rare
 //! poll; so once its own commits go unseen for [`BLIND_AFTER`], the queue says so
 //! once and polls every `poll_interval` until the stream shows them again.
 
@@ -18,8 +17,7 @@ pub const BLIND_AFTER: Duration = Duration::from_secs(10);
 /// What the status page and the log say of a blind stream.
 pub const BLIND: &str = "the binary log stream shows none of tableq's own commits to the \
     queue's tables: the server likely leaves the schema out of its log (binlog-ignore-db, \
-    binlog-do-db), logs those changes as statements (binlog_format), or compresses transactions \
-    (binlog_transaction_compression)";
+    binlog-do-db in its options: SHOW MASTER STATUS names them)";
 
 /// Whether the stream shows the queue's own commits.
 #[derive(Debug, Default)]

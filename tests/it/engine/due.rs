@@ -231,7 +231,7 @@ async fn a_select_whose_clock_cannot_be_read_polls_every_poll_interval() {
     daemon.terminate().await;
 }
 
-/// `check` says how each queue's rows due by time are found.
+/// `check` says, in its summary, how a queue's rows due by time are found.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_says_how_rows_due_by_time_are_found() {
     let server = private_binlog_server().await;
@@ -242,7 +242,7 @@ async fn check_says_how_rows_due_by_time_are_found() {
     assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
     assert!(
         ran.stdout
-            .contains("rows due by time (`send_after <= NOW()`) are claimed when they fall due"),
+            .contains("(due by time: reminders claims rows due by time (`send_after <= NOW()`) when they fall due, asking the database when the next one is):"),
         "{}",
         ran.stdout
     );
