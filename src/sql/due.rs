@@ -155,7 +155,7 @@ fn read(src: &Src<'_>, clocks: &[usize]) -> Result<Option<NextDue>, String> {
         copied = src.ranges[due.whole.end - 1].end;
     }
     condition.push_str(&src.text[copied..src.ranges[clauses.condition.end - 1].end]);
-    let from = text(&clauses.from);
+    let from = without_index_hints(src, clauses.from.clone());
     let mut sql = "SELECT MICROSECOND(NOW(6))".to_string();
     for due in &found {
         let (row, clock, exact) = (text(&due.row), text(&due.clock), &due.exact_clock);
@@ -184,6 +184,33 @@ fn read(src: &Src<'_>, clocks: &[usize]) -> Result<Option<NextDue>, String> {
     Ok(Some(NextDue { sql, conditions }))
 }
 
+/// The FROM clause `range` without its index hints (`FORCE INDEX (status_id)`):
+/// the hint serves the claim's order; the question wants the index on the time
+/// column, and the optimizer may pick it.
+fn without_index_hints(src: &Src<'_>, range: Range<usize>) -> String {
+    let lexes = &src.lexes;
+    let mut out = String::new();
+    let mut copied = src.ranges[range.start].start;
+    let mut i = range.start;
+    while i < range.end {
+        let hint = is_any_kw(&lexes[i], &["FORCE", "USE", "IGNORE"])
+            && lexes
+                .get(i + 1)
+                .is_some_and(|l| is_any_kw(l, &["INDEX", "KEY"]));
+        let open = (i + 2..range.end).find(|&j| lexes[j] == Lex::Punct("("));
+        match (hint, open) {
+            (true, Some(open)) if closing(lexes, open) < range.end => {
+                out.push_str(&src.text[copied..src.ranges[i].start]);
+                i = closing(lexes, open) + 1;
+                copied = src.ranges[i - 1].end;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&src.text[copied..src.ranges[range.end - 1].end]);
+    out
+}
+
 /// Where the select's FROM and WHERE are; `None` when no time function is in
 /// either (one in the column list or ORDER BY decides nothing about which rows
 /// wait); why not, when one is where it cannot be read.
@@ -194,19 +221,20 @@ fn clauses(lexes: &[Lex], clocks: &[usize]) -> Result<Option<Clauses>, String> {
     let Some(from) = find_top(lexes, 1, &["FROM"]) else {
         return Ok(None);
     };
+    // The WHERE first: an index hint's `FOR ORDER BY` comes before it.
+    let where_at = find_top(lexes, from, &["WHERE"]);
     let end = AFTER_WHERE
         .iter()
-        .filter_map(|kw| find_top(lexes, from, &[kw]))
+        .filter_map(|kw| find_top(lexes, where_at.unwrap_or(from), &[kw]))
         .min()
         .unwrap_or(lexes.len());
     let grouped = ["GROUP", "HAVING", "WINDOW"]
         .iter()
-        .any(|kw| find_top(lexes, from, &[kw]).is_some());
+        .any(|kw| find_top(lexes, where_at.unwrap_or(from), &[kw]).is_some());
     let after_from = |c: &&usize| **c > from;
     if grouped && clocks.iter().any(|c| after_from(&c)) {
         return Err("the select groups its rows (GROUP BY, HAVING)".into());
     }
-    let where_at = find_top(lexes, from, &["WHERE"]).filter(|w| *w < end);
     let from_end = where_at.unwrap_or(end);
     if clocks.iter().any(|c| *c > from && *c < from_end) {
         return Err("a time function is in its FROM clause (a JOIN's ON, a derived table)".into());
@@ -588,6 +616,29 @@ mod tests {
             ),
             "{}",
             per_row.sql
+        );
+    }
+
+    #[test]
+    fn the_question_leaves_the_claims_index_hint_to_the_optimizer() {
+        let next = read(
+            "SELECT id FROM email FORCE INDEX (status_id) WHERE status = 'waiting' \
+             AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP()) ORDER BY id",
+        );
+        assert!(
+            next.sql.contains("FROM email  WHERE (status"),
+            "{}",
+            next.sql
+        );
+        let join = read(
+            "SELECT e.id FROM email e USE INDEX FOR ORDER BY (PRIMARY) JOIN t ON t.id = e.t \
+             WHERE e.send_after <= NOW()",
+        );
+        assert!(
+            join.sql
+                .contains("FROM email e  JOIN t ON t.id = e.t WHERE"),
+            "{}",
+            join.sql
         );
     }
 
