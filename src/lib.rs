@@ -43,7 +43,8 @@
 //!     `engine::lease::claim`, `engine::lease::heartbeat`).
 //!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
 //!     breaker), `engine::gate` (no claims while the database refuses writes),
-//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
+//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::due` (rows due
+//!     by time: the watcher asks when the next one is), `engine::idle`
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
@@ -52,12 +53,14 @@
 //!     again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
-//!     one per database, and `engine::wake::tables`, which tables wake a queue).
+//!     one per database, `engine::wake::tables`, which tables wake a queue, and
+//!     `engine::wake::blind`, a stream that shows none of the queue's own commits).
 //! - `check`: `tableq check` — `check::options`, `check::offline` (the files
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
-//!   `check::tables`, `check::wake` (where each queue's wake-ups would come from),
+//!   `check::tables`, `check::wake` (where each queue's wake-ups would come from), `check::due`
+//!   (how its rows due by time would be found),
 //!   `check::oldest`, `check::queries`, `check::samples` (sample
 //!   outcomes), `check::format` (the report as text, JSON or GitHub annotations),
 //!   `check::downstream` (the action's own look at what it reaches, with a sample
@@ -113,7 +116,7 @@
 //!   `db::item` (the claimed row), `db::bind` (the values a statement is bound
 //!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
 //!   placeholder's, a key's and back),
-//!   `db::backlog`, `db::clock`, `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
+//!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
@@ -140,7 +143,8 @@
 //!   and `config::kind` (what every kind's table has and answers: `Common`,
 //!   `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
-//!   `sql::shape`, `sql::tables`.
+//!   `sql::shape`, `sql::tables`, `sql::due` (a select's time conditions, and the
+//!   statement that asks when the next row falls due).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 //! - `lock`: a mutex's guard even after a holder panicked; `duration`: a duration
 //!   as a message says it (`651ms`, `1.7s`, `2m 5s`), the one rounding every line

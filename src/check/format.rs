@@ -60,6 +60,7 @@ fn json_report(report: &CheckReport) -> serde_json::Value {
         "offline": report.offline,
         "servers": report.servers,
         "wakes": report.wakes,
+        "due": report.due,
         "errors": errors,
         "warnings": report.findings.iter().filter(|f| f.severity == Severity::Warning).count(),
         "findings": findings,

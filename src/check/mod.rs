@@ -11,6 +11,7 @@
 //! check runs of its own is in [`queries`].
 
 pub mod downstream;
+pub mod due;
 pub mod explain;
 pub mod failed;
 pub mod format;
@@ -46,6 +47,9 @@ pub struct CheckReport {
     pub servers: Vec<String>,
     /// Where each queue's wake-ups would come from; empty offline.
     pub wakes: Vec<wake::WakeReport>,
+    /// How the queues whose selects read the clock find their rows due by time, on
+    /// time (those that cannot are warnings); empty offline.
+    pub due: Vec<String>,
     pub offline: bool,
 }
 
@@ -82,6 +86,10 @@ impl CheckReport {
             true => place,
             false => format!("{place} (wake-ups: {})", wake::describe(&self.wakes)),
         };
+        let place = match self.due.is_empty() {
+            true => place,
+            false => format!("{place} (due by time: {})", self.due.join("; ")),
+        };
         format!(
             "checked {} queue{}{place}: {} error{}, {} warning{}",
             self.queues,
@@ -115,6 +123,7 @@ pub async fn check(
         findings: loaded.findings,
         servers: Vec::new(),
         wakes: Vec::new(),
+        due: Vec::new(),
         offline: options.offline,
     };
     let mut servers = online::Servers::default();
@@ -149,5 +158,6 @@ pub async fn check(
     report.findings.extend(servers.connection_findings());
     report.servers = servers.described();
     report.wakes = std::mem::take(&mut servers.wakes);
+    report.due = std::mem::take(&mut servers.due);
     report
 }

@@ -32,6 +32,8 @@ pub struct Servers {
     binlog: crate::db::binlog::Verdicts,
     /// Where each queue's wake-ups would come from.
     pub wakes: Vec<super::wake::WakeReport>,
+    /// How each queue whose select reads the clock finds its rows due by time, on time.
+    pub due: Vec<String>,
 }
 
 impl Servers {
@@ -123,6 +125,11 @@ pub async fn check_queue(
     match super::wake::wake_report(queue, &database, &mut servers.binlog).await {
         Ok(wake) => servers.wakes.push(wake),
         Err(finding) => findings.push(finding),
+    }
+    match super::due::due_report(queue) {
+        Some(Ok(on_time)) => servers.due.push(on_time),
+        Some(Err(finding)) => findings.push(finding),
+        None => {}
     }
     servers.count_workers(&database, queue, &facts);
     let mut session = match Session::open(queue, &database).await {

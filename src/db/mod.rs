@@ -10,6 +10,7 @@ pub mod binlog;
 pub mod budget;
 pub mod clock;
 pub mod connect;
+pub mod due;
 pub mod error;
 pub mod error_kind;
 pub mod failed;

@@ -4,6 +4,7 @@
 
 pub mod circuit;
 pub mod drain;
+pub mod due;
 pub mod execute;
 pub mod gate;
 pub mod idle;

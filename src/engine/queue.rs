@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::circuit::Circuit;
 use super::drain::Drain;
+use super::due::Due;
 use super::gate::WriteGate;
 use super::idle::Idle;
 use super::limits::Limits;
@@ -35,6 +36,8 @@ pub struct QueueRuntime {
     pub idle: Idle,
     /// Whether the binary log wakes the queue now, and how often it polls.
     pub wake: QueueWake,
+    /// How rows due by time alone are found.
+    pub due: Due,
     /// Stop claiming: the daemon is shutting down, or the queue is drained.
     pub stop: CancellationToken,
     /// Roll back whatever is in flight, now: the shutdown timeout has passed.
@@ -78,6 +81,7 @@ impl QueueRuntime {
             stop_when_empty: StopWhenEmpty::new(false, Arc::new(Drain::default()), &config.name),
             idle: Idle::default(),
             wake: QueueWake::default(),
+            due: Due::of(&config),
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config),
             circuit: Circuit::new(&config, stats.clone()),

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tracing::{debug, info, info_span, Instrument};
 
+use super::due::Ask;
 use super::idle::{Role, Watch, Woke, SECOND_LOOKS};
 use super::pausing::Read;
 use super::queue::QueueRuntime;
@@ -19,6 +20,7 @@ use super::restart::restart_on_panic;
 use super::retry::{jitter, Retry};
 use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
+use crate::db::due::DueQuery;
 use crate::db::{DbError, OpenError};
 use crate::duration::rounded;
 use crate::telemetry::events::{Event, LoopSeen, QueueLooping};
@@ -39,6 +41,13 @@ pub trait Mode: Send {
     /// Reads whether the queue is paused, leaving nothing open on the session but,
     /// when it is not paused, a transaction holding no lock for the claim to use.
     fn read_pause(&mut self) -> impl Future<Output = Read> + Send;
+
+    /// Asks how long until the queue's next row falls due by time, leaving nothing
+    /// open on the session; `None` when no session could be had.
+    fn next_due(
+        &mut self,
+        query: &DueQuery,
+    ) -> impl Future<Output = Option<Result<Option<Duration>, DbError>>> + Send;
 }
 
 /// What one turn came to.
@@ -235,6 +244,9 @@ impl<'a, M: Mode> Worker<'a, M> {
         self.queue
             .stats
             .record(report.done, report.failed, report.returned);
+        if let (true, Some(began)) = (report.done > 0, report.claimed_at) {
+            self.queue.wake.committed(began);
+        }
         self.export_spans(&mut report);
         self.contention = 0;
         if self.loops_too_often(&report.completed) {
@@ -307,25 +319,43 @@ impl<'a, M: Mode> Worker<'a, M> {
                 }
             }
         }
-        if queue.database.contended() {
-            // Other connections wait for a place in the budget: the watcher gives its
-            // up between polls.
-            self.mode.sleep().await;
-        }
         let soon = SECOND_LOOKS.get(self.second_looks).copied();
         self.second_looks = (self.second_looks + 1).min(SECOND_LOOKS.len());
         let every = match (queue.stats.paused(), soon) {
             // A paused queue reads its pause every poll_interval, binary log or not.
             (Some(_), _) => queue.config.poll_interval,
             (None, Some(soon)) => soon,
-            (None, None) => queue.wake.poll_interval(&queue.config),
+            (None, None) => {
+                self.until_due(queue.wake.poll_interval(&queue.config, &queue.stats))
+                    .await
+            }
         };
+        if queue.database.contended() {
+            // Other connections wait for a place in the budget: the watcher gives its
+            // up between polls.
+            self.mode.sleep().await;
+        }
         match queue.idle.poll_wait(&queue.stop, every).await {
             Woke::Stopped => false,
             Woke::Polled => true,
             Woke::Nudged => {
                 self.second_looks = 0;
                 true
+            }
+        }
+    }
+}
+
+impl<M: Mode> Worker<'_, M> {
+    /// The watcher's wait before its next claim: `every`, or less when a row falls
+    /// due by time sooner (see [`super::due`]).
+    async fn until_due(&mut self, every: Duration) -> Duration {
+        let due = &self.queue.due;
+        match due.ask(every) {
+            Ask::Wait(wait) => wait,
+            Ask::Query(query) => {
+                let answer = self.mode.next_due(query).await;
+                due.answered(every, answer)
             }
         }
     }
@@ -361,6 +391,10 @@ mod tests {
 
         async fn read_pause(&mut self) -> Read {
             Read::NoSession
+        }
+
+        async fn next_due(&mut self, _: &DueQuery) -> Option<Result<Option<Duration>, DbError>> {
+            None
         }
     }
 

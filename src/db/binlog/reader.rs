@@ -8,8 +8,10 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use mysql_async::binlog::events::{Event, QueryEvent, TableMapEvent};
-use mysql_async::binlog::EventType;
+use mysql_async::binlog::events::{
+    Event, FormatDescriptionEvent, QueryEvent, TableMapEvent, TransactionPayloadEvent,
+};
+use mysql_async::binlog::{BinlogVersion, EventType};
 use mysql_async::BinlogStream;
 
 use super::ChangedTable;
@@ -130,9 +132,32 @@ impl BinlogReader {
         } else if kind == EventType::QUERY_EVENT as u8 {
             let query = event.read_event::<QueryEvent<'_>>().ok()?;
             self.query(&query.query(), &query.schema())
+        } else if kind == EventType::TRANSACTION_PAYLOAD_EVENT as u8 {
+            self.compressed(event)
         } else {
             None
         }
+    }
+
+    /// A transaction MySQL compressed (`binlog_transaction_compression`): its events
+    /// read from the payload as from the stream (unchecksummed there). A payload
+    /// that cannot be read counts as "anything changed".
+    fn compressed(&mut self, event: &Event) -> Option<Commit> {
+        let payload = event.read_event::<TransactionPayloadEvent<'_>>();
+        let Some(mut input) = payload.as_ref().ok().and_then(|p| p.decompressed().ok()) else {
+            self.anything = true;
+            return self.commit();
+        };
+        let fde = FormatDescriptionEvent::new(BinlogVersion::Version4);
+        let mut commit = None;
+        while input.has_data_left().unwrap_or(false) {
+            let Ok(inner) = Event::read(&fde, &mut input) else {
+                self.anything = true;
+                break;
+            };
+            commit = self.read(&inner).or(commit);
+        }
+        commit.or_else(|| self.commit())
     }
 
     /// A statement logged as text, run in `schema`: a transaction's bounds, or a

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use super::budget::Place;
 use super::connect::{Database, QUICK_TIMEOUT};
+use super::due::{self, DueQuery};
 use super::error::DbError;
 use super::item::Item;
 use super::pause::{self, Paused};
@@ -258,6 +259,22 @@ impl Session {
         let ended = self.rollback().await;
         let paused = paused?;
         ended.map(|()| paused)
+    }
+
+    /// How long until the queue's next row falls due by time ([`crate::db::due`]):
+    /// one read, its transaction rolled back, so the session holds nothing (no
+    /// metadata lock either) while its worker waits.
+    pub async fn next_due(
+        &mut self,
+        query: &DueQuery,
+        queue: &str,
+    ) -> Result<Option<Duration>, DbError> {
+        let read = due::next_due(&mut self.conn, query, queue);
+        let next = answer(&self.watch, self.deadline, "the next due time", read).await;
+        self.touch();
+        let ended = self.rollback().await;
+        let next = next?;
+        ended.map(|()| next)
     }
 
     async fn simple(&mut self, sql: &'static str, what: &'static str) -> Result<(), DbError> {

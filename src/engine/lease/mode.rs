@@ -3,6 +3,7 @@
 //! under its lease.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::join_all;
 use tokio::time::Instant;
@@ -14,7 +15,8 @@ use super::heartbeat::{hold, Kept};
 use super::Lease;
 use crate::action::progress::Progress;
 use crate::action::{External, Outcome};
-use crate::db::{Session, SessionPool};
+use crate::db::due::DueQuery;
+use crate::db::{DbError, Session, SessionPool};
 use crate::engine::execute::Work;
 use crate::engine::pausing::Read;
 use crate::engine::queue::QueueRuntime;
@@ -232,6 +234,14 @@ impl Mode for LeaseMode {
             .await;
         pooled.finish(&read).await;
         read.into()
+    }
+
+    async fn next_due(&mut self, query: &DueQuery) -> Option<Result<Option<Duration>, DbError>> {
+        let mut pooled = self.pool.get().await.ok()?;
+        let name = &self.queue.config.name;
+        let next = pooled.session().next_due(query, name).await;
+        pooled.finish(&next).await;
+        Some(next)
     }
 }
 

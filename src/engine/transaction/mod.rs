@@ -14,6 +14,7 @@ mod external;
 mod sql;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tracing::{debug, warn};
 
@@ -21,7 +22,8 @@ use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::turn::Turn;
 use super::worker::{Ended, Mode};
-use crate::db::{Kill, Session};
+use crate::db::due::DueQuery;
+use crate::db::{DbError, Kill, Session};
 use crate::telemetry::stats::Connected;
 use batch::{claim_and_process, Processed};
 
@@ -169,5 +171,19 @@ impl Mode for TransactionMode {
             self.session = Some(held);
         }
         read.into()
+    }
+
+    async fn next_due(&mut self, query: &DueQuery) -> Option<Result<Option<Duration>, DbError>> {
+        let mut held = self.ready_session().await.ok()?;
+        let next = held.session.next_due(query, &self.queue.config.name).await;
+        // As after a read of the pause: a session the server answered is kept.
+        if next
+            .as_ref()
+            .err()
+            .is_none_or(|e| e.server_code().is_some())
+        {
+            self.session = Some(held);
+        }
+        Some(next)
     }
 }

@@ -230,7 +230,7 @@ impl Follower {
                     queue.pausing.read_now();
                 }
                 queue.stats.record_wake_event();
-                queue.wake.note_change();
+                queue.wake.saw_change(&queue.stats);
                 queue.idle.nudge();
             }
         }

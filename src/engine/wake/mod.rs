@@ -5,6 +5,7 @@
 //! polls — seldom while its follower streams, every `poll_interval` while it does
 //! not — so a missed event, a broken stream or a row due by time alone is found.
 
+pub mod blind;
 pub mod follower;
 pub mod tables;
 
@@ -12,12 +13,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tracing::{info, warn};
 
 use crate::config::wake::binlog_refused;
 use crate::config::{QueueConfig, WakeSource};
 use crate::db::binlog;
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
+use crate::telemetry::stats::QueueStats;
+use blind::{Look, OwnCommits, BLIND};
 pub use follower::Followers;
 
 /// A queue's side of its follower: whether the follower streams now, and a signal
@@ -26,15 +30,47 @@ pub use follower::Followers;
 pub struct QueueWake {
     following: AtomicBool,
     changed: Notify,
+    /// Whether the stream shows the queue's own commits.
+    own: OwnCommits,
 }
 
 impl QueueWake {
-    /// How long the watcher waits between polls now.
-    pub fn poll_interval(&self, config: &QueueConfig) -> Duration {
-        match self.following() {
-            true => config.wake.poll_on_binlog,
-            false => config.poll_interval,
+    /// How long the watcher waits between polls now: `poll_interval` unless the
+    /// stream is followed and shows the queue's own commits (a blind stream is said
+    /// once, and shown in `stats`).
+    pub fn poll_interval(&self, config: &QueueConfig, stats: &QueueStats) -> Duration {
+        if !self.following() {
+            return config.poll_interval;
         }
+        match self.own.look() {
+            Look::Seeing => config.wake.poll_on_binlog,
+            Look::Unseen(left) => config.wake.poll_on_binlog.min(left),
+            Look::Blind { newly } => {
+                if newly {
+                    let every = humantime::format_duration(config.poll_interval);
+                    warn!("{BLIND}; the queue polls every poll_interval ({every}) until they show");
+                    stats.set_wake("poll", Some(BLIND.to_string()));
+                }
+                config.poll_interval
+            }
+        }
+    }
+
+    /// tableq committed a change to the queue's tables, in a transaction begun at
+    /// `began`: the stream should show it.
+    pub fn committed(&self, began: std::time::SystemTime) {
+        if self.following() {
+            self.own.committed(began);
+        }
+    }
+
+    /// The stream showed a change of the queue's tables: a blind stream sees again.
+    fn saw_change(&self, stats: &QueueStats) {
+        if self.own.seen() && self.following() {
+            info!("the binary log shows the queue's own commits again: it is woken by them");
+            stats.set_wake("binlog", None);
+        }
+        self.changed.notify_one();
     }
 
     /// Whether the queue's follower streams the binary log now.
@@ -49,11 +85,9 @@ impl QueueWake {
     }
 
     fn set_following(&self, following: bool) {
+        // Commits made while the stream was not followed were never to be seen.
+        self.own.reset();
         self.following.store(following, Ordering::Release);
-    }
-
-    fn note_change(&self) {
-        self.changed.notify_one();
     }
 }
 

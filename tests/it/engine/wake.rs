@@ -18,12 +18,12 @@ const FOLLOWING: &str = "following the binary log";
 
 /// A server writing a row-based binary log: the one `TABLEQ_TEST_DATABASE_URL` names
 /// when it writes one (MySQL 8 does by default), else a private MariaDB.
-struct BinlogServer {
+pub(super) struct BinlogServer {
     _private: Option<MariaDb>,
-    base: String,
+    pub(super) base: String,
 }
 
-async fn binlog_server() -> BinlogServer {
+pub(super) async fn binlog_server() -> BinlogServer {
     let base = crate::support::shared_base_url();
     match writes_row_binlog(&base).await {
         true => BinlogServer {
@@ -61,7 +61,7 @@ async fn writes_row_binlog(base: &str) -> bool {
 
 /// A private MariaDB writing a row-based binary log: for the tests that kill its
 /// connections or count every commit on it.
-async fn private_binlog_server() -> BinlogServer {
+pub(super) async fn private_binlog_server() -> BinlogServer {
     let server = tokio::task::spawn_blocking(|| {
         MariaDb::start_with(&["--log-bin", "--binlog-format=ROW", "--server-id=1"])
     })
@@ -110,7 +110,7 @@ fn jobs(name: &str) -> QueueFile {
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
 }
 
-async fn status(base: &str, queue: &str) -> serde_json::Value {
+pub(super) async fn status(base: &str, queue: &str) -> serde_json::Value {
     let text = get(&format!("{base}/status.json")).await.1;
     let status: serde_json::Value = serde_json::from_str(&text).expect("status.json");
     let queues = status["queues"].as_array().expect("queues").clone();
@@ -175,7 +175,7 @@ async fn picked_up_in_milliseconds(db: &TestDb, what: &str) {
 }
 
 /// The daemon on `db`'s queues in `files`, once it follows the binary log.
-async fn start_following(files: &QueueFiles, db: &TestDb) -> (Daemon, String) {
+pub(super) async fn start_following(files: &QueueFiles, db: &TestDb) -> (Daemon, String) {
     let (daemon, base) = start_with_metrics(files, &db.url).await;
     following(&daemon, 1).await;
     (daemon, base)

@@ -1,0 +1,433 @@
+//! Rows due by time alone, under the binary-log wake-up: reminders due seconds
+//! after their insert are claimed within a second of their time, an expired lease
+//! too; a queue whose only row is an hour away stays near idle; a select whose
+//! clock tableq cannot read polls every `poll_interval`, and `check` says so.
+
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+
+use super::wake::{binlog_server, private_binlog_server, start_following, BinlogServer};
+use crate::support::check::check;
+use crate::support::endpoint::start_with_metrics;
+use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+
+/// `reminder`: when each is due, and when its action ran.
+async fn reminders(server: &BinlogServer) -> TestDb {
+    let db = TestDb::on(&server.base).await;
+    db.exec(
+        "CREATE TABLE reminder (id INT AUTO_INCREMENT PRIMARY KEY, \
+         state VARCHAR(10) NOT NULL DEFAULT 'waiting', send_after DATETIME NOT NULL, \
+         sent_at DATETIME(6) NULL, KEY (state, send_after)) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db
+}
+
+/// The reminder queue, with the defaults (a minute between polls on the binary log).
+fn reminder_queue(name: &str, select: &str) -> QueueFile {
+    QueueFile::new(name)
+        .select(select)
+        .workers(2)
+        .action_sql("UPDATE reminder SET sent_at = NOW(6) WHERE id = :id")
+        .on_success("UPDATE reminder SET state = 'sent' WHERE id = :id")
+}
+
+const DUE: &str =
+    "SELECT id FROM reminder WHERE state = 'waiting' AND send_after <= NOW() ORDER BY id";
+
+/// Inserts reminders due `seconds` after now, each.
+async fn remind_in(db: &TestDb, seconds: &[u32]) {
+    let mut conn = db.conn().await;
+    for s in seconds {
+        conn.query_drop(format!(
+            "INSERT INTO reminder (send_after) VALUES (NOW() + INTERVAL {s} SECOND)"
+        ))
+        .await
+        .unwrap();
+    }
+}
+
+/// Waits until every reminder is sent; returns how late each was, sorted.
+async fn lateness(db: &TestDb) -> Vec<Duration> {
+    eventually("every reminder sent", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM reminder WHERE state <> 'sent'")
+            .await
+            == 0
+    })
+    .await;
+    let mut late: Vec<i64> = db
+        .rows("SELECT TIMESTAMPDIFF(MICROSECOND, send_after, sent_at) FROM reminder")
+        .await;
+    late.sort();
+    assert!(late[0] >= 0, "a reminder sent early: {late:?} µs");
+    late.into_iter()
+        .map(|us| Duration::from_micros(us as u64))
+        .collect()
+}
+
+/// Twelve reminders due 2 to 10 s after their insert are each claimed within a
+/// second of their time, though the queue polls only once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reminders_due_in_seconds_are_claimed_within_a_second() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    let files = QueueFiles::new();
+    reminder_queue("reminders", DUE).write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    remind_in(&db, &[2, 3, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10]).await;
+    let late = lateness(&db).await;
+    let (p50, max) = (late[late.len() / 2], late[late.len() - 1]);
+    eprintln!("lateness of 12 reminders: p50 {p50:?}, max {max:?}");
+    assert!(max <= Duration::from_secs(1), "lateness: {late:?}");
+    daemon.terminate().await;
+    assert!(!daemon.stderr().contains("panicked"), "{}", daemon.stderr());
+}
+
+/// A lease-mode job whose worker died (its lease running out in 3 s) is claimed
+/// again within a second of its lease's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_lease_is_claimed_on_time() {
+    let server = private_binlog_server().await;
+    let db = TestDb::on(&server.base).await;
+    db.exec(
+        "CREATE TABLE video (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL, \
+         lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL, started_at DATETIME(6) NULL, \
+         orphaned_until DATETIME(3) NULL); INSERT INTO video (id, state) VALUES (1, 'waiting')",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("videos")
+        .set("mode", "lease")
+        .select(
+            "SELECT id FROM video WHERE state = 'waiting' \
+             OR (state = 'rendering' AND lease_until < NOW(3)) ORDER BY id",
+        )
+        .action_command(&["true"])
+        .lease_set(
+            "sql",
+            "UPDATE video SET state = 'rendering', lease_until = NOW(3) + INTERVAL 1 HOUR, \
+             lease_id = :lease_id, started_at = NOW(6) WHERE id = :id",
+        )
+        .on_success("UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    eventually(
+        "the first video is done",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM video WHERE state = 'done'")
+                .await
+                == 1
+        },
+    )
+    .await;
+    // A video leased by a worker that died: its lease runs out in 3 s.
+    db.exec(
+        "INSERT INTO video (id, state, lease_until, lease_id, orphaned_until) VALUES \
+         (2, 'rendering', NOW(3) + INTERVAL 3 SECOND, 'gone', NOW(3) + INTERVAL 3 SECOND)",
+    )
+    .await;
+    eventually(
+        "the orphaned video is done",
+        Duration::from_secs(90),
+        || async {
+            db.count("SELECT COUNT(*) FROM video WHERE state = 'done'")
+                .await
+                == 2
+        },
+    )
+    .await;
+    let late: i64 = db
+        .scalar(
+            "SELECT TIMESTAMPDIFF(MICROSECOND, orphaned_until, started_at) FROM video WHERE id = 2",
+        )
+        .await;
+    assert!(
+        (0..=1_000_000).contains(&late),
+        "claimed {late} µs after its lease ran out"
+    );
+    daemon.terminate().await;
+}
+
+/// The server's count of statements it was sent.
+async fn questions(db: &TestDb) -> u64 {
+    let row: Option<(String, u64)> = db
+        .conn()
+        .await
+        .query_first("SHOW GLOBAL STATUS LIKE 'Questions'")
+        .await
+        .unwrap();
+    row.expect("the Questions counter").1
+}
+
+/// A queue whose only row is due in an hour sends a handful of statements a
+/// minute (asking when the row is due does not make it poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_whose_next_row_is_an_hour_away_stays_near_idle() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    remind_in(&db, &[3600]).await;
+    let files = QueueFiles::new();
+    reminder_queue("later", DUE).write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    // Past the start's first claims and count.
+    let settled = Instant::now() + Duration::from_secs(5);
+    eventually("the start is over", Duration::from_secs(30), || async {
+        Instant::now() >= settled
+    })
+    .await;
+    let (before, from) = (questions(&db).await, Instant::now());
+    let window = Duration::from_secs(30);
+    eventually("the window is over", window * 2, || async {
+        from.elapsed() >= window
+    })
+    .await;
+    // Less the two reads of the counter itself and the connections that read them.
+    let sent = questions(&db).await - before - 1;
+    let per_second = sent as f64 / from.elapsed().as_secs_f64();
+    eprintln!(
+        "an hour-ahead queue: {sent} statements in {:?} ({per_second:.3}/s)",
+        from.elapsed()
+    );
+    assert!(
+        per_second <= 0.5,
+        "{sent} statements in {:?}",
+        from.elapsed()
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM reminder WHERE state = 'sent'")
+            .await,
+        0
+    );
+    daemon.terminate().await;
+}
+
+/// A select whose clock tableq cannot read (here under NOT) keeps polling every
+/// `poll_interval` (5 s) on the binary log, not once a minute; `check` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_whose_clock_cannot_be_read_polls_every_poll_interval() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    let files = QueueFiles::new();
+    let select = "SELECT id FROM reminder WHERE state = 'waiting' AND NOT (send_after > NOW())";
+    reminder_queue("unread", select).write(&files);
+    let ran = check(&[], &[&files.path()], Some(&db.url)).await;
+    assert!(
+        ran.stdout
+            .contains("rows due by time are found by polling every poll_interval (5s)"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("`NOT (send_after > NOW())`"),
+        "{}",
+        ran.stdout
+    );
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    remind_in(&db, &[2]).await;
+    let late = lateness(&db).await;
+    assert!(late[0] <= Duration::from_secs(6), "lateness: {late:?}");
+    daemon.terminate().await;
+}
+
+/// `check` says, in its summary, how a queue's rows due by time are found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_says_how_rows_due_by_time_are_found() {
+    let server = private_binlog_server().await;
+    let db = reminders(&server).await;
+    let files = QueueFiles::new();
+    reminder_queue("reminders", DUE).write(&files);
+    let ran = check(&[], &[&files.path()], Some(&db.url)).await;
+    assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("(due by time: reminders claims rows due by time (`send_after <= NOW()`) when they fall due, asking the database when the next one is):"),
+        "{}",
+        ran.stdout
+    );
+}
+
+/// A failing job retried the article's way (`retry_at <= UNIX_TIMESTAMP()`, 3 s
+/// later) is tried again within a second of its `retry_at`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_is_tried_again_on_time() {
+    let server = private_binlog_server().await;
+    let db = TestDb::on(&server.base).await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting', \
+         attempts INT NOT NULL DEFAULT 0, retry_at BIGINT NULL, first_retry_at BIGINT NULL, \
+         retried_at DECIMAL(20,6) NULL)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("retries")
+        .select(
+            "SELECT id, attempts FROM job WHERE state = 'waiting' \
+             AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP()) ORDER BY id",
+        )
+        .action_command(&["false"])
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        // Assignments read the values assigned before them: attempts is counted last.
+        .on_failure(
+            "UPDATE job SET retried_at = IF(attempts = 1, UNIX_TIMESTAMP(NOW(6)), retried_at), \
+             first_retry_at = IF(attempts = 0, UNIX_TIMESTAMP() + 3, first_retry_at), \
+             retry_at = UNIX_TIMESTAMP() + 3, state = IF(attempts >= 1, 'failed', 'waiting'), \
+             attempts = attempts + 1 WHERE id = :id",
+        )
+        .write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    eventually("the job failed twice", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'failed'")
+            .await
+            == 1
+    })
+    .await;
+    let late: f64 = db
+        .scalar("SELECT CAST(retried_at - first_retry_at AS DOUBLE) FROM job WHERE id = 1")
+        .await;
+    assert!(
+        (0.0..=1.0).contains(&late),
+        "tried again {late} s after retry_at"
+    );
+    daemon.terminate().await;
+}
+
+/// A server that leaves the queue's schema out of its binary log
+/// (`--binlog-ignore-db`): the stream opens, but tableq's own commits never show
+/// in it. The queue says so once, naming the likely cause, shows it on the status
+/// page, and polls every `poll_interval` (5 s), not once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blind_stream_is_said_and_the_queue_polls() {
+    let server = tokio::task::spawn_blocking(|| {
+        crate::support::MariaDb::start_with(&[
+            "--log-bin",
+            "--binlog-format=ROW",
+            "--server-id=1",
+            "--binlog-ignore-db=tq_blind",
+        ])
+    })
+    .await
+    .unwrap();
+    let base = server.base_url();
+    let mut admin = crate::support::connect(&base).await;
+    // The jobs are in the schema the log leaves out; a table the select also reads
+    // is in one it keeps, so a change there wakes the queue once.
+    admin
+        .query_drop(
+            "CREATE DATABASE tq_blind; CREATE DATABASE tq_seen; \
+             CREATE TABLE tq_seen.hold (job INT PRIMARY KEY); \
+             CREATE TABLE tq_blind.job (id INT AUTO_INCREMENT PRIMARY KEY, \
+             state VARCHAR(10) NOT NULL DEFAULT 'waiting')",
+        )
+        .await
+        .unwrap();
+    let url = format!("{base}/tq_blind");
+    let files = QueueFiles::new();
+    QueueFile::new("blind")
+        .select(
+            "SELECT j.id FROM job j WHERE j.state = 'waiting' \
+             AND NOT EXISTS (SELECT 1 FROM tq_seen.hold h WHERE h.job = j.id) ORDER BY j.id",
+        )
+        .action_sql("DO :id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, base_http) = start_with_metrics(&files, &url).await;
+    daemon
+        .wait_for_log("following the binary log", Duration::from_secs(60))
+        .await;
+    let waiting = || async {
+        let mut conn = crate::support::connect(&url).await;
+        let left: Option<u64> = conn
+            .query_first("SELECT COUNT(*) FROM job WHERE state <> 'done'")
+            .await
+            .unwrap();
+        left.unwrap_or_default()
+    };
+    admin
+        .query_drop("INSERT INTO tq_blind.job () VALUES (); INSERT INTO tq_seen.hold VALUES (0)")
+        .await
+        .unwrap();
+    eventually("the first job done", Duration::from_secs(30), || async {
+        waiting().await == 0
+    })
+    .await;
+    let blind = "the binary log stream shows none of tableq's own commits";
+    daemon.wait_for_log(blind, Duration::from_secs(60)).await;
+    assert!(
+        daemon.stderr().contains("binlog-ignore-db"),
+        "{}",
+        daemon.stderr()
+    );
+    let queue = super::wake::status(&base_http, "blind").await;
+    assert_eq!(queue["wake"]["source"], "poll", "{queue}");
+    assert!(
+        queue["wake"]["why"].as_str().unwrap().contains(blind),
+        "{queue}"
+    );
+    admin
+        .query_drop("INSERT INTO tq_blind.job () VALUES ()")
+        .await
+        .unwrap();
+    let from = Instant::now();
+    eventually("the second job done", Duration::from_secs(60), || async {
+        waiting().await == 0
+    })
+    .await;
+    assert!(
+        from.elapsed() <= Duration::from_secs(7),
+        "done after {:?}",
+        from.elapsed()
+    );
+    daemon.terminate().await;
+    assert_eq!(
+        daemon.stderr().matches(blind).count(),
+        1,
+        "{}",
+        daemon.stderr()
+    );
+}
+
+/// On MySQL 8 (where `binlog_transaction_compression` exists), a transaction the
+/// server compresses still wakes the queue at once: its payload is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_transaction_wakes_the_queue() {
+    let server = binlog_server().await;
+    let db = TestDb::on(&server.base).await;
+    let mut conn = db.conn().await;
+    let compressing = conn
+        .query_drop("SET SESSION binlog_transaction_compression = ON")
+        .await;
+    if let Err(e) = compressing {
+        eprintln!("skipped: the server cannot compress its binary log ({e})");
+        return;
+    }
+    db.exec(
+        "CREATE TABLE job (id INT AUTO_INCREMENT PRIMARY KEY, \
+         state VARCHAR(10) NOT NULL DEFAULT 'waiting', created_at DATETIME(6) NOT NULL \
+         DEFAULT NOW(6), done_at DATETIME(6) NULL)",
+    )
+    .await;
+    let files = QueueFiles::new();
+    QueueFile::new("compressed")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql("UPDATE job SET done_at = NOW(6) WHERE id = :id")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let (mut daemon, _base) = start_following(&files, &db).await;
+    conn.query_drop("INSERT INTO job () VALUES ()")
+        .await
+        .unwrap();
+    eventually("the job done", Duration::from_secs(90), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 1
+    })
+    .await;
+    let took: i64 = db
+        .scalar("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, done_at) FROM job")
+        .await;
+    assert!(took < 1_000_000, "picked up after {took} µs");
+    daemon.terminate().await;
+}
