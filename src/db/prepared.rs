@@ -12,6 +12,7 @@ use mysql_async::{Conn, Row, Statement};
 use super::bind::ParamSource;
 use super::error::DbError;
 use super::item::{Columns, Item};
+use super::key_claim::KeyClaim;
 use crate::config::names::{find_column, unknown_names, BuiltIn, ParamScope};
 use crate::config::statement_path;
 use crate::config::QueueConfig;
@@ -79,6 +80,8 @@ pub struct BoundStatement {
 pub struct PreparedQueue {
     /// The claim; its parameters can only be `:queue`.
     pub claim: Statement,
+    /// The claim key first, where the select allows it (what the worker claims with).
+    pub keys: Option<KeyClaim>,
     /// The select's columns: the item's fields.
     pub columns: Arc<Columns>,
     /// Which column is the key.
@@ -139,13 +142,16 @@ pub enum PrepareError {
     Database(DbError),
 }
 
-/// Prepares `queue`'s SQL on `conn`, claiming at most `limit` rows at once.
+/// Prepares `queue`'s SQL on `conn`, claiming at most `limit` rows at once, none
+/// larger than `max_packet`.
 pub async fn prepare_queue(
     conn: &mut Conn,
     queue: &QueueConfig,
     limit: usize,
+    max_packet: usize,
 ) -> Result<PreparedQueue, PrepareError> {
-    let claim = match conn.prep(claim_sql(&queue.select, limit)).await.map_err(DbError::from) {
+    let claim_text = claim_sql(&queue.select, limit);
+    let claim = match conn.prep(&claim_text).await.map_err(DbError::from) {
         Ok(statement) => statement,
         Err(e) if e.is_statement_error() => {
             return Err(PrepareError::Invalid(vec![queue.finding(
@@ -202,8 +208,19 @@ pub async fn prepare_queue(
         .as_deref()
         .and_then(|key| columns.find(key))
         .unwrap_or(0);
+    let keys = KeyClaim::prepare(
+        conn,
+        &queue.select,
+        (&claim, &claim_text),
+        key_index,
+        limit,
+        max_packet,
+    )
+    .await
+    .map_err(PrepareError::Database)?;
     Ok(PreparedQueue {
         claim,
+        keys,
         columns,
         key_index,
         action,

@@ -333,6 +333,7 @@ impl Supervisor {
             self.options
                 .monitor
                 .start_queue(&config.name, config.workers, config.database_timeout);
+        stats.expect_turns_within(2 * config.longest_poll() + config.database_timeout);
         let progress = Progress::new(&config, &stats);
         let gate = self.gates.entry(database.to_string()).or_default().clone();
         let runtime = Arc::new(QueueRuntime {
