@@ -27,8 +27,8 @@ use crate::lock::lock;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// How long a connection given up waits for someone to take it before it is closed
-/// (and its place freed): a little longer than a poll's turn, far shorter than any
-/// `wait_timeout`.
+/// (and its place freed): long enough for the next queue's turn, far shorter than
+/// any `wait_timeout`.
 const SPARE_FOR: Duration = Duration::from_secs(2);
 
 /// The budget, shared by every queue of the process.
@@ -45,6 +45,8 @@ pub struct Budget {
     spare: Mutex<Vec<Spare>>,
     /// A connection was given up.
     handed: Notify,
+    /// A sweep of the spares is due.
+    sweeping: AtomicBool,
 }
 
 /// A place in the budget, held by a connection for its life.
@@ -79,6 +81,7 @@ impl Budget {
             said: AtomicBool::new(false),
             spare: Mutex::new(Vec::new()),
             handed: Notify::new(),
+            sweeping: AtomicBool::new(false),
         }
     }
 
@@ -140,37 +143,26 @@ impl Budget {
         Some(oldest.place)
     }
 
-    /// Takes `conn` (to the database of `opts`, holding `place`) given up: kept for
-    /// the next one waiting if anyone waits, else closed. Spares nobody took within
-    /// [`SPARE_FOR`] are closed too.
-    pub async fn give_up(&self, opts: &Opts, conn: Conn, place: Place) {
-        let (stale, closing): (Vec<Spare>, _) = {
+    /// Takes `conn` (to the database of `opts`, holding `place`) given up: kept, place
+    /// and all, for the next one that needs a connection to that database — at once
+    /// if one waits. Kept at most [`SPARE_FOR`]: then closed, and its place freed.
+    pub async fn give_up(self: &Arc<Self>, opts: &Opts, conn: Conn, place: Place) {
+        let stale = {
             let mut spare = lock(&self.spare);
-            let (stale, kept) = std::mem::take(&mut *spare)
-                .into_iter()
-                .partition(|s| s.since.elapsed() > SPARE_FOR);
-            *spare = kept;
-            if self.contended() {
-                spare.push(Spare {
-                    opts: opts.clone(),
-                    conn,
-                    place,
-                    since: Instant::now(),
-                });
-                self.handed.notify_waiters();
-                (stale, None)
-            } else {
-                (stale, Some((conn, place)))
-            }
+            let stale = take_stale(&mut spare);
+            spare.push(Spare {
+                opts: opts.clone(),
+                conn,
+                place,
+                since: Instant::now(),
+            });
+            stale
         };
-        // Each place is freed once its connection is closed, so the server never
-        // sees more connections than the budget.
-        for old in stale {
-            close(old.conn).await;
+        self.handed.notify_waiters();
+        if !self.sweeping.swap(true, Ordering::AcqRel) {
+            tokio::spawn(sweep(self.clone()));
         }
-        if let Some((conn, _place)) = closing {
-            close(conn).await;
-        }
+        close_all(stale).await;
     }
 
     /// How many connections it allows at once.
@@ -208,6 +200,43 @@ impl<'a> Waiting<'a> {
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The spares given up longer than [`SPARE_FOR`] ago, taken out of `spare`.
+fn take_stale(spare: &mut Vec<Spare>) -> Vec<Spare> {
+    let (stale, kept) = std::mem::take(spare)
+        .into_iter()
+        .partition(|s| s.since.elapsed() > SPARE_FOR);
+    *spare = kept;
+    stale
+}
+
+/// Closes each spare, and only then frees its place: the server never sees more
+/// connections than the budget.
+async fn close_all(spares: Vec<Spare>) {
+    for old in spares {
+        close(old.conn).await;
+    }
+}
+
+/// Closes the spares nobody took, until there are none.
+async fn sweep(budget: Arc<Budget>) {
+    loop {
+        tokio::time::sleep(SPARE_FOR).await;
+        let (stale, left) = {
+            let mut spare = lock(&budget.spare);
+            let stale = take_stale(&mut spare);
+            (stale, !spare.is_empty())
+        };
+        close_all(stale).await;
+        if !left {
+            budget.sweeping.store(false, Ordering::Release);
+            // A spare given up just now schedules no sweep of its own: look again.
+            if lock(&budget.spare).is_empty() || budget.sweeping.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        }
     }
 }
 

@@ -326,8 +326,9 @@ impl Database {
         Ok((self.connect_within(limit).await?, place))
     }
 
-    /// Gives `conn` up: passed on to the next one waiting for this database, if
-    /// anyone waits for a place in the budget, else closed politely (COM_QUIT).
+    /// Gives `conn` up: kept a moment for the next one that needs a connection to
+    /// this database (see [`Budget::give_up`]); closed politely (COM_QUIT) at once
+    /// without a budget.
     pub async fn give_up(&self, conn: Conn, place: Option<Place>) {
         match (&self.budget, place) {
             (Some(budget), Some(place)) => budget.give_up(&self.opts, conn, place).await,

@@ -43,6 +43,8 @@ pub fn start(
         &queue.database,
         queue.config.connections(),
         first,
+        // The workers share the pool's sessions: their waits show as the first's.
+        queue.stats.unanswered(0),
     ));
     let users = TaskTracker::new();
     for index in 0..queue.config.workers {

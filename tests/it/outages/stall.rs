@@ -260,14 +260,24 @@ async fn a_stall_in_lease_mode_is_seen_within_the_deadline() {
         })
     })
     .await;
+    let warned = stalled_at.elapsed();
     eventually("the errors counted", Duration::from_secs(20), || async {
         errors().await > before
     })
     .await;
-    eprintln!("lease mode: /readyz 503 after {noticed:?} (database_timeout 2s)");
+    let counted = stalled_at.elapsed();
+    eprintln!(
+        "lease mode, database_timeout 2s: /readyz 503 after {noticed:?}, a warning after \
+         {warned:?}, the errors counted after {counted:?}"
+    );
     assert!(
         noticed < Duration::from_secs(6),
         "noticed after {noticed:?}"
+    );
+    assert!(warned < Duration::from_secs(10), "warned after {warned:?}");
+    assert!(
+        counted < Duration::from_secs(10),
+        "counted after {counted:?}"
     );
 
     proxy.resume();
