@@ -101,7 +101,7 @@
 //!   `:progress`), `action::capture` (bounded output).
 //! - `db`: the only place outside `check` that talks to the driver —
 //!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
-//!   classes and kinds), `db::session` (the worker's session: `db::session::setup`,
+//!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
 //!   `db::item` (the claimed row), `db::key_claim` (the claim, key

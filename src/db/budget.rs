@@ -31,6 +31,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// any `wait_timeout`.
 const SPARE_FOR: Duration = Duration::from_secs(2);
 
+/// How long closing a spare (COM_QUIT) may take before it is simply dropped.
+const CLOSE_WITHIN: Duration = Duration::from_secs(10);
+
 /// The budget, shared by every queue of the process.
 #[derive(Debug)]
 pub struct Budget {
@@ -242,7 +245,7 @@ async fn sweep(budget: Arc<Budget>) {
 
 /// Closes `conn` politely (COM_QUIT), without waiting long for it.
 async fn close(conn: Conn) {
-    let _ = tokio::time::timeout(super::connect::QUICK_TIMEOUT, conn.disconnect()).await;
+    let _ = tokio::time::timeout(CLOSE_WITHIN, conn.disconnect()).await;
 }
 
 impl Default for Budget {

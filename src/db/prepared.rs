@@ -164,14 +164,7 @@ pub async fn prepare_queue(
         }
         Err(e) => return Err(PrepareError::Database(e)),
     };
-    let columns = Arc::new(Columns {
-        names: claim
-            .columns()
-            .iter()
-            .map(|c| c.name_str().into_owned())
-            .collect(),
-        types: claim.columns().iter().map(|c| c.column_type()).collect(),
-    });
+    let columns = columns_of(&claim);
     let mut findings = distinct_columns(queue, &columns.names);
     findings.extend(unknown_names(queue, &columns.names));
     let mut preparer = Preparer {
@@ -208,16 +201,9 @@ pub async fn prepare_queue(
         .as_deref()
         .and_then(|key| columns.find(key))
         .unwrap_or(0);
-    let keys = KeyClaim::prepare(
-        conn,
-        &queue.select,
-        (&claim, &claim_text),
-        key_index,
-        limit,
-        max_packet,
-    )
-    .await
-    .map_err(PrepareError::Database)?;
+    let claimed = (&claim, claim_text.as_str());
+    let keys = KeyClaim::prepare(conn, &queue.select, claimed, key_index, limit, max_packet);
+    let keys = keys.await.map_err(PrepareError::Database)?;
     Ok(PreparedQueue {
         claim,
         keys,
@@ -227,6 +213,18 @@ pub async fn prepare_queue(
         on_success,
         on_failure,
         lease,
+    })
+}
+
+/// The claim's columns: what every item of the queue looks like.
+fn columns_of(claim: &Statement) -> Arc<Columns> {
+    Arc::new(Columns {
+        names: claim
+            .columns()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect(),
+        types: claim.columns().iter().map(|c| c.column_type()).collect(),
     })
 }
 
