@@ -4,13 +4,15 @@
 //!
 //! Who waits, and who gives a session up: a connection holds its place for as long
 //! as it lives. One that finds every place taken waits for a place. While anyone
-//! waits, an idle queue's watcher gives its session up between polls, and a finished
-//! count its connection — and such a connection is not closed: it passes, place and
-//! all, to the next one waiting for the same database ([`Seat::Handed`]), which
-//! resets it and sets it up as its own. So a process with more queues than places
-//! takes its turns on the same few connections, rather than closing and opening
-//! one per poll. (KILL and the quick side looks take no place: they free what is
-//! held.)
+//! waits, an idle queue's watcher gives its session up between polls; sleeping
+//! workers and finished counts give theirs up too. A connection given up is not
+//! closed at once: it is kept, place and all, for the next one that needs a
+//! connection to the same database ([`Seat::Handed`]), which resets it and sets it
+//! up as its own — a queue waiting takes it at once. Kept unused for [`SPARE_FOR`],
+//! or wanted for its place by another database's queue, it is closed. So a process
+//! with more queues than places takes its turns on the same few connections,
+//! rather than closing and opening one per poll. (KILL and the quick side looks
+//! take no place: they free what is held.)
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,9 +3,10 @@
 //! - `GET /metrics`: the metrics ([`crate::telemetry::metrics`]).
 //! - `GET /healthz`: 200 while the process serves (liveness).
 //! - `GET /` and `GET /status.json`: the status page and its data (see [`status`]).
-//! - `GET /readyz`: 200 when every running queue has a database connection and no
-//!   worker has waited for the database past its deadline, else 503 with the reasons
-//!   (readiness).
+//! - `GET /readyz`: 200 when every running queue has a database connection (or,
+//!   with more queues than the connection budget has places, takes its turns: it
+//!   claimed within its window) and no worker has waited for the database past its
+//!   deadline, else 503 with the reasons (readiness).
 //!
 //! It has no authentication: serve it on loopback or a private interface. What a
 //! flood of clients can cost is bounded (see [`listener`]).
