@@ -226,6 +226,9 @@ impl<'a, M: Mode> Worker<'a, M> {
                          again (said once a minute, with the times since)"),
                     None => debug!(error = %e, "database error; the transaction is rolled back"),
                 }
+                if refused.is_none() {
+                    self.queue.stats.unreached();
+                }
                 self.reconnecting = true;
                 match refused {
                     Some(_) => Step::ClaimAgain,
@@ -233,6 +236,7 @@ impl<'a, M: Mode> Worker<'a, M> {
                 }
             }
             Ended::NotOpened(e) => {
+                self.queue.stats.unreached();
                 let wait = self.retry.next_wait();
                 self.queue.cannot_connect(&e, wait);
                 self.reconnecting = true;

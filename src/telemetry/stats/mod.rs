@@ -170,6 +170,12 @@ impl QueueStats {
         self.waits().reached = Some(Instant::now());
     }
 
+    /// A worker lost the database, or could not reach it: the queue is not taking
+    /// its turns until a claim has its answer again.
+    pub fn unreached(&self) {
+        self.waits().reached = None;
+    }
+
     /// Whether the queue claimed within its turn's window (see
     /// [`QueueStats::expect_turns_within`]).
     pub fn taking_turns(&self) -> bool {
