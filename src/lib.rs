@@ -110,10 +110,11 @@
 //!   `:progress`), `action::capture` (bounded output).
 //! - `db`: the only place outside `check` that talks to the driver —
 //!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
-//!   classes and kinds), `db::session` (the worker's session: `db::session::setup`,
+//!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
-//!   `db::item` (the claimed row), `db::bind` (the values a statement is bound
+//!   `db::item` (the claimed row), `db::key_claim` (the claim, key
+//!   first: a row too large to read fails alone), `db::bind` (the values a statement is bound
 //!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
 //!   placeholder's, a key's and back),
 //!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's

@@ -13,6 +13,7 @@ use super::queries;
 use crate::config::QueueConfig;
 use crate::db::error::is_statement_error;
 use crate::db::prepared::{claim_sql, prepare_queue, PreparedQueue};
+use crate::db::session::max_packet;
 use crate::db::session::setup::{worker_connection, SessionSettings};
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
@@ -40,8 +41,12 @@ pub async fn unindexed_claims(queues: &[(QueueConfig, Database)]) -> Vec<Finding
         let Ok(mut conn) = worker_connection(database, &settings).await else {
             continue;
         };
+        let Ok(max_packet) = max_packet(&mut conn).await else {
+            continue;
+        };
         for queue in on_it {
-            let Ok(prepared) = prepare_queue(&mut conn, queue, queue.batch).await else {
+            let Ok(prepared) = prepare_queue(&mut conn, queue, queue.batch, max_packet).await
+            else {
                 continue;
             };
             if let Ok(Some(warning)) = claim_cost(&mut conn, queue, &prepared).await {

@@ -69,17 +69,23 @@ pub async fn read_backlog(
     queue: &QueueConfig,
 ) -> Result<Backlog, BacklogError> {
     let limit = queue.database_timeout;
-    let _place = database.place().await;
-    let mut conn = database
-        .connect_within(limit)
+    let seat = database.seat().await;
+    let (mut conn, place) = database
+        .connect_seated(seat, limit)
         .await
         .map_err(BacklogError::Connect)?;
     let read = read_on(&mut conn, queue, limit).await;
-    if let Err(DbError::Deadline { .. }) = &read {
-        // The count runs on at the server unless stopped: stop it.
-        let _ = database.kill(conn.id(), Kill::Connection).await;
+    match &read {
+        Err(DbError::Deadline { .. }) => {
+            // The count runs on at the server unless stopped: stop it.
+            let _ = database.kill(conn.id(), Kill::Connection).await;
+        }
+        // Passed on to a queue waiting for a place, if one is.
+        Ok(_) => database.give_up(conn, place).await,
+        Err(_) => {
+            let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+        }
     }
-    let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
     read.map_err(BacklogError::Read)
 }
 

@@ -9,7 +9,7 @@ use mysql_async::{Conn, Opts, OptsBuilder};
 
 use std::sync::Arc;
 
-use super::budget::{Budget, Place};
+use super::budget::{Budget, Place, Seat};
 use super::error::{describe_error, DbError, ER_NO_SUCH_THREAD};
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
@@ -300,11 +300,47 @@ impl Database {
         self
     }
 
-    /// A place in the budget for one more connection, waiting for one if needed.
-    pub async fn place(&self) -> Option<Place> {
+    /// A seat in the budget for one more connection — a place, or a connection to
+    /// this database another gave up — waiting for one if needed; `None` without a
+    /// budget.
+    pub async fn seat(&self) -> Option<Seat> {
         match &self.budget {
-            Some(budget) => Some(budget.place().await),
+            Some(budget) => Some(budget.seat(&self.opts).await),
             None => None,
+        }
+    }
+
+    /// A connection in its seat, ready for use: a handed one reset to a new
+    /// session's state (if that fails, a new connection in its place), else a new
+    /// one; each within `limit`.
+    pub async fn connect_seated(
+        &self,
+        seat: Option<Seat>,
+        limit: Duration,
+    ) -> Result<(Conn, Option<Place>), DbError> {
+        let place = match seat {
+            Some(Seat::Handed(mut conn, place)) => {
+                let reset = tokio::time::timeout(limit.min(QUICK_TIMEOUT), conn.reset()).await;
+                if let Ok(Ok(true)) = reset {
+                    return Ok((conn, Some(place)));
+                }
+                Some(place)
+            }
+            Some(Seat::Fresh(place)) => Some(place),
+            None => None,
+        };
+        Ok((self.connect_within(limit).await?, place))
+    }
+
+    /// Gives `conn` up: kept a moment for the next one that needs a connection to
+    /// this database (see [`Budget::give_up`]); closed politely (COM_QUIT) at once
+    /// without a budget.
+    pub async fn give_up(&self, conn: Conn, place: Option<Place>) {
+        match (&self.budget, place) {
+            (Some(budget), Some(place)) => budget.give_up(&self.opts, conn, place).await,
+            _ => {
+                let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 //! actions run with none held. At most `size` sessions exist at once; a worker waits
 //! for one rather than opening more.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -11,6 +11,7 @@ use super::backlog::{read_backlog_on, Backlog, BacklogError};
 use super::connect::Database;
 use super::error::DbError;
 use super::session::{OpenError, Session};
+use super::unanswered::Unanswered;
 use crate::config::QueueConfig;
 use crate::lock::lock;
 
@@ -20,6 +21,8 @@ pub struct SessionPool {
     database: Database,
     permits: Semaphore,
     idle: Mutex<Vec<Session>>,
+    /// How long its sessions have waited for the database, for readiness.
+    unanswered: Arc<Unanswered>,
 }
 
 /// A session taken from the pool; it goes back only by [`Pooled::keep`] or
@@ -33,18 +36,22 @@ pub struct Pooled<'a> {
 impl SessionPool {
     /// A pool of at most `size` sessions on `database` (for a lease-mode queue it
     /// counts matched rows, so a guard that matches its row says so even when it
-    /// changes nothing), starting with `first`, one opened already.
+    /// changes nothing), starting with `first`, one opened already. Every session's
+    /// wait for the database shows in `unanswered` (one for the queue's workers, who
+    /// share the sessions), so a stall on any of them is seen at `database_timeout`.
     pub fn new(
         queue: &QueueConfig,
         database: &Database,
         size: usize,
         first: Session,
+        unanswered: Arc<Unanswered>,
     ) -> SessionPool {
         SessionPool {
             queue: queue.clone(),
             database: database.clone(),
             permits: Semaphore::new(size),
-            idle: Mutex::new(vec![first]),
+            idle: Mutex::new(vec![first.watched_by(unanswered.clone())]),
+            unanswered,
         }
     }
 
@@ -67,7 +74,9 @@ impl SessionPool {
                 return Ok(self.pooled(session, permit));
             }
         }
-        let session = Session::open(&self.queue, &self.database).await?;
+        let (queue, unanswered) = (&self.queue, self.unanswered.clone());
+        let session = Session::open_with_limit(queue, &self.database, queue.batch, unanswered);
+        let session = session.await?;
         Ok(self.pooled(session, permit))
     }
 

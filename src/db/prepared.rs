@@ -12,6 +12,7 @@ use mysql_async::{Conn, Row, Statement};
 use super::bind::ParamSource;
 use super::error::DbError;
 use super::item::{Columns, Item};
+use super::key_claim::KeyClaim;
 use crate::config::names::{find_column, unknown_names, BuiltIn, ParamScope};
 use crate::config::statement_path;
 use crate::config::QueueConfig;
@@ -79,6 +80,8 @@ pub struct BoundStatement {
 pub struct PreparedQueue {
     /// The claim; its parameters can only be `:queue`.
     pub claim: Statement,
+    /// The claim key first, where the select allows it (what the worker claims with).
+    pub keys: Option<KeyClaim>,
     /// The select's columns: the item's fields.
     pub columns: Arc<Columns>,
     /// Which column is the key.
@@ -151,13 +154,16 @@ pub enum PrepareError {
     Database(DbError),
 }
 
-/// Prepares `queue`'s SQL on `conn`, claiming at most `limit` rows at once.
+/// Prepares `queue`'s SQL on `conn`, claiming at most `limit` rows at once, none
+/// larger than `max_packet`.
 pub async fn prepare_queue(
     conn: &mut Conn,
     queue: &QueueConfig,
     limit: usize,
+    max_packet: usize,
 ) -> Result<PreparedQueue, PrepareError> {
-    let claim = match conn.prep(claim_sql(&queue.select, limit)).await.map_err(DbError::from) {
+    let claim_text = claim_sql(&queue.select, limit);
+    let claim = match conn.prep(&claim_text).await.map_err(DbError::from) {
         Ok(statement) => statement,
         Err(e) if e.is_statement_error() => {
             return Err(PrepareError::Invalid(vec![queue.finding(
@@ -170,14 +176,7 @@ pub async fn prepare_queue(
         }
         Err(e) => return Err(PrepareError::Database(e)),
     };
-    let columns = Arc::new(Columns {
-        names: claim
-            .columns()
-            .iter()
-            .map(|c| c.name_str().into_owned())
-            .collect(),
-        types: claim.columns().iter().map(|c| c.column_type()).collect(),
-    });
+    let columns = columns_of(&claim);
     let mut findings = distinct_columns(queue, &columns.names);
     findings.extend(unknown_names(queue, &columns.names));
     let mut preparer = Preparer {
@@ -214,14 +213,30 @@ pub async fn prepare_queue(
         .as_deref()
         .and_then(|key| columns.find(key))
         .unwrap_or(0);
+    let claimed = (&claim, claim_text.as_str());
+    let keys = KeyClaim::prepare(conn, &queue.select, claimed, key_index, limit, max_packet);
+    let keys = keys.await.map_err(PrepareError::Database)?;
     Ok(PreparedQueue {
         claim,
+        keys,
         columns,
         key_index,
         action,
         on_success,
         on_failure,
         lease,
+    })
+}
+
+/// The claim's columns: what every item of the queue looks like.
+fn columns_of(claim: &Statement) -> Arc<Columns> {
+    Arc::new(Columns {
+        names: claim
+            .columns()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect(),
+        types: claim.columns().iter().map(|c| c.column_type()).collect(),
     })
 }
 

@@ -20,6 +20,9 @@ pub struct BatchReport {
     /// Failures, recorded or not, that were not the items' own: downstream, or the
     /// queue's.
     pub not_the_items: usize,
+    /// Of those returned, the items whose writes the database refused (read-only,
+    /// permission denied): the write gate holds the workers back meanwhile.
+    pub refused: usize,
     /// The keys of the items done, to notice one that comes straight back.
     pub completed: Vec<String>,
     /// When the claim answered (the first claim's, for a merged report).
@@ -104,7 +107,12 @@ impl BatchReport {
     /// straight back unrecorded, or every item failed for a reason not its own (a
     /// broken queue, an outage). Items that failed for their own sake and were
     /// recorded are normal processing.
+    /// Not when the database refused writes: the closed write gate holds every
+    /// worker until writes work, and lets them all claim the moment they do.
     pub fn slows_down(&self) -> bool {
+        if self.refused > 0 {
+            return false;
+        }
         self.returned > 0 || (self.claimed > 0 && self.not_the_items >= self.claimed)
     }
 
@@ -115,6 +123,7 @@ impl BatchReport {
         self.failed += other.failed;
         self.returned += other.returned;
         self.not_the_items += other.not_the_items;
+        self.refused += other.refused;
         self.completed.extend(other.completed);
         self.claimed_at = match (self.claimed_at, other.claimed_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -131,6 +140,10 @@ impl BatchReport {
                 self.completed.push(key());
             }
             Fate::Failed => self.failed += 1,
+            Fate::Returned(Returned::WritesRefused) => {
+                self.returned += 1;
+                self.refused += 1;
+            }
             Fate::Returned(_) => self.returned += 1,
         }
     }

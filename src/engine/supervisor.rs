@@ -336,6 +336,7 @@ impl Supervisor {
         self.options
             .monitor
             .set_setup(&config.name, config.clone(), database.clone());
+        stats.expect_turns_within(2 * config.longest_poll() + config.database_timeout);
         let progress = Progress::new(&config, &stats);
         let gate = self.gates.entry(database.to_string()).or_default().clone();
         let runtime = Arc::new(QueueRuntime {

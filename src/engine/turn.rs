@@ -51,6 +51,7 @@ impl<'a> Turn<'a> {
     pub fn claimed(&self, items: &[Item]) {
         let observed = &self.queue.stats.observed;
         let now = Instant::now();
+        self.queue.stats.reached();
         observed.claim.observe(now - *lock(&self.started));
         *lock(&self.claimed) = Some((now, items.len()));
         if items.is_empty() {

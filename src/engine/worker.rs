@@ -15,6 +15,7 @@ use super::due::Ask;
 use super::idle::{Role, Watch, Woke, SECOND_LOOKS};
 use super::pausing::Read;
 use super::queue::QueueRuntime;
+use super::record::REFUSED_RETRY;
 use super::report::BatchReport;
 use super::restart::restart_on_panic;
 use super::retry::{jitter, Retry};
@@ -198,6 +199,11 @@ impl<'a, M: Mode> Worker<'a, M> {
                 }
             }
             Ended::Done(report) => {
+                if report.done + report.failed > 0 {
+                    // Outcomes were written: the database takes writes, whoever saw
+                    // it refuse them.
+                    self.queue.gate.writable();
+                }
                 // Counted before the turn ends, so that a sibling's empty claim that
                 // overlapped it looks again rather than a poll later.
                 self.queue.stop_when_empty.committed();
@@ -214,8 +220,13 @@ impl<'a, M: Mode> Worker<'a, M> {
                 Step::Wait(contention_wait(self.contention, ceiling))
             }
             Ended::Lost(e) => {
-                let wait = self.retry.next_wait();
-                if let Some(why) = e.refuses_writes() {
+                let mut wait = self.retry.next_wait();
+                let refused = e.refuses_writes();
+                if let Some(why) = refused {
+                    // The closed gate holds the workers back — and lets them all claim
+                    // the moment writes work — looking again at least as often as a
+                    // refused outcome is written again.
+                    wait = wait.min(REFUSED_RETRY);
                     self.queue.gate.refused(why.as_str(), wait);
                 }
                 match self.queue.lost.record() {
@@ -224,10 +235,17 @@ impl<'a, M: Mode> Worker<'a, M> {
                          again (said once a minute, with the times since)"),
                     None => debug!(error = %e, "database error; the transaction is rolled back"),
                 }
+                if refused.is_none() {
+                    self.queue.stats.unreached();
+                }
                 self.reconnecting = true;
-                Step::Wait(wait)
+                match refused {
+                    Some(_) => Step::ClaimAgain,
+                    None => Step::Wait(wait),
+                }
             }
             Ended::NotOpened(e) => {
+                self.queue.stats.unreached();
                 let wait = self.retry.next_wait();
                 self.queue.cannot_connect(&e, wait);
                 self.reconnecting = true;
@@ -495,17 +513,28 @@ mod tests {
         );
     }
 
-    /// A transaction lost to a read-only server closes the gate of its database.
+    /// A transaction lost to a read-only server closes the gate of its database, and
+    /// the worker waits there, not in a backoff of its own: the gate lets it claim
+    /// the moment writes work. A turn that wrote outcomes opens the gate.
     #[test]
-    fn a_read_only_database_closes_the_gate() {
+    fn a_read_only_database_closes_the_gate_until_outcomes_are_written() {
         let queue = QueueRuntime::for_tests(QUEUE);
         let mut worker = Worker::new(&queue, NoTurns);
         let read_only = DbError::server(
             1290,
             "The MariaDB server is running with the --read-only option",
         );
-        assert!(first_backoff(after(&mut worker, Ended::Lost(read_only))));
+        assert_eq!(after(&mut worker, Ended::Lost(read_only)), Step::ClaimAgain);
         assert_eq!(queue.gate.refusing(), Some("read-only"));
+        let refused = BatchReport {
+            refused: 1,
+            ..BatchReport::claimed(1)
+        };
+        assert!(!refused.slows_down(), "the gate holds the worker back");
+        after(&mut worker, done(&[], 1));
+        assert_eq!(queue.gate.refusing(), Some("read-only"), "nothing written");
+        after(&mut worker, done(&["1"], 0));
+        assert_eq!(queue.gate.refusing(), None, "opened");
     }
 
     /// No session: a full server and a refused login are said with their advice,

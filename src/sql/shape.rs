@@ -34,6 +34,36 @@ pub fn literal_columns(select: &str) -> Option<Vec<String>> {
         .collect()
 }
 
+/// `claim` (a select, with tableq's clause) returning `list` instead of its own
+/// columns: the same rows, the same order, the same locks. `None` when that would
+/// not be the same claim — a select that is not one plain `SELECT … FROM` (`WITH`,
+/// `DISTINCT`, `GROUP BY`, `HAVING`, `UNION`, a window).
+pub fn with_select_list(claim: &str, list: &str) -> Option<String> {
+    let pieces = spans(claim);
+    let lexes: Vec<Lex> = pieces.iter().map(|(l, _)| l.clone()).collect();
+    if !lexes.first().is_some_and(|l| is_kw(l, "SELECT")) {
+        return None;
+    }
+    let modifier = [
+        "DISTINCT",
+        "DISTINCTROW",
+        "ALL",
+        "HIGH_PRIORITY",
+        "SQL_CALC_FOUND_ROWS",
+    ];
+    if lexes.get(1).is_some_and(|l| is_any_kw(l, &modifier)) {
+        return None;
+    }
+    let from = find_top(&lexes, 1, &["FROM"])?;
+    let grouped = ["GROUP", "HAVING", "UNION", "WINDOW", "INTERSECT", "EXCEPT"]
+        .iter()
+        .any(|kw| find_top(&lexes, from, &[kw]).is_some());
+    if grouped {
+        return None;
+    }
+    Some(format!("SELECT {list} {}", &claim[pieces[from].1.start..]))
+}
+
 /// A column as a statement writes it: `j.id` is column `id` of the table the
 /// select calls `j`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +229,36 @@ mod tests {
         FROM email
         WHERE status = 'waiting' AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP())
         ORDER BY id";
+
+    /// The key-first claim keeps everything after the select list, and refuses
+    /// the selects whose rows its list would change.
+    #[test]
+    fn a_claim_returns_another_list_only_where_its_rows_stay_the_same() {
+        let claim = format!("{EMAIL}\nLIMIT 10 FOR UPDATE SKIP LOCKED");
+        let keys = with_select_list(&claim, "`email`.`id`").unwrap();
+        assert!(
+            keys.starts_with("SELECT `email`.`id` FROM email\n"),
+            "{keys}"
+        );
+        assert!(
+            keys.ends_with("ORDER BY id\nLIMIT 10 FOR UPDATE SKIP LOCKED"),
+            "{keys}"
+        );
+        let sub = "SELECT id, (SELECT MAX(x) FROM t) AS m FROM e WHERE ? = 'q' LIMIT 1";
+        assert_eq!(
+            with_select_list(sub, "e.id").as_deref(),
+            Some("SELECT e.id FROM e WHERE ? = 'q' LIMIT 1")
+        );
+        for refused in [
+            "SELECT DISTINCT id FROM e",
+            "SELECT id FROM e GROUP BY id",
+            "WITH x AS (SELECT 1) SELECT id FROM x",
+            "SELECT id FROM e UNION SELECT id FROM f",
+            "SELECT 1",
+        ] {
+            assert_eq!(with_select_list(refused, "id"), None, "{refused}");
+        }
+    }
 
     fn names(list: &[&str]) -> Option<Vec<String>> {
         Some(list.iter().map(|s| s.to_string()).collect())

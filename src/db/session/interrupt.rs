@@ -84,6 +84,11 @@ impl Abandoned {
         self.unanswered.store(true, Ordering::Release);
     }
 
+    /// Whether a call is still unanswered.
+    pub fn pending(&self) -> bool {
+        self.unanswered.load(Ordering::Acquire)
+    }
+
     /// Its answer came (an error from the server included).
     pub fn answered(&self) {
         self.unanswered.store(false, Ordering::Release);

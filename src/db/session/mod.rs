@@ -4,6 +4,7 @@
 //! commit. `run`, `count` and `check` all open sessions here.
 //!
 //! - [`setup`]: the connection set up as a worker's.
+//! - `claim`: the claim, key first where the select allows it.
 //! - `run`: the queue's statements run on it, for an item or a batch, or until told
 //!   to stop.
 //! - `interrupt`: a statement told to stop, stopped from a side connection.
@@ -11,6 +12,7 @@
 mod interrupt;
 use interrupt::Abandoned;
 pub use interrupt::Ran;
+mod claim;
 mod run;
 pub mod setup;
 
@@ -19,20 +21,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row};
+use mysql_async::Conn;
 use tokio::time::Instant;
 
-use super::budget::Place;
+use super::budget::{Place, Seat};
 use super::connect::{Database, QUICK_TIMEOUT};
 use super::due::{self, DueQuery};
 use super::error::DbError;
-use super::item::Item;
 use super::pause::{self, Paused};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
 use super::unanswered::Unanswered;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
-pub use setup::{worker_connection, SessionError, SessionSettings};
+pub use setup::{set_up, worker_connection, SessionError, SessionSettings};
 
 const SAVEPOINT: &str = "SAVEPOINT tableq_item";
 const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT tableq_item";
@@ -98,10 +99,10 @@ impl Session {
         limit: usize,
         unanswered: Arc<Unanswered>,
     ) -> Result<Session, OpenError> {
-        // A place in the budget first: waiting for one is no wait for the database.
-        let place = database.place().await;
+        // A seat in the budget first: waiting for one is no wait for the database.
+        let seat = database.seat().await;
         unanswered.begin("a connection");
-        let opening = Session::opening(queue, database, limit, unanswered.clone(), place);
+        let opening = Session::opening(queue, database, limit, unanswered.clone(), seat);
         match tokio::time::timeout(queue.database_timeout, opening).await {
             Ok(Ok(session)) => {
                 unanswered.answered();
@@ -124,10 +125,14 @@ impl Session {
         database: &Database,
         limit: usize,
         unanswered: Arc<Unanswered>,
-        place: Option<Place>,
+        seat: Option<Seat>,
     ) -> Result<Session, OpenError> {
         let settings = SessionSettings::for_queue(queue);
-        let mut conn = match worker_connection(database, &settings).await {
+        let (conn, place) = database
+            .connect_seated(seat, settings.database_timeout)
+            .await
+            .map_err(OpenError::Unreachable)?;
+        let mut conn = match set_up(conn, &settings).await {
             Ok(conn) => conn,
             Err(SessionError::Database(e)) => return Err(OpenError::Unreachable(e)),
             Err(e @ SessionError::Isolation(_)) => {
@@ -135,14 +140,14 @@ impl Session {
                 return Err(OpenError::Invalid(vec![finding]));
             }
         };
-        let prepared = match prepare_queue(&mut conn, queue, limit).await {
+        let max_packet = max_packet(&mut conn)
+            .await
+            .map_err(|e| OpenError::Unreachable(e.into()))?;
+        let prepared = match prepare_queue(&mut conn, queue, limit, max_packet).await {
             Ok(prepared) => prepared,
             Err(PrepareError::Invalid(findings)) => return Err(OpenError::Invalid(findings)),
             Err(PrepareError::Database(e)) => return Err(OpenError::Unreachable(e)),
         };
-        let max_packet = max_packet(&mut conn)
-            .await
-            .map_err(|e| OpenError::Unreachable(e.into()))?;
         Ok(Session {
             _place: place,
             database: database.clone(),
@@ -181,9 +186,15 @@ impl Session {
         self.last_used.elapsed() < self.longest_silence || self.ping().await.is_ok()
     }
 
-    /// Closes the connection politely (COM_QUIT), without waiting long for it.
+    /// Gives the session up: its connection passes to the next queue waiting for a
+    /// place in the budget on the same database, if one waits, or is closed
+    /// politely (COM_QUIT), without waiting long for it.
     pub async fn close(self) {
-        let _ = tokio::time::timeout(QUICK_TIMEOUT, self.conn.disconnect()).await;
+        if self.watch.abandoned.pending() {
+            // A call still unanswered: the connection is killed as it drops.
+            return;
+        }
+        self.database.give_up(self.conn, self._place).await;
     }
 
     /// Notes that the connection was just used.
@@ -197,17 +208,6 @@ impl Session {
     pub async fn ping(&mut self) -> Result<(), DbError> {
         let limit = self.deadline.min(QUICK_TIMEOUT);
         answer(&self.watch, limit, "a ping", self.conn.ping()).await
-    }
-
-    /// Claims up to the session's limit of waiting rows: the claim opens the
-    /// transaction (autocommit is off) and locks them.
-    pub async fn claim(&mut self, queue: &str) -> Result<Vec<Item>, DbError> {
-        let prepared = &self.prepared;
-        let claim = self
-            .conn
-            .exec(&prepared.claim, prepared.claim_params(queue));
-        let rows: Vec<Row> = answer(&self.watch, self.deadline, "the claim", claim).await?;
-        Ok(rows.into_iter().map(|row| prepared.item(row)).collect())
     }
 
     /// Whether the queue has `[on_failure]`.
@@ -311,7 +311,7 @@ async fn answer<T>(
 }
 
 /// The server's `max_allowed_packet`.
-async fn max_packet(conn: &mut Conn) -> Result<usize, mysql_async::Error> {
+pub async fn max_packet(conn: &mut Conn) -> Result<usize, mysql_async::Error> {
     let value: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
     Ok(value.map_or(4 * 1024 * 1024, |v| v as usize))
 }

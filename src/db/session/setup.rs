@@ -64,7 +64,12 @@ pub async fn worker_connection(
     database: &Database,
     settings: &SessionSettings,
 ) -> Result<Conn, SessionError> {
-    let mut conn = database.connect_within(settings.database_timeout).await?;
+    let conn = database.connect_within(settings.database_timeout).await?;
+    set_up(conn, settings).await
+}
+
+/// `conn`, new or reset, set up as a worker's (see [`worker_connection`]).
+pub async fn set_up(mut conn: Conn, settings: &SessionSettings) -> Result<Conn, SessionError> {
     let setup = async {
         conn.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
             .await?;

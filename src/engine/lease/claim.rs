@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{Lease, LeaseError};
-use crate::db::{DbError, Item, Session, SessionPool, Statements};
+use crate::db::{Claimed, DbError, Item, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::Returned;
 use crate::engine::turn::Turn;
@@ -54,17 +54,21 @@ async fn lease_rows(
     turn: &Turn<'_>,
 ) -> Result<Leased, DbError> {
     let name = queue.config.name.as_str();
-    let items = session.claim(name).await?;
+    let Claimed { items, unreadable } = session.claim(name).await?;
     turn.claimed(&items);
     let mut claimed = Leased {
-        leases: Vec::with_capacity(items.len()),
+        leases: Vec::with_capacity(items.len() + unreadable.len()),
         skipped: Vec::new(),
     };
-    for item in items {
+    let unread = unreadable
+        .into_iter()
+        .map(|u| (u.item, Some(u.why.to_string())));
+    for (item, unreadable) in items.into_iter().map(|item| (item, None)).chain(unread) {
         let lease = Lease {
             item,
             id: new_lease_id(),
             worker: worker.clone(),
+            unreadable,
         };
         match lease_one(session, queue, &lease).await? {
             None => claimed.leases.push(lease),

@@ -30,6 +30,8 @@ pub struct Lease {
     pub id: String,
     /// `:worker`: who holds it, `host:pid:index`.
     pub worker: Arc<str>,
+    /// Why its row was not read (too large): it fails without its action running.
+    pub unreadable: Option<String>,
 }
 
 impl Lease {

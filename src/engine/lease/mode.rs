@@ -45,6 +45,8 @@ pub fn start(
         &queue.database,
         queue.config.connections(),
         first,
+        // The workers share the pool's sessions: their waits show as the first's.
+        queue.stats.unanswered(0),
     ));
     let users = TaskTracker::new();
     for index in 0..queue.config.workers {
@@ -113,6 +115,11 @@ impl LeaseMode {
     /// One leased row: its action held by renewals, then its outcome.
     async fn work(&self, lease: &Lease) -> BatchReport {
         let queue = &*self.queue;
+        if let Some(why) = &lease.unreadable {
+            return self
+                .record(lease, Some(Outcome::failure(why.clone())), None)
+                .await;
+        }
         let progress = self.progress(&lease.id);
         let work = Work::item(queue, &lease.item);
         let running = queue.execute(&*self.action, work, progress.clone());
@@ -141,11 +148,23 @@ impl LeaseMode {
                 return report;
             }
         };
+        self.record(lease, outcome, last.as_deref()).await
+    }
+
+    /// Records `lease`'s outcome under its lease.
+    async fn record(
+        &self,
+        lease: &Lease,
+        outcome: Option<Outcome>,
+        progress: Option<&str>,
+    ) -> BatchReport {
+        let queue = &*self.queue;
+        let mut report = BatchReport::default();
         let mut store = LeaseStore {
             queue,
             pool: &self.pool,
             lease,
-            progress: last.as_deref(),
+            progress,
         };
         let entries = [(&lease.item, outcome.as_ref())];
         let Ok(()) = record(queue, &mut store, &entries, &mut report).await;

@@ -15,7 +15,7 @@ use crate::db::{DbError, Item, OutcomeParams, Refusal, Session, SessionPool, Sta
 use crate::duration::rounded;
 use crate::engine::lease::{Lease, LeaseError};
 use crate::engine::queue::QueueRuntime;
-use crate::engine::retry::{Next, Retry};
+use crate::engine::retry::{Failure, Next, Retry};
 
 /// How many times an outcome is tried while the database cannot be reached.
 const RECORD_TRIES: u32 = 6;
@@ -93,26 +93,34 @@ async fn record_retrying(
     let mut retry = Retry::new(queue.config.error_backoff, &queue.abort);
     let attempt = || record(queue, pool, lease, which, params);
     retry
-        .run(attempt, |error, failure| match error {
-            // The SQL's own error would come again, and a refusal is the caller's to
-            // wait out: not worth a retry here.
-            LeaseError::Database(e) if e.is_statement_error() => Next::GiveUp,
-            // It may have landed: trying again could record it twice.
-            LeaseError::CommitUnknown(_) => Next::GiveUp,
-            _ if failure.times >= RECORD_TRIES => Next::GiveUp,
-            error => {
-                let cause = match error {
-                    LeaseError::Open(e) => e.unreachable(),
-                    e => e.db_error(),
-                };
-                let retry_in = failure.retry_in;
-                if !cause.is_some_and(|e| queue.said_with_advice(e, retry_in)) {
-                    warn!(%error, retry_in = %rounded(retry_in), "could not record the outcome; trying again");
-                }
-                Next::Again
-            }
+        .run(attempt, |error, failure| {
+            queue.stats.observed.record_db_error(error.kind());
+            next_try(queue, error, failure)
         })
         .await
+}
+
+/// Whether to write a lease's outcome again after `error`.
+fn next_try(queue: &QueueRuntime, error: &LeaseError, failure: Failure) -> Next {
+    match error {
+        // The SQL's own error would come again, and a refusal is the caller's to
+        // wait out: not worth a retry here.
+        LeaseError::Database(e) if e.is_statement_error() => Next::GiveUp,
+        // It may have landed: trying again could record it twice.
+        LeaseError::CommitUnknown(_) => Next::GiveUp,
+        _ if failure.times >= RECORD_TRIES => Next::GiveUp,
+        error => {
+            let cause = match error {
+                LeaseError::Open(e) => e.unreachable(),
+                e => e.db_error(),
+            };
+            let retry_in = failure.retry_in;
+            if !cause.is_some_and(|e| queue.said_with_advice(e, retry_in)) {
+                warn!(%error, retry_in = %rounded(retry_in), "could not record the outcome; trying again");
+            }
+            Next::Again
+        }
+    }
 }
 
 /// Runs `which` for `lease` and commits if its guard matched the row; `false`

@@ -172,10 +172,11 @@ fn tally<'i>(
     too_large
 }
 
-/// The longest a worker waits between two tries of an outcome the database refused:
-/// well within any session's `wait_timeout`, so the session holding the row's lock
-/// stays alive.
-pub const REFUSED_RETRY: Duration = Duration::from_secs(10);
+/// The longest a worker waits between two tries of an outcome the database refused
+/// (and the write gate between two looks): well within any session's
+/// `wait_timeout`, so the session holding the row's lock stays alive, and short
+/// enough that every queue claims again within seconds of writes returning.
+pub const REFUSED_RETRY: Duration = Duration::from_secs(5);
 
 /// An outcome the database refused because it takes no writes for now (see
 /// [`DbError::refuses_writes`]), kept and written again until it is taken, rather

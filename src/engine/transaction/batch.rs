@@ -9,9 +9,12 @@
 //! `[on_failure]`.
 
 use super::{external, sql};
-use crate::action::Action;
-use crate::db::{DbError, Session};
+use crate::action::{Action, Outcome};
+use crate::db::{Claimed, DbError, Session, Unreadable};
 use crate::engine::queue::QueueRuntime;
+use crate::engine::record::item::{ItemStore, Undo};
+use crate::engine::record::record;
+use crate::engine::record::set::SetStore;
 use crate::engine::report::BatchReport;
 use crate::engine::turn::Turn;
 
@@ -33,14 +36,15 @@ pub async fn claim_and_process(
     with_savepoints: bool,
     turn: &Turn<'_>,
 ) -> Result<Processed, DbError> {
-    let items = session.claim(&queue.config.name).await?;
+    let Claimed { items, unreadable } = session.claim(&queue.config.name).await?;
     turn.claimed(&items);
-    if items.is_empty() {
+    if items.is_empty() && unreadable.is_empty() {
         session.commit().await?;
         return Ok(Processed::Empty);
     }
-    let mut report = BatchReport::claimed(items.len());
+    let mut report = BatchReport::claimed(items.len() + unreadable.len());
     match &queue.action {
+        _ if items.is_empty() => {}
         Action::External(action) => {
             external::process(session, queue, &**action, &items, &mut report).await?
         }
@@ -53,6 +57,48 @@ pub async fn claim_and_process(
             }
         }
     }
+    // After the others, so that a batch rolled back whole has recorded nothing.
+    fail_unreadable(session, queue, &unreadable, &mut report).await?;
     session.commit().await?;
     Ok(Processed::Committed(report))
+}
+
+/// Records each row too large to read as failed, through `[on_failure]` (with the
+/// size and the limit in `:error`): its action never runs, and the queue goes on
+/// past it. Without `[on_failure]` it is left waiting, as any failure would be.
+async fn fail_unreadable(
+    session: &mut Session,
+    queue: &QueueRuntime,
+    unreadable: &[Unreadable],
+    report: &mut BatchReport,
+) -> Result<(), DbError> {
+    if unreadable.is_empty() {
+        return Ok(());
+    }
+    let outcomes: Vec<Outcome> = unreadable
+        .iter()
+        .map(|u| Outcome::failure(u.why.to_string()))
+        .collect();
+    let entries: Vec<_> = unreadable
+        .iter()
+        .zip(&outcomes)
+        .map(|(u, outcome)| (&u.item, Some(outcome)))
+        .collect();
+    let undo = Undo::Savepoint;
+    if queue.batch_scope() {
+        let mut store = SetStore {
+            session,
+            queue,
+            undo,
+        };
+        return record(queue, &mut store, &entries, report).await;
+    }
+    let action_wrote = false;
+    let mut store = ItemStore {
+        session,
+        queue,
+        undo,
+        action_wrote,
+    };
+    record(queue, &mut store, &entries, report).await
 }

@@ -5,9 +5,10 @@
 //! - `GET /` and `GET /status.json`: the status page and its data (see [`status`]);
 //!   `GET /queues/{queue}`: a queue's own page.
 //! - The console's actions, sign-in and API (see [`console`]): only with a token.
-//! - `GET /readyz`: 200 when every running queue has a database connection and no
-//!   worker has waited for the database past its deadline, else 503 with the reasons
-//!   (readiness).
+//! - `GET /readyz`: 200 when every running queue has a database connection (or,
+//!   with more queues than the connection budget has places, takes its turns: it
+//!   claimed within its window) and no worker has waited for the database past its
+//!   deadline, else 503 with the reasons (readiness).
 //!
 //! Reading needs no authentication: serve it on loopback or a private interface
 //! (or behind a reverse proxy). Acting needs the console token. What a flood of

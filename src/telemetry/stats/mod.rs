@@ -8,7 +8,7 @@ pub mod recent;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -108,6 +108,11 @@ impl CircuitState {
 struct Waits {
     workers: Vec<Arc<Unanswered>>,
     deadline: Duration,
+    /// When a claim last had its answer.
+    reached: Option<Instant>,
+    /// How long a queue that takes turns may go between claims (two polls and a
+    /// deadline).
+    turns_within: Duration,
 }
 
 /// A worker's database session, counted in [`QueueStats::connected`] while it lives.
@@ -152,6 +157,33 @@ impl QueueStats {
         let mut waits = self.waits();
         waits.workers = (0..workers).map(|_| Arc::default()).collect();
         waits.deadline = deadline;
+    }
+
+    /// A queue with more queues than places in the connection budget gives its
+    /// connection up between polls: it is working while it claims at least once
+    /// every `window`.
+    pub fn expect_turns_within(&self, window: Duration) {
+        self.waits().turns_within = window;
+    }
+
+    /// A claim had its answer.
+    pub fn reached(&self) {
+        self.waits().reached = Some(Instant::now());
+    }
+
+    /// A worker lost the database, or could not reach it: the queue is not taking
+    /// its turns until a claim has its answer again.
+    pub fn unreached(&self) {
+        self.waits().reached = None;
+    }
+
+    /// Whether the queue claimed within its turn's window (see
+    /// [`QueueStats::expect_turns_within`]).
+    pub fn taking_turns(&self) -> bool {
+        let waits = self.waits();
+        waits
+            .reached
+            .is_some_and(|at| at.elapsed() <= waits.turns_within)
     }
 
     /// Where worker `index` keeps its wait for the database.

@@ -43,6 +43,9 @@ pub struct QueueView {
     pub counts: Counts,
     pub workers: usize,
     pub connected: usize,
+    /// Holds no connection now, but claimed within its turn's window (see
+    /// [`QueueStats::taking_turns`]): more queues than the budget has places.
+    pub taking_turns: bool,
     pub running: bool,
     pub circuit: CircuitState,
     /// Why the queue stopped claiming by itself, if it did (`looping`).
@@ -111,6 +114,7 @@ impl Monitor {
                     counts: watched.stats.counts(),
                     workers: watched.workers,
                     connected: watched.stats.connected(),
+                    taking_turns: watched.stats.taking_turns(),
                     running: watched.running,
                     circuit: watched.stats.circuit(),
                     stopped_claiming: watched.stats.looping().then_some("looping"),
@@ -123,7 +127,9 @@ impl Monitor {
             .collect()
     }
 
-    /// Ready when not stopping and every running queue has a connected worker — with
+    /// Ready when not stopping and every running queue has a connected worker, or
+    /// takes its turns on the budget's connections (it claimed within its window) —
+    /// with
     /// notes worth knowing that do not make it unready (an open circuit) — else the
     /// reasons it is not.
     pub fn readiness(&self) -> Result<Vec<String>, Vec<String>> {
@@ -142,7 +148,8 @@ impl Monitor {
         waiting.extend(
             queues
                 .iter()
-                .filter(|q| q.running && q.connected == 0 && !looping.contains(&q.name))
+                .filter(|q| q.running && q.connected == 0 && !q.taking_turns)
+                .filter(|q| !looping.contains(&q.name))
                 .map(|q| format!("queue {} has no database connection", q.name)),
         );
         for (name, watched) in self.lock().iter().filter(|(_, w)| w.running) {

@@ -177,3 +177,123 @@ async fn a_row_too_large_to_send_alone_fails_on_its_own_and_the_queue_goes_on() 
     );
     assert!(error.contains("would send 14000"), "and the size: {error}");
 }
+
+/// A private server whose `max_allowed_packet` is 1 MiB, with one 2 MB row (id 1,
+/// written while the server took 4 MiB) at the front of `rows` short ones.
+async fn one_oversized_row(rows: usize) -> (MariaDb, TestDb) {
+    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-allowed-packet=4M"]))
+        .await
+        .unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    db.exec(
+        "CREATE TABLE letter (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           body LONGTEXT NOT NULL, last_error VARCHAR(1000) NULL, KEY (state, id))
+           DEFAULT CHARSET=utf8mb4;
+         INSERT INTO letter (id, body) VALUES (1, REPEAT('x', 2000000))",
+    )
+    .await;
+    db.exec(&format!(
+        "INSERT INTO letter (id, body) SELECT seq, 'short' FROM seq_2_to_{}; \
+         SET GLOBAL max_allowed_packet = 1048576",
+        rows + 1
+    ))
+    .await;
+    (server, db)
+}
+
+/// What became of the letters: (state, how many), and the oversized row's error.
+async fn letters(db: &TestDb) -> (Vec<(String, u64)>, String) {
+    let states: Vec<(String, u64)> = db
+        .rows("SELECT state, COUNT(*) FROM letter GROUP BY state ORDER BY state")
+        .await;
+    let error: Vec<(Option<String>,)> = db.rows("SELECT last_error FROM letter WHERE id = 1").await;
+    (states, error[0].0.clone().unwrap_or_default())
+}
+
+/// The error recorded for the row too large to read names the limit and its size.
+fn names_limit_and_size(error: &str) {
+    assert!(
+        error.contains("max_allowed_packet (1048576 bytes)"),
+        "the error names the limit: {error}"
+    );
+    assert!(
+        error.contains("the row is about 20000"),
+        "and the row's size: {error}"
+    );
+}
+
+/// Item scope, `batch = 10`: a 2 MB row under a 1 MiB `max_allowed_packet` at the
+/// front of the queue is claimed by its key, never read, and fails on its own through
+/// `[on_failure]` (the limit and its size in `:error`); the 299 rows behind it are done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_too_large_to_read_fails_on_its_own_and_the_rows_behind_it_are_done() {
+    let (_server, db) = one_oversized_row(299).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("oversized_read")
+        .batch(10)
+        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .action_sql("INSERT INTO archive (id, size) VALUES (:id, LENGTH(:body))")
+        .on_success("UPDATE letter SET state = 'archived' WHERE id = :id")
+        .on_failure("UPDATE letter SET state = 'failed', last_error = :error WHERE id = :id")
+        .write(&files);
+    db.exec("CREATE TABLE archive (id INT PRIMARY KEY, size INT NOT NULL)")
+        .await;
+    let summary = drain(file, &db.url).await;
+    let counts = summary.counts("oversized_read").unwrap();
+    assert_eq!((counts.done, counts.failed), (299, 1), "{counts:?}");
+    let (states, error) = letters(&db).await;
+    assert_eq!(
+        states,
+        [("archived".to_string(), 299), ("failed".to_string(), 1)]
+    );
+    names_limit_and_size(&error);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM archive WHERE id = 1").await,
+        0
+    );
+}
+
+/// Batch scope, `batch = 10`, over HTTP: the row too large to read is left out of
+/// its batch's request and fails on its own through `[on_failure]`'s `:batch`; every
+/// other row is delivered and done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_batch_scope_a_row_too_large_to_read_fails_on_its_own() {
+    let (_server, db) = one_oversized_row(99).await;
+    let receiver = WebServer::start(|_| Reply::status(204)).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("oversized_batch")
+        .batch(10)
+        .set("scope", "batch")
+        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .action_http(&receiver.url("/letters"))
+        .action_set("allow_private_networks", true)
+        .on_success(
+            "UPDATE letter JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id INT PATH '$.id')) AS b \
+             USING (id) SET state = 'sent'",
+        )
+        .on_failure(
+            "UPDATE letter JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id INT PATH '$.id', \
+             error VARCHAR(1000) PATH '$.error')) AS b USING (id) \
+             SET state = 'failed', last_error = b.error",
+        )
+        .write(&files);
+    let summary = drain(file, &db.url).await;
+    let counts = summary.counts("oversized_batch").unwrap();
+    assert_eq!((counts.done, counts.failed), (99, 1), "{counts:?}");
+    let (states, error) = letters(&db).await;
+    assert_eq!(
+        states,
+        [("failed".to_string(), 1), ("sent".to_string(), 99)]
+    );
+    names_limit_and_size(&error);
+    let sent: usize = receiver
+        .requests()
+        .iter()
+        .map(|r| {
+            serde_json::from_slice::<Vec<serde_json::Value>>(&r.body)
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(sent, 99, "the row too large to read was never sent");
+}

@@ -1,8 +1,9 @@
 //! Something tableq depends on fails: the database goes away, goes silent, comes
-//! back all at once or is full, or the action's downstream goes away (the circuit).
+//! back all at once, is full or read-only for a while, or the action's downstream goes away (the circuit).
 
 mod circuit;
 mod database_restart;
+mod read_only;
 mod reconnect_jitter;
 mod server_full;
 mod stall;

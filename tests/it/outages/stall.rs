@@ -193,3 +193,97 @@ async fn a_claim_abandoned_at_its_deadline_is_killed_on_the_server() {
     daemon.terminate().await;
     assert!(longest < 3000.0, "a claim ran on for {longest} ms");
 }
+
+/// Lease mode behind a path that goes silent: /readyz turns 503 within
+/// `database_timeout` and a little, a warning is logged, and
+/// `tableq_db_errors_total` counts the errors; ready again once the path moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stall_in_lease_mode_is_seen_within_the_deadline() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", 100_000, |i| i.to_string()).await;
+    let placeholder: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let (target, _) = through(&db.url, placeholder);
+    let proxy = StallingProxy::start(target).await;
+    let (_, proxied) = through(&db.url, proxy.addr);
+    let files = QueueFiles::new();
+    QueueFile::new("leased_stall")
+        .set("mode", "lease")
+        .workers(4)
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .set("database_timeout", "2s")
+        .select(
+            "SELECT id FROM job WHERE state = 'waiting' \
+             OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id",
+        )
+        .lease_set("sql", "UPDATE job SET state = 'leased', lease_id = :lease_id, lease_until = NOW(3) + INTERVAL 30 SECOND WHERE id = :id")
+        .action_command(&["sleep", "0.05"])
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &proxied).await;
+    let readyz = format!("{base}/readyz");
+    eventually("some rows done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            >= 20
+    })
+    .await;
+    assert_eq!(get(&readyz).await.0, 200, "ready before the stall");
+    let errors = || async {
+        let metrics = get(&format!("{base}/metrics")).await.1;
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("tableq_db_errors_total{") && l.contains("leased_stall"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let before = errors().await;
+
+    proxy.stall();
+    let stalled_at = std::time::Instant::now();
+    eventually("/readyz turns 503", Duration::from_secs(30), || async {
+        let (status, reasons) = get(&readyz).await;
+        status == 503 && reasons.contains("queue leased_stall")
+    })
+    .await;
+    let noticed = stalled_at.elapsed();
+    eventually("a warning", Duration::from_secs(20), || async {
+        daemon.stderr().lines().any(|l| {
+            l.contains("WARN")
+                && l.contains("leased_stall")
+                && l.contains("no answer from the database")
+        })
+    })
+    .await;
+    let warned = stalled_at.elapsed();
+    eventually("the errors counted", Duration::from_secs(20), || async {
+        errors().await > before
+    })
+    .await;
+    let counted = stalled_at.elapsed();
+    eprintln!(
+        "lease mode, database_timeout 2s: /readyz 503 after {noticed:?}, a warning after \
+         {warned:?}, the errors counted after {counted:?}"
+    );
+    assert!(
+        noticed < Duration::from_secs(6),
+        "noticed after {noticed:?}"
+    );
+    assert!(warned < Duration::from_secs(10), "warned after {warned:?}");
+    assert!(
+        counted < Duration::from_secs(10),
+        "counted after {counted:?}"
+    );
+
+    proxy.resume();
+    eventually("ready again", Duration::from_secs(30), || async {
+        get(&readyz).await.0 == 200
+    })
+    .await;
+    daemon.terminate().await;
+}
