@@ -24,7 +24,7 @@ mod process_group;
 use process_group::ProcessGroup;
 pub use process_group::{kill_all, owns};
 
-use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
+use super::capture::{clip_error, last_lines, read_into, read_tail, Captured};
 use super::progress::{Listening, Progress};
 use super::{Action, ActionError, Blame, External, Job, Outcome, Probe, Ready};
 use crate::db::row_json::{item_json, items_json, keys_json};
@@ -71,7 +71,7 @@ impl Command {
             item: first,
             queue: job.queue,
         };
-        launch.start(&input, key, job.progress).await
+        launch.start(&input, key, job.progress, job.output).await
     }
 }
 
@@ -101,12 +101,14 @@ struct Launch<'a> {
 
 impl Launch<'_> {
     /// Starts the command with `input` on stdin and the `key` variable, and
-    /// supervises it; with `progress`, as [`Command::run_job`] says.
+    /// supervises it, its stdout kept in `output`; with `progress`, as
+    /// [`Command::run_job`] says.
     async fn start(
         &self,
         input: &serde_json::Value,
         key: (&str, String),
         progress: Option<Arc<Progress>>,
+        output: Arc<Captured>,
     ) -> Outcome {
         let config = self.config;
         let argv = match arguments(config, self.item, self.queue) {
@@ -138,7 +140,7 @@ impl Launch<'_> {
             .kill_on_drop(true)
             .spawn();
         match spawned {
-            Ok(child) => supervise(child, stdin, &program_text, progress).await,
+            Ok(child) => supervise(child, stdin, &program_text, progress, output).await,
             // A program that cannot start fails every item alike: not the item's fault.
             Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
         }
@@ -184,14 +186,16 @@ fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsS
     Ok(argv)
 }
 
-/// Feeds the child its stdin, reads its output, and waits for it; then nothing of
-/// its process group survives. Dropped before (at the deadline), the group is
-/// killed as `group` is dropped, and the child too (`kill_on_drop`).
+/// Feeds the child its stdin, reads its output (into `output`, which the deadline
+/// reads too), and waits for it; then nothing of its process group survives.
+/// Dropped before (at the deadline), the group is killed as `group` is dropped, and
+/// the child too (`kill_on_drop`).
 async fn supervise(
     mut child: Child,
     stdin: Vec<u8>,
     program: &str,
     progress: Option<Arc<Progress>>,
+    output: Arc<Captured>,
 ) -> Outcome {
     let group = child.id().map(|pid| ProcessGroup::new(pid as i32));
 
@@ -203,9 +207,14 @@ async fn supervise(
             let _ = pipe.shutdown().await;
         }
     });
-    let stdout = child.stdout.take().map(|out| match progress {
-        Some(progress) => tokio::spawn(read_head(Listening::new(out, progress), OUTPUT_LIMIT)),
-        None => tokio::spawn(read_head(out, OUTPUT_LIMIT)),
+    let captured = output.clone();
+    let stdout = child.stdout.take().map(|out| {
+        tokio::spawn(async move {
+            match progress {
+                Some(progress) => read_into(Listening::new(out, progress), &captured).await,
+                None => read_into(out, &captured).await,
+            }
+        })
     });
     let stderr = child
         .stderr
@@ -220,20 +229,19 @@ async fn supervise(
         Ok(status) => status,
         Err(e) => return Outcome::failure(format!("cannot wait for {program}: {e}")),
     };
-    let output = collect(stdout).await;
-    let errors = collect(stderr).await;
-    judge(status, output, &errors)
+    collect(stdout).await;
+    let errors = collect(stderr).await.unwrap_or_default();
+    judge(status, output.take().unwrap_or_default(), &errors)
 }
 
-async fn collect(reader: Option<tokio::task::JoinHandle<Vec<u8>>>) -> Vec<u8> {
-    let Some(mut handle) = reader else {
-        return Vec::new();
-    };
+/// What `reader` read, once it is done (or [`DRAIN_GRACE`] has passed).
+async fn collect<T>(reader: Option<tokio::task::JoinHandle<T>>) -> Option<T> {
+    let mut handle = reader?;
     match tokio::time::timeout(DRAIN_GRACE, &mut handle).await {
-        Ok(Ok(bytes)) => bytes,
+        Ok(Ok(read)) => Some(read),
         _ => {
             handle.abort();
-            Vec::new()
+            None
         }
     }
 }
