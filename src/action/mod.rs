@@ -13,6 +13,7 @@
 pub mod capture;
 pub mod message;
 mod outcome;
+pub mod process;
 pub mod progress;
 
 use std::sync::Arc;
