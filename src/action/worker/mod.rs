@@ -190,9 +190,13 @@ impl<'w> Lent<'w> {
         warn!(process = process.number, pid = process.pid, "worker process {what}; it is killed, a new one starts");
         if process.answered == 0 {
             let program = &self.worker.program;
-            return Outcome::downstream(format!("cannot run {program}: the worker process {what} before its first answer"));
+            return Outcome::downstream(format!(
+                "cannot run {program}: the worker process {what} before its first answer"
+            ));
         }
-        Outcome::failure(format!("the worker process {what} while handling the item; a new one starts"))
+        Outcome::failure(format!(
+            "while handling the item, the worker process {what}; a new one starts"
+        ))
     }
 }
 

@@ -88,7 +88,9 @@ impl Running {
         else {
             return Err(io::Error::other("its pipes were not opened"));
         };
-        let span = tracing::info_span!("worker_process", queue = %queue, worker = number, pid);
+        // Its own root: the process outlives the item that started it.
+        let span =
+            tracing::info_span!(parent: None, "worker_process", queue = %queue, process = number, pid);
         Ok(Running {
             number,
             answered: 0,

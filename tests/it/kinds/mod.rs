@@ -11,3 +11,4 @@ mod command_reaper;
 mod http;
 mod http_trace_context;
 mod nats;
+mod worker;
