@@ -46,7 +46,7 @@ fn the_commented_example_actions_load() {
     let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
     let start = text.find("\n[action]").unwrap();
     let end = start + 1 + text[start + 1..].find("\n[on_success]").unwrap();
-    for kind in ["http", "command", "amqp", "nats"] {
+    for kind in ["http", "command", "amqp", "nats", "worker"] {
         let marker = format!("#{kind}> ");
         let block: String = text
             .lines()
@@ -65,6 +65,7 @@ fn the_commented_example_actions_load() {
         // The program and directory are the deployment's; stand in for them here.
         let block = block
             .replace("/usr/local/bin/send-email", "/bin/cat")
+            .replace("\"php\", \"/srv/app/bin/email-worker.php\"", "\"/bin/cat\"")
             .replace("/var/lib/mailer", &files.path().display().to_string());
         let file = files.write(
             "email.toml",
@@ -83,6 +84,7 @@ fn the_commented_example_actions_load() {
             "http" => matches!(action, tableq::config::ActionConfig::Http(_)),
             "amqp" => matches!(action, tableq::config::ActionConfig::Amqp(_)),
             "nats" => matches!(action, tableq::config::ActionConfig::Nats(_)),
+            "worker" => matches!(action, tableq::config::ActionConfig::Worker(_)),
             _ => matches!(action, tableq::config::ActionConfig::Command(_)),
         };
         assert!(expected, "{kind}");
