@@ -122,6 +122,7 @@ fn every_config_example_loads() {
         [
             "email-outbox-batch",
             "email-outbox",
+            "email-worker",
             "email",
             "render",
             "webhook"
@@ -166,6 +167,32 @@ async fn the_email_example_runs() {
         db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
             .await,
         4
+    );
+}
+
+/// config/email-worker.toml with its plain-PHP worker: sendable mail is sent, the
+/// rest is scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_email_worker_example_runs() {
+    let Some(_) = support::tools::required(
+        &["php"],
+        "apt-get install php8.2-cli",
+        "config/email-worker.toml",
+    ) else {
+        return;
+    };
+    let db = email_database(200, 50).await;
+    let summary = run_until_empty(
+        load_with(&[repo("config/email-worker.toml")], &config_env),
+        &db.url,
+    )
+    .await;
+    let counts = summary.counts("email-worker").unwrap();
+    assert_eq!((counts.done, counts.failed), (196, 4));
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
+            .await,
+        196
     );
 }
 
