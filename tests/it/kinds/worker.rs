@@ -467,3 +467,49 @@ async fn check_starts_the_worker() {
     );
     assert_eq!(done.code(), Some(1), "{report}");
 }
+
+/// A worker that keeps running after its input ended is killed once the grace
+/// period is over: stopping the queue leaves nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_ignores_the_end_of_its_input_is_killed_after_the_grace() {
+    let db = TestDb::new().await;
+    jobs(&db, &["ok"]).await;
+    let files = QueueFiles::new();
+    files.script(
+        "stubborn.sh",
+        r#"echo "start $$" >> events
+while IFS= read -r line; do echo '{"ok": true}'; done
+while :; do sleep 0.1; done"#,
+    );
+    let file = queue("stubborn_worker", &["./stubborn.sh"]).write(&files);
+    let started = std::time::Instant::now();
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("stubborn_worker").unwrap().done, 1);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let worker = pids(&files.path(), "start")[0];
+    eventually(
+        "the stubborn worker is gone",
+        Duration::from_secs(10),
+        || async { is_gone(worker) },
+    )
+    .await;
+}
+
+/// A `{column}` in a worker's command is refused when the file loads: the process
+/// starts before any row.
+#[test]
+fn a_placeholder_in_a_workers_command_is_refused() {
+    let files = QueueFiles::new();
+    let file = queue("placeholder_worker", &["/bin/cat", "--to={arg}"])
+        .action_set("max_items", 0)
+        .write(&files);
+    let findings = tableq::load_paths(&[file], &|_| None)
+        .err()
+        .expect("the file is refused")
+        .to_string();
+    assert!(
+        findings.contains("`action.command`: `{arg}` has no row to come from: a worker starts before any row and is kept for many; it reads each row as a JSON line on stdin"),
+        "{findings}"
+    );
+    assert!(findings.contains("`action.max_items` = 0"), "{findings}");
+}
