@@ -27,6 +27,7 @@ macro_rules! kinds {
             "command" => Command(crate::action::command::config::{RawCommandAction, CommandAction}),
             "amqp" => Amqp(crate::action::amqp::config::{RawAmqpAction, AmqpAction}),
             "nats" => Nats(crate::action::nats::config::{RawNatsAction, NatsAction}),
+            "fastcgi" => Fastcgi(crate::action::fastcgi::config::{RawFastcgiAction, FastcgiAction}),
         }
     };
 }

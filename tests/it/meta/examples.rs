@@ -118,6 +118,7 @@ fn every_config_example_loads() {
     assert_eq!(
         names,
         [
+            "email-fastcgi",
             "email-outbox-batch",
             "email-outbox",
             "email",
@@ -160,6 +161,31 @@ async fn the_email_example_runs() {
             .await,
         196
     );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
+            .await,
+        4
+    );
+}
+
+/// config/email-fastcgi.toml with config/php/send_email.php, run by a private
+/// PHP-FPM pool: sendable mail is sent, the rest is scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fastcgi_email_example_runs() {
+    let Some(fpm) = support::fpm::Fpm::start(2) else {
+        return;
+    };
+    let db = email_database(200, 50).await;
+    let text = std::fs::read_to_string(repo("config/email-fastcgi.toml")).unwrap();
+    let script = repo("config/php/send_email.php");
+    let text = text
+        .replace("unix:/run/php/php8.2-fpm.sock", &fpm.address())
+        .replace("/srv/app/jobs/send_email.php", script.to_str().unwrap());
+    let files = support::QueueFiles::new();
+    let file = files.write("email-fastcgi.toml", &text);
+    let summary = run_until_empty(load_with(&[file], &config_env), &db.url).await;
+    let counts = summary.counts("email-fastcgi").unwrap();
+    assert_eq!((counts.done, counts.failed), (196, 4));
     assert_eq!(
         db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
             .await,
