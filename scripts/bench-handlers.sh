@@ -70,7 +70,7 @@ wait_for() {
     local what=$1
     shift
     for _ in $(seq 1 300); do
-        "$@" 2>/dev/null && return 0
+        "$@" >/dev/null 2>&1 && return 0
         sleep 0.1
     done
     echo "$what did not start" >&2
