@@ -92,7 +92,8 @@
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).
 //! - `action`: what to do with one item. A kind is one folder — `action::sql`,
-//!   `action::http`, `action::command`, `action::amqp`, `action::nats` — holding its
+//!   `action::http`, `action::command`, `action::amqp`, `action::nats`,
+//!   `action::fastcgi` — holding its
 //!   `[action]` table (its `config`, in the config layer) and its runtime, each
 //!   file named in the folder's own `mod.rs`; registered by one line of
 //!   `config::action`'s `kinds!`. `action::message` (a broker message made from a

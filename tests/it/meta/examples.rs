@@ -46,7 +46,7 @@ fn the_commented_example_actions_load() {
     let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
     let start = text.find("\n[action]").unwrap();
     let end = start + 1 + text[start + 1..].find("\n[on_success]").unwrap();
-    for kind in ["http", "command", "amqp", "nats"] {
+    for kind in ["http", "command", "amqp", "nats", "fastcgi"] {
         let marker = format!("#{kind}> ");
         let block: String = text
             .lines()
@@ -83,6 +83,7 @@ fn the_commented_example_actions_load() {
             "http" => matches!(action, tableq::config::ActionConfig::Http(_)),
             "amqp" => matches!(action, tableq::config::ActionConfig::Amqp(_)),
             "nats" => matches!(action, tableq::config::ActionConfig::Nats(_)),
+            "fastcgi" => matches!(action, tableq::config::ActionConfig::Fastcgi(_)),
             _ => matches!(action, tableq::config::ActionConfig::Command(_)),
         };
         assert!(expected, "{kind}");

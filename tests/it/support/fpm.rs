@@ -23,11 +23,15 @@ impl Fpm {
     /// A pool of `children` (pm = static), started and answering; `None` (having
     /// said so loudly) when PHP-FPM is not installed outside CI.
     pub fn start(children: u32) -> Option<Fpm> {
-        // php-fpm lives in /usr/sbin, which is not always on a test's PATH.
-        let installed = find("php-fpm8.2");
-        let program = match installed.is_absolute() {
-            true => installed,
-            false => tools::required(
+        // php-fpm lives in /usr/sbin, which is not always on a test's PATH; Debian
+        // 12 ships 8.2, Ubuntu's runners a later one.
+        let installed = ["php-fpm8.2", "php-fpm8.3", "php-fpm8.4"]
+            .map(find)
+            .into_iter()
+            .find(|p| p.is_absolute());
+        let program = match installed {
+            Some(program) => program,
+            None => tools::required(
                 &["php-fpm8.2", "php-fpm"],
                 "apt-get install php8.2-fpm php8.2-cli",
                 "type = \"fastcgi\" against a real PHP-FPM",
