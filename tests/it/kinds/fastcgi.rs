@@ -83,6 +83,26 @@ async fn every_row_reaches_the_script_once() {
     assert_eq!((status, output.as_str()), (200, "sent 7"));
 }
 
+/// One worker's requests go over one kept connection (FCGI_KEEP_CONN): PHP-FPM
+/// serves them all with the one child that holds it, of the pool's three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_keeps_its_connection() {
+    let Some(fpm) = Fpm::start(3) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 30).await;
+    let script = fpm.script(
+        "pid.php",
+        "file_put_contents(__DIR__ . '/pids.log', getmypid() . \"\\n\", FILE_APPEND | LOCK_EX);",
+    );
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_kept", &fpm, &script).write(&files);
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("fcgi_kept").unwrap().done, 30);
+    let pids = std::fs::read_to_string(fpm.dir().join("pids.log")).unwrap();
+    let children: BTreeSet<&str> = pids.lines().collect();
+    assert_eq!((pids.lines().count(), children.len()), (30, 1), "{pids}");
+}
+
 /// A script's own failure (`Status: 422` and a message) is the row's, recorded with
 /// the body as `:error`; a PHP fatal error without output is recorded with PHP's
 /// message from stderr.
