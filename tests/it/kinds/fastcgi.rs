@@ -15,7 +15,7 @@ use crate::support::{eventually, load, run_until_empty, Engine, QueueFile, Queue
 /// A PHP job that checks what it was given (the row as JSON, `TABLEQ_KEY`,
 /// `TABLEQ_QUEUE`), appends the row's id to `done.log`, and answers `sent <id>`.
 const APPEND: &str = r#"
-$row = json_decode(file_get_contents('php://input'), true);
+$row = $row ?? json_decode(file_get_contents('php://input'), true);
 if ($row['id'] != getenv('TABLEQ_KEY') || $_SERVER['CONTENT_TYPE'] !== 'application/json') {
     header('Status: 400 Bad Request');
     exit('not the row it was told of');
@@ -232,6 +232,72 @@ async fn rows_wait_while_fpm_is_down_and_none_is_lost() {
         (1..=100).collect::<Vec<_>>(),
         "each row once"
     );
+}
+
+/// With every child of the pool busy, requests wait in FPM's backlog past their
+/// timeout: trouble downstream, so the circuit opens and the rows wait; once the
+/// child is free every row is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_wait_while_every_child_is_busy() {
+    let Some(fpm) = Fpm::start(1) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 20).await;
+    // Row 1's first run holds the only child until the test says go, and is
+    // abandoned at its timeout (it appends nothing); its second run appends.
+    let go = fpm.dir().join("go");
+    let script = fpm.script(
+        "hog.php",
+        &format!(
+            r#"$row = json_decode(file_get_contents('php://input'), true);
+if ($row['id'] == 1 && !file_exists(__DIR__ . '/hogged')) {{
+    touch(__DIR__ . '/hogged');
+    while (!file_exists('{}')) {{ usleep(20000); }}
+    exit;
+}}
+{APPEND}"#,
+            go.display()
+        ),
+    );
+    let files = QueueFiles::new();
+    let circuit = table(&[
+        ("min_items", toml::Value::Integer(3)),
+        ("cool_down", "1s".into()),
+        ("max_cool_down", "2s".into()),
+    ]);
+    let file = jobs("fcgi_busy_children", &fpm, &script)
+        .workers(2)
+        .action_set("timeout", "1s")
+        .set("circuit", circuit)
+        .write(&files);
+    let logs = crate::support::logs::capture();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the circuit opens", Duration::from_secs(30), || async {
+        !logs
+            .lines_of("fcgi_busy_children", "the circuit is open")
+            .is_empty()
+    })
+    .await;
+    let error: String = db
+        .scalar("SELECT error FROM job WHERE attempts > 0 LIMIT 1")
+        .await;
+    assert!(error.contains("waiting for PHP-FPM at unix:"), "{error}");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'failed'")
+            .await,
+        0
+    );
+    std::fs::write(&go, "").unwrap();
+    eventually("every row done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 20
+    })
+    .await;
+    engine.stop().await;
+    // A request abandoned in FPM's backlog still runs once a child takes it (FPM
+    // reads it whole from the socket): at least once, as the docs say.
+    let ran: BTreeSet<u32> = appended(&fpm).into_iter().collect();
+    assert_eq!(ran, (1..=20).collect(), "no row lost");
 }
 
 /// In batch scope one request carries the batch: the rows as a JSON array, their
