@@ -103,6 +103,40 @@ async fn a_worker_keeps_its_connection() {
     assert_eq!((pids.lines().count(), children.len()), (30, 1), "{pids}");
 }
 
+/// With `signing_secret` the script finds the Standard Webhooks headers in
+/// `$_SERVER`, and they verify over the body with an independent implementation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_requests_verify_independently() {
+    let Some(fpm) = Fpm::start(1) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 1).await;
+    let script = fpm.script(
+        "signed.php",
+        "echo json_encode([$_SERVER['HTTP_WEBHOOK_ID'], $_SERVER['HTTP_WEBHOOK_TIMESTAMP'], \
+         $_SERVER['HTTP_WEBHOOK_SIGNATURE'], file_get_contents('php://input')]);",
+    );
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_signed", &fpm, &script)
+        .action_set("signing_secret", secret)
+        .write(&files);
+    run_until_empty(load(&[file]), &db.url).await;
+    let output: String = db.scalar("SELECT output FROM job WHERE id = 1").await;
+    let said: Vec<String> = serde_json::from_str(&output).unwrap();
+    assert_eq!(said[0], "fcgi_signed_1");
+    let mut headers = axum::http::HeaderMap::new();
+    for (name, value) in ["webhook-id", "webhook-timestamp", "webhook-signature"]
+        .into_iter()
+        .zip(&said)
+    {
+        headers.insert(name, value.parse().unwrap());
+    }
+    standardwebhooks::Webhook::new(secret)
+        .unwrap()
+        .verify(said[3].as_bytes(), &headers)
+        .unwrap_or_else(|e| panic!("the signature does not verify: {e:?}"));
+}
+
 /// A script's own failure (`Status: 422` and a message) is the row's, recorded with
 /// the body as `:error`; a PHP fatal error without output is recorded with PHP's
 /// message from stderr.
