@@ -177,6 +177,38 @@ echo 'ok';"#,
     );
 }
 
+/// A script PHP-FPM cannot find is the queue's fault, not the rows': they wait,
+/// no attempt spent, and the log says what to fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_script_leaves_the_rows_waiting() {
+    let Some(fpm) = Fpm::start(1) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 3).await;
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_missing", &fpm, &fpm.dir().join("nope.php")).write(&files);
+    let logs = crate::support::logs::capture();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually(
+        "the queue's fault is said",
+        Duration::from_secs(30),
+        || async { !logs.lines_of("fcgi_missing", "finds no script").is_empty() },
+    )
+    .await;
+    engine.stop().await;
+    let line = &logs.lines_of("fcgi_missing", "finds no script")[0];
+    assert!(
+        line.contains(
+            "(Primary script unknown): `action.script` must be the script's path on the FPM host"
+        ),
+        "{line}"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting' AND attempts = 0")
+            .await,
+        3
+    );
+}
+
 /// A script that answers 503 with Retry-After is trouble downstream: the circuit
 /// opens after `min_items`, `:retry_after` is recorded, and no row fails for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
