@@ -93,7 +93,8 @@
 //!     bounded, batched, dropped and counted when the collector is away).
 //! - `action`: what to do with one item. A kind is one folder — `action::sql`,
 //!   `action::http`, `action::command`, `action::amqp`, `action::nats`,
-//!   `action::worker` (long-lived processes, one JSON line per item) — holding its
+//!   `action::worker` (long-lived processes, one JSON line per item),
+//!   `action::fastcgi` — holding its
 //!   `[action]` table (its `config`, in the config layer) and its runtime, each
 //!   file named in the folder's own `mod.rs`; registered by one line of
 //!   `config::action`'s `kinds!`. `action::message` (a broker message made from a

@@ -76,7 +76,7 @@ impl Progress {
     }
 
     /// Notes a stdout line, if it reports progress.
-    fn hear(&self, line: &[u8]) {
+    pub fn hear(&self, line: &[u8]) {
         let line = String::from_utf8_lossy(line);
         if let Some(rest) = line.trim().strip_prefix(PREFIX) {
             self.report(rest);

@@ -28,6 +28,7 @@ macro_rules! kinds {
             "amqp" => Amqp(crate::action::amqp::config::{RawAmqpAction, AmqpAction}),
             "nats" => Nats(crate::action::nats::config::{RawNatsAction, NatsAction}),
             "worker" => Worker(crate::action::worker::config::{RawWorkerAction, WorkerAction}),
+            "fastcgi" => Fastcgi(crate::action::fastcgi::config::{RawFastcgiAction, FastcgiAction}),
         }
     };
 }

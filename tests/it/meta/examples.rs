@@ -46,7 +46,7 @@ fn the_commented_example_actions_load() {
     let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
     let start = text.find("\n[action]").unwrap();
     let end = start + 1 + text[start + 1..].find("\n[on_success]").unwrap();
-    for kind in ["http", "command", "amqp", "nats", "worker"] {
+    for kind in ["http", "command", "amqp", "nats", "worker", "fastcgi"] {
         let marker = format!("#{kind}> ");
         let block: String = text
             .lines()
@@ -85,6 +85,7 @@ fn the_commented_example_actions_load() {
             "amqp" => matches!(action, tableq::config::ActionConfig::Amqp(_)),
             "nats" => matches!(action, tableq::config::ActionConfig::Nats(_)),
             "worker" => matches!(action, tableq::config::ActionConfig::Worker(_)),
+            "fastcgi" => matches!(action, tableq::config::ActionConfig::Fastcgi(_)),
             _ => matches!(action, tableq::config::ActionConfig::Command(_)),
         };
         assert!(expected, "{kind}");
@@ -120,6 +121,7 @@ fn every_config_example_loads() {
     assert_eq!(
         names,
         [
+            "email-fastcgi",
             "email-outbox-batch",
             "email-outbox",
             "email-worker",
@@ -193,6 +195,31 @@ async fn the_email_worker_example_runs() {
         db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
             .await,
         196
+    );
+}
+
+/// config/email-fastcgi.toml with config/php/send_email.php, run by a private
+/// PHP-FPM pool: sendable mail is sent, the rest is scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fastcgi_email_example_runs() {
+    let Some(fpm) = support::fpm::Fpm::start(2) else {
+        return;
+    };
+    let db = email_database(200, 50).await;
+    let text = std::fs::read_to_string(repo("config/email-fastcgi.toml")).unwrap();
+    let script = repo("config/php/send_email.php");
+    let text = text
+        .replace("unix:/run/php/php8.2-fpm.sock", &fpm.address())
+        .replace("/srv/app/jobs/send_email.php", script.to_str().unwrap());
+    let files = support::QueueFiles::new();
+    let file = files.write("email-fastcgi.toml", &text);
+    let summary = run_until_empty(load_with(&[file], &config_env), &db.url).await;
+    let counts = summary.counts("email-fastcgi").unwrap();
+    assert_eq!((counts.done, counts.failed), (196, 4));
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
+            .await,
+        4
     );
 }
 
