@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CASES=(command fastcgi)
+CASES=(command fastcgi worker)
 WORKERS=4
 
 # type = "command": a php process per row.
@@ -58,6 +58,23 @@ address = "unix:$WORK/fpm.sock"
 script = "$WORK/handler.php"
 EOF
 }
+
+# type = "worker": long-lived php processes (one per item in flight: $WORKERS), the
+# same handler in a loop over stdin's lines, answering each with {"ok": true}.
+case_worker() {
+    ROWS=8000
+    cat <<EOF
+type = "worker"
+command = ["$PHP", "-n", "$WORK/worker.php"]
+EOF
+}
+WORKER='<?php
+while (($line = fgets(STDIN)) !== false) {
+    $row = json_decode($line, true);
+    file_put_contents(__DIR__ . "/sent.log", $row["id"] . " " . $row["recipient"] . "\n", FILE_APPEND);
+    echo "{\"ok\": true}\n";
+}
+'
 
 # The handler every case runs: the row as JSON on stdin (CLI) or as the request
 # body (FPM), one line appended to a file.
@@ -140,6 +157,7 @@ WORK=$(mktemp -d /tmp/tableq-bench-handlers.XXXXXX)
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 printf '%s' "$HANDLER" >"$WORK/handler.php"
+printf '%s' "$WORKER" >"$WORK/worker.php"
 
 if [ -n "${TABLEQ_BIN:-}" ]; then
     TABLEQ=$TABLEQ_BIN
