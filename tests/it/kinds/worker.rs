@@ -504,8 +504,7 @@ fn a_placeholder_in_a_workers_command_is_refused() {
         .action_set("max_items", 0)
         .write(&files);
     let findings = tableq::load_paths(&[file], &|_| None)
-        .err()
-        .expect("the file is refused")
+        .expect_err("the file is refused")
         .to_string();
     assert!(
         findings.contains("`action.command`: `{arg}` has no row to come from: a worker starts before any row and is kept for many; it reads each row as a JSON line on stdin"),
