@@ -495,8 +495,8 @@ while :; do sleep 0.1; done"#,
     .await;
 }
 
-/// A `{column}` in a worker's command is refused when the file loads: the process
-/// starts before any row.
+/// A `{column}` in a worker's command, or a program that is not there, is refused
+/// when the file loads (by `check --offline` too): the process starts before any row.
 #[test]
 fn a_placeholder_in_a_workers_command_is_refused() {
     let files = QueueFiles::new();
@@ -511,4 +511,14 @@ fn a_placeholder_in_a_workers_command_is_refused() {
         "{findings}"
     );
     assert!(findings.contains("`action.max_items` = 0"), "{findings}");
+    let missing = queue("missing_worker", &["/nonexistent/worker"]).write(&files);
+    let findings = tableq::load_paths(&[missing], &|_| None)
+        .expect_err("a missing program is refused")
+        .to_string();
+    assert!(
+        findings.contains(
+            "`action.command`: cannot run /nonexistent/worker: No such file or directory"
+        ),
+        "{findings}"
+    );
 }
