@@ -101,13 +101,18 @@
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).
 //! - `action`: what to do with one item. A kind is one folder — `action::sql`,
-//!   `action::http`, `action::command`, `action::amqp`, `action::nats` — holding its
+//!   `action::http`, `action::command`, `action::amqp`, `action::nats`,
+//!   `action::worker` (long-lived processes, one JSON line per item),
+//!   `action::fastcgi` — holding its
 //!   `[action]` table (its `config`, in the config layer) and its runtime, each
 //!   file named in the folder's own `mod.rs`; registered by one line of
 //!   `config::action`'s `kinds!`. `action::message` (a broker message made from a
-//!   row, and its keys, for amqp and nats); `action::outcome` (what an action came
+//!   row, and its keys, for amqp and nats); `action::process` (a program tableq
+//!   starts, for command and worker: its environment, its process group, its keys
+//!   `workdir` and `env`); `action::outcome` (what an action came
 //!   to, and whose fault a failure is), `action::progress` (lease mode's
-//!   `:progress`), `action::capture` (bounded output).
+//!   `:progress`), `action::capture` (bounded output, and what a run had captured
+//!   when its deadline came).
 //! - `db`: the only place outside `check` that talks to the driver —
 //!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,

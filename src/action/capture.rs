@@ -1,7 +1,12 @@
 //! Reading a child's or a server's output without letting it cost unbounded memory:
-//! the first bytes kept, the rest drained and dropped.
+//! the first bytes kept, the rest drained and dropped; and what a run has captured
+//! so far, for a run cut off at its deadline ([`Captured`]).
+
+use std::sync::Mutex;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::lock::lock;
 
 /// How much of `:output` is kept: the first 64 KiB.
 pub const OUTPUT_LIMIT: usize = 64 * 1024;
@@ -20,13 +25,32 @@ pub fn clip_error(mut error: String) -> String {
     error
 }
 
-/// Reads `reader` to its end, keeping the first `limit` bytes.
-pub async fn read_head<R: AsyncRead + Unpin>(reader: R, limit: usize) -> Vec<u8> {
-    read_keeping(reader, |kept, chunk| {
-        let room = limit.saturating_sub(kept.len());
+/// The output a run has read so far (its first [`OUTPUT_LIMIT`] bytes), shared
+/// with `engine::execute`: a run dropped at its deadline cannot return what it
+/// read, so the deadline takes it from here for `:output`. `None` until the kind
+/// starts capturing: a kind with no output to speak of leaves `:output` NULL.
+#[derive(Debug, Default)]
+pub struct Captured(Mutex<Option<Vec<u8>>>);
+
+impl Captured {
+    /// Keeps what of `chunk` fits within [`OUTPUT_LIMIT`].
+    pub fn keep(&self, chunk: &[u8]) {
+        let mut kept = lock(&self.0);
+        let kept = kept.get_or_insert_with(Vec::new);
+        let room = OUTPUT_LIMIT.saturating_sub(kept.len());
         kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
-    })
-    .await
+    }
+
+    /// What was kept, leaving nothing.
+    pub fn take(&self) -> Option<Vec<u8>> {
+        lock(&self.0).take()
+    }
+}
+
+/// Reads `reader` to its end, keeping its first [`OUTPUT_LIMIT`] bytes in `captured`.
+pub async fn read_into<R: AsyncRead + Unpin>(reader: R, captured: &Captured) {
+    captured.keep(&[]);
+    read_keeping(reader, |_, chunk| captured.keep(chunk)).await;
 }
 
 /// Reads `reader` to its end, keeping the last `limit` bytes.
@@ -82,11 +106,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn keeps_the_head_or_the_tail() {
-        let data = vec![b'x'; 100_000];
-        assert_eq!(read_head(&data[..], 10).await.len(), 10);
+    async fn keeps_the_tail() {
         let tail = read_tail(&b"one\ntwo\nthree\n"[..], 9).await;
         assert_eq!(tail, b"wo\nthree\n");
         assert_eq!(last_lines(b"a\n\nb\nc\n", 2), "b | c");
+    }
+
+    #[tokio::test]
+    async fn captures_the_head_for_whoever_asks_first() {
+        let captured = Captured::default();
+        assert_eq!(captured.take(), None, "nothing captured is NULL, not empty");
+        read_into(&vec![b'x'; 100_000][..], &captured).await;
+        assert_eq!(captured.take().map(|kept| kept.len()), Some(OUTPUT_LIMIT));
+        read_into(&b""[..], &captured).await;
+        assert_eq!(
+            captured.take(),
+            Some(Vec::new()),
+            "an empty output is empty"
+        );
     }
 }

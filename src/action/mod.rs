@@ -13,6 +13,7 @@
 pub mod capture;
 pub mod message;
 mod outcome;
+pub mod process;
 pub mod progress;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
 use crate::diagnostic::Severity;
+use capture::Captured;
 pub use outcome::{Blame, Outcome, TraceNotes};
 use progress::Progress;
 
@@ -94,6 +96,9 @@ pub struct Job<'a> {
     pub queue: &'a str,
     /// Where a command reports its progress (lease mode's `:progress`).
     pub progress: Option<Arc<Progress>>,
+    /// Where a kind with output keeps it as it reads it: a run cut off at its
+    /// deadline still has its `:output` (what a command printed before it hung).
+    pub output: Arc<Captured>,
 }
 
 impl Job<'_> {

@@ -1,6 +1,7 @@
 //! A command's progress, for lease mode's `:progress`: the last line it appended to
 //! the file `TABLEQ_PROGRESS` names, or the last line it wrote to stdout as
-//! `progress: …`, whichever came last.
+//! `progress: …`, whichever came last (a worker process's, the last
+//! `{"progress": …}` line it wrote).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -75,11 +76,16 @@ impl Progress {
     }
 
     /// Notes a stdout line, if it reports progress.
-    fn hear(&self, line: &[u8]) {
+    pub fn hear(&self, line: &[u8]) {
         let line = String::from_utf8_lossy(line);
         if let Some(rest) = line.trim().strip_prefix(PREFIX) {
-            *self.lock() = Some((SystemTime::now(), rest.trim().to_string()));
+            self.report(rest);
         }
+    }
+
+    /// Notes progress reported otherwise (a worker's `{"progress": …}` line).
+    pub fn report(&self, progress: &str) {
+        *self.lock() = Some((SystemTime::now(), progress.trim().to_string()));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<(SystemTime, String)>> {

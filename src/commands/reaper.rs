@@ -50,7 +50,7 @@ fn sweep(seen: &mut HashMap<i32, Instant>) {
     let zombies: Vec<Zombie> = children().filter_map(zombie).collect();
     seen.retain(|pid, _| zombies.iter().any(|z| z.pid == *pid));
     for zombie in zombies {
-        if crate::action::command::owns(zombie.pid) {
+        if crate::action::process::owns(zombie.pid) {
             continue;
         }
         let a_command = zombie.group == zombie.pid && zombie.session == own_session;

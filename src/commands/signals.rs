@@ -31,7 +31,7 @@ pub fn install(shutdown: CancellationToken) -> std::io::Result<()> {
             "second stop signal: exiting now; items in flight roll back"
         );
         // Exiting runs no destructors: kill the commands' process groups by hand.
-        crate::action::command::kill_all();
+        crate::action::process::kill_all();
         std::process::exit(FORCED_EXIT);
     });
     Ok(())

@@ -27,6 +27,8 @@ macro_rules! kinds {
             "command" => Command(crate::action::command::config::{RawCommandAction, CommandAction}),
             "amqp" => Amqp(crate::action::amqp::config::{RawAmqpAction, AmqpAction}),
             "nats" => Nats(crate::action::nats::config::{RawNatsAction, NatsAction}),
+            "worker" => Worker(crate::action::worker::config::{RawWorkerAction, WorkerAction}),
+            "fastcgi" => Fastcgi(crate::action::fastcgi::config::{RawFastcgiAction, FastcgiAction}),
         }
     };
 }

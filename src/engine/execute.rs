@@ -5,7 +5,8 @@
 //! A setting that bounds or paces actions changes here and nowhere else.
 //!
 //! The deadline is the queue's alone: no kind watches the time. A run still going
-//! at its deadline has failed, `timed out after …`; an action outside the database
+//! at its deadline has failed, `timed out after …`, with the output it had captured
+//! by then; an action outside the database
 //! is dropped then (a command's process group is killed, a request aborted), and
 //! one in the transaction is told to stop and awaited (an SQL statement is
 //! interrupted on the server, and the transaction lives on).
@@ -19,6 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::queue::QueueRuntime;
+use crate::action::capture::Captured;
 use crate::action::progress::Progress;
 use crate::action::{External, InTransaction, Job, Outcome};
 use crate::db::{DbError, Item, Session};
@@ -102,18 +104,23 @@ impl QueueRuntime {
             .observed
             .in_flight
             .start(work.items, progress.clone());
+        let output = Arc::new(Captured::default());
         let job = Job {
             items: work.items,
             batch: work.batch,
             queue: &self.config.name,
             progress,
+            output: output.clone(),
         };
         let timeout = self.config.action.timeout();
         let stop = CancellationToken::new();
         let ran = late
             .by(started + timeout, &stop, run(job, stop.clone()))
             .await?;
-        let mut outcome = ran.unwrap_or_else(|| late.timed_out(timeout));
+        let mut outcome = ran.unwrap_or_else(|| Outcome {
+            output: output.take(),
+            ..late.timed_out(timeout)
+        });
         if otlp::enabled() {
             outcome.trace.get_or_insert_default().ran = Some((began, SystemTime::now()));
         }

@@ -82,7 +82,8 @@ impl QueueRuntime {
         if self.queue_faults.first(error) {
             tracing::error!(%error,
                 "the action failed for a reason that is the queue's, not the row's (a column, \
-                 table or procedure that is not there, or a privilege its user lacks): the item \
+                 table, procedure or script that is not there, or a privilege its user \
+                 lacks): the item \
                  is waiting again, its attempt not spent, and the queue backs off until it is \
                  fixed; said once per error");
         } else {

@@ -5,31 +5,28 @@
 //!
 //! - [`config`]: its `[action]` table — the argv, the working directory, the
 //!   environment it may see.
-//! - `process_group`: the group, killed whole when the command ends or is dropped.
+//!
+//! Starting it, its environment and its process group are `crate::action::process`'s,
+//! shared with `type = "worker"`.
 
 pub mod config;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, Command as Process};
+use tokio::process::Child;
 
-mod process_group;
-
-use process_group::ProcessGroup;
-pub use process_group::{kill_all, owns};
-
-use super::capture::{clip_error, last_lines, read_head, read_tail, OUTPUT_LIMIT};
+use super::capture::{clip_error, last_lines, read_into, read_tail, Captured};
+use super::process::{ended, prepare, ProcessGroup};
 use super::progress::{Listening, Progress};
 use super::{Action, ActionError, Blame, External, Job, Outcome, Probe, Ready};
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
-use config::{inherited, CommandAction};
+use config::CommandAction;
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;
@@ -71,7 +68,7 @@ impl Command {
             item: first,
             queue: job.queue,
         };
-        launch.start(&input, key, job.progress).await
+        launch.start(&input, key, job.progress, job.output).await
     }
 }
 
@@ -101,12 +98,14 @@ struct Launch<'a> {
 
 impl Launch<'_> {
     /// Starts the command with `input` on stdin and the `key` variable, and
-    /// supervises it; with `progress`, as [`Command::run_job`] says.
+    /// supervises it, its stdout kept in `output`; with `progress`, as
+    /// [`Command::run_job`] says.
     async fn start(
         &self,
         input: &serde_json::Value,
         key: (&str, String),
         progress: Option<Arc<Progress>>,
+        output: Arc<Captured>,
     ) -> Outcome {
         let config = self.config;
         let argv = match arguments(config, self.item, self.queue) {
@@ -121,50 +120,18 @@ impl Launch<'_> {
             Ok(json) => json,
             Err(e) => return Outcome::failure(format!("cannot encode the row as JSON: {e}")),
         };
-        let mut command = Process::new(program);
-        environment(&mut command, config);
+        let mut command = prepare(program, args, &config.surroundings);
         if let Some(progress) = &progress {
             command.env("TABLEQ_PROGRESS", progress.path());
         }
         let spawned = command
-            .args(args)
-            .current_dir(&config.workdir)
             .env("TABLEQ_QUEUE", self.queue)
             .env(key.0, key.1)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
             .spawn();
         match spawned {
-            Ok(child) => supervise(child, stdin, &program_text, progress).await,
+            Ok(child) => supervise(child, stdin, &program_text, progress, output).await,
             // A program that cannot start fails every item alike: not the item's fault.
             Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
-        }
-    }
-}
-
-/// The command's environment is an allowlist: [`inherited`] variables, those the
-/// queue names in `env`, and `TABLEQ_QUEUE`/`TABLEQ_KEY` (or `TABLEQ_KEYS`, in batch
-/// scope), set by the caller.
-fn environment(command: &mut Process, config: &CommandAction) {
-    command.env_clear();
-    for (name, value) in std::env::vars_os() {
-        if name.to_str().is_some_and(inherited) {
-            command.env(name, value);
-        }
-    }
-    for (name, value) in &config.env {
-        match value {
-            Some(value) => {
-                command.env(name, value);
-            }
-            None => {
-                if let Some(value) = std::env::var_os(name) {
-                    command.env(name, value);
-                }
-            }
         }
     }
 }
@@ -184,14 +151,16 @@ fn arguments(config: &CommandAction, item: &Item, queue: &str) -> Result<Vec<OsS
     Ok(argv)
 }
 
-/// Feeds the child its stdin, reads its output, and waits for it; then nothing of
-/// its process group survives. Dropped before (at the deadline), the group is
-/// killed as `group` is dropped, and the child too (`kill_on_drop`).
+/// Feeds the child its stdin, reads its output (into `output`, which the deadline
+/// reads too), and waits for it; then nothing of its process group survives.
+/// Dropped before (at the deadline), the group is killed as `group` is dropped, and
+/// the child too (`kill_on_drop`).
 async fn supervise(
     mut child: Child,
     stdin: Vec<u8>,
     program: &str,
     progress: Option<Arc<Progress>>,
+    output: Arc<Captured>,
 ) -> Outcome {
     let group = child.id().map(|pid| ProcessGroup::new(pid as i32));
 
@@ -203,9 +172,14 @@ async fn supervise(
             let _ = pipe.shutdown().await;
         }
     });
-    let stdout = child.stdout.take().map(|out| match progress {
-        Some(progress) => tokio::spawn(read_head(Listening::new(out, progress), OUTPUT_LIMIT)),
-        None => tokio::spawn(read_head(out, OUTPUT_LIMIT)),
+    let captured = output.clone();
+    let stdout = child.stdout.take().map(|out| {
+        tokio::spawn(async move {
+            match progress {
+                Some(progress) => read_into(Listening::new(out, progress), &captured).await,
+                None => read_into(out, &captured).await,
+            }
+        })
     });
     let stderr = child
         .stderr
@@ -220,20 +194,19 @@ async fn supervise(
         Ok(status) => status,
         Err(e) => return Outcome::failure(format!("cannot wait for {program}: {e}")),
     };
-    let output = collect(stdout).await;
-    let errors = collect(stderr).await;
-    judge(status, output, &errors)
+    collect(stdout).await;
+    let errors = collect(stderr).await.unwrap_or_default();
+    judge(status, output.take().unwrap_or_default(), &errors)
 }
 
-async fn collect(reader: Option<tokio::task::JoinHandle<Vec<u8>>>) -> Vec<u8> {
-    let Some(mut handle) = reader else {
-        return Vec::new();
-    };
+/// What `reader` read, once it is done (or [`DRAIN_GRACE`] has passed).
+async fn collect<T>(reader: Option<tokio::task::JoinHandle<T>>) -> Option<T> {
+    let mut handle = reader?;
     match tokio::time::timeout(DRAIN_GRACE, &mut handle).await {
-        Ok(Ok(bytes)) => bytes,
+        Ok(Ok(read)) => Some(read),
         _ => {
             handle.abort();
-            Vec::new()
+            None
         }
     }
 }
@@ -247,11 +220,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
             ..Outcome::success()
         };
     }
-    let mut error = match (code, status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(signal)) => format!("killed by signal {signal} ({})", signal_name(signal)),
-        (None, None) => "ended without an exit status".to_string(),
-    };
+    let mut error = ended(status);
     let tail = last_lines(errors, 5);
     if !tail.is_empty() {
         error.push_str(": ");
@@ -265,17 +234,5 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         trace: None,
         blame: Blame::Item,
         each: None,
-    }
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGPIPE => "SIGPIPE",
-        _ => "signal",
     }
 }

@@ -229,7 +229,7 @@ pub fn host_from_row(url: &Template) -> bool {
 
 /// `whsec_<base64>`, or several separated by spaces (for rotation), its `${…}`
 /// already replaced.
-fn signing_keys(secret: &str) -> Result<Vec<SigningKey>, String> {
+pub fn signing_keys(secret: &str) -> Result<Vec<SigningKey>, String> {
     let mut keys = Vec::new();
     for (index, one) in secret.split_whitespace().enumerate() {
         let nth = index + 1;

@@ -11,10 +11,10 @@
 
 mod client;
 pub mod config;
-mod judge;
+pub mod judge;
 mod probe;
 mod request;
-mod signing;
+pub mod signing;
 mod ssrf;
 pub mod traceparent;
 
@@ -139,7 +139,7 @@ impl External for Http {
 
 /// A batch's `webhook-id`: the queue, then the first 16 bytes of the SHA-256 of the
 /// batch's keys in order, as hex — the same for the same batch sent again.
-fn batch_id(queue: &str, items: &[Item]) -> String {
+pub fn batch_id(queue: &str, items: &[Item]) -> String {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     for item in items {

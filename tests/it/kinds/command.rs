@@ -137,6 +137,26 @@ async fn a_timeout_kills_the_grandchildren_too() {
     .await;
 }
 
+/// A command cut off at its deadline keeps what it printed before in `:output`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_command_keeps_its_partial_output() {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    files.script("slow.sh", "echo 'sent 3 of 10'\nexec sleep 300");
+    let file = queue(&["./slow.sh"])
+        .action_set("timeout", "1s")
+        .write(&files);
+    run_until_empty(load(&[file]), &db.url).await;
+    let (state, _, error, output) = job(&db, 1).await;
+    assert_eq!(
+        (state.as_str(), error.as_deref()),
+        ("failed", Some("timed out after 1s"))
+    );
+    assert_eq!(output.as_deref(), Some(&b"sent 3 of 10\n"[..]));
+}
+
 /// 10 MB of output neither blocks the child nor the worker; `:output` keeps 64 KiB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_megabytes_of_output_are_capped() {

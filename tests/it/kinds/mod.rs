@@ -8,6 +8,8 @@ mod brokers;
 mod command;
 mod command_env;
 mod command_reaper;
+mod fastcgi;
 mod http;
 mod http_trace_context;
 mod nats;
+mod worker;

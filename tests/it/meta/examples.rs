@@ -46,7 +46,7 @@ fn the_commented_example_actions_load() {
     let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
     let start = text.find("\n[action]").unwrap();
     let end = start + 1 + text[start + 1..].find("\n[on_success]").unwrap();
-    for kind in ["http", "command", "amqp", "nats"] {
+    for kind in ["http", "command", "amqp", "nats", "worker", "fastcgi"] {
         let marker = format!("#{kind}> ");
         let block: String = text
             .lines()
@@ -65,6 +65,7 @@ fn the_commented_example_actions_load() {
         // The program and directory are the deployment's; stand in for them here.
         let block = block
             .replace("/usr/local/bin/send-email", "/bin/cat")
+            .replace("\"php\", \"/srv/app/bin/email-worker.php\"", "\"/bin/cat\"")
             .replace("/var/lib/mailer", &files.path().display().to_string());
         let file = files.write(
             "email.toml",
@@ -83,6 +84,8 @@ fn the_commented_example_actions_load() {
             "http" => matches!(action, tableq::config::ActionConfig::Http(_)),
             "amqp" => matches!(action, tableq::config::ActionConfig::Amqp(_)),
             "nats" => matches!(action, tableq::config::ActionConfig::Nats(_)),
+            "worker" => matches!(action, tableq::config::ActionConfig::Worker(_)),
+            "fastcgi" => matches!(action, tableq::config::ActionConfig::Fastcgi(_)),
             _ => matches!(action, tableq::config::ActionConfig::Command(_)),
         };
         assert!(expected, "{kind}");
@@ -118,8 +121,10 @@ fn every_config_example_loads() {
     assert_eq!(
         names,
         [
+            "email-fastcgi",
             "email-outbox-batch",
             "email-outbox",
+            "email-worker",
             "email",
             "render",
             "webhook"
@@ -160,6 +165,57 @@ async fn the_email_example_runs() {
             .await,
         196
     );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
+            .await,
+        4
+    );
+}
+
+/// config/email-worker.toml with its plain-PHP worker: sendable mail is sent, the
+/// rest is scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_email_worker_example_runs() {
+    let Some(_) = support::tools::required(
+        &["php"],
+        "apt-get install php8.2-cli",
+        "config/email-worker.toml",
+    ) else {
+        return;
+    };
+    let db = email_database(200, 50).await;
+    let summary = run_until_empty(
+        load_with(&[repo("config/email-worker.toml")], &config_env),
+        &db.url,
+    )
+    .await;
+    let counts = summary.counts("email-worker").unwrap();
+    assert_eq!((counts.done, counts.failed), (196, 4));
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
+            .await,
+        196
+    );
+}
+
+/// config/email-fastcgi.toml with config/php/send_email.php, run by a private
+/// PHP-FPM pool: sendable mail is sent, the rest is scheduled for a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fastcgi_email_example_runs() {
+    let Some(fpm) = support::fpm::Fpm::start(2) else {
+        return;
+    };
+    let db = email_database(200, 50).await;
+    let text = std::fs::read_to_string(repo("config/email-fastcgi.toml")).unwrap();
+    let script = repo("config/php/send_email.php");
+    let text = text
+        .replace("unix:/run/php/php8.2-fpm.sock", &fpm.address())
+        .replace("/srv/app/jobs/send_email.php", script.to_str().unwrap());
+    let files = support::QueueFiles::new();
+    let file = files.write("email-fastcgi.toml", &text);
+    let summary = run_until_empty(load_with(&[file], &config_env), &db.url).await;
+    let counts = summary.counts("email-fastcgi").unwrap();
+    assert_eq!((counts.done, counts.failed), (196, 4));
     assert_eq!(
         db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
             .await,

@@ -9,6 +9,7 @@ pub mod brokers;
 pub mod check;
 pub mod daemon;
 pub mod endpoint;
+pub mod fpm;
 pub mod galera;
 pub mod logs;
 pub mod mariadb;

@@ -121,6 +121,12 @@ impl QueueFile {
         self.action("http", "url", url)
     }
 
+    /// `type = "fastcgi"`: the script at `script`, run by the server at `address`.
+    pub fn action_fastcgi(self, address: &str, script: &std::path::Path) -> QueueFile {
+        self.action("fastcgi", "address", address)
+            .action_set("script", script.to_str().expect("a UTF-8 path"))
+    }
+
     /// Sets another key of `[action]` (`timeout`, `follow_redirects`, …).
     pub fn action_set(mut self, key: &str, value: impl Into<Value>) -> QueueFile {
         put(&mut self.action, key, value.into());

@@ -1,0 +1,197 @@
+//! `type = "fastcgi"`: the `[action]` table of a script run by a FastCGI server
+//! (PHP-FPM) — where the server listens, the script, the timeout, signing. Sending
+//! is `crate::action::fastcgi`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::action::http::config::{signing_keys, SigningKey};
+use crate::config::duration::DurationText;
+use crate::config::interpolate;
+use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::validator::Validator;
+
+/// `[action] timeout` when the file does not set it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// type = "fastcgi": one request per item to a FastCGI server (PHP-FPM), which runs
+/// `script` with the row as a JSON POST body; TABLEQ_QUEUE and TABLEQ_KEY are
+/// params. The script's Status decides as an HTTP answer does: any 2xx is success.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawFastcgiAction {
+    /// Where the server listens: "unix:/run/php/php8.2-fpm.sock" or "127.0.0.1:9000".
+    pub address: String,
+    /// The script the server runs (SCRIPT_FILENAME): its absolute path on the
+    /// server's host.
+    pub script: String,
+    /// Connect, send and the script's whole answer. Default "30s".
+    #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
+    pub timeout: Option<Duration>,
+    /// Standard Webhooks signing, as for type = "http": whsec_<base64> (several
+    /// separated by spaces); the script finds the headers in $_SERVER
+    /// (HTTP_WEBHOOK_ID, HTTP_WEBHOOK_TIMESTAMP, HTTP_WEBHOOK_SIGNATURE).
+    pub signing_secret: Option<String>,
+}
+
+/// `type = "fastcgi"`: one request per item, the row as its JSON body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastcgiAction {
+    /// The timeout, and the secrets of the keys below.
+    pub common: Common,
+    pub address: Address,
+    /// SCRIPT_FILENAME.
+    pub script: String,
+    /// Standard Webhooks signing keys; one signature each.
+    pub signing_keys: Vec<SigningKey>,
+}
+
+/// Where a FastCGI server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    /// `unix:/path`: a socket on this host.
+    Unix(PathBuf),
+    /// `host:port`.
+    Tcp { host: String, port: u16 },
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Address::Unix(path) => write!(f, "unix:{}", path.display()),
+            Address::Tcp { host, port } if host.contains(':') => write!(f, "[{host}]:{port}"),
+            Address::Tcp { host, port } => write!(f, "{host}:{port}"),
+        }
+    }
+}
+
+impl Address {
+    /// `unix:/path`, `host:port` or `[v6]:port`; `Err` says what is wrong and what
+    /// would be right.
+    pub fn parse(text: &str) -> Result<Address, String> {
+        let example = "write \"unix:/run/php/php8.2-fpm.sock\" or \"127.0.0.1:9000\"";
+        if let Some(path) = text.strip_prefix("unix:") {
+            if !path.starts_with('/') {
+                return Err(format!(
+                    "`action.address` = {text:?}: a socket's path must be absolute; {example}"
+                ));
+            }
+            return Ok(Address::Unix(PathBuf::from(path)));
+        }
+        let Some((host, port)) = text.rsplit_once(':') else {
+            return Err(format!(
+                "`action.address` = {text:?} names no port; {example}"
+            ));
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match port.parse::<u16>() {
+            Ok(port) if port > 0 && !host.is_empty() && !host.contains('/') => Ok(Address::Tcp {
+                host: host.to_string(),
+                port,
+            }),
+            _ => Err(format!(
+                "`action.address` = {text:?} is neither a unix socket nor host:port; {example}"
+            )),
+        }
+    }
+
+    /// True when the server is on this host (a socket, or a loopback address), so
+    /// that `check` can look for the script itself.
+    pub fn is_local(&self) -> bool {
+        match self {
+            Address::Unix(_) => true,
+            Address::Tcp { host, .. } => {
+                host == "localhost"
+                    || host
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+        }
+    }
+}
+
+/// Validates `type = "fastcgi"`.
+pub fn validate(raw: &RawFastcgiAction, v: &mut Validator) -> FastcgiAction {
+    let mut common = Common::new(v, raw.timeout, DEFAULT_TIMEOUT);
+    let address = plain(v, "address", &raw.address).and_then(|text| {
+        Address::parse(&text)
+            .map_err(|message| v.error(&["action", "address"], message))
+            .ok()
+    });
+    let script = plain(v, "script", &raw.script).unwrap_or_default();
+    if !script.is_empty() && !script.starts_with('/') {
+        v.error(
+            &["action", "script"],
+            format!(
+                "`action.script` = {script:?} must be the script's absolute path on the \
+                 FastCGI server's host (PHP-FPM's SCRIPT_FILENAME), e.g. \"/srv/app/jobs/send_email.php\""
+            ),
+        );
+    }
+    let signing_keys = raw.signing_secret.as_deref().map_or_else(Vec::new, |secret| {
+        let path = ["action", "signing_secret"];
+        let Some(secret) = common.secret(v, &path, secret) else {
+            return Vec::new();
+        };
+        signing_keys(&secret).unwrap_or_else(|message| {
+            v.error(&path, message);
+            Vec::new()
+        })
+    });
+    FastcgiAction {
+        common,
+        address: address.unwrap_or_else(|| Address::Unix(PathBuf::from("/"))),
+        script,
+        signing_keys,
+    }
+}
+
+/// The value of `key`, its `${NAME}` replaced; `None` after saying why not.
+fn plain(v: &mut Validator, key: &str, text: &str) -> Option<String> {
+    interpolate(text, v.env)
+        .map_err(|e| v.error(&["action", key], format!("`action.{key}`: {e}")))
+        .ok()
+}
+
+impl ActionKind for FastcgiAction {
+    fn reports_progress(&self) -> bool {
+        true
+    }
+
+    fn samples(&self) -> Samples {
+        Samples {
+            success_status: Some(200),
+            failure_status: Some(500),
+            output: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_socket_or_a_host_and_port() {
+        assert_eq!(
+            Address::parse("unix:/run/php/fpm.sock"),
+            Ok(Address::Unix(PathBuf::from("/run/php/fpm.sock")))
+        );
+        let tcp = Address::parse("127.0.0.1:9000").unwrap();
+        assert_eq!(tcp.to_string(), "127.0.0.1:9000");
+        assert!(tcp.is_local());
+        let v6 = Address::parse("[::1]:9000").unwrap();
+        assert_eq!(v6.to_string(), "[::1]:9000");
+        assert!(v6.is_local());
+        assert!(!Address::parse("fpm.internal:9000").unwrap().is_local());
+        for wrong in ["unix:run/fpm.sock", "127.0.0.1", "host:0", "host:http", ":9000"] {
+            let error = Address::parse(wrong).unwrap_err();
+            assert!(error.contains("unix:/run/php/php8.2-fpm.sock"), "{wrong}: {error}");
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! What `check` finds of a FastCGI action: that the server accepts a connection
+//! and answers FCGI_GET_VALUES (a management record: no script runs), and, when
+//! the server is on this host, that the script is a file here. Nothing is sent to
+//! the script.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use super::record::get_values;
+use super::{pool, Fastcgi};
+use crate::action::{Probe, Probed};
+use crate::db::Item;
+
+impl Probe for Fastcgi {
+    fn probe<'a>(&'a self, _queue: &'a str, _sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
+        Box::pin(look(self))
+    }
+}
+
+async fn look(fastcgi: &Fastcgi) -> Vec<Probed> {
+    let server = &fastcgi.server;
+    let within = fastcgi.config.common.timeout.min(Duration::from_secs(10));
+    let waited = humantime::format_duration(within);
+    let mut found = Vec::new();
+    match tokio::time::timeout(within, answers(fastcgi)).await {
+        Err(_) => found.push(Probed::warning(
+            "address",
+            format!(
+                "PHP-FPM at {server} took the connection but no child answered within {waited}: \
+                 every child busy (pm.max_children)?"
+            ),
+        )),
+        Ok(Err(why)) => found.push(Probed::error("address", why)),
+        Ok(Ok(values)) => found.push(Probed::note(
+            "address",
+            format!("the FastCGI server at {server} answers ({values})"),
+        )),
+    }
+    found.extend(script(fastcgi));
+    found
+}
+
+/// The server's answer to GET_VALUES, as `FCGI_MAX_CONNS=…`; `Err` says why none.
+async fn answers(fastcgi: &Fastcgi) -> Result<String, String> {
+    let server = &fastcgi.server;
+    let mut conn = pool::connect(&fastcgi.config.address)
+        .await
+        .map_err(|e| super::judge::cannot_connect(&e, server).error.unwrap_or_default())?;
+    let values = get_values(&mut conn)
+        .await
+        .map_err(|e| format!("{server} does not answer as a FastCGI server: {e}"))?;
+    let said: Vec<String> = values.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    Ok(said.join(", "))
+}
+
+/// Whether the script is a file here, when the server is on this host.
+fn script(fastcgi: &Fastcgi) -> Option<Probed> {
+    let script = &fastcgi.config.script;
+    if !fastcgi.config.address.is_local() {
+        return None;
+    }
+    match Path::new(script).is_file() {
+        true => None,
+        false => Some(Probed::warning(
+            "script",
+            format!(
+                "the script {script} is not a file on this host, where PHP-FPM at {} is \
+                 (unless PHP-FPM runs in a container or chroot of its own, every row would \
+                 fail with `Primary script unknown`)",
+                fastcgi.server
+            ),
+        )),
+    }
+}

@@ -1,0 +1,510 @@
+//! `type = "fastcgi"` against a real PHP-FPM (a private pool on a unix socket, from
+//! `support::fpm`): every row done once, the script's failures with their message,
+//! 503 with Retry-After opening the circuit, FPM down with no row lost, batch scope
+//! and lease mode, and `check`'s look at the server.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::check::{check, jobs_file, JOBS};
+use crate::support::fpm::Fpm;
+use crate::support::queue_file::table;
+use crate::support::{eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb};
+
+/// A PHP job that checks what it was given (the row as JSON, `TABLEQ_KEY`,
+/// `TABLEQ_QUEUE`), appends the row's id to `done.log`, and answers `sent <id>`.
+const APPEND: &str = r#"
+$row = $row ?? json_decode(file_get_contents('php://input'), true);
+if ($row['id'] != getenv('TABLEQ_KEY') || $_SERVER['CONTENT_TYPE'] !== 'application/json') {
+    header('Status: 400 Bad Request');
+    exit('not the row it was told of');
+}
+file_put_contents(__DIR__ . '/done.log', $row['id'] . ' ' . $_SERVER['TABLEQ_QUEUE'] . "\n", FILE_APPEND | LOCK_EX);
+echo 'sent ', $row['id'];
+"#;
+
+/// The job table, with the outcome's columns.
+async fn job_table(db: &TestDb, rows: usize) {
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           status INT NULL, error VARCHAR(1000) NULL, output VARCHAR(1000) NULL,
+           retry_after INT NULL, attempts INT NOT NULL DEFAULT 0,
+           next_at DATETIME(3) NOT NULL DEFAULT '2000-01-01') DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", rows, |i| i.to_string()).await;
+}
+
+/// The queue `name` running `script` on the job table, every outcome recorded.
+fn jobs(name: &str, fpm: &Fpm, script: &Path) -> QueueFile {
+    QueueFile::new(name)
+        .select("SELECT id FROM job WHERE state = 'waiting' AND next_at <= NOW(3) ORDER BY id")
+        .action_fastcgi(&fpm.address(), script)
+        .on_success("UPDATE job SET state = 'done', status = :status, output = :output WHERE id = :id")
+        .on_failure("UPDATE job SET state = IF(attempts >= 8, 'failed', 'waiting'), status = :status, error = :error, output = :output, retry_after = :retry_after, attempts = attempts + 1, next_at = NOW(3) + INTERVAL 200000 MICROSECOND WHERE id = :id")
+}
+
+/// The ids `done.log` lists, each as often as the script ran for it.
+fn appended(fpm: &Fpm) -> Vec<u32> {
+    let log = std::fs::read_to_string(fpm.dir().join("done.log")).unwrap_or_default();
+    let mut ids: Vec<u32> = log
+        .lines()
+        .filter_map(|line| line.split(' ').next()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Every row reaches the script once, as its JSON body with its key and queue as
+/// params, and the script's answer reaches `[on_success]` as `:status` and `:output`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_row_reaches_the_script_once() {
+    let Some(fpm) = Fpm::start(3) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 300).await;
+    let script = fpm.script("append.php", APPEND);
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_once", &fpm, &script).workers(4).write(&files);
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("fcgi_once").unwrap().done, 300);
+    assert_eq!(
+        appended(&fpm),
+        (1..=300).collect::<Vec<_>>(),
+        "each row once"
+    );
+    let log = std::fs::read_to_string(fpm.dir().join("done.log")).unwrap();
+    assert!(log.lines().all(|l| l.ends_with(" fcgi_once")), "{log}");
+    let (status, output): (u16, String) = db
+        .rows("SELECT status, output FROM job WHERE id = 7")
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!((status, output.as_str()), (200, "sent 7"));
+}
+
+/// One worker's requests go over one kept connection (FCGI_KEEP_CONN): PHP-FPM
+/// serves them all with the one child that holds it, of the pool's three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_keeps_its_connection() {
+    let Some(fpm) = Fpm::start(3) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 30).await;
+    let script = fpm.script(
+        "pid.php",
+        "file_put_contents(__DIR__ . '/pids.log', getmypid() . \"\\n\", FILE_APPEND | LOCK_EX);",
+    );
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_kept", &fpm, &script).write(&files);
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("fcgi_kept").unwrap().done, 30);
+    let pids = std::fs::read_to_string(fpm.dir().join("pids.log")).unwrap();
+    let children: BTreeSet<&str> = pids.lines().collect();
+    assert_eq!((pids.lines().count(), children.len()), (30, 1), "{pids}");
+}
+
+/// With `signing_secret` the script finds the Standard Webhooks headers in
+/// `$_SERVER`, and they verify over the body with an independent implementation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_requests_verify_independently() {
+    let Some(fpm) = Fpm::start(1) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 1).await;
+    let script = fpm.script(
+        "signed.php",
+        "echo json_encode([$_SERVER['HTTP_WEBHOOK_ID'], $_SERVER['HTTP_WEBHOOK_TIMESTAMP'], \
+         $_SERVER['HTTP_WEBHOOK_SIGNATURE'], file_get_contents('php://input')]);",
+    );
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_signed", &fpm, &script)
+        .action_set("signing_secret", secret)
+        .write(&files);
+    run_until_empty(load(&[file]), &db.url).await;
+    let output: String = db.scalar("SELECT output FROM job WHERE id = 1").await;
+    let said: Vec<String> = serde_json::from_str(&output).unwrap();
+    assert_eq!(said[0], "fcgi_signed_1");
+    let mut headers = axum::http::HeaderMap::new();
+    for (name, value) in ["webhook-id", "webhook-timestamp", "webhook-signature"]
+        .into_iter()
+        .zip(&said)
+    {
+        headers.insert(name, value.parse().unwrap());
+    }
+    standardwebhooks::Webhook::new(secret)
+        .unwrap()
+        .verify(said[3].as_bytes(), &headers)
+        .unwrap_or_else(|e| panic!("the signature does not verify: {e:?}"));
+}
+
+/// A script's own failure (`Status: 422` and a message) is the row's, recorded with
+/// the body as `:error`; a PHP fatal error without output is recorded with PHP's
+/// message from stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_script_is_recorded_with_its_message() {
+    let Some(fpm) = Fpm::start(2) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 3).await;
+    let script = fpm.script(
+        "picky.php",
+        r#"ini_set('display_errors', '0'); ini_set('log_errors', '1');
+$row = json_decode(file_get_contents('php://input'), true);
+if ($row['id'] == 2) { header('Status: 422 Unprocessable Content'); exit("no such recipient: {$row['id']}"); }
+if ($row['id'] == 3) { throw new RuntimeException('mail server said no'); }
+echo 'ok';"#,
+    );
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_fail", &fpm, &script)
+        .on_failure(
+            "UPDATE job SET state = 'failed', status = :status, error = :error WHERE id = :id",
+        )
+        .write(&files);
+    run_until_empty(load(&[file]), &db.url).await;
+    let rows: Vec<(u32, String, u16, Option<String>)> = db
+        .rows("SELECT id, state, status, error FROM job ORDER BY id")
+        .await;
+    assert_eq!(rows[0], (1, "done".into(), 200, None));
+    assert_eq!(
+        rows[1],
+        (2, "failed".into(), 422, Some("no such recipient: 2".into()))
+    );
+    let (_, state, status, error) = &rows[2];
+    assert_eq!((state.as_str(), *status), ("failed", 500));
+    let error = error.as_deref().unwrap();
+    assert!(
+        error.contains("Uncaught RuntimeException: mail server said no"),
+        "{error}"
+    );
+}
+
+/// A script PHP-FPM cannot find is the queue's fault, not the rows': they wait,
+/// no attempt spent, and the log says what to fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_script_leaves_the_rows_waiting() {
+    let Some(fpm) = Fpm::start(1) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 3).await;
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_missing", &fpm, &fpm.dir().join("nope.php")).write(&files);
+    let logs = crate::support::logs::capture();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually(
+        "the queue's fault is said",
+        Duration::from_secs(30),
+        || async { !logs.lines_of("fcgi_missing", "finds no script").is_empty() },
+    )
+    .await;
+    engine.stop().await;
+    let line = &logs.lines_of("fcgi_missing", "finds no script")[0];
+    assert!(
+        line.contains(
+            "(Primary script unknown): `action.script` must be the script's path on the FPM host"
+        ),
+        "{line}"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting' AND attempts = 0")
+            .await,
+        3
+    );
+}
+
+/// A script that answers 503 with Retry-After is trouble downstream: the circuit
+/// opens after `min_items`, `:retry_after` is recorded, and no row fails for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_503_with_retry_after_opens_the_circuit() {
+    let Some(fpm) = Fpm::start(2) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 50).await;
+    let script = fpm.script(
+        "busy.php",
+        "header('Status: 503 Service Unavailable'); header('Retry-After: 30'); echo 'try later';",
+    );
+    let files = QueueFiles::new();
+    let circuit = table(&[
+        ("min_items", toml::Value::Integer(3)),
+        ("cool_down", "10m".into()),
+        ("max_cool_down", "10m".into()),
+    ]);
+    let file = jobs("fcgi_busy", &fpm, &script)
+        .set("circuit", circuit)
+        .write(&files);
+    let logs = crate::support::logs::capture();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the circuit opens", Duration::from_secs(30), || async {
+        !logs.lines_of("fcgi_busy", "the circuit is open").is_empty()
+    })
+    .await;
+    engine.stop().await;
+    let tried = db
+        .count("SELECT COUNT(*) FROM job WHERE attempts > 0")
+        .await;
+    assert!((1..=6).contains(&tried), "{tried} rows spent an attempt");
+    let (retry_after, error): (u32, String) = db
+        .rows("SELECT retry_after, error FROM job WHERE attempts > 0 LIMIT 1")
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!((retry_after, error.as_str()), (30, "try later"));
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state <> 'waiting'")
+            .await,
+        0
+    );
+}
+
+/// With PHP-FPM down the rows wait (the circuit opens on `cannot connect`); once it
+/// is back every row is done, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_wait_while_fpm_is_down_and_none_is_lost() {
+    let Some(fpm) = Fpm::start(2) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 100).await;
+    let script = fpm.script("append.php", APPEND);
+    fpm.stop();
+    let files = QueueFiles::new();
+    let circuit = table(&[
+        ("min_items", toml::Value::Integer(3)),
+        ("cool_down", "1s".into()),
+        ("max_cool_down", "2s".into()),
+    ]);
+    let file = jobs("fcgi_down", &fpm, &script)
+        .workers(2)
+        .set("circuit", circuit)
+        .write(&files);
+    let logs = crate::support::logs::capture();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the circuit opens", Duration::from_secs(30), || async {
+        !logs.lines_of("fcgi_down", "the circuit is open").is_empty()
+    })
+    .await;
+    let error: String = db
+        .scalar("SELECT error FROM job WHERE attempts > 0 LIMIT 1")
+        .await;
+    assert!(
+        error.starts_with("cannot connect to PHP-FPM at unix:"),
+        "{error}"
+    );
+    fpm.start_again();
+    eventually("every row done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 100
+    })
+    .await;
+    engine.stop().await;
+    assert_eq!(
+        appended(&fpm),
+        (1..=100).collect::<Vec<_>>(),
+        "each row once"
+    );
+}
+
+/// With every child of the pool busy, requests wait in FPM's backlog past their
+/// timeout: trouble downstream, so the circuit opens and the rows wait; once the
+/// child is free every row is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_wait_while_every_child_is_busy() {
+    let Some(fpm) = Fpm::start(1) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 20).await;
+    // Row 1's first run holds the only child until the test says go, and is
+    // abandoned at its timeout (it appends nothing); its second run appends.
+    let go = fpm.dir().join("go");
+    let script = fpm.script(
+        "hog.php",
+        &format!(
+            r#"$row = json_decode(file_get_contents('php://input'), true);
+if ($row['id'] == 1 && !file_exists(__DIR__ . '/hogged')) {{
+    touch(__DIR__ . '/hogged');
+    while (!file_exists('{}')) {{ usleep(20000); }}
+    exit;
+}}
+{APPEND}"#,
+            go.display()
+        ),
+    );
+    let files = QueueFiles::new();
+    let circuit = table(&[
+        ("min_items", toml::Value::Integer(3)),
+        ("cool_down", "1s".into()),
+        ("max_cool_down", "2s".into()),
+    ]);
+    let file = jobs("fcgi_busy_children", &fpm, &script)
+        .workers(2)
+        .action_set("timeout", "1s")
+        .set("circuit", circuit)
+        .write(&files);
+    let logs = crate::support::logs::capture();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the circuit opens", Duration::from_secs(30), || async {
+        !logs
+            .lines_of("fcgi_busy_children", "the circuit is open")
+            .is_empty()
+    })
+    .await;
+    let error: String = db
+        .scalar("SELECT error FROM job WHERE attempts > 0 LIMIT 1")
+        .await;
+    assert!(error.contains("waiting for PHP-FPM at unix:"), "{error}");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'failed'")
+            .await,
+        0
+    );
+    std::fs::write(&go, "").unwrap();
+    eventually("every row done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 20
+    })
+    .await;
+    engine.stop().await;
+    // A request abandoned in FPM's backlog still runs once a child takes it (FPM
+    // reads it whole from the socket): at least once, as the docs say.
+    let ran: BTreeSet<u32> = appended(&fpm).into_iter().collect();
+    assert_eq!(ran, (1..=20).collect(), "no row lost");
+}
+
+/// In batch scope one request carries the batch: the rows as a JSON array, their
+/// keys in `TABLEQ_KEYS`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_scope_sends_the_rows_as_one_array() {
+    let Some(fpm) = Fpm::start(2) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 95).await;
+    let script = fpm.script(
+        "batch.php",
+        r#"$rows = json_decode(file_get_contents('php://input'), true);
+$keys = json_decode(getenv('TABLEQ_KEYS'), true);
+if (array_column($rows, 'id') != $keys) { header('Status: 400'); exit('keys and rows differ'); }
+$lines = '';
+foreach ($rows as $row) { $lines .= $row['id'] . ' batch of ' . count($rows) . "\n"; }
+file_put_contents(__DIR__ . '/done.log', $lines, FILE_APPEND | LOCK_EX);"#,
+    );
+    let files = QueueFiles::new();
+    let batch = "JOIN JSON_TABLE(:batch, '$[*]' COLUMNS (id INT PATH '$.id')) AS b USING (id)";
+    let file = jobs("fcgi_batch", &fpm, &script)
+        .on_success(format!("UPDATE job {batch} SET state = 'done'"))
+        .on_failure(format!("UPDATE job {batch} SET state = 'failed'"))
+        .set("scope", "batch")
+        .batch(10)
+        .write(&files);
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    assert_eq!(summary.counts("fcgi_batch").unwrap().done, 95);
+    assert_eq!(appended(&fpm), (1..=95).collect::<Vec<_>>());
+    let log = std::fs::read_to_string(fpm.dir().join("done.log")).unwrap();
+    let sizes: BTreeSet<&str> = log.lines().filter_map(|l| l.split(" of ").nth(1)).collect();
+    assert!(sizes.contains("10"), "{sizes:?}");
+}
+
+/// In lease mode no transaction is open while the script runs, and its progress
+/// (`error_log("progress: …"); flush();`) reaches the row through `:progress`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_mode_hears_the_scripts_progress() {
+    let Some(fpm) = Fpm::start(2) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 2).await;
+    db.exec("ALTER TABLE job ADD lease_until DATETIME(3) NULL, ADD lease_id CHAR(32) NULL, ADD progress VARCHAR(100) NULL")
+        .await;
+    let go = fpm.dir().join("go");
+    let script = fpm.script(
+        "slow.php",
+        &format!(
+            r#"error_log('progress: halfway'); flush();
+while (!file_exists('{}')) {{ usleep(20000); }}
+echo 'rendered';"#,
+            go.display()
+        ),
+    );
+    let files = QueueFiles::new();
+    let file = QueueFile::new("fcgi_lease")
+        .set("mode", "lease")
+        .select("SELECT id FROM job WHERE state = 'waiting' OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id")
+        .poll_interval("100ms")
+        .action_fastcgi(&fpm.address(), &script)
+        .lease_set("sql", "UPDATE job SET state = 'leased', lease_until = NOW(3) + INTERVAL 5 SECOND, lease_id = :lease_id WHERE id = :id")
+        .lease_set("renew_sql", "UPDATE job SET lease_until = NOW(3) + INTERVAL 5 SECOND, progress = :progress WHERE id = :id AND lease_id = :lease_id")
+        .lease_set("renew_every", "200ms")
+        .on_success("UPDATE job SET state = 'done', output = :output WHERE id = :id AND lease_id = :lease_id")
+        .on_failure("UPDATE job SET state = 'failed', error = :error WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually(
+        "the progress reaches the row",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM job WHERE progress = 'halfway'")
+                .await
+                >= 1
+        },
+    )
+    .await;
+    std::fs::write(&go, "").unwrap();
+    eventually("both rows done", Duration::from_secs(30), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done' AND output = 'rendered'")
+            .await
+            == 2
+    })
+    .await;
+    engine.stop().await;
+}
+
+/// `check --offline` names a malformed address and a relative script; online, it
+/// says PHP-FPM answers and warns of a script that is not there, and fails when
+/// nothing listens at the address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_looks_at_the_address_and_the_script() {
+    let queue = |address: &str, script: &str| {
+        format!(
+            "{}\n[action]\ntype = \"fastcgi\"\naddress = \"{address}\"\nscript = \"{script}\"\n{}",
+            crate::support::check::GOOD.lines().next().unwrap(),
+            crate::support::check::GOOD
+                .split_once("sql = \"DO :id\"\n")
+                .unwrap()
+                .1
+        )
+    };
+    let (_files, path, _) = jobs_file(&queue("127.0.0.1", "jobs/send.php"));
+    let offline = check(&["--offline"], &[&path], None).await;
+    assert_eq!(offline.code(), Some(1), "{offline:?}");
+    assert!(
+        offline
+            .stdout
+            .contains("`action.address` = \"127.0.0.1\" names no port"),
+        "{}",
+        offline.stdout
+    );
+    assert!(
+        offline
+            .stdout
+            .contains("`action.script` = \"jobs/send.php\" must be the script's absolute path"),
+        "{}",
+        offline.stdout
+    );
+
+    let Some(fpm) = Fpm::start(1) else { return };
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    let missing = fpm.dir().join("missing.php");
+    let (_files, path, _) = jobs_file(&queue(&fpm.address(), missing.to_str().unwrap()));
+    let online = check(&[], &[&path], Some(&db.url)).await;
+    assert!(
+        online.stdout.contains("answers (FCGI_MPXS_CONNS=0"),
+        "{}",
+        online.stdout
+    );
+    assert!(
+        online.stdout.contains("is not a file on this host"),
+        "{}",
+        online.stdout
+    );
+    fpm.stop();
+    let down = check(&[], &[&path], Some(&db.url)).await;
+    assert_ne!(down.code(), Some(0), "{down:?}");
+    assert!(
+        down.stdout.contains("cannot connect to PHP-FPM at unix:"),
+        "{}",
+        down.stdout
+    );
+}
