@@ -9,6 +9,7 @@ pub mod bind;
 pub mod binlog;
 pub mod budget;
 pub mod clock;
+pub mod cluster;
 pub mod connect;
 pub mod error;
 pub mod error_kind;

@@ -235,8 +235,11 @@ impl Session {
         )
     }
 
+    /// COMMIT; a deadlock it answers is a certification conflict (a multi-primary
+    /// cluster's: [`DbError::Certification`]).
     pub async fn commit(&mut self) -> Result<(), DbError> {
-        self.simple("COMMIT", "the COMMIT").await
+        let committed = self.simple("COMMIT", "the COMMIT").await;
+        committed.map_err(DbError::at_commit)
     }
 
     /// Whether `queue` is paused (see [`crate::db::pause`]): one read, and the

@@ -21,7 +21,7 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
     histograms(queues, encoder)?;
     let mut family = encoder.encode_descriptor(
         "db_errors",
-        "Database errors by kind: connect, deadlock, lock_wait, lost, deadline, other",
+        "Database errors by kind: connect, deadlock, lock_wait, certification, lost, deadline, other",
         None,
         MetricType::Counter,
     )?;

@@ -320,6 +320,9 @@ pub async fn report_progress(
     stop: CancellationToken,
 ) {
     let mut last = counted_from;
+    // Items rolled back (a deadlock, a certification conflict, a lost connection):
+    // counted apart from the queue's counts, since this queue started.
+    let mut last_rolled_back = stats.observed.rolled_back();
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
@@ -327,15 +330,18 @@ pub async fn report_progress(
             _ = ticks.tick() => {}
         }
         let now = stats.counts();
+        let rolled_back = stats.observed.rolled_back();
         info!(
             queue = %queue,
             done = now.done - last.done,
             failed = now.failed - last.failed,
             returned = now.returned - last.returned,
+            rolled_back = rolled_back - last_rolled_back,
             claims = now.claims - last.claims,
             per_seconds = every.as_secs(),
             "progress"
         );
         last = now;
+        last_rolled_back = rolled_back;
     }
 }

@@ -136,6 +136,7 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
     circuit.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     circuit.push_str(&stopped_note(q.stopped_claiming));
     circuit.push_str(&paused_note(q.paused.as_ref(), now));
+    circuit.push_str(&refusing_note(q.database_refuses));
     circuit.push_str(&wake_note(q));
     let gave_up = match q.gave_up {
         Some(n) => format!("<br><span data-field=\"gave_up\">{n} gave up</span>"),
@@ -254,6 +255,19 @@ fn wake_note(q: &QueueStatus) -> String {
         _ => "polls".to_string(),
     };
     format!("<br><span data-field=\"wake\">{text}</span>")
+}
+
+/// `database read-only: claims when it takes writes` under a queue's name while
+/// its database refuses writes.
+fn refusing_note(refusing: Option<&str>) -> String {
+    match refusing {
+        None => String::new(),
+        Some(why) => format!(
+            "<br><span class=\"failed\" data-field=\"database_refuses\">database {}: claims \
+             when it takes writes</span>",
+            escape(why)
+        ),
+    }
 }
 
 /// `paused (reason) by who, 5 min ago, until …` under a queue's name while it is
