@@ -77,7 +77,8 @@ pub async fn read_backlog(
     let read = read_on(&mut conn, queue, limit).await;
     if let Err(DbError::Deadline { .. }) = &read {
         // The count runs on at the server unless stopped: stop it.
-        let _ = database.kill(conn.id(), Kill::Connection).await;
+        let host = database.host_of(&conn);
+        let _ = host.kill(conn.id(), Kill::Connection).await;
     }
     let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
     read.map_err(BacklogError::Read)

@@ -25,7 +25,7 @@ pub mod value;
 
 pub use budget::Budget;
 pub use clock::DbClock;
-pub use connect::{Database, Kill};
+pub use connect::Database;
 pub use error::{DbError, Refusal};
 pub use error_kind::ErrorKind;
 pub use item::{Item, LeaseParams, OutcomeParams};

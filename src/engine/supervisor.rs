@@ -341,6 +341,7 @@ impl Supervisor {
             self.options
                 .monitor
                 .start_queue(&config.name, config.workers, config.database_timeout);
+        stats.set_database(database.clone());
         let progress = Progress::new(&config, &stats);
         let gate = self.gates.entry(database.to_string()).or_default().clone();
         let runtime = Arc::new(QueueRuntime {

@@ -23,7 +23,7 @@ use mysql_async::{Conn, Row};
 use tokio::time::Instant;
 
 use super::budget::Place;
-use super::connect::{Database, QUICK_TIMEOUT};
+use super::connect::{Database, Kill, QUICK_TIMEOUT};
 use super::error::DbError;
 use super::item::Item;
 use super::pause::{self, Paused};
@@ -40,7 +40,7 @@ pub struct Session {
     conn: Conn,
     /// Its place in the process's connection budget, for as long as it lives.
     _place: Option<Place>,
-    /// The database it is connected to, for KILL from a side connection.
+    /// The host it is connected to, for KILL from a side connection.
     database: Database,
     /// The largest packet the server takes (`max_allowed_packet`).
     max_packet: usize,
@@ -142,6 +142,8 @@ impl Session {
         let max_packet = max_packet(&mut conn)
             .await
             .map_err(|e| OpenError::Unreachable(e.into()))?;
+        // A KILL must reach this connection's own host, of the several a URL may list.
+        let database = &database.host_of(&conn);
         Ok(Session {
             _place: place,
             database: database.clone(),
@@ -167,6 +169,12 @@ impl Session {
     /// The server's id for this session, for KILL.
     pub fn id(&self) -> u32 {
         self.conn.id()
+    }
+
+    /// Kills this session's connection from a side connection to its own host: the
+    /// server rolls its transaction back.
+    pub async fn kill_from_aside(&self) -> Result<(), DbError> {
+        self.database.kill(self.conn.id(), Kill::Connection).await
     }
 
     /// The connection and the queue's prepared SQL, for `check`'s deeper looks.

@@ -21,7 +21,7 @@ use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::turn::Turn;
 use super::worker::{Ended, Mode};
-use crate::db::{Kill, Session};
+use crate::db::Session;
 use crate::telemetry::stats::Connected;
 use batch::{claim_and_process, Processed};
 
@@ -89,15 +89,10 @@ impl TransactionMode {
 
     /// The shutdown timeout passed mid-batch: the session is killed, and the server
     /// rolls its transaction back.
-    async fn abort(&self, connection_id: u32, turn: &Turn<'_>) -> Ended {
+    async fn abort(&self, session: &Session, turn: &Turn<'_>) -> Ended {
         turn.rolled_back();
         warn!("the shutdown timeout passed; rolling back the items in flight");
-        if let Err(e) = self
-            .queue
-            .database
-            .kill(connection_id, Kill::Connection)
-            .await
-        {
+        if let Err(e) = session.kill_from_aside().await {
             warn!(error = %e, "could not kill the session; the server rolls it back when the connection drops");
         }
         Ended::Aborted
@@ -113,7 +108,6 @@ impl Mode for TransactionMode {
             Err(ended) => return ended,
         };
         let queue = self.queue.clone();
-        let connection_id = held.session.id();
         turn.claiming();
         let processing = claim_and_process(&mut held.session, &queue, self.with_savepoints, turn);
         let processed = tokio::select! {
@@ -122,7 +116,7 @@ impl Mode for TransactionMode {
             processed = processing => Some(processed),
         };
         let Some(processed) = processed else {
-            return self.abort(connection_id, turn).await;
+            return self.abort(&held.session, turn).await;
         };
         self.with_savepoints = false;
         match processed {

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::db::pause::Paused;
+use crate::db::Database;
 use crate::db::Unanswered;
 use crate::duration::rounded;
 use crate::lock::lock;
@@ -37,6 +38,8 @@ pub struct QueueStats {
     looping: AtomicBool,
     /// The queue's database refuses writes, and why (`read-only`, …).
     refusing: Mutex<Option<&'static str>>,
+    /// The queue's database, for the host in use of a URL that lists several.
+    database: Mutex<Option<Database>>,
     /// The queue is paused (`tableq pause`), as its workers last read it.
     paused: Mutex<Option<Paused>>,
     /// Each worker's wait for the database, and how long a wait may last.
@@ -218,6 +221,16 @@ impl QueueStats {
 
     pub fn looping(&self) -> bool {
         self.looping.load(Ordering::Acquire)
+    }
+
+    /// The queue runs on `database`.
+    pub fn set_database(&self, database: Database) {
+        *lock(&self.database) = Some(database);
+    }
+
+    /// The host its connections go to, when its database URL lists several.
+    pub fn database_host(&self) -> Option<String> {
+        lock(&self.database).as_ref()?.host_in_use()
     }
 
     /// The queue's database refuses writes (`why`), or takes them again (`None`).

@@ -39,6 +39,8 @@ pub struct QueueView {
     pub paused: Option<Paused>,
     /// Its database refuses writes, and why (`read-only`, `not synced`, …).
     pub refusing: Option<&'static str>,
+    /// The host in use, when its database URL lists several (`db2:3306`).
+    pub database_host: Option<String>,
     /// How many times the circuit changed to each state, in [`CircuitState::ALL`]'s
     /// order.
     pub circuit_transitions: [u64; 3],
@@ -91,6 +93,7 @@ impl Monitor {
                     stopped_claiming: watched.stats.looping().then_some("looping"),
                     paused: watched.stats.paused(),
                     refusing: watched.stats.refusing(),
+                    database_host: watched.stats.database_host(),
                     circuit_transitions: CircuitState::ALL
                         .map(|state| watched.stats.circuit_transitions(state)),
                 };
@@ -131,6 +134,7 @@ impl Monitor {
             let mut notes = circuit_notes(&queues);
             notes.extend(pause_notes(&queues));
             notes.extend(self.refusal_notes());
+            notes.extend(host_notes(&queues));
             Ok(notes)
         } else {
             Err(waiting)
@@ -181,6 +185,22 @@ fn circuit_notes(queues: &[QueueView]) -> Vec<String> {
                 q.name,
                 q.circuit.name()
             )
+        })
+        .collect()
+}
+
+/// `queue email: database host db2:3306` for each running queue whose database URL
+/// lists several hosts: the one its connections go to now.
+fn host_notes(queues: &[QueueView]) -> Vec<String> {
+    queues
+        .iter()
+        .filter(|q| q.running)
+        .filter_map(|q| {
+            Some(format!(
+                "queue {}: database host {}",
+                q.name,
+                q.database_host.as_ref()?
+            ))
         })
         .collect()
 }

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon};
+use crate::support::endpoint::{get, metrics_address};
 use crate::support::galera::{self, Cluster, NODES};
 use crate::support::web::{Reply, WebServer};
-use crate::support::{waiting_jobs, QueueFile, QueueFiles};
+use crate::support::{eventually, waiting_jobs, QueueFile, QueueFiles};
 
 /// Three nodes say they are Galera, ready and synced, in one primary component of three.
 #[tokio::test]
@@ -319,6 +320,106 @@ async fn check_agrees_and_strict_passes_on_galera() {
         !allowed.stdout.contains("Galera node"),
         "{}",
         allowed.stdout
+    );
+}
+
+const FAILOVER_ROWS: usize = 600;
+
+/// With every node in one URL, a webhook queue uses the first node (and says so on
+/// `/readyz` and `/metrics`); `kill -9` of that node moves it to the next within
+/// seconds: deliveries pause at most 15 s (Galera evicts a dead node in ~6 s),
+/// every row is delivered, and only what was in flight is delivered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_host_url_survives_kill_9_of_the_node_in_use() {
+    if !galera::can_run("galera::a_multi_host_url_survives_kill_9_of_the_node_in_use") {
+        return;
+    }
+    // A cluster of its own: it kills a node.
+    let mut cluster = Cluster::start().await;
+    let db = cluster.database().await;
+    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
+        .await;
+    db.fill("job", "id", FAILOVER_ROWS, |i| i.to_string()).await;
+    let web = WebServer::start(|_| Reply::status(200).after(Duration::from_millis(20))).await;
+    let files = QueueFiles::new();
+    waiting_jobs("galera_failover")
+        .workers(4)
+        .poll_interval("100ms")
+        .error_backoff("200ms")
+        .action_http(&web.url("/hook"))
+        .write(&files);
+    let mut cmd = tableq(&[
+        "run",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--allow-multi-primary",
+    ]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", cluster.every_node_url(&db.name))
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let mut daemon = Daemon::spawn(cmd);
+    let base = format!("http://{}", metrics_address(&daemon).await);
+    let done = || db.count_on(1, "SELECT COUNT(*) FROM job WHERE state = 'done'");
+    eventually(
+        "a hundred rows are done",
+        Duration::from_secs(60),
+        || async { done().await >= 100 },
+    )
+    .await;
+    let first = cluster.host(0);
+    assert!(get(&format!("{base}/readyz"))
+        .await
+        .1
+        .contains(&format!("database host {first}")));
+    let killed = Instant::now();
+    cluster.kill(0);
+    eventually("every row is done", Duration::from_secs(120), || async {
+        done().await == FAILOVER_ROWS as u64
+    })
+    .await;
+    let second = cluster.host(1);
+    let (_, readyz) = get(&format!("{base}/readyz")).await;
+    assert!(
+        readyz.contains(&format!("database host {second}")),
+        "{readyz}"
+    );
+    let (_, metrics) = get(&format!("{base}/metrics")).await;
+    let series = format!(r#"tableq_database_host{{queue="galera_failover",host="{second}"}} 1"#);
+    assert!(metrics.contains(&series), "no {series} in:\n{metrics}");
+    daemon.terminate().await;
+
+    let requests = web.requests();
+    let mut deliveries: BTreeMap<u64, usize> = BTreeMap::new();
+    for request in &requests {
+        let id = request.json()["id"].as_u64().expect("the row's id");
+        *deliveries.entry(id).or_default() += 1;
+    }
+    assert_eq!(deliveries.len(), FAILOVER_ROWS, "every row was delivered");
+    let again = deliveries.values().filter(|&&n| n >= 2).count();
+    let after: Vec<Instant> = requests
+        .iter()
+        .map(|r| r.at)
+        .filter(|at| *at >= killed)
+        .collect();
+    let resumed = after.first().map_or(Duration::MAX, |at| *at - killed);
+    let longest_gap = after
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .max()
+        .unwrap_or_default()
+        .max(resumed);
+    eprintln!(
+        "galera: kill -9 of the node in use (multi-host URL): deliveries paused {longest_gap:.1?} \
+         (first after the kill: {resumed:.1?}); {again} of {FAILOVER_ROWS} rows delivered again"
+    );
+    assert!(
+        longest_gap <= Duration::from_secs(15),
+        "paused {longest_gap:?}:\n{}",
+        daemon.stderr()
+    );
+    assert!(
+        again <= 4,
+        "only the 4 workers' items in flight may be delivered again: {again}"
     );
 }
 

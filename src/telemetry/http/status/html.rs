@@ -137,6 +137,7 @@ fn queue_rows(page: &mut String, q: &QueueStatus, now: u64) {
     circuit.push_str(&stopped_note(q.stopped_claiming));
     circuit.push_str(&paused_note(q.paused.as_ref(), now));
     circuit.push_str(&refusing_note(q.database_refuses));
+    circuit.push_str(&host_note(q.database_host.as_deref()));
     circuit.push_str(&wake_note(q));
     let gave_up = match q.gave_up {
         Some(n) => format!("<br><span data-field=\"gave_up\">{n} gave up</span>"),
@@ -266,6 +267,17 @@ fn refusing_note(refusing: Option<&str>) -> String {
             "<br><span class=\"failed\" data-field=\"database_refuses\">database {}: claims \
              when it takes writes</span>",
             escape(why)
+        ),
+    }
+}
+
+/// `database host db2:3306` under a queue's name when its URL lists several hosts.
+fn host_note(host: Option<&str>) -> String {
+    match host {
+        None => String::new(),
+        Some(host) => format!(
+            "<br><span data-field=\"database_host\">database host {}</span>",
+            escape(host)
         ),
     }
 }

@@ -89,6 +89,9 @@ pub struct QueueStatus {
     /// Its database refuses writes, and why (`read-only`, `not synced`,
     /// `permission denied`): it claims nothing until writes work; `null` when not.
     pub database_refuses: Option<&'static str>,
+    /// The database host its connections go to, when its URL lists several
+    /// (`db2:3306`); `null` for a URL of one host.
+    pub database_host: Option<String>,
     /// Where its wake-ups come from: `{"source": "binlog"}`, or `poll` with why.
     pub wake: WakeStatus,
     /// Wake-ups from the binary log since the daemon started.
@@ -279,6 +282,7 @@ impl QueueStatus {
             stopped_claiming: view.stopped_claiming,
             paused: view.paused.as_ref().map(PauseStatus::of),
             database_refuses: view.refusing,
+            database_host: view.database_host.clone(),
             wake: stats.wake(),
             wake_events: view.counts.wake_events,
             waiting: backlog.waiting,
