@@ -182,6 +182,16 @@ impl Session {
         (&mut self.conn, &self.prepared)
     }
 
+    /// Whether this session is on the host `database`'s connections go to now: a URL
+    /// of several hosts moves on to an earlier one that takes writes again (found by
+    /// any new connection, the background count's among them), and a session left
+    /// on another is given up, so that every session converges on one node.
+    pub fn on_host_in_use(&self, database: &Database) -> bool {
+        database
+            .host_in_use()
+            .is_none_or(|host| host == self.database.server())
+    }
+
     /// True if the server may have closed this connection for being idle too long;
     /// checked with a ping before the next claim.
     pub async fn still_alive(&mut self) -> bool {

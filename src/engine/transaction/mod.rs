@@ -58,10 +58,14 @@ impl TransactionMode {
     /// The session to claim on: the one held, if still alive, else a new one.
     async fn ready_session(&mut self) -> Result<HeldSession, Ended> {
         if let Some(mut held) = self.session.take() {
-            if held.session.still_alive().await {
+            if !held.session.on_host_in_use(&self.queue.database) {
+                debug!("the database's connections go to another host now; reconnecting there");
+                held.session.close().await;
+            } else if held.session.still_alive().await {
                 return Ok(held);
+            } else {
+                debug!("the idle connection was closed; reconnecting");
             }
-            debug!("the idle connection was closed; reconnecting");
         }
         let queue = &self.queue;
         let unanswered = queue.stats.unanswered(self.index);
