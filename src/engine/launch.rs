@@ -284,7 +284,7 @@ async fn read_clock(queue: &QueueRuntime, session: &mut Session) {
 /// Opens the queue's first session, retrying with backoff; `None` once told to stop.
 async fn first_session(queue: &QueueRuntime) -> Option<Session> {
     let stop = &queue.stop;
-    let mut retry = Retry::new(queue.config.error_backoff, stop);
+    let mut retry = Retry::new(queue.config.error_backoff, stop).reconnecting();
     let open = || async {
         tokio::select! {
             _ = stop.cancelled() => Err(None),

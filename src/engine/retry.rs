@@ -35,6 +35,8 @@ pub struct Retry<'s> {
     failures: u32,
     /// Since when tries have failed (none since the backoff last started afresh).
     failing_since: Option<Instant>,
+    /// The tries reconnect to a database: waits as [`Retry::reconnect_wait`]'s.
+    reconnects: bool,
 }
 
 /// What the caller makes of a failed try.
@@ -67,6 +69,7 @@ impl<'s> Retry<'s> {
             steady: None,
             failures: 0,
             failing_since: None,
+            reconnects: false,
         }
     }
 
@@ -79,6 +82,14 @@ impl<'s> Retry<'s> {
     pub fn afresh_after(self, steady: Duration) -> Self {
         Retry {
             steady: Some(steady),
+            ..self
+        }
+    }
+
+    /// Each try reconnects to a database: its waits are [`Retry::reconnect_wait`]'s.
+    pub fn reconnecting(self) -> Self {
+        Retry {
+            reconnects: true,
             ..self
         }
     }
@@ -120,9 +131,13 @@ impl<'s> Retry<'s> {
             self.reset();
         }
         self.failures += 1;
+        let retry_in = match self.reconnects {
+            true => self.reconnect_wait(),
+            false => self.next_wait(),
+        };
         let failure = Failure {
             times: self.failures,
-            retry_in: self.next_wait(),
+            retry_in,
         };
         let wait = match failed(error, failure) {
             Next::Again => failure.retry_in,
