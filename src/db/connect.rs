@@ -429,11 +429,18 @@ async fn connect_to(opts: &Opts, limit: Duration) -> Result<Conn, DbError> {
 
 /// Why the server on `conn` takes no writes now, if it does not: read-only
 /// (`read_only`, which `super_read_only` sets too), or a Galera node not ready or
-/// not synced. A server without Galera has no `wsrep_%` status.
+/// not synced.
 async fn refuses_writes(conn: &mut Conn) -> Result<Option<Refusal>, mysql_async::Error> {
     let read_only: Option<u64> = conn.query_first("SELECT @@global.read_only").await?;
     if read_only.unwrap_or(0) != 0 {
         return Ok(Some(Refusal::ReadOnly));
+    }
+    // A server built with Galera but not running it has `wsrep_ready = OFF` too.
+    let wsrep_on: Option<(String, String)> = conn
+        .query_first("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+        .await?;
+    if !wsrep_on.is_some_and(|(_, on)| on.eq_ignore_ascii_case("ON")) {
+        return Ok(None);
     }
     let wsrep: Vec<(String, String)> = conn
         .query(
