@@ -122,7 +122,7 @@
 //!   first: a row too large to read fails alone), `db::bind` (the values a statement is bound
 //!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
 //!   placeholder's, a key's and back),
-//!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
+//!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::cluster` (a multi-primary cluster: whether a server is a node of one, and which queues it refuses), `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,

@@ -14,6 +14,7 @@ use crate::db::failed::{positional, queue_params, row_params};
 use crate::db::prepared::PreparedQueue;
 use crate::db::value::value_text;
 use crate::diagnostic::{Finding, Severity};
+use crate::sql::statement::never_commits;
 
 /// Where the sample row is after a change: in the queue's select, in `[failed]
 /// select`.
@@ -82,7 +83,8 @@ pub async fn prove(
     Ok(findings)
 }
 
-/// Runs `change` on the row `key` in an XA transaction, looks where the row is, and
+/// Runs `change` on the row `key` in an XA transaction (or a plain one, where the
+/// server has no XA and the statements cannot commit), looks where the row is, and
 /// rolls back.
 async fn prove_change(
     conn: &mut Conn,
@@ -92,7 +94,12 @@ async fn prove_change(
     key_name: &str,
     key: &Value,
 ) -> Result<Option<Finding>, mysql_async::Error> {
-    let xa = Xa::start(conn).await?;
+    // Without XA (a Galera node), only statements that cannot commit are run.
+    let plain = failed
+        .statements(change)
+        .iter()
+        .all(|s| never_commits(&s.text));
+    let xa = Xa::start_or_plain(conn, plain).await?;
     let after = change_and_look(conn, queue, failed, change, key_name, key).await;
     xa.roll_back(conn).await?;
     let shown = value_text(key);

@@ -224,7 +224,7 @@ fn server_findings(
     problems.extend(server::skip_locked_problem(facts));
     problems.extend(server::binlog_problem(facts));
     if !allow_multi_primary {
-        problems.extend(server::multi_primary_problem(facts));
+        problems.extend(server::multi_primary_problem(facts, queue));
     }
     problems
         .into_iter()

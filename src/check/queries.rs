@@ -281,8 +281,11 @@ const XA_UNKNOWN: u16 = 1397;
 /// committed; savepoints and every other statement work as usual. Should check
 /// lose its connection or stop before [`Xa::roll_back`], the server rolls the
 /// transaction back when the session ends: it is never prepared, so never kept.
+/// Where the server has no XA (a Galera node refuses XA START), a plain
+/// transaction, for statements vetted never to commit ([`Xa::start_or_plain`]).
 pub struct Xa {
-    xid: String,
+    /// `None`: a plain transaction.
+    xid: Option<String>,
 }
 
 /// How an XA transaction ended.
@@ -306,17 +309,35 @@ impl Xa {
         );
         conn.query_drop("ROLLBACK").await?;
         conn.query_drop(format!("XA START '{xid}'")).await?;
-        Ok(Xa { xid })
+        Ok(Xa { xid: Some(xid) })
+    }
+
+    /// As [`Xa::start`]; where the server refuses XA START and `plain` says that
+    /// nothing the path runs can commit (see
+    /// [`never_commits`](crate::sql::statement::never_commits)), a plain transaction
+    /// instead (autocommit is off: the next statement opens it), rolled back alike.
+    pub async fn start_or_plain(conn: &mut Conn, plain: bool) -> Result<Xa, mysql_async::Error> {
+        match Xa::start(conn).await {
+            Err(e) if plain && is_statement_error(&e) => {
+                conn.query_drop("ROLLBACK").await?;
+                Ok(Xa { xid: None })
+            }
+            started => started,
+        }
     }
 
     /// `XA END` then `XA ROLLBACK`. XA END fails on a transaction the server marked
     /// rollback-only (after a deadlock); XA ROLLBACK ends it all the same.
     pub async fn roll_back(self, conn: &mut Conn) -> Result<XaEnded, mysql_async::Error> {
-        match conn.query_drop(format!("XA END '{}'", self.xid)).await {
+        let Some(xid) = self.xid else {
+            conn.query_drop("ROLLBACK").await?;
+            return Ok(XaEnded::RolledBack);
+        };
+        match conn.query_drop(format!("XA END '{xid}'")).await {
             Ok(()) | Err(mysql_async::Error::Server(_)) => {}
             Err(e) => return Err(e),
         }
-        match conn.query_drop(format!("XA ROLLBACK '{}'", self.xid)).await {
+        match conn.query_drop(format!("XA ROLLBACK '{xid}'")).await {
             Ok(()) => Ok(XaEnded::RolledBack),
             Err(mysql_async::Error::Server(e)) if e.code == XA_UNKNOWN => {
                 Ok(XaEnded::Gone(mysql_async::Error::Server(e)))

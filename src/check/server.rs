@@ -4,7 +4,10 @@
 //! needs the database; judging them is pure, so every rule has unit tests.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Value};
+use mysql_async::Conn;
+
+use crate::config::QueueConfig;
+use crate::db::cluster::{self, optional, truthy, MultiPrimary};
 
 /// What `check` needs to know about a server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -108,30 +111,6 @@ pub fn connection_problem(facts: &ServerFacts, workers: usize, server: &str) -> 
     })
 }
 
-/// One value, or `None` when the server refuses the question (an unknown variable
-/// or table, a missing privilege): only a lost connection is an error.
-async fn optional(conn: &mut Conn, sql: &str) -> Result<Option<Value>, mysql_async::Error> {
-    match conn.query_first::<Value, _>(sql).await {
-        Ok(value) => Ok(value.filter(|v| *v != Value::NULL)),
-        Err(mysql_async::Error::Server(_)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// `1`, `ON`, `TRUE` → true; `0`, `OFF`, `FALSE` → false.
-fn truthy(value: &Value) -> Option<bool> {
-    match value {
-        Value::Int(n) => Some(*n != 0),
-        Value::UInt(n) => Some(*n != 0),
-        Value::Bytes(bytes) => match String::from_utf8_lossy(bytes).to_ascii_uppercase().as_str() {
-            "ON" | "1" | "TRUE" | "YES" => Some(true),
-            "OFF" | "0" | "FALSE" | "NO" => Some(false),
-            other => other.parse::<i64>().ok().map(|n| n != 0),
-        },
-        _ => None,
-    }
-}
-
 /// MariaDB, MySQL (Percona and the clouds' builds included) or TiDB.
 pub fn flavour(version: &str, comment: &str) -> Flavour {
     let version = version.to_ascii_lowercase();
@@ -224,21 +203,23 @@ pub fn binlog_problem(facts: &ServerFacts) -> Option<String> {
     })
 }
 
-/// Galera, or group replication in multi-primary mode: row locks are not shared
-/// between nodes, so two workers on two nodes can claim the same row.
-pub fn multi_primary_problem(facts: &ServerFacts) -> Option<String> {
-    let why = if facts.wsrep_on == Some(true) {
-        "the server is a Galera node (wsrep_on = ON)"
+/// The multi-primary cluster the server is a node of, if it is one.
+pub fn multi_primary(facts: &ServerFacts) -> Option<MultiPrimary> {
+    if facts.wsrep_on == Some(true) {
+        Some(MultiPrimary::Galera)
     } else if facts.group_replication_single_primary == Some(false) {
-        "the server runs group replication in multi-primary mode"
+        Some(MultiPrimary::GroupReplication)
     } else {
-        return None;
-    };
-    Some(format!(
-        "{why}: SKIP LOCKED row locks are not shared between primaries, so workers on two nodes \
-         can claim the same row; point every tableq at one node (or pass --allow-multi-primary \
-         if they all use the same one)"
-    ))
+        None
+    }
+}
+
+/// Why `queue` may not run on this server, if it is a node of a multi-primary
+/// cluster and the queue would deliver a row twice from copies on two nodes: what
+/// `run` refuses, in the same words (lease mode and SQL actions are fine there).
+pub fn multi_primary_problem(facts: &ServerFacts, queue: &QueueConfig) -> Option<String> {
+    let cluster = multi_primary(facts)?;
+    cluster::delivers_twice_across_nodes(queue).then(|| cluster::refusal(queue, cluster))
 }
 
 #[cfg(test)]
@@ -324,26 +305,15 @@ mod tests {
     #[test]
     fn multi_primary_clusters_are_named() {
         let mut facts = server("10.11.6-MariaDB", "");
-        assert_eq!(multi_primary_problem(&facts), None);
+        assert_eq!(multi_primary(&facts), None);
         facts.wsrep_on = Some(false);
-        assert_eq!(multi_primary_problem(&facts), None);
+        assert_eq!(multi_primary(&facts), None);
         facts.wsrep_on = Some(true);
-        assert!(multi_primary_problem(&facts).unwrap().contains("Galera"));
+        assert_eq!(multi_primary(&facts), Some(MultiPrimary::Galera));
         let mut gr = server("8.0.36", "MySQL");
         gr.group_replication_single_primary = Some(true);
-        assert_eq!(multi_primary_problem(&gr), None);
+        assert_eq!(multi_primary(&gr), None);
         gr.group_replication_single_primary = Some(false);
-        assert!(multi_primary_problem(&gr)
-            .unwrap()
-            .contains("multi-primary mode"));
-    }
-
-    #[test]
-    fn reads_boolean_variables_either_way() {
-        assert_eq!(truthy(&Value::Int(1)), Some(true));
-        assert_eq!(truthy(&Value::Bytes(b"OFF".to_vec())), Some(false));
-        assert_eq!(truthy(&Value::Bytes(b"ON".to_vec())), Some(true));
-        assert_eq!(truthy(&Value::Bytes(b"2".to_vec())), Some(true));
-        assert_eq!(truthy(&Value::NULL), None);
+        assert_eq!(multi_primary(&gr), Some(MultiPrimary::GroupReplication));
     }
 }

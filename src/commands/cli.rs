@@ -149,6 +149,13 @@ pub struct RunArgs {
     #[arg(long, env = "TABLEQ_STOP_WHEN_EMPTY")]
     pub stop_when_empty: bool,
 
+    /// Run transaction-mode queues whose action reaches outside the database on a
+    /// node of a Galera cluster or of multi-primary group replication: say so only
+    /// when every copy of tableq uses the same node (row locks are not shared
+    /// between primaries; copies on two nodes deliver rows twice).
+    #[arg(long, env = "TABLEQ_ALLOW_MULTI_PRIMARY")]
+    pub allow_multi_primary: bool,
+
     /// Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:7436).
     #[arg(long, env = "TABLEQ_METRICS_ADDR", value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,

@@ -115,6 +115,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     let options = RunOptions {
         database_url,
         stop_when_empty: args.stop_when_empty,
+        allow_multi_primary: args.allow_multi_primary,
         shutdown_timeout: args.shutdown_timeout.into(),
         budget: std::sync::Arc::new(crate::db::Budget::new(args.max_connections as usize)),
         lifecycle: std::sync::Arc::new(notify::Systemd::from_env()),

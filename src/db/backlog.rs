@@ -78,7 +78,8 @@ pub async fn read_backlog(
     match &read {
         Err(DbError::Deadline { .. }) => {
             // The count runs on at the server unless stopped: stop it.
-            let _ = database.kill(conn.id(), Kill::Connection).await;
+            let host = database.host_of(&conn);
+            let _ = host.kill(conn.id(), Kill::Connection).await;
         }
         // Passed on to a queue waiting for a place, if one is.
         Ok(_) => database.give_up(conn, place).await,

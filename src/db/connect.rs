@@ -1,16 +1,23 @@
 //! Reaching a database: a URL turned into connection options, the database a queue
 //! uses, opening a connection, and KILL from a side connection. One quick timeout
 //! bounds every short exchange.
+//!
+//! A URL may list several hosts (`mysql://u:p@h1:3306,h2:3306,h3:3306/db`, as
+//! Connector/J and libpq take them): each connection goes to the first host, in the
+//! order given, that accepts writes (not read-only; on Galera, ready and synced) —
+//! so every copy of tableq converges on the same node, and moves on to the next
+//! when it fails. A session's side connections (KILL) go to its own host.
 
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::budget::{Budget, Place, Seat};
-use super::error::{describe_error, DbError, ER_NO_SUCH_THREAD};
+use super::error::{describe_error, DbError, Refusal, ER_NO_SUCH_THREAD};
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 
@@ -92,19 +99,36 @@ fn bad_escape(url: &str) -> Option<&'static str> {
     })
 }
 
-/// A database to connect to: the options parsed from its URL, and the process's
-/// connection budget its sessions take their places in (none for `check` and
-/// `count`, which hold a connection or two for moments).
+/// A database to connect to: the options parsed from its URL — one per host it
+/// lists — and the process's connection budget its sessions take their places in
+/// (none for `check` and `count`, which hold a connection or two for moments).
 #[derive(Debug, Clone)]
 pub struct Database {
-    opts: Opts,
+    hosts: Arc<Hosts>,
     budget: Option<Arc<Budget>>,
+}
+
+/// The hosts of one URL, and which of them the last connection went to (shared by
+/// the database's clones).
+#[derive(Debug)]
+struct Hosts {
+    opts: Vec<Opts>,
+    in_use: AtomicUsize,
+}
+
+impl Hosts {
+    fn new(opts: Vec<Opts>) -> Arc<Hosts> {
+        Arc::new(Hosts {
+            opts,
+            in_use: AtomicUsize::new(0),
+        })
+    }
 }
 
 /// The same database: the same options (whatever the budget).
 impl PartialEq for Database {
     fn eq(&self, other: &Database) -> bool {
-        self.opts == other.opts
+        self.hosts.opts == other.hosts.opts
     }
 }
 
@@ -134,23 +158,12 @@ impl Database {
                     .to_string(),
             ));
         }
-        let opts = Opts::from_url(&url).map_err(|e| DatabaseUrlError(url_error(&e)))?;
-        if opts.db_name().is_none() {
-            return Err(DatabaseUrlError(
-                "it names no database: add one to its path, mysql://USER:PASSWORD@HOST:3306/DATABASE"
-                    .to_string(),
-            ));
-        }
-        // No statement cache: a worker holds its prepared statements for the life of
-        // the connection, and the cache would close the least recently used ones.
-        let mut builder = OptsBuilder::from_opts(opts)
-            .tcp_keepalive(Some(TCP_KEEPALIVE))
-            .stmt_cache_size(0);
-        if !url.contains("prefer_socket=") {
-            builder = builder.prefer_socket(false);
-        }
+        let opts = one_url_per_host(&url)?
+            .iter()
+            .map(|url| host_opts(url))
+            .collect::<Result<Vec<Opts>, DatabaseUrlError>>()?;
         Ok(Database {
-            opts: builder.into(),
+            hosts: Hosts::new(opts),
             budget: None,
         })
     }
@@ -193,16 +206,38 @@ impl Database {
     /// than changed (`CLIENT_FOUND_ROWS`): a lease renewed twice within a second
     /// changes nothing the second time, yet still holds.
     fn counting_matched_rows(&self) -> Database {
-        let opts = OptsBuilder::from_opts(self.opts.clone()).client_found_rows(true);
+        let opts = self.hosts.opts.iter().map(|opts| {
+            let opts = OptsBuilder::from_opts(opts.clone()).client_found_rows(true);
+            Opts::from(opts)
+        });
         Database {
-            opts: opts.into(),
+            hosts: Hosts::new(opts.collect()),
             budget: self.budget.clone(),
         }
     }
 
-    #[cfg(test)]
+    /// The database on `conn`'s own host alone: where a side connection to its
+    /// session (KILL) must go.
+    pub fn host_of(&self, conn: &Conn) -> Database {
+        Database {
+            hosts: Hosts::new(vec![conn.opts().clone()]),
+            // A session gives its connection up through it (see `give_up`).
+            budget: self.budget.clone(),
+        }
+    }
+
+    /// The host the last connection went to, when the URL lists several
+    /// (`db2.example:3306`); none for a URL of one host.
+    pub fn host_in_use(&self) -> Option<String> {
+        let hosts = &self.hosts.opts;
+        let in_use = self.hosts.in_use.load(Ordering::Relaxed);
+        (hosts.len() > 1).then(|| server_of(&hosts[in_use.min(hosts.len() - 1)]))
+    }
+
+    /// The first host's options: what names the database (a budget's spare
+    /// connections are kept by it, whichever of its hosts they went to).
     fn opts(&self) -> &Opts {
-        &self.opts
+        &self.hosts.opts[0]
     }
 
     /// Opens a connection, giving up after [`QUICK_TIMEOUT`]. A failure that is not
@@ -212,34 +247,63 @@ impl Database {
     }
 
     /// Opens a connection, giving up after `limit`. A failure that is not the
-    /// server's own answer names the address it could not reach.
+    /// server's own answer names the address it could not reach. With several
+    /// hosts, the first in order that accepts writes (each given at most
+    /// [`HOST_TIMEOUT`]); if none does, the first that answered (its refusals are
+    /// then the queue's: read-only, not synced); else the last host's error.
     pub async fn connect_within(&self, limit: Duration) -> Result<Conn, DbError> {
-        match tokio::time::timeout(limit, Conn::new(self.opts.clone())).await {
-            Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e @ mysql_async::Error::Server(_))) => Err(e.into()),
-            Ok(Err(e)) => Err(DbError::Driver(mysql_async::Error::Other(
-                format!(
-                    "cannot connect to {}: {}",
-                    self.server(),
-                    describe_error(&e)
-                )
-                .into(),
-            ))),
-            Err(_) => Err(DbError::Deadline {
-                waiting_for: "a connection",
-                limit,
-            }),
+        let hosts = &self.hosts.opts;
+        if hosts.len() == 1 {
+            return connect_to(&hosts[0], limit).await;
         }
+        let limit = limit.min(HOST_TIMEOUT);
+        let mut answered: Option<(usize, Conn)> = None;
+        let mut failed = None;
+        for (index, opts) in hosts.iter().enumerate() {
+            let mut conn = match connect_to(opts, limit).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    failed = Some(e);
+                    continue;
+                }
+            };
+            match tokio::time::timeout(limit, refuses_writes(&mut conn)).await {
+                Ok(Ok(None)) => return Ok(self.using(index, answered, conn).await),
+                Ok(Ok(Some(_))) if answered.is_none() => answered = Some((index, conn)),
+                Ok(Ok(Some(_))) => {
+                    let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+                }
+                Ok(Err(e)) => failed = Some(e.into()),
+                Err(_) => failed = Some(deadline(limit)),
+            }
+        }
+        match answered {
+            Some((index, conn)) => {
+                self.hosts.in_use.store(index, Ordering::Relaxed);
+                Ok(conn)
+            }
+            None => Err(failed.unwrap_or_else(|| deadline(limit))),
+        }
+    }
+
+    /// `conn`, to host `index`, is the one to use: noted, and the connection to an
+    /// earlier host that refused writes closed.
+    async fn using(&self, index: usize, refused: Option<(usize, Conn)>, conn: Conn) -> Conn {
+        if let Some((_, other)) = refused {
+            let _ = tokio::time::timeout(QUICK_TIMEOUT, other.disconnect()).await;
+        }
+        self.hosts.in_use.store(index, Ordering::Relaxed);
+        conn
     }
 
     /// The URL's user.
     pub fn user(&self) -> &str {
-        self.opts.user().unwrap_or("")
+        self.hosts.opts[0].user().unwrap_or("")
     }
 
     /// The URL's database (empty when it names none).
     pub fn name(&self) -> &str {
-        self.opts.db_name().unwrap_or("")
+        self.hosts.opts[0].db_name().unwrap_or("")
     }
 
     /// Why the server refused to let this URL's user in, in words that name the user,
@@ -249,8 +313,8 @@ impl Database {
             "the server at {} refused user `{}` for database `{}` ({error}): check the user \
              and password in the database URL, and the user's grants",
             self.server(),
-            self.opts.user().unwrap_or(""),
-            self.opts.db_name().unwrap_or("")
+            self.user(),
+            self.name()
         )
     }
 
@@ -305,7 +369,7 @@ impl Database {
     /// budget.
     pub async fn seat(&self) -> Option<Seat> {
         match &self.budget {
-            Some(budget) => Some(budget.seat(&self.opts).await),
+            Some(budget) => Some(budget.seat(self.opts()).await),
             None => None,
         }
     }
@@ -337,7 +401,7 @@ impl Database {
     /// without a budget.
     pub async fn give_up(&self, conn: Conn, place: Option<Place>) {
         match (&self.budget, place) {
-            (Some(budget), Some(place)) => budget.give_up(&self.opts, conn, place).await,
+            (Some(budget), Some(place)) => budget.give_up(self.opts(), conn, place).await,
             _ => {
                 let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
             }
@@ -364,22 +428,130 @@ impl Database {
         )
     }
 
-    /// `host:port`: the server, whichever database and user.
+    /// `host:port`: the server, whichever database and user (with several hosts,
+    /// each, separated by commas).
     pub fn server(&self) -> String {
-        format!("{}:{}", self.opts.ip_or_hostname(), self.opts.tcp_port())
+        let hosts: Vec<String> = self.hosts.opts.iter().map(server_of).collect();
+        hosts.join(",")
     }
+}
+
+/// How long one host of several may take to connect and say whether it accepts
+/// writes, before the next is tried.
+pub const HOST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `host:port` of one host's options.
+fn server_of(opts: &Opts) -> String {
+    format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port())
+}
+
+/// No answer within `limit` while connecting.
+fn deadline(limit: Duration) -> DbError {
+    DbError::Deadline {
+        waiting_for: "a connection",
+        limit,
+    }
+}
+
+/// Opens a connection to one host, giving up after `limit`. A failure that is not
+/// the server's own answer names the address it could not reach.
+async fn connect_to(opts: &Opts, limit: Duration) -> Result<Conn, DbError> {
+    match tokio::time::timeout(limit, Conn::new(opts.clone())).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e @ mysql_async::Error::Server(_))) => Err(e.into()),
+        Ok(Err(e)) => Err(DbError::Driver(mysql_async::Error::Other(
+            format!(
+                "cannot connect to {}: {}",
+                server_of(opts),
+                describe_error(&e)
+            )
+            .into(),
+        ))),
+        Err(_) => Err(deadline(limit)),
+    }
+}
+
+/// Why the server on `conn` takes no writes now, if it does not: read-only
+/// (`read_only`, which `super_read_only` sets too), or a Galera node not ready or
+/// not synced.
+async fn refuses_writes(conn: &mut Conn) -> Result<Option<Refusal>, mysql_async::Error> {
+    let read_only: Option<u64> = conn.query_first("SELECT @@global.read_only").await?;
+    if read_only.unwrap_or(0) != 0 {
+        return Ok(Some(Refusal::ReadOnly));
+    }
+    // A server built with Galera but not running it has `wsrep_ready = OFF` too.
+    let wsrep_on: Option<(String, String)> = conn
+        .query_first("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+        .await?;
+    if !wsrep_on.is_some_and(|(_, on)| on.eq_ignore_ascii_case("ON")) {
+        return Ok(None);
+    }
+    let wsrep: Vec<(String, String)> = conn
+        .query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN \
+             ('wsrep_ready', 'wsrep_local_state_comment')",
+        )
+        .await?;
+    let synced = wsrep
+        .iter()
+        .all(|(name, value)| match name.to_ascii_lowercase().as_str() {
+            "wsrep_ready" => value.eq_ignore_ascii_case("ON"),
+            _ => value.eq_ignore_ascii_case("Synced"),
+        });
+    Ok((!synced).then_some(Refusal::NotSynced))
+}
+
+/// `url` once per host it lists: `mysql://u:p@h1,h2/db` as `mysql://u:p@h1/db` and
+/// `mysql://u:p@h2/db`; a URL of one host as it is.
+fn one_url_per_host(url: &str) -> Result<Vec<String>, DatabaseUrlError> {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let hosts_start = url[start..authority_end]
+        .rfind('@')
+        .map_or(start, |at| start + at + 1);
+    let hosts = &url[hosts_start..authority_end];
+    if !hosts.contains(',') {
+        return Ok(vec![url.to_string()]);
+    }
+    let (before, after) = (&url[..hosts_start], &url[authority_end..]);
+    hosts
+        .split(',')
+        .map(|host| match host.trim() {
+            "" => Err(DatabaseUrlError(
+                "its list of hosts has an empty entry: write them as host1:3306,host2:3306"
+                    .to_string(),
+            )),
+            host => Ok(format!("{before}{host}{after}")),
+        })
+        .collect()
+}
+
+/// The options of one host's URL, with tableq's defaults.
+fn host_opts(url: &str) -> Result<Opts, DatabaseUrlError> {
+    let opts = Opts::from_url(url).map_err(|e| DatabaseUrlError(url_error(&e)))?;
+    if opts.db_name().is_none() {
+        return Err(DatabaseUrlError(
+            "it names no database: add one to its path, mysql://USER:PASSWORD@HOST:3306/DATABASE"
+                .to_string(),
+        ));
+    }
+    // No statement cache: a worker holds its prepared statements for the life of
+    // the connection, and the cache would close the least recently used ones.
+    let mut builder = OptsBuilder::from_opts(opts)
+        .tcp_keepalive(Some(TCP_KEEPALIVE))
+        .stmt_cache_size(0);
+    if !url.contains("prefer_socket=") {
+        builder = builder.prefer_socket(false);
+    }
+    Ok(builder.into())
 }
 
 /// `user@host:port/database`: a database named for logs, without its password.
 impl std::fmt::Display for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}@{}/{}",
-            self.opts.user().unwrap_or(""),
-            self.server(),
-            self.opts.db_name().unwrap_or("")
-        )
+        write!(f, "{}@{}/{}", self.user(), self.server(), self.name())
     }
 }
 
@@ -452,6 +624,22 @@ mod tests {
         assert!(err.contains("require_ssl=true"), "{err}");
         let tls = Database::from_url("mysql://app@db/shop?require_ssl=true&verify_identity=false");
         assert!(tls.is_ok());
+    }
+
+    #[test]
+    fn a_url_may_list_several_hosts() {
+        let database =
+            Database::from_url("mysql://app:s3cret@db1:3306,db2:3307, db3/shop?require_ssl=true")
+                .unwrap();
+        assert_eq!(database.to_string(), "app@db1:3306,db2:3307,db3:3306/shop");
+        assert_eq!(database.host_in_use().as_deref(), Some("db1:3306"));
+        assert!(database.hosts.opts.iter().all(|o| o.ssl_opts().is_some()));
+        let one = Database::from_url("mysql://app@db1/shop").unwrap();
+        assert_eq!(one.host_in_use(), None);
+        let err = Database::from_url("mysql://app@db1,,db2/shop").unwrap_err();
+        assert!(err.to_string().contains("an empty entry"), "{err}");
+        let err = Database::from_url("mysql://app@db1,db2").unwrap_err();
+        assert!(err.to_string().contains("names no database"), "{err}");
     }
 
     #[test]

@@ -27,6 +27,9 @@ const QUEUE_FAULTS: &[u16] = &[1054, 1146, 1064, 1142, 1143, 1305];
 /// The server runs read-only (1290: `--read-only`, `super_read_only`; 1836: a
 /// read-only mode).
 const READ_ONLY: &[u16] = &[1290, 1836];
+/// A Galera node that is not synced with its cluster (1047: "WSREP has not yet
+/// prepared node for application use"): it takes no queries until it is.
+const NOT_SYNCED: u16 = 1047;
 /// A privilege the user lacks on a table (1142) or a column (1143).
 const DENIED: &[u16] = &[1142, 1143];
 /// Data too long for a column (strict mode).
@@ -65,6 +68,8 @@ const TRANSACTION_LOST: &[u16] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     ReadOnly,
+    /// A Galera node not synced with its cluster (joining, or cut off from it).
+    NotSynced,
     PermissionDenied,
 }
 
@@ -73,6 +78,7 @@ impl Refusal {
     pub fn as_str(self) -> &'static str {
         match self {
             Refusal::ReadOnly => "read-only",
+            Refusal::NotSynced => "not synced",
             Refusal::PermissionDenied => "permission denied",
         }
     }
@@ -83,6 +89,15 @@ impl Refusal {
 pub enum DbError {
     #[error("{}", describe_error(.0))]
     Driver(#[from] mysql_async::Error),
+    /// A deadlock at COMMIT, which only a multi-primary cluster answers (Galera's
+    /// certification failure): another node committed a change to one of the
+    /// transaction's rows first, and this transaction was rolled back.
+    #[error(
+        "{}: another node of the cluster committed a change to one of these rows first \
+         (a certification conflict); the transaction is rolled back",
+        describe_error(.0)
+    )]
+    Certification(mysql_async::Error),
     /// No answer within the deadline: the connection may be half-read, and is given up.
     #[error("no answer from the database within {} while waiting for {waiting_for}", humantime::format_duration(*.limit))]
     Deadline {
@@ -109,7 +124,7 @@ impl DbError {
         match self {
             DbError::Driver(e) => is_statement_error(e),
             DbError::TooLarge { .. } => true,
-            DbError::Deadline { .. } => false,
+            DbError::Deadline { .. } | DbError::Certification(_) => false,
         }
     }
 
@@ -120,18 +135,39 @@ impl DbError {
     }
 
     /// The database refuses writes for now — it is read-only (a replica, a failover
-    /// under way) or the user's privilege was taken away — whatever the row.
+    /// under way), a Galera node not synced, or the user's privilege was taken away
+    /// — whatever the row.
     pub fn refuses_writes(&self) -> Option<Refusal> {
         match self.server_code()? {
             code if READ_ONLY.contains(&code) => Some(Refusal::ReadOnly),
+            NOT_SYNCED => Some(Refusal::NotSynced),
             code if DENIED.contains(&code) => Some(Refusal::PermissionDenied),
             _ => None,
         }
     }
 
-    /// A deadlock or lock wait timeout: expected now and then on a busy queue.
+    /// A deadlock or lock wait timeout: expected now and then on a busy queue; a
+    /// certification conflict on a multi-primary cluster is one too.
     pub fn is_contention(&self) -> bool {
-        matches!(self, DbError::Driver(e) if is_expected_contention(e))
+        match self {
+            DbError::Driver(e) => is_expected_contention(e),
+            DbError::Certification(_) => true,
+            _ => false,
+        }
+    }
+
+    /// The error COMMIT answered: a deadlock there is a certification conflict (no
+    /// lock is taken at COMMIT on a single server).
+    pub fn at_commit(self) -> DbError {
+        match self {
+            DbError::Driver(e) if self_deadlock(&e) => DbError::Certification(e),
+            other => other,
+        }
+    }
+
+    /// A certification conflict (see [`DbError::Certification`]).
+    pub fn is_certification(&self) -> bool {
+        matches!(self, DbError::Certification(_))
     }
 
     /// The statement was stopped by KILL QUERY.
@@ -165,7 +201,8 @@ impl DbError {
     /// The server's error code, for a server error.
     pub fn server_code(&self) -> Option<u16> {
         match self {
-            DbError::Driver(mysql_async::Error::Server(s)) => Some(s.code),
+            DbError::Driver(mysql_async::Error::Server(s))
+            | DbError::Certification(mysql_async::Error::Server(s)) => Some(s.code),
             _ => None,
         }
     }
@@ -187,6 +224,11 @@ impl DbError {
 /// SIGNAL): the transaction is still open and the item's lock still held.
 pub fn is_statement_error(e: &mysql_async::Error) -> bool {
     matches!(e, mysql_async::Error::Server(s) if !TRANSACTION_LOST.contains(&s.code))
+}
+
+/// True when `e` is a deadlock.
+fn self_deadlock(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if s.code == ER_LOCK_DEADLOCK)
 }
 
 /// True when `e` says a value was too long for its column (1406, strict mode).
@@ -233,5 +275,26 @@ mod tests {
         }
         assert!(server_error(1040).is_server_full() && server_error(1203).is_server_full());
         assert!(!server_error(1045).is_server_full());
+    }
+
+    #[test]
+    fn says_why_writes_are_refused() {
+        let said = |code| server_error(code).refuses_writes().map(Refusal::as_str);
+        assert_eq!(said(1290), Some("read-only"));
+        assert_eq!(said(1047), Some("not synced"));
+        assert_eq!(said(1142), Some("permission denied"));
+        assert_eq!(said(1062), None);
+    }
+
+    #[test]
+    fn a_deadlock_at_commit_is_a_certification_conflict() {
+        let at_commit = server_error(ER_LOCK_DEADLOCK).at_commit();
+        assert!(at_commit.is_certification() && at_commit.is_contention());
+        assert!(
+            at_commit.to_string().contains("another node"),
+            "{at_commit}"
+        );
+        assert_eq!(at_commit.server_code(), Some(ER_LOCK_DEADLOCK));
+        assert!(!server_error(1290).at_commit().is_certification());
     }
 }

@@ -9,6 +9,9 @@ pub enum ErrorKind {
     Connect,
     Deadlock,
     LockWait,
+    /// A certification conflict on a multi-primary cluster: another node committed a
+    /// change to one of the transaction's rows first.
+    Certification,
     /// The connection or the transaction was lost (network, server restart, KILL).
     Lost,
     /// No answer within `database_timeout`.
@@ -18,10 +21,11 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 7] = [
         ErrorKind::Connect,
         ErrorKind::Deadlock,
         ErrorKind::LockWait,
+        ErrorKind::Certification,
         ErrorKind::Lost,
         ErrorKind::Deadline,
         ErrorKind::Other,
@@ -33,6 +37,7 @@ impl ErrorKind {
             ErrorKind::Connect => "connect",
             ErrorKind::Deadlock => "deadlock",
             ErrorKind::LockWait => "lock_wait",
+            ErrorKind::Certification => "certification",
             ErrorKind::Lost => "lost",
             ErrorKind::Deadline => "deadline",
             ErrorKind::Other => "other",
@@ -46,6 +51,7 @@ impl DbError {
         match self {
             DbError::Deadline { .. } => ErrorKind::Deadline,
             DbError::TooLarge { .. } => ErrorKind::Other,
+            DbError::Certification(_) => ErrorKind::Certification,
             _ if self.server_code() == Some(ER_LOCK_DEADLOCK) => ErrorKind::Deadlock,
             _ if self.server_code() == Some(ER_LOCK_WAIT_TIMEOUT) => ErrorKind::LockWait,
             DbError::Driver(mysql_async::Error::Server(_)) if self.is_statement_error() => {

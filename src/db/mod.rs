@@ -9,6 +9,7 @@ pub mod bind;
 pub mod binlog;
 pub mod budget;
 pub mod clock;
+pub mod cluster;
 pub mod connect;
 pub mod due;
 pub mod error;
@@ -26,7 +27,7 @@ pub mod value;
 
 pub use budget::Budget;
 pub use clock::DbClock;
-pub use connect::{Database, Kill};
+pub use connect::Database;
 pub use error::{DbError, Refusal};
 pub use error_kind::ErrorKind;
 pub use item::{Item, LeaseParams, OutcomeParams};

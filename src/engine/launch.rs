@@ -18,6 +18,7 @@ use super::transaction::TransactionMode;
 use super::worker::run_worker;
 use crate::action::Action;
 use crate::config::QueueConfig;
+use crate::db::cluster::{self, MultiPrimary};
 use crate::db::{Budget, Database, DbClock, OpenError, Session};
 use crate::diagnostic::{Finding, Findings, Severity};
 use crate::telemetry::stats::report_progress;
@@ -35,12 +36,15 @@ pub struct Prepared {
 
 /// Pairs each queue with its database and builds its action, then opens a session
 /// per queue. Fails, before any row is touched, if a queue's SQL is wrong for its
-/// database or the server refuses its login; a database that cannot be reached is
-/// not a failure (the queue starts once it can). `Ok(None)` if `shutdown` came first.
+/// database, the server refuses its login, or it would deliver rows twice on a
+/// multi-primary cluster (unless `allow_multi_primary`); a database that cannot be
+/// reached is not a failure (the queue starts once it can). `Ok(None)` if
+/// `shutdown` came first.
 pub async fn prepare(
     queues: Vec<QueueConfig>,
     default_url: Option<&str>,
     budget: Arc<Budget>,
+    allow_multi_primary: bool,
     shutdown: &CancellationToken,
 ) -> Result<Option<Vec<Prepared>>, Findings> {
     let resolved: Vec<(QueueConfig, Database)> = resolve_databases(queues, default_url)?
@@ -48,7 +52,8 @@ pub async fn prepare(
         .map(|(queue, database)| (queue, database.within(budget.clone())))
         .collect();
     let actions = build_actions(&resolved)?;
-    let refused = super::wake::refused_binlog(&resolved).await;
+    let mut refused = super::wake::refused_binlog(&resolved).await;
+    refused.extend(on_multi_primary(&resolved, allow_multi_primary).await);
     if !refused.is_empty() {
         return Err(Findings(refused));
     }
@@ -70,6 +75,43 @@ pub async fn prepare(
         })
         .collect();
     Ok(Some(prepared))
+}
+
+/// The queues that would deliver rows twice from copies on two nodes of a
+/// multi-primary cluster (see [`cluster::delivers_twice_across_nodes`]), each a
+/// finding that says why and the two ways out — none when `allowed` (every copy
+/// uses one node: said once per queue). A database that cannot be reached is no
+/// finding, as for the binary log.
+async fn on_multi_primary(queues: &[(QueueConfig, Database)], allowed: bool) -> Vec<Finding> {
+    let mut known: Vec<(&Database, Option<MultiPrimary>)> = Vec::new();
+    let mut findings = Vec::new();
+    for (config, database) in queues {
+        if !cluster::delivers_twice_across_nodes(config) {
+            continue;
+        }
+        let found = match known.iter().find(|(known, _)| *known == database) {
+            Some((_, found)) => *found,
+            None => {
+                let found = cluster::multi_primary_at(database).await.ok().flatten();
+                known.push((database, found));
+                found
+            }
+        };
+        match found {
+            None => {}
+            Some(cluster) if allowed => info!(
+                queue = %config.name,
+                "{}; --allow-multi-primary says every copy of tableq uses this one node",
+                cluster.describe()
+            ),
+            Some(cluster) => findings.push(config.finding(
+                Severity::Error,
+                &["mode"],
+                cluster::refusal(config, cluster),
+            )),
+        }
+    }
+    findings
 }
 
 /// Builds each queue's action (for HTTP: its client), or says which cannot be.
@@ -242,7 +284,7 @@ async fn read_clock(queue: &QueueRuntime, session: &mut Session) {
 /// Opens the queue's first session, retrying with backoff; `None` once told to stop.
 async fn first_session(queue: &QueueRuntime) -> Option<Session> {
     let stop = &queue.stop;
-    let mut retry = Retry::new(queue.config.error_backoff, stop);
+    let mut retry = Retry::new(queue.config.error_backoff, stop).reconnecting();
     let open = || async {
         tokio::select! {
             _ = stop.cancelled() => Err(None),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
 use super::circuit::Circuit;
 use super::drain::Drain;
@@ -17,7 +18,7 @@ use super::stop_when_empty::StopWhenEmpty;
 use super::wake::QueueWake;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
-use crate::db::{Database, DbError, OpenError};
+use crate::db::{Database, DbError, OpenError, Refusal};
 use crate::telemetry::events::{DatabaseFull, Event, LoginRefused, NotConnected};
 use crate::telemetry::log::once::OncePerKey;
 use crate::telemetry::log::throttle::Throttle;
@@ -54,6 +55,8 @@ pub struct QueueRuntime {
     pub unreachable: Throttle,
     /// Transactions lost, said once a minute.
     pub lost: Throttle,
+    /// Certification conflicts (a multi-primary cluster), said once a minute.
+    pub certification: Throttle,
     /// The keys completed lately, to notice rows that come straight back.
     pub loops: Loops,
     /// `rate_limit` and `max_in_flight`.
@@ -98,6 +101,7 @@ impl QueueRuntime {
             refused_login: Throttle::default(),
             unreachable: Throttle::default(),
             lost: Throttle::default(),
+            certification: Throttle::default(),
         }
     }
 
@@ -147,6 +151,31 @@ impl QueueRuntime {
             return true;
         }
         false
+    }
+
+    /// The database refuses writes (`why`): the gate of the database closes — no
+    /// queue on it claims for `retry_in`, or until writes work again — and this
+    /// queue says so at once (its workers wait at the gate with no connection).
+    pub fn writes_refused(&self, why: Refusal, retry_in: Duration) {
+        self.gate.refused(why.as_str(), retry_in);
+        self.stats.set_refusing(Some(why.as_str()));
+    }
+
+    /// Another node of a multi-primary cluster committed a change to the row `key`
+    /// (one of `items` rolled back) first: said once a minute per queue, with how
+    /// many since — it happens when copies work the queue on several nodes.
+    pub fn certification_conflict(&self, key: &str, items: usize) {
+        if let Some(times) = self.certification.record() {
+            warn!(
+                key,
+                items,
+                times,
+                "another node of the cluster committed a change to row {key} first (a \
+                 certification conflict): the transaction is rolled back and its items are \
+                 waiting again; {times} such conflicts since this was last said. Copies of \
+                 tableq on several nodes claim the same rows: point them all at one node"
+            );
+        }
     }
 
     /// Whether the queue's statements and actions run once per batch.

@@ -3,7 +3,10 @@
 //! gives up on its error, or a stop cuts a wait short. The waits back off — the
 //! first from the queue file, doubling to a minute — each jittered so that workers
 //! (of one copy or of many) that failed together do not all try again in the same
-//! instant.
+//! instant. A database that worked until lately is the exception: it is tried again
+//! promptly ([`Retry::reconnect_wait`]), as it is likely back soon — a restart, a
+//! failover — and is used again within [`PROMPTLY`] of taking connections; the long
+//! waits are for one that keeps failing.
 
 use std::future::Future;
 use std::time::Duration;
@@ -12,6 +15,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MAX_ERROR_BACKOFF;
+
+/// The longest wait before reconnecting to a database that worked until lately
+/// (unless the queue's own `error_backoff` is longer).
+pub const PROMPTLY: Duration = Duration::from_secs(2);
+/// How long a database that stopped working is tried again [`PROMPTLY`]: past it,
+/// the waits are the backoff's, up to a minute.
+pub const LATELY: Duration = Duration::from_secs(300);
 
 /// Tries again with backoff until told to stop.
 pub struct Retry<'s> {
@@ -23,6 +33,10 @@ pub struct Retry<'s> {
     steady: Option<Duration>,
     /// Failures in a row since the backoff last started afresh.
     failures: u32,
+    /// Since when tries have failed (none since the backoff last started afresh).
+    failing_since: Option<Instant>,
+    /// The tries reconnect to a database: waits as [`Retry::reconnect_wait`]'s.
+    reconnects: bool,
 }
 
 /// What the caller makes of a failed try.
@@ -54,6 +68,8 @@ impl<'s> Retry<'s> {
             ceiling: Duration::MAX,
             steady: None,
             failures: 0,
+            failing_since: None,
+            reconnects: false,
         }
     }
 
@@ -66,6 +82,14 @@ impl<'s> Retry<'s> {
     pub fn afresh_after(self, steady: Duration) -> Self {
         Retry {
             steady: Some(steady),
+            ..self
+        }
+    }
+
+    /// Each try reconnects to a database: its waits are [`Retry::reconnect_wait`]'s.
+    pub fn reconnecting(self) -> Self {
+        Retry {
+            reconnects: true,
             ..self
         }
     }
@@ -107,9 +131,13 @@ impl<'s> Retry<'s> {
             self.reset();
         }
         self.failures += 1;
+        let retry_in = match self.reconnects {
+            true => self.reconnect_wait(),
+            false => self.next_wait(),
+        };
         let failure = Failure {
             times: self.failures,
-            retry_in: self.next_wait(),
+            retry_in,
         };
         let wait = match failed(error, failure) {
             Next::Again => failure.retry_in,
@@ -124,10 +152,26 @@ impl<'s> Retry<'s> {
         self.backoff.next_wait().min(self.ceiling)
     }
 
+    /// The wait before reconnecting to a database that could not be reached or was
+    /// lost: at most [`PROMPTLY`] (jittered) while it failed for less than
+    /// [`LATELY`] — it is likely back soon, and then used at once — else the
+    /// backoff's. The backoff doubles all the same, so a database that keeps failing
+    /// past [`LATELY`] is tried at its long waits at once.
+    pub fn reconnect_wait(&mut self) -> Duration {
+        let backoff = self.next_wait();
+        let since = *self.failing_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < LATELY {
+            backoff.min(jitter(PROMPTLY.max(self.backoff.first)))
+        } else {
+            backoff
+        }
+    }
+
     /// Things went well: the next failure waits the first wait again.
     pub fn reset(&mut self) {
         self.backoff.reset();
         self.failures = 0;
+        self.failing_since = None;
     }
 
     /// Sleeps for `wait` unless the stop comes first; false if it did.
@@ -229,6 +273,24 @@ mod tests {
         stop.cancel();
         let stopped = retry.run(|| async { Err::<(), _>("down") }, |_, _| Next::Again);
         assert_eq!(stopped.await, Err("down"));
+    }
+
+    /// A database lost lately is tried again within two seconds however often it
+    /// failed; one that keeps failing past [`LATELY`] waits the backoff's long waits.
+    #[tokio::test(start_paused = true)]
+    async fn a_database_lost_lately_is_tried_promptly() {
+        let stop = CancellationToken::new();
+        let mut retry = Retry::new(Duration::from_millis(500), &stop);
+        for _ in 0..10 {
+            assert!(retry.reconnect_wait() <= PROMPTLY);
+        }
+        tokio::time::advance(LATELY).await;
+        assert!(about(retry.reconnect_wait(), 60));
+        retry.reset();
+        assert!(retry.reconnect_wait() <= Duration::from_millis(500));
+        let mut patient = Retry::new(Duration::from_secs(10), &stop);
+        patient.reconnect_wait();
+        assert!(about(patient.reconnect_wait(), 10), "its own error_backoff");
     }
 
     /// A try that lasted `afresh_after` starts the count and the waits afresh.

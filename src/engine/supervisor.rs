@@ -45,6 +45,9 @@ pub struct RunOptions {
     pub database_url: Option<String>,
     /// Return once every queue is drained, instead of waiting for shutdown.
     pub stop_when_empty: bool,
+    /// Every copy uses one node of a multi-primary cluster: its transaction-mode
+    /// queues with an action outside the database may run there.
+    pub allow_multi_primary: bool,
     /// How long items in flight may take to finish after shutdown begins.
     pub shutdown_timeout: Duration,
     /// How often each queue logs its progress.
@@ -63,6 +66,7 @@ impl Default for RunOptions {
         RunOptions {
             database_url: None,
             stop_when_empty: false,
+            allow_multi_primary: false,
             shutdown_timeout: Duration::from_secs(30),
             progress_every: Duration::from_secs(60),
             monitor: Arc::new(Monitor::default()),
@@ -168,7 +172,9 @@ impl Supervisor {
     pub async fn start(&mut self, queues: Vec<QueueConfig>) -> Result<bool, Findings> {
         let url = self.options.database_url.clone();
         let budget = self.options.budget.clone();
-        let Some(prepared) = prepare(queues, url.as_deref(), budget, &self.shutdown).await? else {
+        let allow = self.options.allow_multi_primary;
+        let prepared = prepare(queues, url.as_deref(), budget, allow, &self.shutdown).await?;
+        let Some(prepared) = prepared else {
             return Ok(false);
         };
         for queue in prepared {
@@ -194,7 +200,9 @@ impl Supervisor {
             .collect();
         let url = self.options.database_url.clone();
         let budget = self.options.budget.clone();
-        let Some(prepared) = prepare(fresh, url.as_deref(), budget, &self.shutdown).await? else {
+        let allow = self.options.allow_multi_primary;
+        let prepared = prepare(fresh, url.as_deref(), budget, allow, &self.shutdown).await?;
+        let Some(prepared) = prepared else {
             return Ok(false);
         };
         for queue in &unchanged {
@@ -337,6 +345,7 @@ impl Supervisor {
             .monitor
             .set_setup(&config.name, config.clone(), database.clone());
         stats.expect_turns_within(2 * config.longest_poll() + config.database_timeout);
+        stats.set_database(database.clone());
         let progress = Progress::new(&config, &stats);
         let gate = self.gates.entry(database.to_string()).or_default().clone();
         let runtime = Arc::new(QueueRuntime {

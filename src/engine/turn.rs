@@ -22,6 +22,8 @@ pub struct Turn<'a> {
     started: Mutex<Instant>,
     /// When the claim answered, and how many rows it locked.
     claimed: Mutex<Option<(Instant, usize)>>,
+    /// The first claimed row's key, to name in a certification conflict.
+    first_key: Mutex<Option<String>>,
     busy: Mutex<Option<Busy<'a>>>,
     /// The idle watcher's role, if this worker had it when the turn began.
     watch: Mutex<Option<Watch<'a>>>,
@@ -34,6 +36,7 @@ impl<'a> Turn<'a> {
             queue,
             started: Mutex::new(Instant::now()),
             claimed: Mutex::new(None),
+            first_key: Mutex::new(None),
             busy: Mutex::new(None),
             watch: Mutex::new(watch),
         }
@@ -54,9 +57,10 @@ impl<'a> Turn<'a> {
         self.queue.stats.reached();
         observed.claim.observe(now - *lock(&self.started));
         *lock(&self.claimed) = Some((now, items.len()));
-        if items.is_empty() {
+        let Some(first) = items.first() else {
             return;
-        }
+        };
+        *lock(&self.first_key) = Some(first.key_text());
         *lock(&self.busy) = Some(observed.busy());
         // Dropping the watch wakes a sleeper to take it over.
         lock(&self.watch).take();
@@ -96,10 +100,19 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// The transaction was lost to `error`.
+    /// The transaction was lost to `error`. A certification conflict is said (once a
+    /// minute per queue, with how many since).
     pub fn failed(&self, error: &DbError) {
         self.queue.stats.observed.record_db_error(error.kind());
-        self.rolled_back();
+        let items = self.locked_for();
+        if let Some(items) = items {
+            self.queue.stats.observed.record_rolled_back(items);
+        }
+        if error.is_certification() {
+            let key = lock(&self.first_key).take().unwrap_or_default();
+            self.queue
+                .certification_conflict(&key, items.unwrap_or_default());
+        }
     }
 
     /// The watcher's role, if the claim did not hand it on.

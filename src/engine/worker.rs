@@ -22,7 +22,7 @@ use super::retry::{jitter, Retry};
 use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
 use crate::db::due::DueQuery;
-use crate::db::{DbError, OpenError};
+use crate::db::{DbError, OpenError, Refusal};
 use crate::duration::rounded;
 use crate::telemetry::events::{Event, LoopSeen, QueueLooping};
 use crate::telemetry::trace::{otlp, spans};
@@ -220,15 +220,15 @@ impl<'a, M: Mode> Worker<'a, M> {
                 Step::Wait(contention_wait(self.contention, ceiling))
             }
             Ended::Lost(e) => {
-                let mut wait = self.retry.next_wait();
                 let refused = e.refuses_writes();
-                if let Some(why) = refused {
+                let mut wait = self.retry.reconnect_wait();
+                if refused.is_some() {
                     // The closed gate holds the workers back — and lets them all claim
                     // the moment writes work — looking again at least as often as a
                     // refused outcome is written again.
                     wait = wait.min(REFUSED_RETRY);
-                    self.queue.gate.refused(why.as_str(), wait);
                 }
+                self.refused(refused, wait);
                 match self.queue.lost.record() {
                     Some(times) => tracing::warn!(error = %e, retry_in = %rounded(wait), times,
                         "database error; the transaction is rolled back and its items are waiting \
@@ -245,13 +245,37 @@ impl<'a, M: Mode> Worker<'a, M> {
                 }
             }
             Ended::NotOpened(e) => {
-                self.queue.stats.unreached();
-                let wait = self.retry.next_wait();
+                let wait = self.reconnect_wait(&e);
+                // A Galera node that is not synced takes the connection, not the
+                // session's first statements.
+                let refused = e.unreachable().and_then(DbError::refuses_writes);
+                if refused.is_none() {
+                    self.queue.stats.unreached();
+                }
+                self.refused(refused, wait);
                 self.queue.cannot_connect(&e, wait);
                 self.reconnecting = true;
                 Step::Wait(wait)
             }
             Ended::Aborted | Ended::Stopped => Step::Stop,
+        }
+    }
+
+    /// The wait before opening a session again after `error`: prompt for a database
+    /// that is down (it may be back any moment), the backoff's for a server that
+    /// answers and refuses (the login, for being full) or a queue whose SQL does not
+    /// work on it.
+    fn reconnect_wait(&mut self, error: &OpenError) -> Duration {
+        match error.unreachable() {
+            Some(e) if !e.is_access_denied() && !e.is_server_full() => self.retry.reconnect_wait(),
+            _ => self.retry.next_wait(),
+        }
+    }
+
+    /// The database refuses writes for `why`, if it does.
+    fn refused(&self, why: Option<Refusal>, retry_in: Duration) {
+        if let Some(why) = why {
+            self.queue.writes_refused(why, retry_in);
         }
     }
 

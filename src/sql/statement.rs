@@ -132,6 +132,20 @@ pub fn string_literal(value: &str) -> Option<String> {
     (!value.contains('\\')).then(|| format!("'{}'", value.replace('\'', "''")))
 }
 
+/// Whether a statement can never commit, not even implicitly: a read or a change of
+/// rows (`SELECT`, `INSERT`, `UPDATE`, `DELETE`, `REPLACE`, `DO`, `WITH`, `VALUES`,
+/// `TABLE`) — neither a trigger nor a stored function may commit — or a `SET` of
+/// user variables. Anything else (DDL, `LOCK TABLES`, `COMMIT`, `BEGIN`, `CALL` of
+/// a procedure that may commit, `SET autocommit`) may.
+pub fn never_commits(sql: &str) -> bool {
+    match first_word(sql).as_deref() {
+        Some("SELECT" | "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "DO" | "WITH" | "VALUES")
+        | Some("TABLE") => true,
+        Some("SET") => sets_only_user_variables(sql),
+        _ => false,
+    }
+}
+
 /// The first word of a statement, upper-cased (`SELECT`, `UPDATE`, …).
 pub fn first_word(sql: &str) -> Option<String> {
     lex(sql).into_iter().find_map(|piece| match piece {
@@ -143,6 +157,31 @@ pub fn first_word(sql: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn knows_which_statements_never_commit() {
+        for never in [
+            "UPDATE job SET state = 'done' WHERE id = :id",
+            "insert into log select 1",
+            "/* c */ DELETE FROM job",
+            "WITH x AS (SELECT 1) UPDATE job SET a = 1",
+            "SET @n = 1",
+            "DO SLEEP(0)",
+        ] {
+            assert!(never_commits(never), "{never}");
+        }
+        for may in [
+            "COMMIT",
+            "CREATE TABLE t (a INT)",
+            "CALL send(:id)",
+            "SET autocommit = 1",
+            "TRUNCATE job",
+            "LOCK TABLES job WRITE",
+            "BEGIN",
+        ] {
+            assert!(!never_commits(may), "{may}");
+        }
+    }
 
     #[test]
     fn rewrites_named_parameters_in_order() {

@@ -28,7 +28,7 @@ use crate::db::error::{describe_error, is_statement_error};
 use crate::db::item::Item;
 use crate::db::prepared::{claim_sql, BoundStatement, PreparedQueue};
 use crate::diagnostic::{Finding, Severity};
-use crate::sql::statement::ParsedStatement;
+use crate::sql::statement::{never_commits, ParsedStatement};
 
 /// The proof's findings, or `None` when no unlocked row was waiting to prove it with.
 pub async fn leaves_the_query(
@@ -97,6 +97,25 @@ impl<'a> Run<'a> {
     }
 }
 
+/// The first statement of `queue` that the proof runs and that might commit (see
+/// [`never_commits`]), if any: without XA, nothing would stop it.
+fn may_commit(queue: &QueueConfig) -> Option<&str> {
+    let kind = queue.action.kind();
+    let action = kind.statements().map(|s| s.list).unwrap_or_default();
+    let lease = queue.lease().into_iter().flat_map(|lease| {
+        let renew = lease.renew_sql.iter().flatten();
+        let release = lease.release_sql.iter().flatten();
+        lease.sql.iter().chain(renew).chain(release)
+    });
+    action
+        .iter()
+        .chain(&queue.on_success)
+        .chain(queue.on_failure.iter().flatten())
+        .chain(lease)
+        .map(|s| s.text.as_str())
+        .find(|sql| !never_commits(sql))
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Path {
     Success,
@@ -154,18 +173,21 @@ impl Proof<'_> {
     /// Claims a row in an XA transaction of its own, follows `path` with it, and
     /// rolls it all back — whatever happened.
     async fn in_xa(&self, conn: &mut Conn, path: Path) -> Result<Tried, mysql_async::Error> {
-        let xa = match Xa::start(conn).await {
+        let may_commit = may_commit(self.queue);
+        let xa = match Xa::start_or_plain(conn, may_commit.is_none()).await {
             Ok(xa) => xa,
             Err(e) if is_statement_error(&e) => {
+                let statement = may_commit.unwrap_or_default();
                 return Ok(Tried::Stop(vec![self.queue.finding(
                     Severity::Warning,
                     &["select"],
                     format!(
-                        "not proven: the server refused XA START, which check needs so that \
-                         nothing the queue's SQL does can commit: {}",
+                        "not proven: the server refused XA START ({}), which check needs so \
+                         that nothing the queue's SQL does can commit, as `{statement}` might \
+                         (only reads and changes of rows are proven in a plain transaction)",
                         describe_error(&e)
                     ),
-                )]))
+                )]));
             }
             Err(e) => return Err(e),
         };

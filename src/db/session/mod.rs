@@ -25,7 +25,7 @@ use mysql_async::Conn;
 use tokio::time::Instant;
 
 use super::budget::{Place, Seat};
-use super::connect::{Database, QUICK_TIMEOUT};
+use super::connect::{Database, Kill, QUICK_TIMEOUT};
 use super::due::{self, DueQuery};
 use super::error::DbError;
 use super::pause::{self, Paused};
@@ -42,7 +42,7 @@ pub struct Session {
     conn: Conn,
     /// Its place in the process's connection budget, for as long as it lives.
     _place: Option<Place>,
-    /// The database it is connected to, for KILL from a side connection.
+    /// The host it is connected to, for KILL from a side connection.
     database: Database,
     /// The largest packet the server takes (`max_allowed_packet`).
     max_packet: usize,
@@ -148,6 +148,8 @@ impl Session {
             Err(PrepareError::Invalid(findings)) => return Err(OpenError::Invalid(findings)),
             Err(PrepareError::Database(e)) => return Err(OpenError::Unreachable(e)),
         };
+        // A KILL must reach this connection's own host, of the several a URL may list.
+        let database = &database.host_of(&conn);
         Ok(Session {
             _place: place,
             database: database.clone(),
@@ -175,9 +177,25 @@ impl Session {
         self.conn.id()
     }
 
+    /// Kills this session's connection from a side connection to its own host: the
+    /// server rolls its transaction back.
+    pub async fn kill_from_aside(&self) -> Result<(), DbError> {
+        self.database.kill(self.conn.id(), Kill::Connection).await
+    }
+
     /// The connection and the queue's prepared SQL, for `check`'s deeper looks.
     pub fn parts(&mut self) -> (&mut Conn, &PreparedQueue) {
         (&mut self.conn, &self.prepared)
+    }
+
+    /// Whether this session is on the host `database`'s connections go to now: a URL
+    /// of several hosts moves on to an earlier one that takes writes again (found by
+    /// any new connection, the background count's among them), and a session left
+    /// on another is given up, so that every session converges on one node.
+    pub fn on_host_in_use(&self, database: &Database) -> bool {
+        database
+            .host_in_use()
+            .is_none_or(|host| host == self.database.server())
     }
 
     /// True if the server may have closed this connection for being idle too long;
@@ -236,8 +254,11 @@ impl Session {
         )
     }
 
+    /// COMMIT; a deadlock it answers is a certification conflict (a multi-primary
+    /// cluster's: [`DbError::Certification`]).
     pub async fn commit(&mut self) -> Result<(), DbError> {
-        self.simple("COMMIT", "the COMMIT").await
+        let committed = self.simple("COMMIT", "the COMMIT").await;
+        committed.map_err(DbError::at_commit)
     }
 
     /// Whether `queue` is paused (see [`crate::db::pause`]): one read, and the

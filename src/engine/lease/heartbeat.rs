@@ -74,7 +74,7 @@ pub async fn hold<T>(
                 let read_only =
                     e.db_error().and_then(DbError::refuses_writes) == Some(Refusal::ReadOnly);
                 if read_only {
-                    queue.gate.refused(Refusal::ReadOnly.as_str(), every);
+                    queue.writes_refused(Refusal::ReadOnly, every);
                     if renewals.ran_out() {
                         // Another copy may take the row once writes work: let it go.
                         return Kept::Lost;

@@ -125,8 +125,7 @@ fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
             // Nothing of the action is kept: the row waits, its attempt not spent,
             // and nobody claims on this database until it takes writes again.
             let _span = outcome_span(item, Some(outcome)).entered();
-            queue.gate.refused(why.as_str(), REFUSED_RETRY);
-            queue.stats.set_refusing(Some(why.as_str()));
+            queue.writes_refused(why, REFUSED_RETRY);
             return Verdict::Leave(Returned::WritesRefused);
         }
         Blame::Item | Blame::Downstream => {}
@@ -214,11 +213,10 @@ impl<'q> UntilTaken<'q> {
         let began = tokio::time::Instant::now();
         self.retry
             .after(error, began, |error, _| {
-                let Some(why) = error.refuses_writes().map(Refusal::as_str) else {
+                let Some(why) = error.refuses_writes() else {
                     return Next::GiveUp;
                 };
-                queue.gate.refused(why, REFUSED_RETRY);
-                queue.stats.set_refusing(Some(why));
+                queue.writes_refused(why, REFUSED_RETRY);
                 *refused = true;
                 Next::Again
             })

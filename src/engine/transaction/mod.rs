@@ -23,7 +23,7 @@ use super::queue::QueueRuntime;
 use super::turn::Turn;
 use super::worker::{Ended, Mode};
 use crate::db::due::DueQuery;
-use crate::db::{DbError, Kill, Session};
+use crate::db::{DbError, Session};
 use crate::telemetry::stats::Connected;
 use batch::{claim_and_process, Processed};
 
@@ -60,10 +60,14 @@ impl TransactionMode {
     /// The session to claim on: the one held, if still alive, else a new one.
     async fn ready_session(&mut self) -> Result<HeldSession, Ended> {
         if let Some(mut held) = self.session.take() {
-            if held.session.still_alive().await {
+            if !held.session.on_host_in_use(&self.queue.database) {
+                debug!("the database's connections go to another host now; reconnecting there");
+                held.session.close().await;
+            } else if held.session.still_alive().await {
                 return Ok(held);
+            } else {
+                debug!("the idle connection was closed; reconnecting");
             }
-            debug!("the idle connection was closed; reconnecting");
         }
         let queue = &self.queue;
         let unanswered = queue.stats.unanswered(self.index);
@@ -91,15 +95,10 @@ impl TransactionMode {
 
     /// The shutdown timeout passed mid-batch: the session is killed, and the server
     /// rolls its transaction back.
-    async fn abort(&self, connection_id: u32, turn: &Turn<'_>) -> Ended {
+    async fn abort(&self, session: &Session, turn: &Turn<'_>) -> Ended {
         turn.rolled_back();
         warn!("the shutdown timeout passed; rolling back the items in flight");
-        if let Err(e) = self
-            .queue
-            .database
-            .kill(connection_id, Kill::Connection)
-            .await
-        {
+        if let Err(e) = session.kill_from_aside().await {
             warn!(error = %e, "could not kill the session; the server rolls it back when the connection drops");
         }
         Ended::Aborted
@@ -115,7 +114,6 @@ impl Mode for TransactionMode {
             Err(ended) => return ended,
         };
         let queue = self.queue.clone();
-        let connection_id = held.session.id();
         turn.claiming();
         let processing = claim_and_process(&mut held.session, &queue, self.with_savepoints, turn);
         let processed = tokio::select! {
@@ -124,7 +122,7 @@ impl Mode for TransactionMode {
             processed = processing => Some(processed),
         };
         let Some(processed) = processed else {
-            return self.abort(connection_id, turn).await;
+            return self.abort(&held.session, turn).await;
         };
         self.with_savepoints = false;
         match processed {

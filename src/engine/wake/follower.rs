@@ -23,7 +23,8 @@ use crate::lock::lock;
 /// The server sends a heartbeat after this long without events; three missed ones
 /// and the stream counts as lost.
 const HEARTBEAT: Duration = Duration::from_secs(5);
-/// The first wait before reconnecting a lost stream; it doubles up to a minute.
+/// The first wait before reconnecting a lost stream; it doubles up to two seconds
+/// while the database worked lately, then up to a minute (see `Retry::reconnecting`).
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// How often a database that allows no stream is asked again (a grant may come).
 const UNAVAILABLE_RETRY: Duration = Duration::from_secs(300);
@@ -147,7 +148,9 @@ impl Follower {
 
     /// Follows the log until `stop`, reconnecting whenever the stream is lost.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let mut retry = Retry::new(FIRST_RETRY, &stop).afresh_after(STEADY);
+        let mut retry = Retry::new(FIRST_RETRY, &stop)
+            .afresh_after(STEADY)
+            .reconnecting();
         // Each reason is said once, until a stream lives long enough to count.
         let mut said: Option<String> = None;
         let stream = || self.stream(&stop);

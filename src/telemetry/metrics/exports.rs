@@ -21,7 +21,7 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
     histograms(queues, encoder)?;
     let mut family = encoder.encode_descriptor(
         "db_errors",
-        "Database errors by kind: connect, deadlock, lock_wait, lost, deadline, other",
+        "Database errors by kind: connect, deadlock, lock_wait, certification, lost, deadline, other",
         None,
         MetricType::Counter,
     )?;
@@ -32,6 +32,18 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
         }
     }
     gauges(queues, encoder)?;
+    let mut family = encoder.encode_descriptor(
+        "database_host",
+        "The database host a queue's connections go to, when its URL lists several: 1",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (view, _) in queues.iter().filter(|(view, _)| view.running) {
+        if let Some(host) = &view.database_host {
+            let labels = [("queue", view.name.as_str()), ("host", host.as_str())];
+            ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
+        }
+    }
     let mut family = encoder.encode_descriptor(
         "build_info",
         "The running tableq: its version in a label, always 1",

@@ -1,7 +1,8 @@
 //! The format `/metrics` answers in, chosen by the request's `Accept`: OpenMetrics
-//! 1.0 (what prometheus-client writes, and what Prometheus asks for first), or the
-//! Prometheus text format 0.0.4 for a client that asks for `text/plain` and not for
-//! OpenMetrics (older agents, `promtool check metrics`).
+//! 1.0 (what prometheus-client writes) for a client that asks for it by name
+//! (Prometheus does, first), else the Prometheus text format 0.0.4 — as Prometheus's
+//! own clients (client_golang, client_python) answer — so that `curl …/metrics |
+//! promtool check metrics` passes.
 //!
 //! The two differ where a linter looks: OpenMetrics names a counter's family
 //! `x` and its sample `x_total`, where 0.0.4 wants the `# HELP` and `# TYPE` lines to
@@ -17,9 +18,9 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format an `Accept` header asks for: 0.0.4 when it accepts `text/plain`
-    /// and no `application/openmetrics-text`; OpenMetrics otherwise (also without a
-    /// header, or with only `*/*`). A media type with `q=0` is refused, not asked for.
+    /// The format an `Accept` header asks for: OpenMetrics when it names
+    /// `application/openmetrics-text`; 0.0.4 otherwise (also without a header, or
+    /// with only `*/*`). A media type with `q=0` is refused, not asked for.
     pub fn from_accept(accept: Option<&str>) -> Format {
         let accepted: Vec<String> = accept
             .unwrap_or("")
@@ -28,11 +29,10 @@ impl Format {
             .filter_map(|range| range.split(';').next())
             .map(|media| media.trim().to_ascii_lowercase())
             .collect();
-        let asks = |media: &str| accepted.iter().any(|a| a == media);
-        if asks("text/plain") && !asks("application/openmetrics-text") {
-            Format::Text004
-        } else {
+        if accepted.iter().any(|a| a == "application/openmetrics-text") {
             Format::OpenMetrics
+        } else {
+            Format::Text004
         }
     }
 
@@ -128,8 +128,9 @@ mod tests {
     #[test]
     fn accept_chooses_the_format() {
         let cases = [
-            (None, Format::OpenMetrics),
-            (Some("*/*"), Format::OpenMetrics),
+            // What curl sends, or nothing: the text format, as Prometheus's clients.
+            (None, Format::Text004),
+            (Some("*/*"), Format::Text004),
             (Some("text/plain; version=0.0.4"), Format::Text004),
             (Some("text/plain"), Format::Text004),
             (Some("TEXT/PLAIN;version=0.0.4;q=0.3,*/*;q=0.2"), Format::Text004),
@@ -142,7 +143,8 @@ mod tests {
                 Some("application/openmetrics-text;q=0, text/plain"),
                 Format::Text004,
             ),
-            (Some("text/plain;q=0"), Format::OpenMetrics),
+            (Some("text/plain;q=0"), Format::Text004),
+            (Some("application/openmetrics-text"), Format::OpenMetrics),
         ];
         for (accept, format) in cases {
             assert_eq!(Format::from_accept(accept), format, "{accept:?}");

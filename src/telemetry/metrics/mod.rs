@@ -1,8 +1,8 @@
 //! What `GET /metrics` answers: per queue, claims and items (done, failed,
 //! returned, rolled back) as counters, workers as gauges, the circuit breaker, and
-//! the rest of [`exports`]; the process's own (`process_*`, [`process`]). In
-//! OpenMetrics, or the Prometheus text format 0.0.4 when the request's `Accept`
-//! asks for it ([`exposition`]).
+//! the rest of [`exports`]; the process's own (`process_*`, [`process`]). In the
+//! Prometheus text format 0.0.4, or OpenMetrics when the request's `Accept` asks
+//! for it by name ([`exposition`]).
 
 pub mod exports;
 pub mod exposition;

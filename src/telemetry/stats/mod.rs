@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::db::pause::Paused;
+use crate::db::Database;
 use crate::db::Unanswered;
 use crate::duration::rounded;
 use crate::lock::lock;
@@ -38,6 +39,8 @@ pub struct QueueStats {
     looping: AtomicBool,
     /// The queue's database refuses writes, and why (`read-only`, …).
     refusing: Mutex<Option<&'static str>>,
+    /// The queue's database, for the host in use of a URL that lists several.
+    database: Mutex<Option<Database>>,
     /// The queue is paused (`tableq pause`), as its workers last read it.
     paused: Mutex<Option<Paused>>,
     /// Each worker's wait for the database, and how long a wait may last.
@@ -253,6 +256,16 @@ impl QueueStats {
         self.looping.load(Ordering::Acquire)
     }
 
+    /// The queue runs on `database`.
+    pub fn set_database(&self, database: Database) {
+        *lock(&self.database) = Some(database);
+    }
+
+    /// The host its connections go to, when its database URL lists several.
+    pub fn database_host(&self) -> Option<String> {
+        lock(&self.database).as_ref()?.host_in_use()
+    }
+
     /// The queue's database refuses writes (`why`), or takes them again (`None`).
     pub fn set_refusing(&self, why: Option<&'static str>) {
         *lock(&self.refusing) = why;
@@ -353,6 +366,9 @@ pub async fn report_progress(
     stop: CancellationToken,
 ) {
     let mut last = counted_from;
+    // Items rolled back (a deadlock, a certification conflict, a lost connection):
+    // counted apart from the queue's counts, since this queue started.
+    let mut last_rolled_back = stats.observed.rolled_back();
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
@@ -360,15 +376,18 @@ pub async fn report_progress(
             _ = ticks.tick() => {}
         }
         let now = stats.counts();
+        let rolled_back = stats.observed.rolled_back();
         info!(
             queue = %queue,
             done = now.done - last.done,
             failed = now.failed - last.failed,
             returned = now.returned - last.returned,
+            rolled_back = rolled_back - last_rolled_back,
             claims = now.claims - last.claims,
             per_seconds = every.as_secs(),
             "progress"
         );
         last = now;
+        last_rolled_back = rolled_back;
     }
 }

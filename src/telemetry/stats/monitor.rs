@@ -52,6 +52,10 @@ pub struct QueueView {
     pub stopped_claiming: Option<&'static str>,
     /// The queue is paused (`tableq pause`), as its workers last read it.
     pub paused: Option<Paused>,
+    /// Its database refuses writes, and why (`read-only`, `not synced`, …).
+    pub refusing: Option<&'static str>,
+    /// The host in use, when its database URL lists several (`db2:3306`).
+    pub database_host: Option<String>,
     /// How many times the circuit changed to each state, in [`CircuitState::ALL`]'s
     /// order.
     pub circuit_transitions: [u64; 3],
@@ -119,6 +123,8 @@ impl Monitor {
                     circuit: watched.stats.circuit(),
                     stopped_claiming: watched.stats.looping().then_some("looping"),
                     paused: watched.stats.paused(),
+                    refusing: watched.stats.refusing(),
+                    database_host: watched.stats.database_host(),
                     circuit_transitions: CircuitState::ALL
                         .map(|state| watched.stats.circuit_transitions(state)),
                 };
@@ -128,10 +134,10 @@ impl Monitor {
     }
 
     /// Ready when not stopping and every running queue has a connected worker, or
-    /// takes its turns on the budget's connections (it claimed within its window) —
-    /// with
-    /// notes worth knowing that do not make it unready (an open circuit) — else the
-    /// reasons it is not.
+    /// takes its turns on the budget's connections (it claimed within its window) or
+    /// claims nothing on purpose as its database refuses writes — with notes worth
+    /// knowing that do not make it unready (an open circuit, a read-only database) —
+    /// else the reasons it is not.
     pub fn readiness(&self) -> Result<Vec<String>, Vec<String>> {
         if self.stopping.load(Ordering::Acquire) {
             return Err(vec!["shutting down".to_string()]);
@@ -148,7 +154,9 @@ impl Monitor {
         waiting.extend(
             queues
                 .iter()
-                .filter(|q| q.running && q.connected == 0 && !q.taking_turns)
+                .filter(|q| {
+                    q.running && q.connected == 0 && !q.taking_turns && q.refusing.is_none()
+                })
                 .filter(|q| !looping.contains(&q.name))
                 .map(|q| format!("queue {} has no database connection", q.name)),
         );
@@ -160,14 +168,16 @@ impl Monitor {
             let mut notes = circuit_notes(&queues);
             notes.extend(pause_notes(&queues));
             notes.extend(self.refusal_notes());
+            notes.extend(host_notes(&queues));
             Ok(notes)
         } else {
             Err(waiting)
         }
     }
 
-    /// `queue email: the database is read-only …` for each running queue whose
-    /// database refuses writes: it claims nothing on purpose, and is ready.
+    /// `queue email: the database refuses writes (read-only) …` for each running
+    /// queue whose database refuses writes: it claims nothing on purpose, holding
+    /// no connection meanwhile, and is ready.
     fn refusal_notes(&self) -> Vec<String> {
         self.lock()
             .iter()
@@ -209,6 +219,22 @@ fn circuit_notes(queues: &[QueueView]) -> Vec<String> {
                 q.name,
                 q.circuit.name()
             )
+        })
+        .collect()
+}
+
+/// `queue email: database host db2:3306` for each running queue whose database URL
+/// lists several hosts: the one its connections go to now.
+fn host_notes(queues: &[QueueView]) -> Vec<String> {
+    queues
+        .iter()
+        .filter(|q| q.running)
+        .filter_map(|q| {
+            Some(format!(
+                "queue {}: database host {}",
+                q.name,
+                q.database_host.as_ref()?
+            ))
         })
         .collect()
 }
@@ -262,5 +288,22 @@ mod tests {
         assert_eq!(monitor.queues()[0].workers, 8);
         monitor.set_stopping();
         assert!(monitor.readiness().is_err());
+    }
+
+    /// A queue whose workers wait, unconnected, for a read-only database to take
+    /// writes says so — not that it has no connection.
+    #[test]
+    fn a_refusing_database_is_said_as_such() {
+        let monitor = Monitor::default();
+        let stats = monitor.start_queue("email", 2, Duration::from_secs(30));
+        stats.set_refusing(Some("read-only"));
+        let notes = monitor.readiness().expect("ready: it waits on purpose");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("(read-only)"), "{notes:?}");
+        stats.set_refusing(None);
+        assert_eq!(
+            monitor.readiness(),
+            Err(vec!["queue email has no database connection".to_string()])
+        );
     }
 }

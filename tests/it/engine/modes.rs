@@ -413,7 +413,8 @@ struct Refusal {
 
 /// A read-only failover in mid-run: the outcomes of the actions in flight are kept
 /// and written once the server takes writes again — no action runs twice — no
-/// worker claims meanwhile, `/readyz` says "read-only", and every row is done.
+/// worker claims meanwhile, `/readyz` says "read-only" for the whole spell, and
+/// every row is done.
 pub async fn read_only_repeats_nothing(mode: Mode) {
     let read_only = Refusal {
         start: "SET GLOBAL read_only = 1",
@@ -480,16 +481,41 @@ async fn refused_writes_repeat_nothing(mode: Mode, refusal: Refusal) {
     })
     .await;
     let before = ran();
+    let said = std::cell::RefCell::new(Vec::new());
+    let readyz = || async {
+        let answer = get(&format!("{base}/readyz")).await.1;
+        said.borrow_mut().push(answer);
+    };
     eventually(
         "the actions in flight have ended",
         Duration::from_secs(10),
         || async {
             tokio::time::sleep(Duration::from_millis(500)).await;
+            readyz().await;
             ran() == before
         },
     )
     .await;
+    // Past the first backoffs, with every worker waiting unconnected at the gate:
+    // what /readyz says meanwhile (not in lease mode, whose 3 s leases would run
+    // out in a longer spell, and their jobs rightly run again).
+    let longer = match mode {
+        Mode::Transaction => 6,
+        Mode::Lease => 0,
+    };
+    for _ in 0..longer {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        readyz().await;
+    }
+    let said = said.into_inner();
     db.exec(refusal.end).await;
+    for answer in &said {
+        assert!(
+            answer.contains(refusal.said) && !answer.contains("no database connection"),
+            "/readyz said {answer:?} while the database refused writes ({}): {said:#?}",
+            refusal.said
+        );
+    }
     eventually("every row is done", Duration::from_secs(90), || async {
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
             .await

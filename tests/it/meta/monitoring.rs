@@ -9,12 +9,19 @@ use crate::support;
 use crate::support::endpoint::{exporting_every_family, get};
 use crate::support::TestDb;
 
-/// The metric families a scrape declares (`# TYPE name kind`).
+/// The metric families a scrape declares (`# TYPE name kind`), as OpenMetrics names
+/// them: a counter without the `_total` the text format's `# TYPE` gives it.
 fn families(scrape: &str) -> BTreeSet<String> {
     scrape
         .lines()
         .filter_map(|line| line.strip_prefix("# TYPE "))
-        .filter_map(|rest| rest.split_whitespace().next())
+        .filter_map(
+            |rest| match rest.split_whitespace().collect::<Vec<_>>()[..] {
+                [name, "counter"] => Some(name.strip_suffix("_total").unwrap_or(name)),
+                [name, ..] => Some(name),
+                [] => None,
+            },
+        )
         .map(str::to_string)
         .collect()
 }

@@ -1,8 +1,9 @@
 //! The database going away mid-run is a pause, not a failure.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::support;
+use crate::support::daemon::{tableq, Daemon};
 use crate::support::{eventually, load, Engine, MariaDb, QueueFiles, TestDb};
 
 const ROWS: usize = 400;
@@ -106,4 +107,55 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     assert!(lost_the_database(&logs));
     drop(db);
     drop(server);
+}
+
+/// A database down for 15 s — long enough for the backoff to have grown to 8–16 s —
+/// is used again within about two seconds of taking connections: a server that
+/// worked until lately is tried again promptly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_back_after_an_outage_is_used_within_seconds() {
+    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    let db = TestDb::on(&server.base_url()).await;
+    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
+        .await;
+    let files = QueueFiles::new();
+    let file = support::QueueFile::new("back_promptly")
+        .workers(2)
+        .poll_interval("100ms")
+        .error_backoff("500ms")
+        .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql("DO 1")
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+        .write(&files);
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let mut daemon = Daemon::spawn(cmd);
+    let done = |rows: u64| {
+        let db = &db;
+        async move {
+            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+                .await
+                == rows
+        }
+    };
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    eventually("the first row is done", Duration::from_secs(30), || done(1)).await;
+    tokio::task::block_in_place(|| server.stop());
+    // The outage itself: 0.5 + 1 + 2 + 4 + 8 s of doubling backoff fit in it.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    tokio::task::block_in_place(|| server.start_again());
+    let back = Instant::now();
+    db.exec("INSERT INTO job (id) VALUES (2)").await;
+    eventually("the second row is done", Duration::from_secs(30), || {
+        done(2)
+    })
+    .await;
+    let used_again = back.elapsed();
+    eprintln!("a database back after 15 s down was used again after {used_again:.1?}");
+    daemon.terminate().await;
+    assert!(
+        used_again < Duration::from_secs(3),
+        "used again {used_again:?} after it took connections:\n{}",
+        daemon.stderr()
+    );
 }

@@ -3,6 +3,7 @@
 
 mod circuit;
 mod database_restart;
+mod multi_host;
 mod read_only;
 mod reconnect_jitter;
 mod server_full;

@@ -154,6 +154,18 @@ impl Cluster {
         format!("mysql://root@127.0.0.1:{}", self.nodes[i].ports.sql)
     }
 
+    /// `mysql://root@127.0.0.1:P0,127.0.0.1:P1,…/DATABASE`: every node, in order, in
+    /// one multi-host URL.
+    pub fn every_node_url(&self, database: &str) -> String {
+        let hosts: Vec<String> = self.nodes.iter().map(|n| n.host()).collect();
+        format!("mysql://root@{}/{database}", hosts.join(","))
+    }
+
+    /// `127.0.0.1:PORT` of node `i`'s SQL port.
+    pub fn host(&self, i: usize) -> String {
+        self.nodes[i].host()
+    }
+
     /// Node `i`'s pid, while it runs.
     pub fn pid(&self, i: usize) -> Option<u32> {
         self.nodes[i].child.lock().unwrap().as_ref().map(Child::id)
@@ -305,6 +317,11 @@ impl Node {
             },
             child: Mutex::new(None),
         }
+    }
+
+    /// `127.0.0.1:PORT` of its SQL port.
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.ports.sql)
     }
 
     /// `mariadbd` as a Galera node of the cluster `name` at `address`.

@@ -105,9 +105,11 @@ async fn a_taken_metrics_port_fails_the_start() {
     );
 }
 
-/// `/metrics` answers `Accept: text/plain; version=0.0.4` in the Prometheus text
-/// format, which `promtool check metrics` passes (counters' HELP and TYPE name their
-/// `_total` samples), and anything else — Prometheus's own `Accept` — in OpenMetrics,
+/// `/metrics` answers a plain request (curl's `Accept: */*`, or none) and
+/// `Accept: text/plain; version=0.0.4` in the Prometheus text format, which
+/// `promtool check metrics` passes (counters' HELP and TYPE name their `_total`
+/// samples), as Prometheus's own clients do; a request that names
+/// `application/openmetrics-text` — Prometheus's own `Accept` — gets OpenMetrics,
 /// which a strict OpenMetrics parser reads; both hold the circuit per state and the
 /// whole `process_*` set, `process_max_fds` among it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,16 +117,21 @@ async fn promtool_passes_a_live_scrape_in_either_format() {
     let db = TestDb::new().await;
     let (mut daemon, url, _files) = exporting_every_family(&db, &[1, 2]).await;
 
-    let (content_type, text) = scrape(&url, Some("text/plain; version=0.0.4")).await;
-    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
-    assert_eq!(run_checker(&["promtool", "check", "metrics"], &text), "");
-    assert!(text.contains("# HELP tableq_claims_total "), "{text}");
-    assert!(!text.contains("# EOF"), "{text}");
-    assert_holds_every_family(&text);
+    for accept in [None, Some("*/*"), Some("text/plain; version=0.0.4")] {
+        let (content_type, text) = scrape(&url, accept).await;
+        assert_eq!(
+            content_type, "text/plain; version=0.0.4; charset=utf-8",
+            "{accept:?}"
+        );
+        assert_eq!(run_checker(&["promtool", "check", "metrics"], &text), "");
+        assert!(text.contains("# HELP tableq_claims_total "), "{text}");
+        assert!(!text.contains("# EOF"), "{text}");
+        assert_holds_every_family(&text);
+    }
 
     let prometheus_accept = "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
-    for accept in [None, Some(prometheus_accept)] {
-        let (content_type, text) = scrape(&url, accept).await;
+    for accept in ["application/openmetrics-text", prometheus_accept] {
+        let (content_type, text) = scrape(&url, Some(accept)).await;
         assert_eq!(
             content_type,
             "application/openmetrics-text; version=1.0.0; charset=utf-8"

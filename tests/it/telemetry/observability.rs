@@ -99,6 +99,7 @@ async fn outcomes_and_histograms_account_for_every_item() {
         "connect",
         "deadlock",
         "lock_wait",
+        "certification",
         "lost",
         "deadline",
         "other",

@@ -269,6 +269,8 @@ fn queue_notes(q: &QueueStatus, now: u64, with_wake: bool) -> String {
     notes.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     notes.push_str(&stopped_note(q.stopped_claiming));
     notes.push_str(&paused_note(q.paused.as_ref(), now));
+    notes.push_str(&refusing_note(q.database_refuses));
+    notes.push_str(&host_note(q.database_host.as_deref()));
     if with_wake {
         notes.push_str(&format!(
             "<br><span class=\"note\" data-field=\"wake\">{}</span>",
@@ -372,6 +374,30 @@ fn wake_text(q: &QueueStatus) -> String {
         ("binlog", _) => format!("wakes on the binary log ({} wake-ups)", q.wake_events),
         (_, Some(why)) => format!("polls: {}", escape(why)),
         _ => "polls".to_string(),
+    }
+}
+
+/// `database read-only: claims when it takes writes` under a queue's name while
+/// its database refuses writes.
+fn refusing_note(refusing: Option<&str>) -> String {
+    match refusing {
+        None => String::new(),
+        Some(why) => format!(
+            "<br><span class=\"failed\" data-field=\"database_refuses\">database {}: claims \
+             when it takes writes</span>",
+            escape(why)
+        ),
+    }
+}
+
+/// `database host db2:3306` under a queue's name when its URL lists several hosts.
+fn host_note(host: Option<&str>) -> String {
+    match host {
+        None => String::new(),
+        Some(host) => format!(
+            "<br><span data-field=\"database_host\">database host {}</span>",
+            escape(host)
+        ),
     }
 }
 

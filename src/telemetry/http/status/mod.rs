@@ -99,6 +99,12 @@ pub struct QueueStatus {
     pub stopped_claiming: Option<&'static str>,
     /// Paused by `tableq pause` (claims nothing until resumed); `null` when not.
     pub paused: Option<PauseStatus>,
+    /// Its database refuses writes, and why (`read-only`, `not synced`,
+    /// `permission denied`): it claims nothing until writes work; `null` when not.
+    pub database_refuses: Option<&'static str>,
+    /// The database host its connections go to, when its URL lists several
+    /// (`db2:3306`); `null` for a URL of one host.
+    pub database_host: Option<String>,
     /// Where its wake-ups come from: `{"source": "binlog"}`, or `poll` with why.
     pub wake: WakeStatus,
     /// Wake-ups from the binary log since the daemon started.
@@ -277,6 +283,8 @@ impl QueueStatus {
             claiming: view.stopped_claiming.is_none(),
             stopped_claiming: view.stopped_claiming,
             paused: view.paused.as_ref().map(PauseStatus::of),
+            database_refuses: view.refusing,
+            database_host: view.database_host.clone(),
             wake: stats.wake(),
             wake_events: view.counts.wake_events,
             waiting: backlog.waiting,
