@@ -43,7 +43,8 @@
 //!     `engine::lease::claim`, `engine::lease::heartbeat`).
 //!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
 //!     breaker), `engine::gate` (no claims while the database refuses writes),
-//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::idle`
+//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::copies` (the
+//!     copies on the database that share them), `engine::sharing` (kept shared), `engine::idle`
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
@@ -73,6 +74,7 @@
 //!   - `telemetry::stats` (per-queue counters, the progress line) with
 //!     `telemetry::stats::observed` (timings, rollbacks, errors, backlog, history,
 //!     failures), `telemetry::stats::in_flight` (the action's runs under way),
+//!     `telemetry::stats::limited` (what the limits shared by copies hold back),
 //!     `telemetry::stats::recent` (the status page's percentiles over the last 5
 //!     and 15 minutes), `telemetry::stats::monitor` (every queue's, for the
 //!     endpoint);
@@ -110,6 +112,7 @@
 //!   `db::backlog`, `db::clock`, `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
+//!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
 //! - [`config`]: queue files — `config::queue` (`QueueConfig`: one queue, validated,
@@ -127,7 +130,7 @@
 //!   `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
 //!   value), `config::scope`, `config::batch_scope` (what batch scope refuses of a
-//!   queue), `config::lease`, `config::lease_queue` (a lease-mode queue as a whole:
+//!   queue), `config::lease`, `config::limits` (`limits`, `[concurrency]`), `config::lease_queue` (a lease-mode queue as a whole:
 //!   statements that must check the lease, the session's clock), `config::circuit`, `config::failed`,
 //!   `config::monitoring`; `config::action` (the `[action]` table, and `kinds!`, the
 //!   registry of kinds: a kind's tables are in its folder, `action::<kind>::config`)

@@ -79,7 +79,7 @@ impl QueueRuntime {
             idle: Idle::default(),
             wake: QueueWake::default(),
             loops: Loops::new(config.loop_window),
-            limits: Limits::new(&config),
+            limits: Limits::new(&config, &database),
             circuit: Circuit::new(&config, stats.clone()),
             gate: Arc::default(),
             pausing: Pausing::new(config.poll_interval),

@@ -1,6 +1,7 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
 pub mod in_flight;
+pub mod limited;
 pub mod monitor;
 pub mod observed;
 pub mod recent;

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::in_flight::InFlight;
+use super::limited::Limited;
 use super::recent::Recent;
 use crate::db::{DbClock, ErrorKind};
 use crate::lock::lock;
@@ -41,6 +42,8 @@ pub struct Observed {
     busy: AtomicUsize,
     /// The action's runs under way, for the status page.
     pub in_flight: InFlight,
+    /// What the queue's limits shared with other copies and `[concurrency]` do.
+    pub limited: Limited,
     backlog: Mutex<Backlog>,
     minutes: Mutex<[Minute; HISTORY_MINUTES]>,
     failures: Mutex<VecDeque<Failure>>,

@@ -9,6 +9,7 @@ mod budget;
 mod email_queue;
 mod exactly_once;
 mod failures;
+mod global_limits;
 mod idle;
 mod isolation;
 mod lease;
