@@ -106,7 +106,8 @@
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
-//!   `db::item` (the claimed row), `db::bind` (the values a statement is bound
+//!   `db::item` (the claimed row), `db::key_lock` (`[concurrency]`'s key slots and
+//!   the claim's condition), `db::bind` (the values a statement is bound
 //!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
 //!   placeholder's, a key's and back),
 //!   `db::backlog`, `db::clock`, `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
@@ -137,7 +138,7 @@
 //!   and `config::kind` (what every kind's table has and answers: `Common`,
 //!   `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
-//!   `sql::shape`, `sql::tables`.
+//!   `sql::shape`, `sql::tables`, `sql::condition` (a condition added to a WHERE).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 //! - `lock`: a mutex's guard even after a holder panicked; `duration`: a duration
 //!   as a message says it (`651ms`, `1.7s`, `2m 5s`), the one rounding every line

@@ -14,6 +14,7 @@ pub mod error;
 pub mod error_kind;
 pub mod failed;
 pub mod item;
+pub mod key_lock;
 pub mod named_lock;
 pub mod pause;
 pub mod pool;

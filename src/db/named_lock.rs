@@ -42,6 +42,12 @@ impl LockNames {
         format!("{}c{index}", self.prefix)
     }
 
+    /// The start of a `[concurrency]` key slot's name: the key's hash and the slot
+    /// follow.
+    pub fn key_prefix(&self) -> String {
+        format!("{}k", self.prefix)
+    }
+
     /// `max_in_flight` slot `index`: held while one action runs.
     pub fn slot(&self, index: usize) -> String {
         format!("{}f{index}", self.prefix)

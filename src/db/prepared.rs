@@ -61,10 +61,12 @@ impl Statements {
 
 /// The statement a worker claims with: the select, then tableq's own clause.
 pub fn claim_sql(select: &ParsedStatement, limit: usize) -> String {
-    format!(
-        "{}\nLIMIT {limit} FOR UPDATE SKIP LOCKED",
-        select.positional
-    )
+    claim_text(&select.positional, limit)
+}
+
+/// The claim for `select`'s text (with its parameters as `?`).
+pub fn claim_text(select: &str, limit: usize) -> String {
+    format!("{select}\nLIMIT {limit} FOR UPDATE SKIP LOCKED")
 }
 
 /// A prepared statement and where each of its parameters comes from.
@@ -145,7 +147,11 @@ pub async fn prepare_queue(
     queue: &QueueConfig,
     limit: usize,
 ) -> Result<PreparedQueue, PrepareError> {
-    let claim = match conn.prep(claim_sql(&queue.select, limit)).await.map_err(DbError::from) {
+    // `[concurrency]` skips the rows whose key is at its limit in the claim itself.
+    let database = conn.opts().db_name().unwrap_or_default().to_string();
+    let select = super::key_lock::claim_select(queue, &database)
+        .map_err(|finding| PrepareError::Invalid(vec![finding]))?;
+    let claim = match conn.prep(claim_text(&select, limit)).await.map_err(DbError::from) {
         Ok(statement) => statement,
         Err(e) if e.is_statement_error() => {
             return Err(PrepareError::Invalid(vec![queue.finding(

@@ -20,6 +20,9 @@ pub struct BatchReport {
     /// Failures, recorded or not, that were not the items' own: downstream, or the
     /// queue's.
     pub not_the_items: usize,
+    /// Returned untouched, their `[concurrency]` key at its limit: no reason to
+    /// slow down (the next claim skips that key).
+    pub held_back: usize,
     /// The keys of the items done, to notice one that comes straight back.
     pub completed: Vec<String>,
     /// When the claim answered (the first claim's, for a merged report).
@@ -58,6 +61,9 @@ pub enum Returned {
     },
     /// Its `[lease] sql` matched no row: it was not leased.
     NotLeased,
+    /// `[concurrency]`: another copy or worker took the row's key to its limit
+    /// between the claim's look and this one's lock: not started, waiting again.
+    KeyAtLimit,
     /// Its lease was lost: nothing of it is recorded.
     LeaseLost { lease_id: String, at: LostAt },
     /// Whether its outcome was recorded is not known (the database could not be
@@ -82,6 +88,9 @@ impl Returned {
                 which => format!("{} failed: {error}", which.label()),
             },
             Returned::NotLeased => "[lease] sql matched no row: not leased".to_string(),
+            Returned::KeyAtLimit => {
+                "not started: its [concurrency] key is at its limit".to_string()
+            }
             Returned::LeaseLost { .. } => "the lease was lost".to_string(),
             Returned::NotKnown(why) => why.clone(),
             Returned::Stopping => "not started: the worker is stopping".to_string(),
@@ -105,7 +114,7 @@ impl BatchReport {
     /// broken queue, an outage). Items that failed for their own sake and were
     /// recorded are normal processing.
     pub fn slows_down(&self) -> bool {
-        self.returned > 0 || (self.claimed > 0 && self.not_the_items >= self.claimed)
+        self.returned > self.held_back || (self.claimed > 0 && self.not_the_items >= self.claimed)
     }
 
     /// Adds `other`'s counts (a row of the same claim, worked on its own).
@@ -115,6 +124,7 @@ impl BatchReport {
         self.failed += other.failed;
         self.returned += other.returned;
         self.not_the_items += other.not_the_items;
+        self.held_back += other.held_back;
         self.completed.extend(other.completed);
         self.claimed_at = match (self.claimed_at, other.claimed_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -131,6 +141,10 @@ impl BatchReport {
                 self.completed.push(key());
             }
             Fate::Failed => self.failed += 1,
+            Fate::Returned(Returned::KeyAtLimit) => {
+                self.returned += 1;
+                self.held_back += 1;
+            }
             Fate::Returned(_) => self.returned += 1,
         }
     }

@@ -26,6 +26,7 @@ use super::budget::Place;
 use super::connect::{Database, QUICK_TIMEOUT};
 use super::error::DbError;
 use super::item::Item;
+use super::key_lock::KeyLocks;
 use super::pause::{self, Paused};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
 use super::unanswered::Unanswered;
@@ -45,6 +46,8 @@ pub struct Session {
     /// The largest packet the server takes (`max_allowed_packet`).
     max_packet: usize,
     prepared: PreparedQueue,
+    /// `[concurrency]`'s key slots this session takes and holds.
+    keys: Option<KeyLocks>,
     last_used: Instant,
     longest_silence: Duration,
     /// How long one of tableq's own calls may wait for its answer.
@@ -139,6 +142,9 @@ impl Session {
             Err(PrepareError::Invalid(findings)) => return Err(OpenError::Invalid(findings)),
             Err(PrepareError::Database(e)) => return Err(OpenError::Unreachable(e)),
         };
+        let database_name = conn.opts().db_name().unwrap_or_default().to_string();
+        let keys = KeyLocks::new(queue, &prepared.columns, &database_name)
+            .map_err(|finding| OpenError::Invalid(vec![finding]))?;
         let max_packet = max_packet(&mut conn)
             .await
             .map_err(|e| OpenError::Unreachable(e.into()))?;
@@ -147,6 +153,7 @@ impl Session {
             database: database.clone(),
             max_packet,
             prepared,
+            keys,
             last_used: Instant::now(),
             longest_silence: settings.longest_silence,
             deadline: queue.database_timeout,
@@ -207,6 +214,40 @@ impl Session {
             .exec(&prepared.claim, prepared.claim_params(queue));
         let rows: Vec<Row> = answer(&self.watch, self.deadline, "the claim", claim).await?;
         Ok(rows.into_iter().map(|row| prepared.item(row)).collect())
+    }
+
+    /// Takes a `[concurrency]` key slot for each of `items` (all of them, without
+    /// `[concurrency]`): the items it holds a slot for, and those whose key is at
+    /// its limit — not to be started.
+    pub async fn hold_keys(&mut self, items: Vec<Item>) -> Result<(Vec<Item>, Vec<Item>), DbError> {
+        let Some(keys) = &mut self.keys else {
+            return Ok((items, Vec::new()));
+        };
+        let (mut held, mut at_limit) = (Vec::new(), Vec::new());
+        for item in items {
+            let take = keys.take(&mut self.conn, &item);
+            match answer(&self.watch, self.deadline, "a key's named lock", take).await? {
+                true => held.push(item),
+                false => at_limit.push(item),
+            }
+        }
+        Ok((held, at_limit))
+    }
+
+    /// Gives back every `[concurrency]` key slot the session holds.
+    pub async fn release_keys(&mut self) -> Result<(), DbError> {
+        match &mut self.keys {
+            Some(keys) if keys.holding() => {
+                let release = keys.release_all(&mut self.conn);
+                answer(&self.watch, self.deadline, "the keys' named locks", release).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// How many `[concurrency]` keys the session holds every slot of now.
+    pub fn keys_at_limit(&self) -> usize {
+        self.keys.as_ref().map_or(0, KeyLocks::keys_at_limit)
     }
 
     /// Whether the queue has `[on_failure]`.

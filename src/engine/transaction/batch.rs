@@ -10,9 +10,10 @@
 
 use super::{external, sql};
 use crate::action::Action;
+use crate::db::Item;
 use crate::db::{DbError, Session};
 use crate::engine::queue::QueueRuntime;
-use crate::engine::report::BatchReport;
+use crate::engine::report::{BatchReport, Fate, Returned};
 use crate::engine::turn::Turn;
 
 /// What one transaction came to.
@@ -40,15 +41,51 @@ pub async fn claim_and_process(
         return Ok(Processed::Empty);
     }
     let mut report = BatchReport::claimed(items.len());
+    let (items, at_limit) = session.hold_keys(items).await?;
+    for item in &at_limit {
+        queue.settle(
+            &mut report,
+            item,
+            Fate::Returned(Returned::KeyAtLimit),
+            None,
+        );
+    }
+    let _at_limit = queue
+        .stats
+        .observed
+        .limited
+        .at_limit(session.keys_at_limit());
+    let processed = process(session, queue, with_savepoints, &items, report).await;
+    // Held while the action ran and its outcome was recorded; given back once the
+    // transaction ended (a lost one's session is dropped, and its locks with it).
+    if processed.is_ok() {
+        session.release_keys().await?;
+    }
+    processed
+}
+
+/// Processes the claimed `items` by the action's kind and the queue's scope, and
+/// commits.
+async fn process(
+    session: &mut Session,
+    queue: &QueueRuntime,
+    with_savepoints: bool,
+    items: &[Item],
+    mut report: BatchReport,
+) -> Result<Processed, DbError> {
+    if items.is_empty() {
+        session.commit().await?;
+        return Ok(Processed::Committed(report));
+    }
     match &queue.action {
         Action::External(action) => {
-            external::process(session, queue, &**action, &items, &mut report).await?
+            external::process(session, queue, &**action, items, &mut report).await?
         }
         Action::InTransaction(action) if with_savepoints => {
-            sql::with_savepoints(session, queue, &**action, &items, &mut report).await?
+            sql::with_savepoints(session, queue, &**action, items, &mut report).await?
         }
         Action::InTransaction(action) => {
-            if !sql::optimistic(session, queue, &**action, &items, &mut report).await? {
+            if !sql::optimistic(session, queue, &**action, items, &mut report).await? {
                 return Ok(Processed::RolledBack);
             }
         }

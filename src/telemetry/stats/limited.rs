@@ -45,16 +45,30 @@ impl Limited {
         self.held_back.load(Ordering::Relaxed)
     }
 
-    /// One key more (or less) at its limit by this copy's rows.
-    pub fn key_at_limit(&self, at: bool) {
-        if at {
-            self.keys_at_limit.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.keys_at_limit.fetch_sub(1, Ordering::Relaxed);
+    /// `keys` more at their limit by this copy's rows; a guard that counts them
+    /// no more when dropped.
+    pub fn at_limit(&self, keys: usize) -> AtLimit<'_> {
+        self.keys_at_limit.fetch_add(keys, Ordering::Relaxed);
+        AtLimit {
+            limited: self,
+            keys,
         }
     }
 
     pub fn keys_at_limit(&self) -> usize {
         self.keys_at_limit.load(Ordering::Relaxed)
+    }
+}
+
+/// Keys counted at their limit while this lives.
+pub struct AtLimit<'a> {
+    limited: &'a Limited,
+    keys: usize,
+}
+
+impl Drop for AtLimit<'_> {
+    fn drop(&mut self) {
+        let keys = &self.limited.keys_at_limit;
+        keys.fetch_sub(self.keys, Ordering::Relaxed);
     }
 }

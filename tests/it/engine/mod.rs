@@ -6,6 +6,7 @@ mod batch_scope;
 mod batch_scope_outside;
 mod binary_keys;
 mod budget;
+mod concurrency;
 mod email_queue;
 mod exactly_once;
 mod failures;

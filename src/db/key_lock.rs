@@ -1,0 +1,176 @@
+//! `[concurrency]` on the server: at most `limit` rows of one key in flight across
+//! every copy, as named locks — a key's `limit` slots, each a lock named after the
+//! queue and the key's hash. The claim skips the rows whose every slot is taken
+//! (a condition added to the select's WHERE, tested row by row as the server reads,
+//! so the rows of other keys behind a busy one are claimed instead, and no claim
+//! comes back to the same blocked rows); the worker then takes a slot for each row
+//! it claimed, on its own session, and a row whose key filled up in between (another
+//! worker's claim ran at the same moment) is not started. The locks go with the
+//! session's connection, so a crash frees its keys at once.
+
+use std::collections::HashMap;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Value};
+
+use super::item::{Columns, Item};
+use super::named_lock::LockNames;
+use super::value::value_text;
+use crate::config::limits::Concurrency;
+use crate::config::template::Part;
+use crate::config::QueueConfig;
+use crate::diagnostic::{Finding, Severity};
+use crate::sql::condition::{column_expression, with_condition};
+
+/// Hex digits of the key's SHA-256 in its lock's name.
+const HASH_DIGITS: usize = 16;
+
+/// The select the claim runs: the queue's own, with `[concurrency]`'s condition
+/// in its WHERE. A select the condition cannot be added to is refused.
+pub fn claim_select(queue: &QueueConfig, database: &str) -> Result<String, Finding> {
+    let select = &queue.select.positional;
+    let Some(concurrency) = &queue.concurrency else {
+        return Ok(select.clone());
+    };
+    let names = LockNames::for_queue(database, &queue.name);
+    let key = key_sql(concurrency, &|column| column_expression(select, column));
+    let free = (0..concurrency.limit)
+        .map(|slot| {
+            format!(
+                "IS_FREE_LOCK({})",
+                lock_name_sql(&names, &key, &slot.to_string())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    with_condition(select, &format!("({free})")).map_err(|e| {
+        queue.finding(
+            Severity::Error,
+            &["concurrency", "key"],
+            format!(
+                "`[concurrency]` needs the claim to skip the rows whose key is at its limit, \
+                 with a condition in the select's WHERE, and `select` cannot take one: {e}; \
+                 write it as one plain SELECT … FROM … WHERE …"
+            ),
+        )
+    })
+}
+
+/// The key as SQL: `IFNULL(expr, '')` for each column (`column` gives its
+/// expression), hex literals for the text between, in one CONCAT.
+fn key_sql(concurrency: &Concurrency, column: &dyn Fn(&str) -> String) -> String {
+    let parts: Vec<String> = concurrency
+        .key
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::Literal(text) => format!("X'{}'", hex(text.as_bytes())),
+            Part::Placeholder(name) => format!("IFNULL({}, '')", column(name)),
+        })
+        .collect();
+    format!("CONCAT({})", parts.join(", "))
+}
+
+/// A key slot's lock name, as SQL.
+fn lock_name_sql(names: &LockNames, key: &str, slot: &str) -> String {
+    format!(
+        "CONCAT('{}', LEFT(SHA2({key}, 256), {HASH_DIGITS}), ':', {slot})",
+        names.key_prefix()
+    )
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A worker session's key slots: how it takes them, and which it holds.
+#[derive(Debug)]
+pub struct KeyLocks {
+    limit: usize,
+    /// `SELECT GET_LOCK(<the slot's name>, 0)`, the key's columns and the slot bound.
+    get: String,
+    /// The item's columns the key is made of, in order.
+    columns: Vec<usize>,
+    /// The slots held now, by the key's values as text.
+    held: HashMap<String, Vec<usize>>,
+}
+
+impl KeyLocks {
+    /// The key slots of `queue`'s items (whose columns are `columns`); `None`
+    /// without `[concurrency]`. A key column the select does not return is refused.
+    pub fn new(
+        queue: &QueueConfig,
+        columns: &Columns,
+        database: &str,
+    ) -> Result<Option<KeyLocks>, Finding> {
+        let Some(concurrency) = &queue.concurrency else {
+            return Ok(None);
+        };
+        let mut found = Vec::new();
+        for name in concurrency.columns() {
+            match columns.find(name) {
+                Some(index) => found.push(index),
+                None => {
+                    let message = format!(
+                        "`[concurrency] key` = {:?} names `{name}`, which the select does not \
+                         return; its columns are {}: add it to the select, or name one of them",
+                        concurrency.written,
+                        columns.names.join(", ")
+                    );
+                    return Err(queue.finding(Severity::Error, &["concurrency", "key"], message));
+                }
+            }
+        }
+        let names = LockNames::for_queue(database, &queue.name);
+        let key = key_sql(concurrency, &|_| "?".to_string());
+        Ok(Some(KeyLocks {
+            limit: concurrency.limit,
+            get: format!("SELECT GET_LOCK({}, 0)", lock_name_sql(&names, &key, "?")),
+            columns: found,
+            held: HashMap::new(),
+        }))
+    }
+
+    /// Whether this session holds any key slot.
+    pub fn holding(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// How many keys this session holds every slot of now.
+    pub fn keys_at_limit(&self) -> usize {
+        self.held.values().filter(|s| s.len() >= self.limit).count()
+    }
+
+    /// Takes a free slot of `item`'s key on `conn`: false when every slot is taken
+    /// (by others, or by this session's other rows of the key).
+    pub async fn take(&mut self, conn: &mut Conn, item: &Item) -> Result<bool, mysql_async::Error> {
+        let values: Vec<Value> = self
+            .columns
+            .iter()
+            .map(|i| item.values[*i].clone())
+            .collect();
+        let text: Vec<String> = values.iter().map(value_text).collect();
+        let text = text.join("\0");
+        let mine = self.held.get(&text).cloned().unwrap_or_default();
+        for slot in (0..self.limit).filter(|s| !mine.contains(s)) {
+            let mut params = values.clone();
+            params.push(Value::from(slot as u64));
+            let got: Option<Option<i64>> = conn.exec_first(self.get.as_str(), params).await?;
+            if got.flatten() == Some(1) {
+                self.held.entry(text).or_default().push(slot);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Gives back every slot this session holds.
+    pub async fn release_all(&mut self, conn: &mut Conn) -> Result<(), mysql_async::Error> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        self.held.clear();
+        conn.query_drop("DO RELEASE_ALL_LOCKS()").await?;
+        Ok(())
+    }
+}
