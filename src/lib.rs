@@ -58,7 +58,8 @@
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
-//!   `check::tables`, `check::wake` (where each queue's wake-ups would come from),
+//!   `check::tables`, `check::limits` (the limits explained; refused on Galera),
+//!   `check::wake` (where each queue's wake-ups would come from),
 //!   `check::oldest`, `check::queries`, `check::samples` (sample
 //!   outcomes), `check::format` (the report as text, JSON or GitHub annotations),
 //!   `check::downstream` (the action's own look at what it reaches, with a sample

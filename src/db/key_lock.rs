@@ -25,9 +25,24 @@ use crate::sql::condition::{column_expression, with_condition};
 /// Hex digits of the key's SHA-256 in its lock's name.
 const HASH_DIGITS: usize = 16;
 
-/// The select the claim runs: the queue's own, with `[concurrency]`'s condition
-/// in its WHERE. A select the condition cannot be added to is refused.
-pub fn claim_select(queue: &QueueConfig, database: &str) -> Result<String, Finding> {
+/// The select a `[concurrency]` queue claims with (`None` without one): its own,
+/// with the key's condition — once the key's columns (the select's are
+/// `columns`) are known to be among the select's.
+pub fn claim_select(
+    queue: &QueueConfig,
+    columns: &Columns,
+    database: &str,
+) -> Result<Option<String>, Finding> {
+    if queue.concurrency.is_none() {
+        return Ok(None);
+    }
+    key_columns(queue, columns)?;
+    with_key_condition(queue, database).map(Some)
+}
+
+/// The queue's select with `[concurrency]`'s condition in its WHERE. A select the
+/// condition cannot be added to is refused.
+fn with_key_condition(queue: &QueueConfig, database: &str) -> Result<String, Finding> {
     let select = &queue.select.positional;
     let Some(concurrency) = &queue.concurrency else {
         return Ok(select.clone());
@@ -83,6 +98,28 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The select's columns `[concurrency] key` is made of, by index; a name the
+/// select does not return is refused.
+fn key_columns(queue: &QueueConfig, columns: &Columns) -> Result<Vec<usize>, Finding> {
+    let Some(concurrency) = &queue.concurrency else {
+        return Ok(Vec::new());
+    };
+    concurrency
+        .columns()
+        .map(|name| {
+            columns.find(name).ok_or_else(|| {
+                let message = format!(
+                    "`[concurrency] key` = {:?} names `{name}`, which the select does not \
+                     return; its columns are {}: add it to the select, or name one of them",
+                    concurrency.written,
+                    columns.names.join(", ")
+                );
+                queue.finding(Severity::Error, &["concurrency", "key"], message)
+            })
+        })
+        .collect()
+}
+
 /// A worker session's key slots: how it takes them, and which it holds.
 #[derive(Debug)]
 pub struct KeyLocks {
@@ -106,21 +143,7 @@ impl KeyLocks {
         let Some(concurrency) = &queue.concurrency else {
             return Ok(None);
         };
-        let mut found = Vec::new();
-        for name in concurrency.columns() {
-            match columns.find(name) {
-                Some(index) => found.push(index),
-                None => {
-                    let message = format!(
-                        "`[concurrency] key` = {:?} names `{name}`, which the select does not \
-                         return; its columns are {}: add it to the select, or name one of them",
-                        concurrency.written,
-                        columns.names.join(", ")
-                    );
-                    return Err(queue.finding(Severity::Error, &["concurrency", "key"], message));
-                }
-            }
-        }
+        let found = key_columns(queue, columns)?;
         let names = LockNames::for_queue(database, &queue.name);
         let key = key_sql(concurrency, &|_| "?".to_string());
         Ok(Some(KeyLocks {

@@ -147,23 +147,7 @@ pub async fn prepare_queue(
     queue: &QueueConfig,
     limit: usize,
 ) -> Result<PreparedQueue, PrepareError> {
-    // `[concurrency]` skips the rows whose key is at its limit in the claim itself.
-    let database = conn.opts().db_name().unwrap_or_default().to_string();
-    let select = super::key_lock::claim_select(queue, &database)
-        .map_err(|finding| PrepareError::Invalid(vec![finding]))?;
-    let claim = match conn.prep(claim_text(&select, limit)).await.map_err(DbError::from) {
-        Ok(statement) => statement,
-        Err(e) if e.is_statement_error() => {
-            return Err(PrepareError::Invalid(vec![queue.finding(
-                Severity::Error,
-                &["select"],
-                format!(
-                    "`select`: the server rejects the claim query (the select + `LIMIT {limit} FOR UPDATE SKIP LOCKED`): {e}"
-                ),
-            )]))
-        }
-        Err(e) => return Err(PrepareError::Database(e)),
-    };
+    let claim = prepare_claim(conn, queue, &queue.select.positional, limit).await?;
     let columns = Arc::new(Columns {
         names: claim
             .columns()
@@ -172,6 +156,13 @@ pub async fn prepare_queue(
             .collect(),
         types: claim.columns().iter().map(|c| c.column_type()).collect(),
     });
+    // `[concurrency]` skips the rows whose key is at its limit in the claim itself.
+    let database = conn.opts().db_name().unwrap_or_default().to_string();
+    let claim = match super::key_lock::claim_select(queue, &columns, &database) {
+        Ok(None) => claim,
+        Ok(Some(select)) => prepare_claim(conn, queue, &select, limit).await?,
+        Err(finding) => return Err(PrepareError::Invalid(vec![finding])),
+    };
     let mut findings = distinct_columns(queue, &columns.names);
     findings.extend(unknown_names(queue, &columns.names));
     let mut preparer = Preparer {
@@ -217,6 +208,26 @@ pub async fn prepare_queue(
         on_failure,
         lease,
     })
+}
+
+/// Prepares the claim for `select` (its parameters as `?`), at most `limit` rows.
+async fn prepare_claim(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    select: &str,
+    limit: usize,
+) -> Result<Statement, PrepareError> {
+    match conn.prep(claim_text(select, limit)).await.map_err(DbError::from) {
+        Ok(statement) => Ok(statement),
+        Err(e) if e.is_statement_error() => Err(PrepareError::Invalid(vec![queue.finding(
+            Severity::Error,
+            &["select"],
+            format!(
+                "`select`: the server rejects the claim query (the select + `LIMIT {limit} FOR UPDATE SKIP LOCKED`): {e}"
+            ),
+        )])),
+        Err(e) => Err(PrepareError::Database(e)),
+    }
 }
 
 /// Prepares statements for one queue, collecting findings as it goes.
