@@ -124,7 +124,7 @@ fn key_columns(queue: &QueueConfig, columns: &Columns) -> Result<Vec<usize>, Fin
 #[derive(Debug)]
 pub struct KeyLocks {
     limit: usize,
-    /// `SELECT GET_LOCK(<the slot's name>, 0)`, the key's columns and the slot bound.
+    /// `GET_LOCK(<the slot's name>, 0)`, the key's columns and the slot bound.
     get: String,
     /// The item's columns the key is made of, in order.
     columns: Vec<usize>,
@@ -148,7 +148,7 @@ impl KeyLocks {
         let key = key_sql(concurrency, &|_| "?".to_string());
         Ok(Some(KeyLocks {
             limit: concurrency.limit,
-            get: format!("SELECT GET_LOCK({}, 0)", lock_name_sql(&names, &key, "?")),
+            get: format!("GET_LOCK({}, 0)", lock_name_sql(&names, &key, "?")),
             columns: found,
             held: HashMap::new(),
         }))
@@ -164,21 +164,77 @@ impl KeyLocks {
         self.held.values().filter(|s| s.len() >= self.limit).count()
     }
 
-    /// Takes a free slot of `item`'s key on `conn`: false when every slot is taken
-    /// (by others, or by this session's other rows of the key).
-    pub async fn take(&mut self, conn: &mut Conn, item: &Item) -> Result<bool, mysql_async::Error> {
+    /// The values `item`'s key is made of, and them as text (this session's name
+    /// for the key).
+    fn key_of(&self, item: &Item) -> (Vec<Value>, String) {
         let values: Vec<Value> = self
             .columns
             .iter()
             .map(|i| item.values[*i].clone())
             .collect();
         let text: Vec<String> = values.iter().map(value_text).collect();
-        let text = text.join("\0");
+        (values, text.join("\0"))
+    }
+
+    /// Takes a free slot of each of `items`' keys on `conn`: whether it got one for
+    /// each. One statement tries the first slot of every key the session holds none
+    /// of; a key with more slots, or a second row of a key, is tried one by one.
+    pub async fn take_all(
+        &mut self,
+        conn: &mut Conn,
+        items: &[Item],
+    ) -> Result<Vec<bool>, mysql_async::Error> {
+        let keys: Vec<(Vec<Value>, String)> = items.iter().map(|i| self.key_of(i)).collect();
+        let mut first: Vec<usize> = Vec::new();
+        for (index, (_, text)) in keys.iter().enumerate() {
+            let seen = first.iter().any(|f| keys[*f].1 == *text);
+            if !seen && !self.held.contains_key(text) {
+                first.push(index);
+            }
+        }
+        let mut got = vec![false; items.len()];
+        let mut tried = vec![false; items.len()];
+        if !first.is_empty() {
+            let each = format!("IFNULL({}, 0)", self.get);
+            let sql = format!("SELECT CONCAT({})", vec![each; first.len()].join(", "));
+            let mut params = Vec::new();
+            for index in &first {
+                params.extend(keys[*index].0.iter().cloned());
+                params.push(Value::from(0u64));
+            }
+            let answer: Option<String> = conn.exec_first(sql, params).await?;
+            let answer = answer.unwrap_or_default();
+            for (index, took) in first.iter().zip(answer.bytes()) {
+                tried[*index] = true;
+                if took == b'1' {
+                    got[*index] = true;
+                    self.held.insert(keys[*index].1.clone(), vec![0]);
+                }
+            }
+        }
+        for (index, (values, text)) in keys.into_iter().enumerate() {
+            let more = self.limit > 1 || !tried[index];
+            if !got[index] && more {
+                got[index] = self.take(conn, values, text).await?;
+            }
+        }
+        Ok(got)
+    }
+
+    /// Takes a free slot of the key of `values` (`text`) on `conn`: false when
+    /// every slot is taken (by others, or by this session's other rows of the key).
+    async fn take(
+        &mut self,
+        conn: &mut Conn,
+        values: Vec<Value>,
+        text: String,
+    ) -> Result<bool, mysql_async::Error> {
         let mine = self.held.get(&text).cloned().unwrap_or_default();
+        let get = format!("SELECT {}", self.get);
         for slot in (0..self.limit).filter(|s| !mine.contains(s)) {
             let mut params = values.clone();
             params.push(Value::from(slot as u64));
-            let got: Option<Option<i64>> = conn.exec_first(self.get.as_str(), params).await?;
+            let got: Option<Option<i64>> = conn.exec_first(get.as_str(), params).await?;
             if got.flatten() == Some(1) {
                 self.held.entry(text).or_default().push(slot);
                 return Ok(true);

@@ -223,15 +223,12 @@ impl Session {
         let Some(keys) = &mut self.keys else {
             return Ok((items, Vec::new()));
         };
-        let (mut held, mut at_limit) = (Vec::new(), Vec::new());
-        for item in items {
-            let take = keys.take(&mut self.conn, &item);
-            match answer(&self.watch, self.deadline, "a key's named lock", take).await? {
-                true => held.push(item),
-                false => at_limit.push(item),
-            }
-        }
-        Ok((held, at_limit))
+        let take = keys.take_all(&mut self.conn, &items);
+        let got = answer(&self.watch, self.deadline, "the keys' named locks", take).await?;
+        let (held, at_limit): (Vec<_>, Vec<_>) =
+            items.into_iter().zip(got).partition(|(_, got)| *got);
+        let items = |pairs: Vec<(Item, bool)>| pairs.into_iter().map(|(item, _)| item).collect();
+        Ok((items(held), items(at_limit)))
     }
 
     /// Gives back every `[concurrency]` key slot the session holds.

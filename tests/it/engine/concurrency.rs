@@ -174,3 +174,54 @@ async fn a_killed_copy_frees_its_keys_at_once() {
     // The second copy now waits on row 1's hanging call: killed with the test.
     drop(second);
 }
+
+/// The cost of `[concurrency]` where keys never collide: items per second over
+/// 4000 rows, 4 workers × batch 10, with and without it, in one run (a
+/// measurement for docs/performance.md: `cargo test --release --test it --
+/// --ignored concurrency_overhead --nocapture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a test"]
+async fn concurrency_overhead_on_keys_that_never_collide() {
+    const ROWS: usize = 4000;
+    let mut rates = Vec::new();
+    for with in [false, true, false, true] {
+        let db = TestDb::new().await;
+        db.exec("CREATE TABLE job (id INT PRIMARY KEY, customer INT NOT NULL, state VARCHAR(10) NOT NULL DEFAULT 'waiting', KEY (state, id)) DEFAULT CHARSET=utf8mb4")
+            .await;
+        db.exec(&format!(
+            "INSERT INTO job (id, customer) SELECT seq, seq FROM seq_1_to_{ROWS}"
+        ))
+        .await;
+        let mut file = QueueFile::new("bench")
+            .workers(4)
+            .batch(10)
+            .select("SELECT id, customer FROM job WHERE state = 'waiting' ORDER BY id")
+            .action_sql("DO :customer")
+            .on_success("UPDATE job SET state = 'done' WHERE id = :id");
+        if with {
+            let mut key = toml::Table::new();
+            key.insert("key".into(), "customer".into());
+            file = file.set("concurrency", toml::Value::Table(key));
+        }
+        let files = QueueFiles::new();
+        let path = file.write(&files);
+        let began = Instant::now();
+        run_until_empty(load(&[path]), &db.url).await;
+        let rate = ROWS as f64 / began.elapsed().as_secs_f64();
+        eprintln!("[concurrency] {with}: {rate:.0} items/s");
+        rates.push((with, rate));
+    }
+    let mean = |w: bool| {
+        let r: Vec<f64> = rates
+            .iter()
+            .filter(|(x, _)| *x == w)
+            .map(|(_, r)| *r)
+            .collect();
+        r.iter().sum::<f64>() / r.len() as f64
+    };
+    let (without, with) = (mean(false), mean(true));
+    eprintln!(
+        "without: {without:.0} items/s, with [concurrency]: {with:.0} items/s ({:+.1} %)",
+        (with / without - 1.0) * 100.0
+    );
+}
