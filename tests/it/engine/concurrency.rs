@@ -225,3 +225,58 @@ async fn concurrency_overhead_on_keys_that_never_collide() {
         (with / without - 1.0) * 100.0
     );
 }
+
+/// In batch scope each row of a batch holds its own key's slot: 2 copies × 3
+/// workers at batch 5 over 4 customers' 60 rows do every row once, and no
+/// customer is in two batches running at once (each batch logs its customers'
+/// start, then takes 50 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_scope_holds_each_rows_key() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, customer INT NOT NULL, state VARCHAR(10) NOT NULL DEFAULT 'waiting', KEY (state, id)) DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE started (n INT AUTO_INCREMENT PRIMARY KEY, customer INT NOT NULL, at DATETIME(6) NOT NULL) DEFAULT CHARSET=utf8mb4;
+         INSERT INTO job (id, customer) SELECT seq, seq % 4 FROM seq_1_to_60",
+    )
+    .await;
+    let columns = "JSON_TABLE(:batch, '$[*]' COLUMNS (id INT PATH '$.id', customer INT PATH '$.customer')) AS b";
+    let mut key = toml::Table::new();
+    key.insert("key".into(), "customer".into());
+    let files = QueueFiles::new();
+    let log =
+        format!("INSERT INTO started (customer, at) SELECT b.customer, NOW(6) FROM {columns}");
+    let file = QueueFile::new("batches")
+        .workers(3)
+        .batch(5)
+        .set("scope", "batch")
+        .set("concurrency", toml::Value::Table(key))
+        .poll_interval("200ms")
+        .select("SELECT id, customer FROM job WHERE state = 'waiting' ORDER BY id")
+        .action_sql([log.as_str(), "DO SLEEP(0.05)"])
+        .on_success(
+            format!("UPDATE job j JOIN {columns} ON j.id = b.id SET j.state = 'done'").as_str(),
+        )
+        .write(&files);
+    let mut copies: Vec<Daemon> = (0..2).map(|_| copy(&file, &db)).collect();
+    eventually("every job done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 60
+    })
+    .await;
+    for one in &mut copies {
+        one.terminate().await;
+    }
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM started").await,
+        60,
+        "each row once"
+    );
+    let overlapping = db
+        .count(
+            "SELECT COUNT(*) FROM started a JOIN started b ON a.customer = b.customer AND a.n < b.n
+             AND ABS(TIMESTAMPDIFF(MICROSECOND, a.at, b.at)) < 45000",
+        )
+        .await;
+    assert_eq!(overlapping, 0, "one customer in two batches at once");
+}
