@@ -186,20 +186,6 @@ impl LeaseConfig {
     }
 }
 
-/// `[concurrency]` in lease mode is refused: a leased row's key would have to be
-/// held on a connection for the lease's life, which this version does not do.
-pub fn concurrency_refusal(queue: &QueueConfig) -> Option<Finding> {
-    (queue.concurrency.is_some() && queue.is_lease()).then(|| {
-        queue.finding(
-            Severity::Error,
-            &["concurrency"],
-            "`[concurrency]` works in transaction mode only, for now: a lease-mode queue \
-             would hold the key for the lease's life, which this version does not do; \
-             remove [concurrency] or use mode = \"transaction\"",
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

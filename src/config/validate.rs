@@ -84,7 +84,6 @@ pub fn validate(
     findings.extend(super::names::unknown_literal_names(&queue));
     findings.extend(super::lease_queue::unguarded(&queue));
     findings.extend(super::batch_scope::batch_scope_refusals(&queue));
-    findings.extend(super::lease_queue::concurrency_refusal(&queue));
     if !findings.is_empty() {
         return Err(findings);
     }

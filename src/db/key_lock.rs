@@ -13,8 +13,9 @@ use std::collections::HashMap;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Value};
 
+use super::error::DbError;
 use super::item::{Columns, Item};
-use super::named_lock::LockNames;
+use super::named_lock::{within, LockNames, LockSession};
 use super::value::value_text;
 use crate::config::limits::Concurrency;
 use crate::config::template::Part;
@@ -126,6 +127,8 @@ pub struct KeyLocks {
     limit: usize,
     /// `GET_LOCK(<the slot's name>, 0)`, the key's columns and the slot bound.
     get: String,
+    /// The slot's name, as SQL, the key's columns and the slot bound.
+    name: String,
     /// The item's columns the key is made of, in order.
     columns: Vec<usize>,
     /// The slots held now, by the key's values as text.
@@ -149,6 +152,7 @@ impl KeyLocks {
         Ok(Some(KeyLocks {
             limit: concurrency.limit,
             get: format!("GET_LOCK({}, 0)", lock_name_sql(&names, &key, "?")),
+            name: lock_name_sql(&names, &key, "?"),
             columns: found,
             held: HashMap::new(),
         }))
@@ -241,6 +245,52 @@ impl KeyLocks {
             }
         }
         Ok(false)
+    }
+
+    /// Gives back one slot of `item`'s key (the last taken), if this session holds
+    /// one.
+    pub async fn release_one(
+        &mut self,
+        conn: &mut Conn,
+        item: &Item,
+    ) -> Result<(), mysql_async::Error> {
+        let (mut values, text) = self.key_of(item);
+        let Some(slots) = self.held.get_mut(&text) else {
+            return Ok(());
+        };
+        let Some(slot) = slots.pop() else {
+            return Ok(());
+        };
+        if slots.is_empty() {
+            self.held.remove(&text);
+        }
+        values.push(Value::from(slot as u64));
+        conn.exec_drop(format!("DO RELEASE_LOCK({})", self.name), values)
+            .await
+    }
+
+    /// As [`KeyLocks::take_all`], on a copy's own lock session (lease mode, whose
+    /// rows hold their keys for the lease's life).
+    pub async fn take_on(
+        &mut self,
+        session: &mut LockSession,
+        items: &[Item],
+    ) -> Result<Vec<bool>, DbError> {
+        within(self.take_all(session.conn(), items)).await
+    }
+
+    /// As [`KeyLocks::release_one`], on a copy's own lock session.
+    pub async fn release_on(
+        &mut self,
+        session: &mut LockSession,
+        item: &Item,
+    ) -> Result<(), DbError> {
+        within(self.release_one(session.conn(), item)).await
+    }
+
+    /// Forgets every slot: the connection that held them is gone.
+    pub fn forget(&mut self) {
+        self.held.clear();
     }
 
     /// Gives back every slot this session holds.

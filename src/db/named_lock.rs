@@ -67,6 +67,11 @@ impl LockSession {
         })
     }
 
+    /// The connection, for the other kinds of named lock (`super::key_lock`).
+    pub(super) fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+
     /// Closes the connection: every lock it holds is freed.
     pub async fn close(self) {
         let _ = tokio::time::timeout(QUICK_TIMEOUT, self.conn.disconnect()).await;
@@ -116,7 +121,7 @@ pub async fn try_lock(conn: &mut Conn, name: &str) -> Result<bool, DbError> {
 
 /// A call on a lock session, given up after [`QUICK_TIMEOUT`]: none of them waits
 /// for a lock.
-async fn within<T>(
+pub(super) async fn within<T>(
     call: impl std::future::Future<Output = Result<T, mysql_async::Error>>,
 ) -> Result<T, DbError> {
     match tokio::time::timeout(QUICK_TIMEOUT, call).await {

@@ -23,7 +23,11 @@ use tokio::sync::Mutex;
 use tracing::warn;
 
 use super::retry::jitter;
+use crate::config::QueueConfig;
+use crate::db::item::Columns;
+use crate::db::key_lock::KeyLocks;
 use crate::db::named_lock::{LockNames, LockSession, MAX_COPIES};
+use crate::db::Item;
 use crate::db::{Database, DbError};
 
 /// How often a copy counts the copies.
@@ -52,6 +56,9 @@ struct Link {
     generation: u64,
     /// The slots this copy holds now.
     held: BTreeSet<usize>,
+    /// Lease mode's `[concurrency]` key slots, held on this connection for each
+    /// lease's life (made at the first claim, which knows the select's columns).
+    keys: Option<KeyLocks>,
 }
 
 /// A `max_in_flight` slot held while one action runs; dropping it gives it back.
@@ -96,6 +103,9 @@ impl Copies {
                 self.take_place(&mut conn).await?;
                 link.generation += 1;
                 link.held.clear();
+                if let Some(keys) = &mut link.keys {
+                    keys.forget();
+                }
                 link.conn.insert(conn)
             }
         };
@@ -157,6 +167,7 @@ impl Copies {
             conn,
             generation,
             held,
+            ..
         } = &mut *link;
         let Some(session) = conn.as_mut() else {
             return Look::Down(None);
@@ -179,6 +190,49 @@ impl Copies {
             Err(e) => {
                 *conn = None;
                 Look::Down(Some(e))
+            }
+        }
+    }
+
+    /// Takes a `[concurrency]` key slot for each of `items` (lease mode), on this
+    /// copy's connection, so that it outlives the claim: whether it got one for
+    /// each. With the connection down, none is taken: the rows wait.
+    pub async fn take_keys(
+        &self,
+        queue: &QueueConfig,
+        columns: &Columns,
+        database: &Database,
+        items: &[Item],
+    ) -> Result<Vec<bool>, DbError> {
+        let mut link = self.link.lock().await;
+        let Link { conn, keys, .. } = &mut *link;
+        let Some(session) = conn.as_mut() else {
+            return Ok(vec![false; items.len()]);
+        };
+        if keys.is_none() {
+            // The queue's sessions opened only once its key's columns were found.
+            *keys = KeyLocks::new(queue, columns, database.name())
+                .ok()
+                .flatten();
+        }
+        let Some(keys) = keys.as_mut() else {
+            return Ok(vec![true; items.len()]);
+        };
+        let taken = keys.take_on(session, items).await;
+        if taken.is_err() {
+            *conn = None;
+        }
+        taken
+    }
+
+    /// Gives back `item`'s key slot (its lease's outcome is recorded, or the lease
+    /// is lost).
+    pub async fn release_key(&self, item: &Item) {
+        let mut link = self.link.lock().await;
+        let Link { conn, keys, .. } = &mut *link;
+        if let (Some(session), Some(keys)) = (conn.as_mut(), keys.as_mut()) {
+            if keys.release_on(session, item).await.is_err() {
+                *conn = None;
             }
         }
     }

@@ -86,7 +86,9 @@ pub struct Admitted {
 impl Limits {
     pub fn new(config: &QueueConfig, database: &Database) -> Limits {
         let limited = config.rate_limit.is_some() || config.max_in_flight.is_some();
-        let shared = limited && config.limits_across == Across::Copies;
+        // Lease mode's [concurrency] keys are held on the same connection.
+        let lease_keys = config.concurrency.is_some() && config.is_lease();
+        let shared = (limited && config.limits_across == Across::Copies) || lease_keys;
         Limits {
             rate: config.rate_limit.and_then(SharedRate::new),
             in_flight: config.max_in_flight.map(|n| Arc::new(Semaphore::new(n))),
