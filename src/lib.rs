@@ -43,8 +43,9 @@
 //!     `engine::lease::claim`, `engine::lease::heartbeat`).
 //!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
 //!     breaker), `engine::gate` (no claims while the database refuses writes),
-//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::due` (rows due
-//!     by time: the watcher asks when the next one is), `engine::idle`
+//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::copies` (the
+//!     copies on the database that share them), `engine::sharing` (kept shared),
+//!     `engine::due` (rows due by time: the watcher asks when the next one is), `engine::idle`
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
@@ -59,7 +60,8 @@
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
-//!   `check::tables`, `check::wake` (where each queue's wake-ups would come from), `check::due`
+//!   `check::tables`, `check::limits` (the limits explained; refused on Galera),
+//!   `check::wake` (where each queue's wake-ups would come from), `check::due`
 //!   (how its rows due by time would be found),
 //!   `check::oldest`, `check::queries`, `check::samples` (sample
 //!   outcomes), `check::format` (the report as text, JSON or GitHub annotations),
@@ -77,6 +79,7 @@
 //!     `telemetry::stats::observed` (timings, rollbacks, errors, backlog, history,
 //!     failures), `telemetry::stats::failure_kinds` (failures grouped by kind: ids,
 //!     numbers and quoted values masked), `telemetry::stats::in_flight` (the action's runs under way),
+//!     `telemetry::stats::limited` (what the limits shared by copies hold back),
 //!     `telemetry::stats::recent` (the status page's percentiles over the last 5
 //!     and 15 minutes), `telemetry::stats::monitor` (every queue's, for the
 //!     endpoint);
@@ -119,12 +122,14 @@
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
 //!   `db::item` (the claimed row), `db::key_claim` (the claim, key
-//!   first: a row too large to read fails alone), `db::bind` (the values a statement is bound
+//!   first: a row too large to read fails alone), `db::key_lock` (`[concurrency]`'s key slots and
+//!   the claim's condition), `db::bind` (the values a statement is bound
 //!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
 //!   placeholder's, a key's and back),
 //!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::cluster` (a multi-primary cluster: whether a server is a node of one, and which queues it refuses), `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
+//!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
 //! - [`config`]: queue files — `config::queue` (`QueueConfig`: one queue, validated,
@@ -142,7 +147,7 @@
 //!   `config::secret_file`,
 //!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
 //!   value), `config::scope`, `config::batch_scope` (what batch scope refuses of a
-//!   queue), `config::lease`, `config::lease_queue` (a lease-mode queue as a whole:
+//!   queue), `config::lease`, `config::limits` (`limits`, `[concurrency]`), `config::lease_queue` (a lease-mode queue as a whole:
 //!   statements that must check the lease, the session's clock), `config::circuit`, `config::failed`,
 //!   `config::monitoring`; `config::action` (the `[action]` table, and `kinds!`, the
 //!   registry of kinds: a kind's tables are in its folder, `action::<kind>::config`)
@@ -150,7 +155,8 @@
 //!   `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`, `sql::due` (a select's time conditions, and the
-//!   statement that asks when the next row falls due).
+//!   statement that asks when the next row falls due), `sql::condition` (a condition
+//!   added to a WHERE).
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 //! - `lock`: a mutex's guard even after a holder panicked; `duration`: a duration
 //!   as a message says it (`651ms`, `1.7s`, `2m 5s`), the one rounding every line

@@ -16,6 +16,7 @@ pub mod explain;
 pub mod failed;
 pub mod format;
 pub mod index;
+pub mod limits;
 pub mod offline;
 pub mod oldest;
 pub mod online;

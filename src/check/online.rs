@@ -122,6 +122,7 @@ pub async fn check_queue(
         }
     };
     findings.extend(server_findings(queue, &facts, options.allow_multi_primary));
+    findings.extend(super::limits::limit_findings(queue, &facts));
     match super::wake::wake_report(queue, &database, &mut servers.binlog).await {
         Ok(wake) => servers.wakes.push(wake),
         Err(finding) => findings.push(finding),

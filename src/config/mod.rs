@@ -12,6 +12,7 @@ pub(crate) mod interpolate;
 pub mod kind;
 pub mod lease;
 pub mod lease_queue;
+pub mod limits;
 mod load;
 mod locate;
 pub mod mode;

@@ -9,6 +9,7 @@ use super::action::ActionConfig;
 use super::circuit::CircuitConfig;
 use super::failed::FailedConfig;
 use super::lease::LeaseConfig;
+use super::limits::{Across, Concurrency};
 use super::mode::Mode;
 use super::monitoring::Monitoring;
 use super::scope::Scope;
@@ -78,11 +79,14 @@ pub struct QueueConfig {
     pub loop_window: Duration,
     /// After this many loops of one row the queue stops claiming.
     pub loop_limit: u32,
-    /// At most this many items started per period, per process.
+    /// At most this many items started per period.
     pub rate_limit: Option<Rate>,
-    /// At most this many actions running at once across the queue's workers, per
-    /// process.
+    /// At most this many actions running at once across the queue's workers.
     pub max_in_flight: Option<usize>,
+    /// Whether those two hold across every copy, or per process.
+    pub limits_across: Across,
+    /// `[concurrency]`: at most N rows of one key in flight, across every copy.
+    pub concurrency: Option<Concurrency>,
     /// The circuit breaker: `None` when it is off.
     pub circuit: Option<CircuitConfig>,
     /// Transaction mode (its statements once per item or per batch), or lease mode.

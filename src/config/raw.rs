@@ -56,14 +56,23 @@ pub struct RawQueue {
     /// After this many loops of one row the queue stops claiming until a reload.
     /// Default 3.
     pub loop_limit: Option<u32>,
-    /// At most this many items started per second, minute or hour, per process:
-    /// "50/s", "600/m", "1000/h". Optional.
+    /// At most this many items started per second, minute or hour: "50/s", "600/m",
+    /// "1000/h", across every copy of tableq on the database (see `limits`). Optional.
     #[schemars(regex(pattern = r"^\s*[0-9]+\s*/\s*[smh]\s*$"))]
     pub rate_limit: Option<String>,
-    /// At most this many actions running at once across the queue's workers, per
-    /// process. Optional.
+    /// At most this many actions running at once across the queue's workers, and
+    /// across every copy of tableq on the database (see `limits`). Optional.
     #[schemars(range(min = 1))]
     pub max_in_flight: Option<u32>,
+    /// How far rate_limit and max_in_flight reach: "global" (default): every copy of
+    /// tableq running the queue against its database together, coordinated by the
+    /// server's named locks on one more connection per copy; "per_process": each
+    /// copy on its own (K copies let K times as much through).
+    #[schemars(extend("enum" = ["global", "per_process"]))]
+    pub limits: Option<String>,
+    /// At most `limit` rows of one key (say, one customer) worked on at once, across
+    /// every copy; rows of other keys are claimed past a busy one.
+    pub concurrency: Option<super::limits::RawConcurrency>,
     /// "transaction" (the default): one transaction per turn. "lease": for jobs of
     /// minutes or hours, a short claim that leases rows ([lease]), the action with
     /// no transaction held.

@@ -63,6 +63,8 @@ pub fn validate(
         loop_limit: flow.loop_limit,
         rate_limit: flow.rate_limit,
         max_in_flight: flow.max_in_flight,
+        limits_across: flow.limits_across,
+        concurrency: flow.concurrency,
         circuit: flow.circuit,
         mode,
         secret_variables: secret_variables(&raw, &action),
@@ -144,6 +146,8 @@ struct Flow {
     loop_limit: u32,
     rate_limit: Option<super::Rate>,
     max_in_flight: Option<usize>,
+    limits_across: super::limits::Across,
+    concurrency: Option<super::limits::Concurrency>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
     monitoring: super::Monitoring,
     circuit: Option<super::CircuitConfig>,
@@ -158,6 +162,8 @@ fn flow(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Flow {
         max_in_flight: raw
             .max_in_flight
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
+        limits_across: v.across(raw.limits.as_deref()),
+        concurrency: v.concurrency(raw.concurrency.as_ref()),
         monitoring: super::monitoring::monitoring(v, raw),
         circuit: super::circuit::validate(v, raw.circuit.as_ref(), action),
     }

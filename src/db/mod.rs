@@ -17,6 +17,8 @@ pub mod error_kind;
 pub mod failed;
 pub mod item;
 pub mod key_claim;
+pub mod key_lock;
+pub mod named_lock;
 pub mod pause;
 pub mod pool;
 pub mod prepared;

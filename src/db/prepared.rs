@@ -62,10 +62,12 @@ impl Statements {
 
 /// The statement a worker claims with: the select, then tableq's own clause.
 pub fn claim_sql(select: &ParsedStatement, limit: usize) -> String {
-    format!(
-        "{}\nLIMIT {limit} FOR UPDATE SKIP LOCKED",
-        select.positional
-    )
+    claim_text(&select.positional, limit)
+}
+
+/// The claim for `select`'s text (with its parameters as `?`).
+pub fn claim_text(select: &str, limit: usize) -> String {
+    format!("{select}\nLIMIT {limit} FOR UPDATE SKIP LOCKED")
 }
 
 /// A prepared statement and where each of its parameters comes from.
@@ -162,21 +164,18 @@ pub async fn prepare_queue(
     limit: usize,
     max_packet: usize,
 ) -> Result<PreparedQueue, PrepareError> {
-    let claim_text = claim_sql(&queue.select, limit);
-    let claim = match conn.prep(&claim_text).await.map_err(DbError::from) {
-        Ok(statement) => statement,
-        Err(e) if e.is_statement_error() => {
-            return Err(PrepareError::Invalid(vec![queue.finding(
-                Severity::Error,
-                &["select"],
-                format!(
-                    "`select`: the server rejects the claim query (the select + `LIMIT {limit} FOR UPDATE SKIP LOCKED`): {e}"
-                ),
-            )]))
-        }
-        Err(e) => return Err(PrepareError::Database(e)),
-    };
+    let claim = prepare_claim(conn, queue, &queue.select.positional, limit).await?;
     let columns = columns_of(&claim);
+    // `[concurrency]` skips the rows whose key is at its limit in the claim itself.
+    let database = conn.opts().db_name().unwrap_or_default().to_string();
+    let (claim, claim_text) = match super::key_lock::claim_select(queue, &columns, &database) {
+        Ok(None) => (claim, claim_sql(&queue.select, limit)),
+        Ok(Some(select)) => (
+            prepare_claim(conn, queue, &select, limit).await?,
+            claim_text(&select, limit),
+        ),
+        Err(finding) => return Err(PrepareError::Invalid(vec![finding])),
+    };
     let mut findings = distinct_columns(queue, &columns.names);
     findings.extend(unknown_names(queue, &columns.names));
     let mut preparer = Preparer {
@@ -238,6 +237,26 @@ fn columns_of(claim: &Statement) -> Arc<Columns> {
             .collect(),
         types: claim.columns().iter().map(|c| c.column_type()).collect(),
     })
+}
+
+/// Prepares the claim for `select` (its parameters as `?`), at most `limit` rows.
+async fn prepare_claim(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    select: &str,
+    limit: usize,
+) -> Result<Statement, PrepareError> {
+    match conn.prep(claim_text(select, limit)).await.map_err(DbError::from) {
+        Ok(statement) => Ok(statement),
+        Err(e) if e.is_statement_error() => Err(PrepareError::Invalid(vec![queue.finding(
+            Severity::Error,
+            &["select"],
+            format!(
+                "`select`: the server rejects the claim query (the select + `LIMIT {limit} FOR UPDATE SKIP LOCKED`): {e}"
+            ),
+        )])),
+        Err(e) => Err(PrepareError::Database(e)),
+    }
 }
 
 /// Prepares statements for one queue, collecting findings as it goes.

@@ -249,6 +249,9 @@ pub async fn start_queue(
     }
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");
+    // Counted among the other copies before its first action, and kept so.
+    super::sharing::join(&queue).await;
+    tracker.spawn(super::sharing::share(queue.clone()));
     // Taken before a worker starts, so the first progress line counts its work.
     let counted_from = queue.stats.counts();
     match (&queue.action, queue.config.is_lease()) {

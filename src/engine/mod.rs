@@ -3,6 +3,7 @@
 //! and what a queue's workers share.
 
 pub mod circuit;
+pub mod copies;
 pub mod drain;
 pub mod due;
 pub mod execute;
@@ -22,6 +23,7 @@ pub mod report;
 pub mod restart;
 pub mod retry;
 pub mod settle;
+pub mod sharing;
 pub mod stats_refresher;
 pub mod stop_when_empty;
 pub mod supervisor;

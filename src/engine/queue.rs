@@ -86,7 +86,7 @@ impl QueueRuntime {
             wake: QueueWake::default(),
             due: Due::of(&config),
             loops: Loops::new(config.loop_window),
-            limits: Limits::new(&config),
+            limits: Limits::new(&config, &database),
             circuit: Circuit::new(&config, stats.clone()),
             gate: Arc::default(),
             pausing: Pausing::new(config.poll_interval),

@@ -23,6 +23,9 @@ pub struct BatchReport {
     /// Of those returned, the items whose writes the database refused (read-only,
     /// permission denied): the write gate holds the workers back meanwhile.
     pub refused: usize,
+    /// Returned untouched, their `[concurrency]` key at its limit: no reason to
+    /// slow down (the next claim skips that key).
+    pub held_back: usize,
     /// The keys of the items done, to notice one that comes straight back.
     pub completed: Vec<String>,
     /// When the claim answered (the first claim's, for a merged report).
@@ -61,6 +64,9 @@ pub enum Returned {
     },
     /// Its `[lease] sql` matched no row: it was not leased.
     NotLeased,
+    /// `[concurrency]`: another copy or worker took the row's key to its limit
+    /// between the claim's look and this one's lock: not started, waiting again.
+    KeyAtLimit,
     /// Its lease was lost: nothing of it is recorded.
     LeaseLost { lease_id: String, at: LostAt },
     /// Whether its outcome was recorded is not known (the database could not be
@@ -85,6 +91,9 @@ impl Returned {
                 which => format!("{} failed: {error}", which.label()),
             },
             Returned::NotLeased => "[lease] sql matched no row: not leased".to_string(),
+            Returned::KeyAtLimit => {
+                "not started: its [concurrency] key is at its limit".to_string()
+            }
             Returned::LeaseLost { .. } => "the lease was lost".to_string(),
             Returned::NotKnown(why) => why.clone(),
             Returned::Stopping => "not started: the worker is stopping".to_string(),
@@ -113,7 +122,7 @@ impl BatchReport {
         if self.refused > 0 {
             return false;
         }
-        self.returned > 0 || (self.claimed > 0 && self.not_the_items >= self.claimed)
+        self.returned > self.held_back || (self.claimed > 0 && self.not_the_items >= self.claimed)
     }
 
     /// Adds `other`'s counts (a row of the same claim, worked on its own).
@@ -124,6 +133,7 @@ impl BatchReport {
         self.returned += other.returned;
         self.not_the_items += other.not_the_items;
         self.refused += other.refused;
+        self.held_back += other.held_back;
         self.completed.extend(other.completed);
         self.claimed_at = match (self.claimed_at, other.claimed_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -143,6 +153,10 @@ impl BatchReport {
             Fate::Returned(Returned::WritesRefused) => {
                 self.returned += 1;
                 self.refused += 1;
+            }
+            Fate::Returned(Returned::KeyAtLimit) => {
+                self.returned += 1;
+                self.held_back += 1;
             }
             Fate::Returned(_) => self.returned += 1,
         }

@@ -53,6 +53,10 @@ impl QueueRuntime {
             Returned::NoOnFailure => self.item_failed(item, outcome, false),
             Returned::SqlFailed { which, error: e } => self.sql_failed(item, *which, e, error),
             Returned::NotLeased => self.not_leased(item),
+            Returned::KeyAtLimit => {
+                self.stats.observed.limited.held_back(1);
+                debug!("its [concurrency] key is at its limit: not started, waiting again")
+            }
             Returned::LeaseLost { lease_id, at } => {
                 let lost = LeaseLost { lease_id, at: *at };
                 lost.emit(&self.stats)

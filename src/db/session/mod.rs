@@ -28,6 +28,8 @@ use super::budget::{Place, Seat};
 use super::connect::{Database, Kill, QUICK_TIMEOUT};
 use super::due::{self, DueQuery};
 use super::error::DbError;
+use super::item::Item;
+use super::key_lock::KeyLocks;
 use super::pause::{self, Paused};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
 use super::unanswered::Unanswered;
@@ -47,6 +49,8 @@ pub struct Session {
     /// The largest packet the server takes (`max_allowed_packet`).
     max_packet: usize,
     prepared: PreparedQueue,
+    /// `[concurrency]`'s key slots this session takes and holds.
+    keys: Option<KeyLocks>,
     last_used: Instant,
     longest_silence: Duration,
     /// How long one of tableq's own calls may wait for its answer.
@@ -150,11 +154,15 @@ impl Session {
         };
         // A KILL must reach this connection's own host, of the several a URL may list.
         let database = &database.host_of(&conn);
+        let database_name = conn.opts().db_name().unwrap_or_default().to_string();
+        let keys = KeyLocks::new(queue, &prepared.columns, &database_name)
+            .map_err(|finding| OpenError::Invalid(vec![finding]))?;
         Ok(Session {
             _place: place,
             database: database.clone(),
             max_packet,
             prepared,
+            keys,
             last_used: Instant::now(),
             longest_silence: settings.longest_silence,
             deadline: queue.database_timeout,
@@ -226,6 +234,37 @@ impl Session {
     pub async fn ping(&mut self) -> Result<(), DbError> {
         let limit = self.deadline.min(QUICK_TIMEOUT);
         answer(&self.watch, limit, "a ping", self.conn.ping()).await
+    }
+
+    /// Takes a `[concurrency]` key slot for each of `items` (all of them, without
+    /// `[concurrency]`): the items it holds a slot for, and those whose key is at
+    /// its limit — not to be started.
+    pub async fn hold_keys(&mut self, items: Vec<Item>) -> Result<(Vec<Item>, Vec<Item>), DbError> {
+        let Some(keys) = &mut self.keys else {
+            return Ok((items, Vec::new()));
+        };
+        let take = keys.take_all(&mut self.conn, &items);
+        let got = answer(&self.watch, self.deadline, "the keys' named locks", take).await?;
+        let (held, at_limit): (Vec<_>, Vec<_>) =
+            items.into_iter().zip(got).partition(|(_, got)| *got);
+        let items = |pairs: Vec<(Item, bool)>| pairs.into_iter().map(|(item, _)| item).collect();
+        Ok((items(held), items(at_limit)))
+    }
+
+    /// Gives back every `[concurrency]` key slot the session holds.
+    pub async fn release_keys(&mut self) -> Result<(), DbError> {
+        match &mut self.keys {
+            Some(keys) if keys.holding() => {
+                let release = keys.release_all(&mut self.conn);
+                answer(&self.watch, self.deadline, "the keys' named locks", release).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// How many `[concurrency]` keys the session holds every slot of now.
+    pub fn keys_at_limit(&self) -> usize {
+        self.keys.as_ref().map_or(0, KeyLocks::keys_at_limit)
     }
 
     /// Whether the queue has `[on_failure]`.

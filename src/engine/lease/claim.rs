@@ -60,6 +60,10 @@ async fn lease_rows(
         leases: Vec::with_capacity(items.len() + unreadable.len()),
         skipped: Vec::new(),
     };
+    let (items, at_limit) = hold_keys(queue, session, items).await;
+    for item in at_limit {
+        claimed.skipped.push((item, Returned::KeyAtLimit));
+    }
     let unread = unreadable
         .into_iter()
         .map(|u| (u.item, Some(u.why.to_string())));
@@ -70,13 +74,61 @@ async fn lease_rows(
             worker: worker.clone(),
             unreadable,
         };
-        match lease_one(session, queue, &lease).await? {
-            None => claimed.leases.push(lease),
-            Some(why) => claimed.skipped.push((lease.item, why)),
+        match lease_one(session, queue, &lease).await {
+            Ok(None) => claimed.leases.push(lease),
+            Ok(Some(why)) => {
+                release_key(queue, &lease.item).await;
+                claimed.skipped.push((lease.item, why));
+            }
+            Err(e) => {
+                release_key(queue, &lease.item).await;
+                for lease in &claimed.leases {
+                    release_key(queue, &lease.item).await;
+                }
+                return Err(e);
+            }
         }
     }
     session.commit().await?;
     Ok(claimed)
+}
+
+/// `[concurrency]` in lease mode: a slot of each claimed row's key, taken on the
+/// copy's own connection so that it is held for the lease's life: the rows it got
+/// one for, and those whose key is at its limit (or that could not be asked: they
+/// wait).
+async fn hold_keys(
+    queue: &QueueRuntime,
+    session: &mut Session,
+    items: Vec<Item>,
+) -> (Vec<Item>, Vec<Item>) {
+    let Some(copies) = queue
+        .limits
+        .shared()
+        .filter(|_| queue.config.concurrency.is_some())
+    else {
+        return (items, Vec::new());
+    };
+    let columns = session.parts().1.columns.clone();
+    let taken = copies
+        .take_keys(&queue.config, &columns, &queue.database, &items)
+        .await;
+    let got = taken.unwrap_or_else(|_| vec![false; items.len()]);
+    let (held, at_limit): (Vec<_>, Vec<_>) = items.into_iter().zip(got).partition(|(_, g)| *g);
+    let items = |pairs: Vec<(Item, bool)>| pairs.into_iter().map(|(item, _)| item).collect();
+    (items(held), items(at_limit))
+}
+
+/// Gives back a leased row's `[concurrency]` key slot: its outcome is recorded, its
+/// lease lost or released, or it was not leased after all.
+pub async fn release_key(queue: &QueueRuntime, item: &Item) {
+    if let Some(copies) = queue
+        .limits
+        .shared()
+        .filter(|_| queue.config.concurrency.is_some())
+    {
+        copies.release_key(item).await;
+    }
 }
 
 /// Runs `[lease] sql` for one claimed row, behind a savepoint: a row whose lease

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::{warn, Instrument};
 
-use super::claim::{claim, Leased};
+use super::claim::{claim, release_key, Leased};
 use super::heartbeat::{hold, Kept};
 use super::Lease;
 use crate::action::progress::Progress;
@@ -97,6 +97,7 @@ impl LeaseMode {
             let stopping = Fate::Returned(Returned::Stopping);
             self.queue.settle(report, &lease.item, stopping, None);
             release(&self.queue, &self.pool, lease, None).await;
+            release_key(&self.queue, &lease.item).await;
         }
     }
 
@@ -104,7 +105,15 @@ impl LeaseMode {
     async fn work_all(&self, leases: &[Lease], report: &mut BatchReport) {
         let worked = join_all(leases.iter().map(|lease| {
             let span = item_span(&lease.item);
-            self.work(lease).instrument(span)
+            let queue = &self.queue;
+            // The row's key is held for the lease's life: until its outcome is
+            // recorded, or the lease is lost or released.
+            async move {
+                let report = self.work(lease).await;
+                release_key(queue, &lease.item).await;
+                report
+            }
+            .instrument(span)
         }))
         .await;
         for one in worked {

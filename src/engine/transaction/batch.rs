@@ -10,12 +10,12 @@
 
 use super::{external, sql};
 use crate::action::{Action, Outcome};
-use crate::db::{Claimed, DbError, Session, Unreadable};
+use crate::db::{Claimed, DbError, Item, Session, Unreadable};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::item::{ItemStore, Undo};
 use crate::engine::record::record;
 use crate::engine::record::set::SetStore;
-use crate::engine::report::BatchReport;
+use crate::engine::report::{BatchReport, Fate, Returned};
 use crate::engine::turn::Turn;
 
 /// What one transaction came to.
@@ -43,22 +43,55 @@ pub async fn claim_and_process(
         return Ok(Processed::Empty);
     }
     let mut report = BatchReport::claimed(items.len() + unreadable.len());
+    let (items, at_limit) = session.hold_keys(items).await?;
+    for item in &at_limit {
+        queue.settle(
+            &mut report,
+            item,
+            Fate::Returned(Returned::KeyAtLimit),
+            None,
+        );
+    }
+    let _at_limit = queue
+        .stats
+        .observed
+        .limited
+        .at_limit(session.keys_at_limit());
+    let processed = process(session, queue, with_savepoints, &items, &unreadable, report).await;
+    // Held while the action ran and its outcome was recorded; given back once the
+    // transaction ended (a lost one's session is dropped, and its locks with it).
+    if processed.is_ok() {
+        session.release_keys().await?;
+    }
+    processed
+}
+
+/// Processes the claimed `items` by the action's kind and the queue's scope, and
+/// commits.
+async fn process(
+    session: &mut Session,
+    queue: &QueueRuntime,
+    with_savepoints: bool,
+    items: &[Item],
+    unreadable: &[Unreadable],
+    mut report: BatchReport,
+) -> Result<Processed, DbError> {
     match &queue.action {
         _ if items.is_empty() => {}
         Action::External(action) => {
-            external::process(session, queue, &**action, &items, &mut report).await?
+            external::process(session, queue, &**action, items, &mut report).await?
         }
         Action::InTransaction(action) if with_savepoints => {
-            sql::with_savepoints(session, queue, &**action, &items, &mut report).await?
+            sql::with_savepoints(session, queue, &**action, items, &mut report).await?
         }
         Action::InTransaction(action) => {
-            if !sql::optimistic(session, queue, &**action, &items, &mut report).await? {
+            if !sql::optimistic(session, queue, &**action, items, &mut report).await? {
                 return Ok(Processed::RolledBack);
             }
         }
     }
     // After the others, so that a batch rolled back whole has recorded nothing.
-    fail_unreadable(session, queue, &unreadable, &mut report).await?;
+    fail_unreadable(session, queue, unreadable, &mut report).await?;
     session.commit().await?;
     Ok(Processed::Committed(report))
 }

@@ -31,6 +31,17 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
             ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
         }
     }
+    let mut family = encoder.encode_descriptor(
+        "concurrency_held_back",
+        "Rows claimed and handed back untouched: their [concurrency] key was at its limit",
+        None,
+        MetricType::Counter,
+    )?;
+    for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
+        let held_back = stats.observed.limited.held_back_total();
+        let labels = [("queue", view.name.as_str())];
+        ConstCounter::new(held_back).encode(family.encode_family(&labels)?)?;
+    }
     gauges(queues, encoder)?;
     let mut family = encoder.encode_descriptor(
         "database_host",
@@ -87,7 +98,7 @@ fn histograms(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
 /// count so far, no `waiting_since`) is left out of that family.
 fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     type Read = fn(&Observed) -> Option<f64>;
-    let families: [(&str, &str, Read); 4] = [
+    let families: [(&str, &str, Read); 7] = [
         ("workers_busy", "Workers holding claimed rows now", |o| {
             Some(o.busy_workers() as f64)
         }),
@@ -105,6 +116,21 @@ fn gauges(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::
             "oldest_waiting_seconds",
             "How long the first waiting row in the claim's order has waited (waiting_since), as of the last count",
             |o| o.backlog().oldest_seconds,
+        ),
+        (
+            "rate_limit_share",
+            "Items per second this copy may start: rate_limit shared by the copies on the database (limits = \"global\")",
+            |o| o.limited.share().rate_per_second,
+        ),
+        (
+            "limit_copies",
+            "Copies of tableq running the queue on its database, counted by their named locks, that share its limits",
+            |o| o.limited.share().copies.map(|n| n as f64),
+        ),
+        (
+            "concurrency_keys_at_limit",
+            "[concurrency] keys at their limit by this copy's rows now",
+            |o| Some(o.limited.keys_at_limit() as f64),
         ),
     ];
     for (name, help, read) in families {

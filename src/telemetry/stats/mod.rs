@@ -2,6 +2,7 @@
 
 pub mod failure_kinds;
 pub mod in_flight;
+pub mod limited;
 pub mod monitor;
 pub mod observed;
 pub mod recent;

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::failure_kinds::{FailureKind, FailureKinds};
 use super::in_flight::InFlight;
+use super::limited::Limited;
 use super::recent::Recent;
 use crate::db::{DbClock, ErrorKind};
 use crate::lock::lock;
@@ -42,6 +43,8 @@ pub struct Observed {
     busy: AtomicUsize,
     /// The action's runs under way, for the status page.
     pub in_flight: InFlight,
+    /// What the queue's limits shared with other copies and `[concurrency]` do.
+    pub limited: Limited,
     backlog: Mutex<Backlog>,
     minutes: Mutex<[Minute; HISTORY_MINUTES]>,
     failures: Mutex<VecDeque<Failure>>,

@@ -6,6 +6,7 @@ mod format;
 mod index;
 mod lease;
 mod lease_time_zone;
+mod limits;
 mod offline;
 mod proof;
 mod self_test;

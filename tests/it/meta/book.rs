@@ -11,10 +11,6 @@ use std::time::Duration;
 /// (docs/src/howto/publish-the-book.md says how to change it).
 const BOOK_URL: &str = "https://tableq.invalid/";
 
-/// Files a page links to that another branch brings (the console's screenshot);
-/// each is checked once it is here.
-const ARRIVING: &[&str] = &[];
-
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -132,11 +128,8 @@ fn broken_links(page: &Path) -> Vec<String> {
                 page.parent().unwrap().join(file)
             };
             let normal = normalize(&resolved);
-            let arriving = ARRIVING.iter().any(|path| repo().join(path) == normal);
             if !normal.exists() {
-                if !arriving {
-                    broken.push(format!("{shown}:{number}: {target}: no such file"));
-                }
+                broken.push(format!("{shown}:{number}: {target}: no such file"));
                 continue;
             }
             if anchor.is_empty() || normal.extension().is_none_or(|ext| ext != "md") {
@@ -200,8 +193,8 @@ fn the_link_checker_finds_broken_links() {
     assert!(broken[1].ends_with("no heading #nowhere"), "{broken:?}");
 }
 
-/// Every page under docs/src is in SUMMARY.md — as a chapter, or in the comment of
-/// pages the lead links at merge — so mdBook builds it and a reader finds it; and
+/// Every page under docs/src is in SUMMARY.md, so mdBook builds it and a reader
+/// finds it; and
 /// every page SUMMARY.md names is there (book.toml's create-missing = false makes
 /// mdBook refuse the book otherwise).
 #[test]
@@ -223,8 +216,7 @@ fn every_page_is_in_the_summary() {
             page.display()
         );
     }
-    let chapters = summary.split("<!-- lead: link at merge").next().unwrap();
-    for target in chapters.lines().flat_map(link_targets) {
+    for target in summary.lines().flat_map(link_targets) {
         let path = src.join(&target);
         assert!(
             path.exists(),
