@@ -219,31 +219,7 @@ impl<'a, M: Mode> Worker<'a, M> {
                 let ceiling = self.queue.config.error_backoff;
                 Step::Wait(contention_wait(self.contention, ceiling))
             }
-            Ended::Lost(e) => {
-                let refused = e.refuses_writes();
-                let mut wait = self.retry.reconnect_wait();
-                if refused.is_some() {
-                    // The closed gate holds the workers back — and lets them all claim
-                    // the moment writes work — looking again at least as often as a
-                    // refused outcome is written again.
-                    wait = wait.min(REFUSED_RETRY);
-                }
-                self.refused(refused, wait);
-                match self.queue.lost.record() {
-                    Some(times) => tracing::warn!(error = %e, retry_in = %rounded(wait), times,
-                        "database error; the transaction is rolled back and its items are waiting \
-                         again (said once a minute, with the times since)"),
-                    None => debug!(error = %e, "database error; the transaction is rolled back"),
-                }
-                if refused.is_none() {
-                    self.queue.stats.unreached();
-                }
-                self.reconnecting = true;
-                match refused {
-                    Some(_) => Step::ClaimAgain,
-                    None => Step::Wait(wait),
-                }
-            }
+            Ended::Lost(e) => self.lost(&e),
             Ended::NotOpened(e) => {
                 let wait = self.reconnect_wait(&e);
                 // A Galera node that is not synced takes the connection, not the
@@ -258,6 +234,33 @@ impl<'a, M: Mode> Worker<'a, M> {
                 Step::Wait(wait)
             }
             Ended::Aborted | Ended::Stopped => Step::Stop,
+        }
+    }
+
+    /// The session was lost mid-turn: its transaction rolled back. A database that
+    /// refuses writes closes the gate (the workers claim again the moment writes
+    /// work); any other loss waits to reconnect.
+    fn lost(&mut self, e: &DbError) -> Step {
+        let refused = e.refuses_writes();
+        let mut wait = self.retry.reconnect_wait();
+        if refused.is_some() {
+            // Looking again at least as often as a refused outcome is written again.
+            wait = wait.min(REFUSED_RETRY);
+        }
+        self.refused(refused, wait);
+        match self.queue.lost.record() {
+            Some(times) => tracing::warn!(error = %e, retry_in = %rounded(wait), times,
+                "database error; the transaction is rolled back and its items are waiting \
+                 again (said once a minute, with the times since)"),
+            None => debug!(error = %e, "database error; the transaction is rolled back"),
+        }
+        if refused.is_none() {
+            self.queue.stats.unreached();
+        }
+        self.reconnecting = true;
+        match refused {
+            Some(_) => Step::ClaimAgain,
+            None => Step::Wait(wait),
         }
     }
 
