@@ -326,8 +326,8 @@ mod tests {
         assert_eq!(
             findings(source),
             ["q.toml:3: queue q: error: `action.type`: `webhook` is not a kind of action; expected \
-              one of \"sql\", \"http\", \"command\", \"amqp\", \"nats\" (a webhook is \
-              `type = \"http\"`)"]
+              one of \"sql\", \"http\", \"command\", \"amqp\", \"nats\", \"worker\", \
+              \"fastcgi\" (a webhook is `type = \"http\"`)"]
         );
     }
 

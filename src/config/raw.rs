@@ -114,7 +114,8 @@ pub struct RawQueue {
     /// The column that identifies one row: unique, and never NULL, among waiting
     /// rows (a primary key). Logs name items by it. Default: the first column.
     pub key: Option<String>,
-    /// What to do with one item: type = "sql", "http", "command", "amqp" or "nats".
+    /// What to do with one item: type = "sql", "http", "command", "amqp", "nats",
+    /// "worker" or "fastcgi".
     pub action: super::action::RawAction,
     /// Runs in the same transaction when the action succeeded. Touch the row by its
     /// key: range predicates here deadlock against other workers.
