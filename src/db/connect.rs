@@ -383,6 +383,13 @@ impl Database {
         limit: Duration,
     ) -> Result<(Conn, Option<Place>), DbError> {
         let place = match seat {
+            // A URL of several hosts connects afresh: a new connection goes to the
+            // first host that takes writes, so the sessions move back to an earlier
+            // host once it does again.
+            Some(Seat::Handed(conn, place)) if self.hosts.opts.len() > 1 => {
+                let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+                Some(place)
+            }
             Some(Seat::Handed(mut conn, place)) => {
                 let reset = tokio::time::timeout(limit.min(QUICK_TIMEOUT), conn.reset()).await;
                 if let Ok(Ok(true)) = reset {
