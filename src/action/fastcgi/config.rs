@@ -9,7 +9,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::action::http::config::{signing_keys, SigningKey};
+use crate::action::http::config::{signing_secret, SigningKey};
 use crate::config::duration::DurationText;
 use crate::config::interpolate;
 use crate::config::kind::{ActionKind, Common, Samples};
@@ -133,16 +133,7 @@ pub fn validate(raw: &RawFastcgiAction, v: &mut Validator) -> FastcgiAction {
             ),
         );
     }
-    let signing_keys = raw.signing_secret.as_deref().map_or_else(Vec::new, |secret| {
-        let path = ["action", "signing_secret"];
-        let Some(secret) = common.secret(v, &path, secret) else {
-            return Vec::new();
-        };
-        signing_keys(&secret).unwrap_or_else(|message| {
-            v.error(&path, message);
-            Vec::new()
-        })
-    });
+    let signing_keys = signing_secret(raw.signing_secret.as_deref(), v, &mut common);
     FastcgiAction {
         common,
         address: address.unwrap_or_else(|| Address::Unix(PathBuf::from("/"))),

@@ -99,16 +99,7 @@ pub fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
             format!("`action.method` = {method:?} is not an HTTP method"),
         );
     }
-    let signing_keys = raw.signing_secret.as_deref().map_or_else(Vec::new, |secret| {
-        let path = ["action", "signing_secret"];
-        let Some(secret) = common.secret(v, &path, secret) else {
-            return Vec::new();
-        };
-        signing_keys(&secret).unwrap_or_else(|message| {
-            v.error(&path, message);
-            Vec::new()
-        })
-    });
+    let signing_keys = signing_secret(raw.signing_secret.as_deref(), v, &mut common);
     let headers = headers(raw, v, &mut common);
     let message_id = raw
         .message_id
@@ -225,6 +216,26 @@ pub fn host_from_row(url: &Template) -> bool {
         Some(Part::Placeholder(_)) => true,
         None => false,
     }
+}
+
+/// The keys of `action.signing_secret` (its `${…}` replaced, kept secret), or none:
+/// read alike by every kind that signs (http, fastcgi).
+pub fn signing_secret(
+    written: Option<&str>,
+    v: &mut Validator,
+    common: &mut Common,
+) -> Vec<SigningKey> {
+    let Some(written) = written else {
+        return Vec::new();
+    };
+    let path = ["action", "signing_secret"];
+    let Some(secret) = common.secret(v, &path, written) else {
+        return Vec::new();
+    };
+    signing_keys(&secret).unwrap_or_else(|message| {
+        v.error(&path, message);
+        Vec::new()
+    })
 }
 
 /// `whsec_<base64>`, or several separated by spaces (for rotation), its `${…}`
