@@ -1,6 +1,7 @@
 //! Is the claim driven by an index? Two witnesses: `EXPLAIN FORMAT=JSON` of the
-//! claim, and what one real claim reads — the session's handler counters around it
-//! ([`queries::rows_examined`]), in a transaction rolled back at once. The
+//! claim, and what the claim's select reads — the session's handler counters around
+//! it ([`queries::rows_examined`]), read without the claim's lock (a worker claiming
+//! meanwhile skips no row for it), in a transaction rolled back at once. The
 //! optimizer's estimates can be off by orders of magnitude for `ORDER BY … LIMIT`;
 //! the counters are not, though they are a lower bound where the server does not
 //! count the rows index condition pushdown rules out (MySQL).
@@ -11,10 +12,11 @@ use mysql_async::{Conn, Row};
 use super::explain::{verdict, Plan};
 use super::queries;
 use crate::config::QueueConfig;
+use crate::db::connect::{Kill, QUICK_TIMEOUT};
 use crate::db::error::is_statement_error;
-use crate::db::prepared::{claim_sql, prepare_queue, PreparedQueue};
+use crate::db::prepared::{claim_sql, prepare_queue, unlocked_claim_sql, PreparedQueue};
 use crate::db::session::max_packet;
-use crate::db::session::setup::{worker_connection, SessionSettings};
+use crate::db::session::setup::{set_up, SessionSettings};
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
@@ -37,28 +39,66 @@ pub async fn unindexed_claims(queues: &[(QueueConfig, Database)]) -> Vec<Finding
             .filter(|(_, d)| d == database)
             .map(|(q, _)| q)
             .collect();
-        let settings = SessionSettings::for_queue(on_it[0]);
-        let Ok(mut conn) = worker_connection(database, &settings).await else {
-            continue;
-        };
-        let Ok(max_packet) = max_packet(&mut conn).await else {
-            continue;
-        };
-        for queue in on_it {
-            let Ok(prepared) = prepare_queue(&mut conn, queue, queue.batch, max_packet).await
-            else {
-                continue;
-            };
-            if let Ok(Some(warning)) = claim_cost(&mut conn, queue, &prepared).await {
-                found.push(warning);
-            }
-            for statement in prepared.all_statements() {
-                let _ = conn.close(statement.clone()).await;
-            }
-        }
-        let _ = conn.disconnect().await;
+        found.extend(unindexed_on(database, &on_it).await);
     }
     found
+}
+
+/// The looks at `queues`' claims on one connection to `database`, a place in the
+/// process's connection budget like any session's. Each look has its queue's
+/// `database_timeout`: a select slower than that is stopped on the server (its
+/// connection killed), and the queues after it are left to their workers.
+async fn unindexed_on(database: &Database, queues: &[&QueueConfig]) -> Vec<Finding> {
+    let settings = SessionSettings::for_queue(queues[0]);
+    let seat = database.seat().await;
+    let Ok((conn, place)) = database
+        .connect_seated(seat, settings.database_timeout)
+        .await
+    else {
+        return Vec::new();
+    };
+    let Ok(mut conn) = set_up(conn, &settings).await else {
+        return Vec::new();
+    };
+    let packet = tokio::time::timeout(settings.database_timeout, max_packet(&mut conn));
+    let Ok(Ok(max_packet)) = packet.await else {
+        let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for queue in queues {
+        let look = unindexed(&mut conn, queue, max_packet);
+        let look = tokio::time::timeout(queue.database_timeout, look);
+        match look.await {
+            Ok(Ok(finding)) => found.extend(finding),
+            Ok(Err(_)) => {}
+            Err(_) => {
+                let host = database.host_of(&conn);
+                let _ = host.kill(conn.id(), Kill::Connection).await;
+                return found;
+            }
+        }
+    }
+    database.give_up(conn, place).await;
+    found
+}
+
+/// One queue's look on `conn`: its statements prepared, [`claim_cost`], and the
+/// statements closed.
+async fn unindexed(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    max_packet: usize,
+) -> Result<Option<Finding>, mysql_async::Error> {
+    let prepared = match prepare_queue(conn, queue, queue.batch, max_packet).await {
+        Ok(prepared) => prepared,
+        Err(_) => return Ok(None),
+    };
+    let finding = claim_cost(conn, queue, &prepared).await;
+    for statement in prepared.all_statements() {
+        conn.close(statement.clone()).await?;
+    }
+    finding
 }
 
 /// A warning when one claim of `batch` rows reads far more than it locks.
@@ -81,7 +121,7 @@ pub async fn claim_cost(
         Err(e) => return Err(e),
     }
     .unwrap_or_default();
-    let reads = measure_claim(conn, prepared, params).await?;
+    let reads = measure_claim(conn, queue, params).await?;
     let table = main_table(&queue.select.text, &plan);
     let rows = match &table {
         Some(main) => queries::table_rows(conn, &main.table).await?,
@@ -108,18 +148,19 @@ pub async fn claim_cost(
     )))
 }
 
-/// Rows one claim reads: the handler counters before and after it (less what
-/// reading the counters costs), rolled back at once.
+/// Rows one claim reads: the handler counters before and after its select, read
+/// without the lock (less what reading the counters costs), rolled back at once.
 async fn measure_claim(
     conn: &mut Conn,
-    prepared: &PreparedQueue,
+    queue: &QueueConfig,
     params: mysql_async::Params,
 ) -> Result<Option<u64>, mysql_async::Error> {
+    let read = unlocked_claim_sql(&queue.select, queue.batch);
     let first = queries::rows_examined(conn).await?;
     let second = queries::rows_examined(conn).await?;
     let overhead = second.saturating_sub(first);
     let before = queries::rows_examined(conn).await?;
-    let claimed: Result<Vec<Row>, _> = conn.exec(&prepared.claim, params).await;
+    let claimed: Result<Vec<Row>, _> = conn.exec(read, params).await;
     let after = queries::rows_examined(conn).await;
     conn.query_drop("ROLLBACK").await?;
     match claimed {

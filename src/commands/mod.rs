@@ -105,7 +105,6 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
             tracing::warn!(%finding, "queue file warning");
         }
     }
-    warn_of_unindexed_claims(&queues, database_url.as_deref());
     let shutdown = CancellationToken::new();
     signals::install(shutdown.clone())
         .map_err(|e| Failure::Runtime(format!("cannot listen for signals: {e}")))?;
@@ -121,6 +120,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         lifecycle: std::sync::Arc::new(notify::Systemd::from_env()),
         ..RunOptions::default()
     };
+    warn_of_unindexed_claims(&queues, options.database_url.as_deref(), &options.budget);
     let monitor = options.monitor.clone();
     let stopping = shutdown.clone();
     tokio::spawn(async move {
@@ -159,15 +159,24 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
 
 /// Says once, at start and in the background, which queues' claims no index drives
 /// (as `check` does, naming the index to add): such a claim reads more of the table
-/// the more it holds.
-fn warn_of_unindexed_claims(queues: &[QueueConfig], url: Option<&str>) {
+/// the more it holds. Its connections count against the process's `budget`.
+fn warn_of_unindexed_claims(
+    queues: &[QueueConfig],
+    url: Option<&str>,
+    budget: &std::sync::Arc<crate::db::Budget>,
+) {
     let Ok(resolved) = resolve_databases(queues.to_vec(), url) else {
         return;
     };
+    let resolved: Vec<_> = resolved
+        .into_iter()
+        .map(|(queue, database)| (queue, database.within(budget.clone())))
+        .collect();
     tokio::spawn(async move {
         for finding in crate::check::index::unindexed_claims(&resolved).await {
             tracing::warn!(%finding, "claim not driven by an index");
         }
+        tracing::debug!("looked at every queue's claim for an index");
     });
 }
 

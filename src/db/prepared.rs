@@ -65,6 +65,12 @@ pub fn claim_sql(select: &ParsedStatement, limit: usize) -> String {
     claim_text(&select.positional, limit)
 }
 
+/// The claim without its lock: the rows a claim would take, read without holding
+/// them, for measuring what a claim reads while workers may be claiming.
+pub fn unlocked_claim_sql(select: &ParsedStatement, limit: usize) -> String {
+    format!("{}\nLIMIT {limit}", select.positional)
+}
+
 /// The claim for `select`'s text (with its parameters as `?`).
 pub fn claim_text(select: &str, limit: usize) -> String {
     format!("{select}\nLIMIT {limit} FOR UPDATE SKIP LOCKED")

@@ -58,7 +58,9 @@ async fn assert_consistent(db: &TestDb) {
 /// finishes every job with nothing lost and nothing done twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_item_loses_nothing() {
-    let (db, _files, file) = setup(1).await;
+    // Long enough that the item is still in flight when it is looked at, however
+    // slow the machine; the second run's items sleep no time.
+    let (db, files, file) = setup(5).await;
     let mut daemon = start(&file, &db, &[]);
     eventually("an item is in flight", Duration::from_secs(30), || {
         running(&db, "DO SLEEP")
@@ -92,6 +94,7 @@ async fn sigkill_mid_item_loses_nothing() {
             > 0
     );
 
+    let file = log_and_sleep(job_queue("jobs").poll_interval("100ms"), 0).write(&files);
     run_binary_until_empty(&file, &db.url).await;
     assert_eq!(
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
