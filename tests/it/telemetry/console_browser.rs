@@ -5,7 +5,8 @@
 //! discards one row — each seen in the database and on the page — and a form
 //! posted without its CSRF token is refused. The screenshot of the list is the
 //! docs' (docs/src/images/status-page.png), and so is a queue's page signed in
-//! (docs/src/images/console-queue.png).
+//! (docs/src/images/console-queue.png), written there when
+//! `TABLEQ_UPDATE_SCREENSHOTS=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -133,9 +134,16 @@ async fn paused(db: &TestDb, queue: &str) -> Option<String> {
     rows.into_iter().next()
 }
 
-/// The screenshot the docs show.
+/// The screenshot of the list: the one the docs show when
+/// `TABLEQ_UPDATE_SCREENSHOTS=1` (as the generated reference is written anew), else
+/// one beside the test's build, so a test run leaves the checkout as it was.
 fn screenshot() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images/status-page.png")
+    let folder = if std::env::var_os("TABLEQ_UPDATE_SCREENSHOTS").is_some_and(|v| v == "1") {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images")
+    } else {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots")
+    };
+    folder.join("status-page.png")
 }
 
 /// At 1280 × 800 the list fits; a browser signs in, pauses, resumes, retries a kind
