@@ -12,93 +12,21 @@ use mysql_async::{Conn, Row};
 use super::explain::{verdict, Plan};
 use super::queries;
 use crate::config::QueueConfig;
-use crate::db::connect::{Kill, QUICK_TIMEOUT};
 use crate::db::error::is_statement_error;
-use crate::db::prepared::{claim_sql, prepare_queue, unlocked_claim_sql, PreparedQueue};
-use crate::db::session::max_packet;
-use crate::db::session::setup::{set_up, SessionSettings};
-use crate::db::Database;
+use crate::db::prepared::{claim_sql, unlocked_claim_sql, PreparedQueue};
+use crate::db::Session;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
 
-/// `run`'s look at its claims when it starts: [`claim_cost`]'s warning for each queue
-/// whose claim no index drives, from one connection per database (each queue's
-/// statements closed after its look), so a process of many queues opens few. A
-/// queue that cannot be looked at is left to its workers to report.
-pub async fn unindexed_claims(queues: &[(QueueConfig, Database)]) -> Vec<Finding> {
-    let mut found = Vec::new();
-    let mut databases: Vec<&Database> = Vec::new();
-    for (_, database) in queues {
-        if !databases.contains(&database) {
-            databases.push(database);
-        }
-    }
-    for database in databases {
-        let on_it: Vec<&QueueConfig> = queues
-            .iter()
-            .filter(|(_, d)| d == database)
-            .map(|(q, _)| q)
-            .collect();
-        found.extend(unindexed_on(database, &on_it).await);
-    }
-    found
-}
-
-/// The looks at `queues`' claims on one connection to `database`, a place in the
-/// process's connection budget like any session's. Each look has its queue's
-/// `database_timeout`: a select slower than that is stopped on the server (its
-/// connection killed), and the queues after it are left to their workers.
-async fn unindexed_on(database: &Database, queues: &[&QueueConfig]) -> Vec<Finding> {
-    let settings = SessionSettings::for_queue(queues[0]);
-    let seat = database.seat().await;
-    let Ok((conn, place)) = database
-        .connect_seated(seat, settings.database_timeout)
-        .await
-    else {
-        return Vec::new();
-    };
-    let Ok(mut conn) = set_up(conn, &settings).await else {
-        return Vec::new();
-    };
-    let packet = tokio::time::timeout(settings.database_timeout, max_packet(&mut conn));
-    let Ok(Ok(max_packet)) = packet.await else {
-        let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for queue in queues {
-        let look = unindexed(&mut conn, queue, max_packet);
-        let look = tokio::time::timeout(queue.database_timeout, look);
-        match look.await {
-            Ok(Ok(finding)) => found.extend(finding),
-            Ok(Err(_)) => {}
-            Err(_) => {
-                let host = database.host_of(&conn);
-                let _ = host.kill(conn.id(), Kill::Connection).await;
-                return found;
-            }
-        }
-    }
-    database.give_up(conn, place).await;
-    found
-}
-
-/// One queue's look on `conn`: its statements prepared, [`claim_cost`], and the
-/// statements closed.
-async fn unindexed(
-    conn: &mut Conn,
-    queue: &QueueConfig,
-    max_packet: usize,
-) -> Result<Option<Finding>, mysql_async::Error> {
-    let prepared = match prepare_queue(conn, queue, queue.batch, max_packet).await {
-        Ok(prepared) => prepared,
-        Err(_) => return Ok(None),
-    };
-    let finding = claim_cost(conn, queue, &prepared).await;
-    for statement in prepared.all_statements() {
-        conn.close(statement.clone()).await?;
-    }
-    finding
+/// `run`'s look at a queue's claim as the queue starts, on its first session (no
+/// connection of its own): [`claim_cost`]'s warning if no index drives the claim.
+/// The look's transaction is rolled back; a queue that cannot be looked at is left
+/// to its workers to report.
+pub async fn unindexed_claim(session: &mut Session, queue: &QueueConfig) -> Option<Finding> {
+    let (conn, prepared) = session.parts();
+    let finding = claim_cost(conn, queue, prepared).await;
+    conn.query_drop("ROLLBACK").await.ok()?;
+    finding.ok().flatten()
 }
 
 /// A warning when one claim of `batch` rows reads far more than it locks.

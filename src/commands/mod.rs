@@ -13,6 +13,7 @@ mod pause;
 mod reaper;
 mod signals;
 
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::check::format::render;
@@ -21,8 +22,9 @@ use crate::config::failed::Change;
 use crate::config::names::key_name;
 use crate::config::{QueueConfig, QueueSource};
 use crate::count::{count_waiting, printable_count_statement};
-use crate::db::OpenError;
+use crate::db::{OpenError, Session};
 use crate::diagnostic::Findings;
+use crate::engine::launch::FirstLook;
 use crate::engine::reload::{listen_for_hangups, run_with_reload};
 use crate::engine::supervisor::{resolve_databases, RunOptions};
 use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
@@ -118,9 +120,9 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         shutdown_timeout: args.shutdown_timeout.into(),
         budget: std::sync::Arc::new(crate::db::Budget::new(args.max_connections as usize)),
         lifecycle: std::sync::Arc::new(notify::Systemd::from_env()),
+        first_look: Some(FirstLook::new(warn_if_unindexed)),
         ..RunOptions::default()
     };
-    warn_of_unindexed_claims(&queues, options.database_url.as_deref(), &options.budget);
     let monitor = options.monitor.clone();
     let stopping = shutdown.clone();
     tokio::spawn(async move {
@@ -157,27 +159,15 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     Ok(())
 }
 
-/// Says once, at start and in the background, which queues' claims no index drives
-/// (as `check` does, naming the index to add): such a claim reads more of the table
-/// the more it holds. Its connections count against the process's `budget`.
-fn warn_of_unindexed_claims(
-    queues: &[QueueConfig],
-    url: Option<&str>,
-    budget: &std::sync::Arc<crate::db::Budget>,
-) {
-    let Ok(resolved) = resolve_databases(queues.to_vec(), url) else {
-        return;
-    };
-    let resolved: Vec<_> = resolved
-        .into_iter()
-        .map(|(queue, database)| (queue, database.within(budget.clone())))
-        .collect();
-    tokio::spawn(async move {
-        for finding in crate::check::index::unindexed_claims(&resolved).await {
+/// Says as each queue starts, on its first session, whether no index drives its
+/// claim (as `check` does, naming the index to add): such a claim reads more of the
+/// table the more it holds.
+fn warn_if_unindexed<'a>(session: &'a mut Session, queue: &'a QueueConfig) -> BoxFuture<'a, ()> {
+    Box::pin(async move {
+        if let Some(finding) = crate::check::index::unindexed_claim(session, queue).await {
             tracing::warn!(%finding, "claim not driven by an index");
         }
-        tracing::debug!("looked at every queue's claim for an index");
-    });
+    })
 }
 
 /// How long the spans still buffered at the end may take to be sent.

@@ -26,6 +26,31 @@ use crate::telemetry::stats::report_progress;
 /// How many queues open their first session at once.
 const OPENING_AT_ONCE: usize = 16;
 
+/// A look at a queue's first session before a worker takes it (`run`'s look at
+/// whether an index drives the claim): it may run statements, and leaves no
+/// transaction open. One slower than the queue's `database_timeout` is stopped.
+#[derive(Clone)]
+pub struct FirstLook(Arc<LookFn>);
+
+type LookFn = dyn for<'a> Fn(&'a mut Session, &'a QueueConfig) -> BoxFuture<'a, ()> + Send + Sync;
+
+impl FirstLook {
+    pub fn new(
+        look: impl for<'a> Fn(&'a mut Session, &'a QueueConfig) -> BoxFuture<'a, ()>
+            + Send
+            + Sync
+            + 'static,
+    ) -> FirstLook {
+        FirstLook(Arc::new(look))
+    }
+}
+
+impl std::fmt::Debug for FirstLook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FirstLook")
+    }
+}
+
 /// A queue ready to start: its database, its action, and a session if one opened.
 pub struct Prepared {
     pub config: QueueConfig,
@@ -45,6 +70,7 @@ pub async fn prepare(
     default_url: Option<&str>,
     budget: Arc<Budget>,
     allow_multi_primary: bool,
+    look: Option<&FirstLook>,
     shutdown: &CancellationToken,
 ) -> Result<Option<Vec<Prepared>>, Findings> {
     let resolved: Vec<(QueueConfig, Database)> = resolve_databases(queues, default_url)?
@@ -60,7 +86,7 @@ pub async fn prepare(
     // Sessions kept for the queues' first workers hold places in the budget until the
     // queues start: keep as many as half the budget, and validate the rest alone.
     let keep = budget.size() / 2;
-    let Some(sessions) = open_first_sessions(&resolved, keep, shutdown).await? else {
+    let Some(sessions) = open_first_sessions(&resolved, keep, look, shutdown).await? else {
         return Ok(None);
     };
     let prepared = resolved
@@ -157,11 +183,13 @@ pub fn resolve_databases(
     }
 }
 
-/// Tries once to open a session per queue. A queue whose database cannot be reached
-/// gets `None`; a login the server refuses is a finding, as is SQL it rejects.
+/// Tries once to open a session per queue, and has `look` look at it. A queue whose
+/// database cannot be reached gets `None`; a login the server refuses is a finding,
+/// as is SQL it rejects.
 async fn open_first_sessions(
     queues: &[(QueueConfig, Database)],
     keep: usize,
+    look: Option<&FirstLook>,
     shutdown: &CancellationToken,
 ) -> Result<Option<Vec<Option<Session>>>, Findings> {
     // A few at a time: thousands of queues do not open thousands of connections at
@@ -169,7 +197,7 @@ async fn open_first_sessions(
     let attempts: Vec<BoxFuture<'_, Result<Option<Session>, OpenError>>> = queues
         .iter()
         .enumerate()
-        .map(|(index, (config, database))| open_first(config, database, index < keep).boxed())
+        .map(|(index, (config, database))| open_first(config, database, index < keep, look).boxed())
         .collect();
     let attempts = futures::stream::iter(attempts)
         .buffered(OPENING_AT_ONCE)
@@ -197,12 +225,14 @@ async fn open_first_sessions(
     Ok(Some(sessions))
 }
 
-/// Opens a queue's first session, validating its SQL; keeps it if `keep` (the
-/// queue's first worker takes it), else closes it (the worker opens its own).
+/// Opens a queue's first session, validating its SQL, and has `look` look at it;
+/// keeps it if `keep` (the queue's first worker takes it), else closes it (the
+/// worker opens its own).
 async fn open_first(
     config: &QueueConfig,
     database: &Database,
     keep: bool,
+    look: Option<&FirstLook>,
 ) -> Result<Option<Session>, OpenError> {
     let opened = Session::open(config, database).await;
     if let Err(OpenError::Unreachable(error)) = &opened {
@@ -213,15 +243,37 @@ async fn open_first(
                 "cannot connect to the database; the queue starts once it can");
         }
     }
-    match opened {
-        Ok(session) if keep => Ok(Some(session)),
+    let session = match (opened, look) {
+        (Ok(session), Some(look)) => looked_at(session, config, look).await,
+        (Ok(session), None) => Some(session),
+        (Err(e), _) => return Err(e),
+    };
+    match session {
+        Some(session) if keep => Ok(Some(session)),
         // Closed, not dropped: its place in the budget is free once it is gone.
-        Ok(session) => {
+        Some(session) => {
             session.close().await;
             Ok(None)
         }
-        Err(e) => Err(e),
+        None => Ok(None),
     }
+}
+
+/// `session` after `look` looked at it; `None` if the look took longer than the
+/// queue's `database_timeout`: its statement is stopped with the session's
+/// connection (killed on the server), and the worker opens a session of its own.
+async fn looked_at(
+    mut session: Session,
+    config: &QueueConfig,
+    look: &FirstLook,
+) -> Option<Session> {
+    let looked = tokio::time::timeout(config.database_timeout, (look.0)(&mut session, config));
+    if looked.await.is_ok() {
+        return Some(session);
+    }
+    debug!(queue = %config.name, "the look at the queue's claim took longer than database_timeout; stopped");
+    let _ = session.kill_from_aside().await;
+    None
 }
 
 /// Starts `queue`: with `session`, or once one opens, logs "queue started" and

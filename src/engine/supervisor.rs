@@ -22,7 +22,7 @@ use tracing::{error, info, warn};
 
 use super::drain::Drain;
 use super::gate::WriteGate;
-use super::launch::{prepare, start_queue, Prepared};
+use super::launch::{prepare, start_queue, FirstLook, Prepared};
 use super::lifecycle::{Lifecycle, Silent};
 use super::liveness::Progress;
 use super::queue::QueueRuntime;
@@ -59,6 +59,8 @@ pub struct RunOptions {
     pub lifecycle: Arc<dyn Lifecycle>,
     /// At most this many database connections at once, across every queue.
     pub budget: Arc<Budget>,
+    /// A look at each queue's first session as it starts.
+    pub first_look: Option<FirstLook>,
 }
 
 impl Default for RunOptions {
@@ -72,6 +74,7 @@ impl Default for RunOptions {
             monitor: Arc::new(Monitor::default()),
             lifecycle: Arc::new(Silent),
             budget: Arc::default(),
+            first_look: None,
         }
     }
 }
@@ -173,7 +176,8 @@ impl Supervisor {
         let url = self.options.database_url.clone();
         let budget = self.options.budget.clone();
         let allow = self.options.allow_multi_primary;
-        let prepared = prepare(queues, url.as_deref(), budget, allow, &self.shutdown).await?;
+        let look = self.options.first_look.as_ref();
+        let prepared = prepare(queues, url.as_deref(), budget, allow, look, &self.shutdown).await?;
         let Some(prepared) = prepared else {
             return Ok(false);
         };
@@ -201,7 +205,8 @@ impl Supervisor {
         let url = self.options.database_url.clone();
         let budget = self.options.budget.clone();
         let allow = self.options.allow_multi_primary;
-        let prepared = prepare(fresh, url.as_deref(), budget, allow, &self.shutdown).await?;
+        let look = self.options.first_look.as_ref();
+        let prepared = prepare(fresh, url.as_deref(), budget, allow, look, &self.shutdown).await?;
         let Some(prepared) = prepared else {
             return Ok(false);
         };

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 
-use crate::support::endpoint::{get, start_with_metrics_logging};
+use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
 use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
 
@@ -41,20 +41,12 @@ async fn scraping_sends_no_query() {
             .on_success("UPDATE job SET state = 'done' WHERE id = :id")
             .write(&files);
     }
-    // At debug, for the line that says `run`'s look at the claims' indexes is over.
-    let (mut daemon, base) = start_with_metrics_logging(&files, &db.url, "debug").await;
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     let metrics = format!("{base}/metrics");
     eventually(
-        "every queue has claimed once and counted its backlog, and the look at the \
-         claims' indexes is over",
+        "every queue has claimed once and counted its backlog",
         Duration::from_secs(60),
         || async {
-            if !daemon
-                .stderr()
-                .contains("looked at every queue's claim for an index")
-            {
-                return false;
-            }
             let text = get(&metrics).await.1;
             (0..QUEUES).all(|n| {
                 sample(&text, &format!(r#"tableq_waiting{{queue="q{n}"}}"#)) == Some(0.0)
