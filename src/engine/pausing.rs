@@ -4,7 +4,9 @@
 //! to claim and the last read is that old. A paused queue's workers idle as on an
 //! empty queue: the watcher's look every `poll_interval` is the pause read instead
 //! of a claim, the others sleep, and nothing is locked. A pause reaches every copy
-//! within `poll_interval` (plus the turn a worker is in).
+//! within `poll_interval` (plus the turn a worker is in); on the binary log, a change
+//! of `tableq_paused` is read at once, and looked at again [`SECOND_LOOKS`] later if
+//! the change is not visible yet.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -12,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info};
 
+use super::idle::SECOND_LOOKS;
 use crate::db::pause::{is_denied, Paused, TABLE};
 use crate::db::DbError;
 use crate::duration::rounded;
@@ -55,6 +58,9 @@ pub struct Pausing {
 struct State {
     paused: Option<Paused>,
     next_read: Instant,
+    /// After the binary log said the table changed, the next of [`SECOND_LOOKS`]
+    /// for a read that still found the queue paused (none left: its length).
+    second_looks: usize,
     /// The user may not read the table: said once.
     said_unreadable: bool,
 }
@@ -67,6 +73,7 @@ impl Pausing {
             state: Mutex::new(State {
                 paused: None,
                 next_read: Instant::now(),
+                second_looks: SECOND_LOOKS.len(),
                 said_unreadable: false,
             }),
         }
@@ -86,9 +93,18 @@ impl Pausing {
     }
 
     /// Makes the next read due now: the binary log says `tableq_paused` may have
-    /// changed.
+    /// changed. The log can announce a commit a moment before other sessions see it:
+    /// a read that still finds the queue paused is made again shortly.
     pub fn read_now(&self) {
-        lock(&self.state).next_read = Instant::now();
+        let mut state = lock(&self.state);
+        state.next_read = Instant::now();
+        state.second_looks = 0;
+    }
+
+    /// How long until the next read is due (zero if it is).
+    pub fn until_next_read(&self) -> Duration {
+        let state = lock(&self.state);
+        state.next_read.saturating_duration_since(Instant::now())
     }
 
     /// Whether the queue is paused, as last read.
@@ -109,6 +125,16 @@ impl Pausing {
                     _ => {}
                 }
                 stats.set_paused(paused.clone());
+                let soon = SECOND_LOOKS
+                    .get(state.second_looks)
+                    .filter(|_| paused.is_some());
+                match soon {
+                    Some(soon) => {
+                        state.next_read = Instant::now() + *soon;
+                        state.second_looks += 1;
+                    }
+                    None => state.second_looks = SECOND_LOOKS.len(),
+                }
                 state.paused = paused;
             }
             Read::Failed(e) if e.server_code().is_some_and(is_denied) => {
@@ -139,4 +165,45 @@ fn said_paused(paused: &Paused) {
     info!(reason = %paused.reason, by = %paused.by,
         until = until.as_deref().unwrap_or("until `tableq resume`"),
         "the queue is paused: it claims nothing until resumed; nothing is locked meanwhile");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paused() -> Read {
+        Read::Found(Some(Paused {
+            reason: "disk full".into(),
+            by: "root@localhost".into(),
+            since: std::time::SystemTime::now(),
+            until: None,
+        }))
+    }
+
+    /// A read that still finds the queue paused after the binary log said the pause
+    /// changed is made again after each of the second looks, then every
+    /// poll_interval.
+    #[tokio::test(start_paused = true)]
+    async fn a_change_not_yet_visible_is_read_again_shortly() {
+        let (pausing, stats) = (Pausing::new(Duration::from_secs(5)), QueueStats::default());
+        assert!(pausing.due());
+        pausing.found(paused(), &stats);
+        assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
+        pausing.read_now();
+        for soon in SECOND_LOOKS {
+            assert!(pausing.due());
+            pausing.found(paused(), &stats);
+            assert_eq!(pausing.until_next_read(), soon);
+            tokio::time::advance(soon).await;
+        }
+        assert!(pausing.due());
+        pausing.found(paused(), &stats);
+        assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
+        // Resumed at the first read: no second look.
+        pausing.read_now();
+        assert!(pausing.due());
+        pausing.found(Read::Found(None), &stats);
+        assert!(!pausing.is_paused());
+        assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
+    }
 }

@@ -367,8 +367,12 @@ impl<'a, M: Mode> Worker<'a, M> {
         let soon = SECOND_LOOKS.get(self.second_looks).copied();
         self.second_looks = (self.second_looks + 1).min(SECOND_LOOKS.len());
         let every = match (queue.stats.paused(), soon) {
-            // A paused queue reads its pause every poll_interval, binary log or not.
-            (Some(_), _) => queue.config.poll_interval,
+            // A paused queue reads its pause every poll_interval, or sooner when the
+            // binary log says it changed.
+            (Some(_), _) => queue
+                .pausing
+                .until_next_read()
+                .min(queue.config.poll_interval),
             (None, Some(soon)) => soon,
             (None, None) => {
                 self.until_due(queue.wake.poll_interval(&queue.config, &queue.stats))
