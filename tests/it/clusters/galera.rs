@@ -1,7 +1,8 @@
 //! A real three-node MariaDB Galera cluster (`support::galera`): it forms, replicates,
 //! survives `kill -9` of a node; and what tableq does on it: refuses a queue that
 //! would deliver twice from copies on several nodes, says the conflicts when told
-//! every copy uses one node, runs lease mode across nodes, and `check` agrees. Skipped loudly
+//! every copy uses one node, runs lease mode across nodes, and `check` agrees (and
+//! refuses `[concurrency]`, whose named locks are a node's own). Skipped loudly
 //! where galera-4 or mariadb-backup is missing (failed under CI).
 
 use std::collections::BTreeMap;
@@ -321,6 +322,32 @@ async fn check_agrees_and_strict_passes_on_galera() {
         "{}",
         allowed.stdout
     );
+}
+
+/// `check` refuses `[concurrency]` on a Galera node, naming the key and the way out:
+/// its named locks are the node's own, not the cluster's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_refuses_concurrency_on_galera() {
+    if !galera::can_run("galera::check_refuses_concurrency_on_galera") {
+        return;
+    }
+    let db = galera::shared().await.database().await;
+    db.exec(crate::support::check::JOBS).await;
+    let limited = format!(
+        "{}[concurrency]\nkey = \"id\"\nlimit = 1\n",
+        crate::support::check::GOOD
+    );
+    let (_files, path, shown) = crate::support::check::jobs_file(&limited);
+    let done = crate::support::check::check(&[], &[&path], Some(db.url(1))).await;
+    assert_eq!(done.code(), Some(1), "{}\n{}", done.stdout, done.stderr);
+    let refusal = done
+        .stdout
+        .lines()
+        .find(|l| l.contains("whose named locks (GET_LOCK) are not shared"))
+        .unwrap_or_else(|| panic!("{}", done.stdout));
+    assert!(refusal.starts_with(&shown), "{refusal}");
+    assert!(refusal.contains("queue jobs: error"), "{refusal}");
+    assert!(refusal.contains("remove [concurrency]"), "{refusal}");
 }
 
 const FAILOVER_ROWS: usize = 600;
