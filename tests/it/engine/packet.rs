@@ -253,6 +253,50 @@ async fn a_row_too_large_to_read_fails_on_its_own_and_the_rows_behind_it_are_don
     );
 }
 
+/// The key-first claim under `[concurrency]` (its condition is in the key claim's
+/// text): the row too large to read fails on its own and frees its customer's slot,
+/// so that customer's other rows are done like everyone else's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_concurrency_a_row_too_large_to_read_fails_on_its_own() {
+    let (_server, db) = one_oversized_row(299).await;
+    db.exec(
+        "ALTER TABLE letter ADD COLUMN customer INT NOT NULL DEFAULT 0;
+         UPDATE letter SET customer = id % 3;
+         CREATE TABLE archive (id INT PRIMARY KEY, size INT NOT NULL)",
+    )
+    .await;
+    let mut key = toml::Table::new();
+    key.insert("key".into(), "customer".into());
+    key.insert("limit".into(), 1.into());
+    let files = QueueFiles::new();
+    let file = QueueFile::new("oversized_keyed")
+        .batch(10)
+        .workers(2)
+        .set("concurrency", toml::Value::Table(key))
+        .select("SELECT id, customer, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .action_sql("INSERT INTO archive (id, size) VALUES (:id, LENGTH(:body))")
+        .on_success("UPDATE letter SET state = 'archived' WHERE id = :id")
+        .on_failure("UPDATE letter SET state = 'failed', last_error = :error WHERE id = :id")
+        .write(&files);
+    let summary = drain(file, &db.url).await;
+    let counts = summary.counts("oversized_keyed").unwrap();
+    assert_eq!((counts.done, counts.failed), (299, 1), "{counts:?}");
+    let (states, error) = letters(&db).await;
+    assert_eq!(
+        states,
+        [("archived".to_string(), 299), ("failed".to_string(), 1)]
+    );
+    names_limit_and_size(&error);
+    // Customer 1, whose row could not be read, had every other row done.
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM letter WHERE customer = 1 AND state = 'archived'")
+            .await,
+        db.count("SELECT COUNT(*) FROM letter WHERE customer = 1")
+            .await
+            - 1
+    );
+}
+
 /// Batch scope, `batch = 10`, over HTTP: the row too large to read is left out of
 /// its batch's request and fails on its own through `[on_failure]`'s `:batch`; every
 /// other row is delivered and done.
