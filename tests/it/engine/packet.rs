@@ -222,26 +222,24 @@ fn names_limit_and_size(error: &str) {
     );
 }
 
-/// Item scope, `batch = 10`: a 2 MB row under a 1 MiB `max_allowed_packet` at the
-/// front of the queue is claimed by its key, never read, and fails on its own through
-/// `[on_failure]` (the limit and its size in `:error`); the 299 rows behind it are done.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_row_too_large_to_read_fails_on_its_own_and_the_rows_behind_it_are_done() {
-    let (_server, db) = one_oversized_row(299).await;
-    let files = QueueFiles::new();
-    let file = QueueFile::new("oversized_read")
+/// A queue archiving the letters in item scope, 10 at a time: a failure's error
+/// recorded on its row.
+fn archiving(name: &str, select: &str) -> QueueFile {
+    QueueFile::new(name)
         .batch(10)
-        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .select(select)
         .action_sql("INSERT INTO archive (id, size) VALUES (:id, LENGTH(:body))")
         .on_success("UPDATE letter SET state = 'archived' WHERE id = :id")
         .on_failure("UPDATE letter SET state = 'failed', last_error = :error WHERE id = :id")
-        .write(&files);
-    db.exec("CREATE TABLE archive (id INT PRIMARY KEY, size INT NOT NULL)")
-        .await;
+}
+
+/// Drains `file`'s queue `name`: 299 rows archived, the oversized one failed with the
+/// limit and its size in its error, and never archived.
+async fn archived_but_the_oversized_row(file: std::path::PathBuf, name: &str, db: &TestDb) {
     let summary = drain(file, &db.url).await;
-    let counts = summary.counts("oversized_read").unwrap();
+    let counts = summary.counts(name).unwrap();
     assert_eq!((counts.done, counts.failed), (299, 1), "{counts:?}");
-    let (states, error) = letters(&db).await;
+    let (states, error) = letters(db).await;
     assert_eq!(
         states,
         [("archived".to_string(), 299), ("failed".to_string(), 1)]
@@ -251,6 +249,20 @@ async fn a_row_too_large_to_read_fails_on_its_own_and_the_rows_behind_it_are_don
         db.count("SELECT COUNT(*) FROM archive WHERE id = 1").await,
         0
     );
+}
+
+/// Item scope, `batch = 10`: a 2 MB row under a 1 MiB `max_allowed_packet` at the
+/// front of the queue is claimed by its key, never read, and fails on its own through
+/// `[on_failure]` (the limit and its size in `:error`); the 299 rows behind it are done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_too_large_to_read_fails_on_its_own_and_the_rows_behind_it_are_done() {
+    let (_server, db) = one_oversized_row(299).await;
+    db.exec("CREATE TABLE archive (id INT PRIMARY KEY, size INT NOT NULL)")
+        .await;
+    let files = QueueFiles::new();
+    let select = "SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id";
+    let file = archiving("oversized_read", select).write(&files);
+    archived_but_the_oversized_row(file, "oversized_read", &db).await;
 }
 
 /// The key-first claim under `[concurrency]` (its condition is in the key claim's
@@ -269,24 +281,12 @@ async fn with_concurrency_a_row_too_large_to_read_fails_on_its_own() {
     key.insert("key".into(), "customer".into());
     key.insert("limit".into(), 1.into());
     let files = QueueFiles::new();
-    let file = QueueFile::new("oversized_keyed")
-        .batch(10)
+    let select = "SELECT id, customer, body FROM letter WHERE state = 'waiting' ORDER BY id";
+    let file = archiving("oversized_keyed", select)
         .workers(2)
         .set("concurrency", toml::Value::Table(key))
-        .select("SELECT id, customer, body FROM letter WHERE state = 'waiting' ORDER BY id")
-        .action_sql("INSERT INTO archive (id, size) VALUES (:id, LENGTH(:body))")
-        .on_success("UPDATE letter SET state = 'archived' WHERE id = :id")
-        .on_failure("UPDATE letter SET state = 'failed', last_error = :error WHERE id = :id")
         .write(&files);
-    let summary = drain(file, &db.url).await;
-    let counts = summary.counts("oversized_keyed").unwrap();
-    assert_eq!((counts.done, counts.failed), (299, 1), "{counts:?}");
-    let (states, error) = letters(&db).await;
-    assert_eq!(
-        states,
-        [("archived".to_string(), 299), ("failed".to_string(), 1)]
-    );
-    names_limit_and_size(&error);
+    archived_but_the_oversized_row(file, "oversized_keyed", &db).await;
     // Customer 1, whose row could not be read, had every other row done.
     assert_eq!(
         db.count("SELECT COUNT(*) FROM letter WHERE customer = 1 AND state = 'archived'")
