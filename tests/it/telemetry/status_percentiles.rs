@@ -12,11 +12,15 @@ fn rows(ids: std::ops::RangeInclusive<u32>, seconds: &str) -> String {
     rows.join(", ")
 }
 
-/// The queue's windows in `/status.json`: (minutes, items, p50) for 5 and 15.
+/// The queue's windows in `/status.json`: (minutes, items, p50) for 5 and 15;
+/// none while the queue has not started (the page lists it once it has).
 async fn windows(base: &str) -> Vec<(u64, u64, Option<f64>)> {
     let json: serde_json::Value =
         serde_json::from_str(&get(&format!("{base}/status.json")).await.1).unwrap();
-    json["queues"][0]["action_recent"]
+    let Some(queue) = json["queues"].as_array().and_then(|q| q.first()) else {
+        return Vec::new();
+    };
+    queue["action_recent"]
         .as_array()
         .expect("action_recent")
         .iter()
@@ -30,10 +34,11 @@ async fn windows(base: &str) -> Vec<(u64, u64, Option<f64>)> {
         .collect()
 }
 
-/// Waits until both windows counted `items` actions.
+/// Waits until the queue has started and both its windows counted `items` actions.
 async fn counted(base: &str, items: u64, what: &str, seconds: u64) {
     eventually(what, Duration::from_secs(seconds), || async {
-        windows(base).await.iter().all(|w| w.1 == items)
+        let windows = windows(base).await;
+        windows.len() == 2 && windows.iter().all(|w| w.1 == items)
     })
     .await;
 }
