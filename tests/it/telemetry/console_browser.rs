@@ -171,6 +171,10 @@ async fn the_console_in_a_browser() {
         || async { states(&db).await.iter().all(|(_, s)| s == "failed") },
     )
     .await;
+    // Both queues read their pause before they say they started: `plain`'s note is in.
+    daemon
+        .wait_for_log_times("queue started", 2, Duration::from_secs(30))
+        .await;
     std::fs::create_dir_all(screenshot().parent().unwrap()).unwrap();
     let mut browser = Browser::start(&python, &chromium, &base, &screenshot());
 
