@@ -15,7 +15,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -75,9 +76,9 @@ pub fn routes(console: Arc<Console>) -> Router {
         .route("/queues/{queue}", get(queue_page))
         .route("/queues/{queue}/inspect", get(inspect_page))
         // `{*action}`: `pause`, `resume`, `failed/retry`, `failed/discard`.
-        .route("/queues/{queue}/{*action}", post(form_post))
+        .route("/queues/{queue}/{*action}", post(form))
         .route("/api/queues/{queue}/inspect", get(api_inspect))
-        .route("/api/queues/{queue}/{*action}", post(api_post))
+        .route("/api/queues/{queue}/{*action}", post(api))
         .with_state(console)
 }
 
@@ -129,14 +130,42 @@ fn origin(peer: Option<&Peer>, headers: &HeaderMap) -> String {
     }
 }
 
-/// Runs `action` on `queue` and logs it; the answer's status and what it did.
+/// What an action request is aimed at, from its path (`/…/queues/{queue}/{*action}`),
+/// and where it came from.
+struct Target {
+    queue: String,
+    /// `pause`, `resume`, `failed/retry`, `failed/discard`.
+    action: String,
+    /// See [`origin`].
+    from: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Target {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Target, Response> {
+        let Path((queue, action)) = Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let peer = parts.extensions.get::<Peer>().copied();
+        let from = origin(peer.as_ref(), &parts.headers);
+        Ok(Target {
+            queue,
+            action,
+            from,
+        })
+    }
+}
+
+/// Runs `action` on the target's queue and logs it; the answer's status and what
+/// it did.
 async fn run(
     console: &Console,
-    queue: &str,
+    target: &Target,
     action: &Action,
-    from: &str,
     by: &str,
 ) -> Result<Acted, (StatusCode, String)> {
+    let (queue, from) = (target.queue.as_str(), target.from.as_str());
     let Some((stats, setup)) = console.monitor.running(queue) else {
         return Err((
             StatusCode::NOT_FOUND,
@@ -170,42 +199,21 @@ async fn run(
     }
 }
 
-async fn api_post(
+/// `POST /api/queues/{queue}/…`: JSON in, JSON out.
+async fn api(
     State(console): State<Arc<Console>>,
-    Path((queue, action)): Path<(String, String)>,
-    peer: Option<Extension<Peer>>,
+    target: Target,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    api(
-        &console,
-        &queue,
-        &action,
-        peer.map(|p| p.0),
-        &headers,
-        &body,
-    )
-    .await
-}
-
-/// `POST /api/queues/{queue}/…`: JSON in, JSON out.
-async fn api(
-    console: &Console,
-    queue: &str,
-    action: &str,
-    peer: Option<Peer>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Response {
-    if let Err(refused) = check_bearer(console, headers).await {
+    if let Err(refused) = check_bearer(&console, &headers).await {
         return refused;
     }
-    let action = match json_action(action, body) {
+    let action = match json_action(&target.action, &body) {
         Ok(action) => action,
         Err(why) => return json_error(StatusCode::BAD_REQUEST, &why),
     };
-    let from = origin(peer.as_ref(), headers);
-    match run(console, queue, &action, &from, "bearer token").await {
+    match run(&console, &target, &action, "bearer token").await {
         Ok(acted) => json(StatusCode::OK, &acted),
         Err((status, why)) => json_error(status, &why),
     }
@@ -327,55 +335,34 @@ async fn sign_out(
 const CSRF_REFUSED: &str = "refused: the form's CSRF token is missing or not this session's \
     (reload the page and try again)";
 
-async fn form_post(
-    State(console): State<Arc<Console>>,
-    Path((queue, action)): Path<(String, String)>,
-    peer: Option<Extension<Peer>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    form(
-        &console,
-        &queue,
-        &action,
-        peer.map(|p| p.0),
-        &headers,
-        &body,
-    )
-    .await
-}
-
 /// A form of the page: signed in, with the session's CSRF token; back to the
 /// queue's page, which says what it did.
 async fn form(
-    console: &Console,
-    queue: &str,
-    action: &str,
-    peer: Option<Peer>,
-    headers: &HeaderMap,
-    body: &[u8],
+    State(console): State<Arc<Console>>,
+    target: Target,
+    headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
     if console.token.is_none() {
         return text(StatusCode::FORBIDDEN, READ_ONLY);
     }
-    let Some((id, session)) = console.sessions.of(headers) else {
+    let Some((id, session)) = console.sessions.of(&headers) else {
         return text(
             StatusCode::UNAUTHORIZED,
             "sign in first, with the console token, at /sign-in",
         );
     };
-    let fields = form_fields(body);
+    let fields = form_fields(&body);
     if !csrf_matches(&session, fields.get("csrf").map(String::as_str)) {
         return text(StatusCode::FORBIDDEN, CSRF_REFUSED);
     }
-    let asked = match form_action(action, &fields) {
+    let asked = match form_action(&target.action, &fields) {
         Ok(asked) => asked,
         Err(why) => return text(StatusCode::BAD_REQUEST, why),
     };
-    let from = origin(peer.as_ref(), headers);
-    let notice = match run(console, queue, &asked, &from, "browser session").await {
+    let notice = match run(&console, &target, &asked, "browser session").await {
         Ok(acted) => acted.message,
-        Err((StatusCode::NOT_FOUND, why)) if console.monitor.running(queue).is_none() => {
+        Err((StatusCode::NOT_FOUND, why)) if console.monitor.running(&target.queue).is_none() => {
             return text(StatusCode::NOT_FOUND, why)
         }
         Err((_, why)) => format!("not done: {why}"),
@@ -383,14 +370,14 @@ async fn form(
     console.sessions.set_notice(&id, notice);
     // Relative, so that a proxy's path prefix stays: from …/queues/Q/pause, or
     // …/queues/Q/failed/retry, back to …/queues/Q.
-    let up = if action.starts_with("failed/") {
+    let up = if target.action.starts_with("failed/") {
         "../../"
     } else {
         "../"
     };
     (
         StatusCode::SEE_OTHER,
-        [(header::LOCATION, format!("{up}{}", encode(queue)))],
+        [(header::LOCATION, format!("{up}{}", encode(&target.queue)))],
     )
         .into_response()
 }
