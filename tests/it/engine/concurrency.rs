@@ -2,12 +2,11 @@
 //! with a real HTTP receiver recording each call's start and end.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::daemon::{tableq, Daemon};
+use crate::support::daemon::{copies, copy};
 use crate::support::web::{Recorded, Reply, WebServer};
-use crate::support::{eventually, load, run_until_empty, QueueFile, QueueFiles, TestDb};
+use crate::support::{eventually, jobs_done, load, run_until_empty, QueueFile, QueueFiles, TestDb};
 
 /// Jobs of customers, and a queue calling `receiver` with one at a time per
 /// customer.
@@ -51,12 +50,6 @@ fn most_at_once(calls: &[Recorded], took: Duration) -> usize {
         .unwrap_or(0)
 }
 
-fn copy(file: &Path, db: &TestDb) -> Daemon {
-    let mut cmd = tableq(&["run"]);
-    cmd.arg(file).env("TABLEQ_DATABASE_URL", &db.url);
-    Daemon::spawn(cmd)
-}
-
 /// Three copies × 4 workers (batch 2) over 6 customers' 90 rows never run two rows
 /// of one customer at once, and every row is done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,13 +65,8 @@ async fn three_copies_never_run_two_rows_of_one_customer_at_once() {
         .write(&files);
     db.exec("INSERT INTO job (id, customer) SELECT seq, seq % 6 FROM seq_1_to_90")
         .await;
-    let mut copies: Vec<Daemon> = (0..3).map(|_| copy(&file, &db)).collect();
-    eventually("every job done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 90
-    })
-    .await;
+    let mut copies = copies(3, &file, &db.url);
+    jobs_done(&db, 90).await;
     let calls = receiver.requests();
     let most = most_at_once(&calls, TOOK);
     eprintln!(
@@ -151,12 +139,12 @@ async fn a_killed_copy_frees_its_keys_at_once() {
         .write(&files);
     db.exec("INSERT INTO job (id, customer) VALUES (1, 7), (2, 7)")
         .await;
-    let first = copy(&file, &db);
+    let first = copy(&file, &db.url);
     eventually("row 1 started", Duration::from_secs(30), || async {
         !receiver.requests().is_empty()
     })
     .await;
-    let second = copy(&file, &db);
+    let second = copy(&file, &db.url);
     second
         .wait_for_log("queue started", Duration::from_secs(30))
         .await;
@@ -257,13 +245,8 @@ async fn batch_scope_holds_each_rows_key() {
             format!("UPDATE job j JOIN {columns} ON j.id = b.id SET j.state = 'done'").as_str(),
         )
         .write(&files);
-    let mut copies: Vec<Daemon> = (0..2).map(|_| copy(&file, &db)).collect();
-    eventually("every job done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 60
-    })
-    .await;
+    let mut copies = copies(2, &file, &db.url);
+    jobs_done(&db, 60).await;
     for one in &mut copies {
         one.terminate().await;
     }
@@ -310,13 +293,8 @@ async fn lease_mode_holds_the_key_for_the_jobs_life() {
         .lease_set("sql", "UPDATE job SET state = 'leased', lease_until = NOW(3) + INTERVAL 1 MINUTE, lease_id = :lease_id WHERE id = :id")
         .on_success("UPDATE job SET state = 'done', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
-    let mut copies: Vec<Daemon> = (0..2).map(|_| copy(&file, &db)).collect();
-    eventually("every job done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 12
-    })
-    .await;
+    let mut copies = copies(2, &file, &db.url);
+    jobs_done(&db, 12).await;
     for one in &mut copies {
         one.terminate().await;
     }

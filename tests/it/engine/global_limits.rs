@@ -2,19 +2,11 @@
 //! real `tableq run` processes on one database, a real HTTP receiver recording
 //! each call's start.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::daemon::{tableq, Daemon};
+use crate::support::daemon::copies;
 use crate::support::web::{Reply, WebServer};
-use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
-
-/// A `tableq run` of `file` on `db`.
-fn copy(file: &Path, db: &TestDb) -> Daemon {
-    let mut cmd = tableq(&["run"]);
-    cmd.arg(file).env("TABLEQ_DATABASE_URL", &db.url);
-    Daemon::spawn(cmd)
-}
+use crate::support::{eventually, jobs_done, QueueFile, QueueFiles, TestDb};
 
 /// `rows` jobs, and a queue of them calling `receiver`.
 async fn hooks(db: &TestDb, rows: usize, receiver: &WebServer) -> QueueFile {
@@ -60,7 +52,7 @@ async fn a_rate_limit_holds_across_three_copies_and_a_killed_one_gives_its_share
         .await
         .set("rate_limit", "30/s")
         .write(&files);
-    let mut copies: Vec<Daemon> = (0..3).map(|_| copy(&file, &db)).collect();
+    let mut copies = copies(3, &file, &db.url);
     for one in &copies {
         one.wait_for_log("limits shared by 3 copies", Duration::from_secs(30))
             .await;
@@ -106,7 +98,7 @@ async fn per_process_limits_let_each_copy_its_whole_rate() {
         .set("rate_limit", "20/s")
         .set("limits", "per_process")
         .write(&files);
-    let copies: Vec<Daemon> = (0..2).map(|_| copy(&file, &db)).collect();
+    let copies = copies(2, &file, &db.url);
     for one in &copies {
         one.wait_for_log("queue started", Duration::from_secs(30))
             .await;
@@ -139,13 +131,8 @@ async fn max_in_flight_holds_across_three_copies() {
         .workers(3)
         .set("max_in_flight", 2)
         .write(&files);
-    let mut copies: Vec<Daemon> = (0..3).map(|_| copy(&file, &db)).collect();
-    eventually("every job done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 60
-    })
-    .await;
+    let mut copies = copies(3, &file, &db.url);
+    jobs_done(&db, 60).await;
     let starts: Vec<Instant> = receiver.requests().iter().map(|r| r.at).collect();
     // A call holds its slot from before it starts until its reply, DELAY later.
     let open_at = |at: Instant| {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::support;
 use crate::support::check::check;
-use crate::support::daemon::{run_binary_until_empty, tableq, Daemon};
+use crate::support::daemon::{run_binary_until_empty, Daemon};
 use crate::support::process::is_gone;
 use crate::support::{eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb};
 
@@ -369,9 +369,17 @@ done"#,
 }
 
 fn start(file: &Path, db: &TestDb) -> Daemon {
-    let mut cmd = tableq(&["run"]);
-    cmd.arg(file).env("TABLEQ_DATABASE_URL", &db.url);
-    Daemon::spawn(cmd)
+    crate::support::daemon::copy(file, &db.url)
+}
+
+/// Waits until a worker whose script writes its pids to `dir` holds an item.
+async fn holds_an_item(dir: &Path) {
+    eventually(
+        "the worker holds an item",
+        Duration::from_secs(30),
+        || async { !pids(dir, "item").is_empty() },
+    )
+    .await;
 }
 
 /// SIGTERM while a worker holds an item: the item is finished and recorded, then
@@ -385,12 +393,7 @@ async fn sigterm_finishes_the_item_in_hand() {
     let file = queue("stopping_worker", &["./worker.sh"]).write(&files);
     let mut daemon = start(&file, &db);
     let dir = files.path();
-    eventually(
-        "the worker holds an item",
-        Duration::from_secs(30),
-        || async { !pids(&dir, "item").is_empty() },
-    )
-    .await;
+    holds_an_item(&dir).await;
     daemon.signal(libc::SIGTERM);
     daemon
         .wait_for_log("stop requested", Duration::from_secs(10))
@@ -417,12 +420,7 @@ async fn kill_9_of_tableq_leaves_no_worker_and_loses_no_row() {
     let file = queue("killed_worker", &["./worker.sh"]).write(&files);
     let mut daemon = start(&file, &db);
     let dir = files.path();
-    eventually(
-        "the worker holds an item",
-        Duration::from_secs(30),
-        || async { !pids(&dir, "item").is_empty() },
-    )
-    .await;
+    holds_an_item(&dir).await;
     let worker = pids(&dir, "start")[0];
     daemon.signal(libc::SIGKILL);
     daemon.wait(Duration::from_secs(10)).await;

@@ -24,6 +24,19 @@ pub fn tableq(args: &[&str]) -> Command {
     cmd
 }
 
+/// A `tableq run FILE` on the database at `url`: a copy of tableq, one of several
+/// side by side.
+pub fn copy(file: &Path, url: &str) -> Daemon {
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(file).env("TABLEQ_DATABASE_URL", url);
+    Daemon::spawn(cmd)
+}
+
+/// `n` copies of `tableq run FILE` on the database at `url`.
+pub fn copies(n: usize, file: &Path, url: &str) -> Vec<Daemon> {
+    (0..n).map(|_| copy(file, url)).collect()
+}
+
 /// What a finished command printed, and how it exited.
 #[derive(Debug)]
 pub struct Finished {

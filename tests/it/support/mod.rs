@@ -302,6 +302,16 @@ where
     }
 }
 
+/// Waits (up to a minute) until `rows` rows of table `job` are done.
+pub async fn jobs_done(db: &TestDb, rows: u64) {
+    eventually("every job done", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == rows
+    })
+    .await;
+}
+
 /// True while some session of `db` is running a statement that starts with `prefix`.
 pub async fn running(db: &TestDb, prefix: &str) -> bool {
     db.count(&format!(

@@ -105,6 +105,20 @@ async fn states(db: &TestDb) -> Vec<(u32, String)> {
     db.rows("SELECT id, state FROM job ORDER BY id").await
 }
 
+/// Waits until the three waiting jobs are done: both queues are listed by then
+/// (a run launches its queues together).
+async fn waiting_jobs_done(db: &TestDb) {
+    eventually(
+        "the waiting jobs are done",
+        Duration::from_secs(30),
+        || async {
+            let done = states(db).await.iter().filter(|(_, s)| s == "done").count();
+            done == 3
+        },
+    )
+    .await;
+}
+
 async fn paused(db: &TestDb) -> Vec<(String, String)> {
     db.rows("SELECT queue, reason FROM tableq_paused").await
 }
@@ -117,19 +131,7 @@ async fn without_a_token_file_the_console_refuses_every_action() {
     let files = QueueFiles::new();
     queues(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
-    eventually(
-        "the waiting jobs are done",
-        Duration::from_secs(30),
-        || async {
-            states(&db)
-                .await
-                .iter()
-                .filter(|(_, s)| s == "done")
-                .count()
-                == 3
-        },
-    )
-    .await;
+    waiting_jobs_done(&db).await;
     let before = states(&db).await;
     for action in ["pause", "resume", "failed/retry", "failed/discard"] {
         let url = format!("{base}/api/queues/mail/{action}");
@@ -162,19 +164,7 @@ async fn the_bearer_of_the_token_acts_and_no_one_else() {
     queues(&files);
     let (mut daemon, base) = start_with_console(&files, &db.url).await;
     let api = |path: &str| format!("{base}/api/queues/{path}");
-    eventually(
-        "the waiting jobs are done",
-        Duration::from_secs(30),
-        || async {
-            states(&db)
-                .await
-                .iter()
-                .filter(|(_, s)| s == "done")
-                .count()
-                == 3
-        },
-    )
-    .await;
+    waiting_jobs_done(&db).await;
     let before = states(&db).await;
     let (status, _) = post(&api("mail/failed/retry"), None, r#"{"all": true}"#).await;
     assert_eq!(status, 401);
