@@ -29,6 +29,10 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// How often a database that allows no stream is asked again (a grant may come).
 const UNAVAILABLE_RETRY: Duration = Duration::from_secs(300);
 
+/// How long a stop waits for an open under way to say whether the server allows
+/// a stream at all (see [`Follower::stream`]).
+const VERDICT_GRACE: Duration = Duration::from_secs(2);
+
 /// A stream that lived this long was a real one: the next loss starts the backoff
 /// afresh.
 const STEADY: Duration = Duration::from_secs(30);
@@ -173,11 +177,22 @@ impl Follower {
     }
 
     /// Opens the stream and follows it: `Ok` once `stop` came; else why the queues
-    /// poll meanwhile.
+    /// poll meanwhile (also when the server refused the stream as `stop` came, for
+    /// a run that ends before the open did: up to [`VERDICT_GRACE`] later).
     async fn stream(&self, stop: &CancellationToken) -> Result<(), Polling> {
+        let open = binlog::open(&self.database, HEARTBEAT);
+        tokio::pin!(open);
         let opened = tokio::select! {
-            _ = stop.cancelled() => return Ok(()),
-            opened = binlog::open(&self.database, HEARTBEAT) => opened,
+            opened = &mut open => opened,
+            // The stream is no longer wanted, but a run that ended quickly still says
+            // why its queues polled: an open the server refuses ends at once.
+            _ = stop.cancelled() => match tokio::time::timeout(VERDICT_GRACE, open).await {
+                Ok(Err(OpenFailure::Unavailable(why))) => {
+                    let why = why.to_string();
+                    return Err(Polling { why, unavailable: true });
+                }
+                _ => return Ok(()),
+            },
         };
         let why = match opened {
             Ok(reader) => match self.follow(reader, stop).await {

@@ -358,6 +358,23 @@ async fn without_the_binary_log_the_queue_polls_and_says_why_once() {
     );
 }
 
+/// A run that ends at once (`--stop-when-empty` on an empty queue) still says why
+/// its queue polled: the stop waits for the look at the binary log under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_ends_at_once_still_says_why_it_polled() {
+    let (_server, db) = with_jobs(no_binlog_server().await).await;
+    let files = QueueFiles::new();
+    let file = jobs("jobs").write(&files);
+    for _ in 0..3 {
+        let mut cmd = tableq(&["run", "--stop-when-empty"]);
+        cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+        let run = run_to_end(cmd, Duration::from_secs(30)).await;
+        assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+        let why = "not woken by the binary log: the server writes no binary log (log_bin is off)";
+        assert_eq!(run.stderr.matches(why).count(), 1, "{}", run.stderr);
+    }
+}
+
 /// A user without the replication grants: `auto` polls and names the grant once;
 /// `binlog` refuses to start, naming the key and the grant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
