@@ -59,17 +59,16 @@ impl Followers {
             .running
             .iter()
             .find(|(follower, _)| *follower.database() == queue.database);
-        let follower = match found {
-            Some((follower, _)) => follower.clone(),
-            None => {
-                let follower = Arc::new(Follower::new(queue.database.clone()));
-                let own = stop.child_token();
-                self.tasks.spawn(follower.clone().run(own.clone()));
-                self.running.push((follower.clone(), own));
-                follower
-            }
-        };
+        if let Some((follower, _)) = found {
+            follower.subscribe(queue);
+            return;
+        }
+        // Subscribed before it runs: what its first look finds is said for this queue.
+        let follower = Arc::new(Follower::new(queue.database.clone()));
         follower.subscribe(queue);
+        let own = stop.child_token();
+        self.tasks.spawn(follower.clone().run(own.clone()));
+        self.running.push((follower, own));
     }
 
     /// Stops the followers no running queue needs any more (after a reload removed
