@@ -85,8 +85,13 @@ pub enum Woke {
 /// After a nudge whose claim found nothing, the watcher looks again after these
 /// waits: the binary log can announce a commit a moment before the commit is
 /// visible to other sessions (the server writes the log, then commits in the
-/// engine), and a claim that came too early would otherwise wait a whole poll.
-pub const SECOND_LOOKS: [Duration; 2] = [Duration::from_millis(10), Duration::from_millis(100)];
+/// engine), and a claim that came too early would otherwise wait a whole poll. The
+/// last is for a server too busy to commit within 100 ms (a loaded machine).
+pub const SECOND_LOOKS: [Duration; 3] = [
+    Duration::from_millis(10),
+    Duration::from_millis(100),
+    Duration::from_secs(1),
+];
 
 /// What an idle worker does next: watch (poll every `poll_interval`), or sleep.
 #[derive(Debug)]

@@ -59,7 +59,7 @@ struct State {
     paused: Option<Paused>,
     next_read: Instant,
     /// After the binary log said the table changed, the next of [`SECOND_LOOKS`]
-    /// for a read that still found the queue paused (none left: its length).
+    /// for a read that still found what the last one did (none left: its length).
     second_looks: usize,
     /// The user may not read the table: said once.
     said_unreadable: bool,
@@ -94,7 +94,7 @@ impl Pausing {
 
     /// Makes the next read due now: the binary log says `tableq_paused` may have
     /// changed. The log can announce a commit a moment before other sessions see it:
-    /// a read that still finds the queue paused is made again shortly.
+    /// a read that still finds what the last one did is made again shortly.
     pub fn read_now(&self) {
         let mut state = lock(&self.state);
         state.next_read = Instant::now();
@@ -125,9 +125,11 @@ impl Pausing {
                     _ => {}
                 }
                 stats.set_paused(paused.clone());
+                // The same as before, though the log said the table changed: perhaps
+                // not visible yet (a pause as much as a resume).
                 let soon = SECOND_LOOKS
                     .get(state.second_looks)
-                    .filter(|_| paused.is_some());
+                    .filter(|_| state.paused == paused);
                 match soon {
                     Some(soon) => {
                         state.next_read = Instant::now() + *soon;
@@ -175,7 +177,8 @@ mod tests {
         Read::Found(Some(Paused {
             reason: "disk full".into(),
             by: "root@localhost".into(),
-            since: std::time::SystemTime::now(),
+            // The same row each read: a read that finds it again finds no change.
+            since: std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
             until: None,
         }))
     }
@@ -204,6 +207,24 @@ mod tests {
         assert!(pausing.due());
         pausing.found(Read::Found(None), &stats);
         assert!(!pausing.is_paused());
+        assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
+    }
+
+    /// The other way too: a pause the log announced, not yet visible to the first
+    /// read, is read again shortly — not a poll_interval later.
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_not_yet_visible_is_read_again_shortly() {
+        let (pausing, stats) = (Pausing::new(Duration::from_secs(5)), QueueStats::default());
+        assert!(pausing.due());
+        pausing.found(Read::Found(None), &stats);
+        pausing.read_now();
+        assert!(pausing.due());
+        pausing.found(Read::Found(None), &stats);
+        assert_eq!(pausing.until_next_read(), SECOND_LOOKS[0]);
+        tokio::time::advance(SECOND_LOOKS[0]).await;
+        assert!(pausing.due());
+        pausing.found(paused(), &stats);
+        assert!(pausing.is_paused());
         assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
     }
 }
