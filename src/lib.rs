@@ -115,7 +115,8 @@
 //!   `workdir` and `env`); `action::outcome` (what an action came
 //!   to, and whose fault a failure is), `action::progress` (lease mode's
 //!   `:progress`), `action::capture` (bounded output, and what a run had captured
-//!   when its deadline came).
+//!   when its deadline came), `action::php` (PHP's death recognised in what a PHP
+//!   handler sent back, for fastcgi and worker).
 //! - `db`: the only place outside `check` that talks to the driver —
 //!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,

@@ -13,12 +13,14 @@
 pub mod capture;
 pub mod message;
 mod outcome;
+pub mod php;
 pub mod process;
 pub mod progress;
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ActionConfig;
@@ -129,6 +131,13 @@ pub trait External: Probe + Send + Sync {
     /// dropped, and dropping it cancels the action (a command's process group is
     /// killed, a request aborted).
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome>;
+
+    /// How many runs its handler takes at once, when the kind knows (PHP-FPM's
+    /// children): a run waits in tableq for a permit, before its deadline starts,
+    /// rather than in the handler's backlog, where the wait would count.
+    fn slots(&self) -> Option<&Arc<Semaphore>> {
+        None
+    }
 
     /// What a run cut off at its deadline was waiting for, if the kind can say
     /// more than the time: `for RabbitMQ at … to confirm`.

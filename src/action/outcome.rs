@@ -47,9 +47,16 @@ pub enum Blame {
     /// The item's own: its values, or the receiver's verdict on it.
     #[default]
     Item,
-    /// Not the item's: the receiver unreachable or overloaded, a timeout, a
-    /// program that cannot start.
+    /// Not the item's: the receiver failed or was slow after it may have started
+    /// on the item (a timeout, a 503, a connection cut mid-answer). The item may
+    /// have run, so its attempt is spent (at-least-once).
     Downstream,
+    /// The action cannot have reached its handler: a connection refused, a socket
+    /// or program missing, a server that said it was overloaded before taking the
+    /// request. The item is left as claimed, its attempt not spent, and the queue
+    /// stops claiming until the handler answers again (`engine::circuit`), with
+    /// or without `[circuit]`.
+    Unreached,
     /// The queue's own: its SQL names a column, table or procedure that is not
     /// there, or a privilege its user lacks. Every item would fail alike until
     /// someone fixes the queue, so the item is left waiting, its attempt not spent.
@@ -76,6 +83,14 @@ impl Outcome {
     pub fn downstream(error: impl Into<String>) -> Self {
         Outcome {
             blame: Blame::Downstream,
+            ..Outcome::failure(error)
+        }
+    }
+
+    /// A failure that cannot have reached the handler (see [`Blame::Unreached`]).
+    pub fn unreached(error: impl Into<String>) -> Self {
+        Outcome {
+            blame: Blame::Unreached,
             ..Outcome::failure(error)
         }
     }

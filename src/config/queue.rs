@@ -133,6 +133,7 @@ impl QueueConfig {
             file: &self.file,
             source: &self.source,
             secret_variables: &self.secret_variables,
+            actions_at_once: self.workers * self.batch,
         }
     }
 

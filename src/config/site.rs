@@ -16,6 +16,8 @@ pub struct Site<'a> {
     pub source: &'a str,
     /// The `${VARS}` the file puts into a secret: a command must not be handed them.
     pub secret_variables: &'a [String],
+    /// The most actions the queue runs at once in one copy: `workers` × `batch`.
+    pub actions_at_once: usize,
 }
 
 impl Site<'_> {

@@ -7,6 +7,13 @@
 //! a cool-down one worker claims and runs **one** item, the probe (half-open): its
 //! success closes the circuit, its failure opens it again for twice as long (with
 //! jitter, up to `max_cool_down`).
+//!
+//! A handler that cannot be reached at all ([`Blame::Unreached`]: a connection
+//! refused, a socket or program missing) opens the circuit at once, with or
+//! without `[circuit]`: its item is left as claimed, its attempt not spent, and the
+//! handler is tried with one item every [`UNREACHED_RETRY`] until it answers —
+//! whatever it answers closes the circuit. That is waiting, not statistics: no
+//! window, no doubling, one warning when it starts and one line when it ends.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,8 +28,11 @@ use super::retry::jitter;
 use crate::action::{Blame, Outcome};
 use crate::config::{CircuitConfig, QueueConfig};
 use crate::lock::lock;
-use crate::telemetry::events::{CircuitChanged, Event};
+use crate::telemetry::events::{CircuitChanged, Event, HandlerBack, HandlerUnreached};
 use crate::telemetry::stats::{CircuitState, QueueStats};
+
+/// How often an unreachable handler is tried again, with one item.
+pub const UNREACHED_RETRY: Duration = Duration::from_secs(1);
 
 /// How many slices the window is counted in: memory stays bounded whatever the
 /// throughput, and the window slides a tenth at a time.
@@ -40,9 +50,28 @@ pub struct Circuit {
 }
 
 enum State {
-    Closed { slices: VecDeque<Slice> },
-    Open { until: Instant, cool_down: Duration },
-    HalfOpen { cool_down: Duration, probe: Probe },
+    Closed {
+        slices: VecDeque<Slice>,
+    },
+    Open {
+        until: Instant,
+        cool_down: Duration,
+        cause: Cause,
+    },
+    HalfOpen {
+        cool_down: Duration,
+        probe: Probe,
+        cause: Cause,
+    },
+}
+
+/// Why the circuit is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// Too many items failed downstream (`[circuit]`).
+    Failures,
+    /// The handler could not be reached, since then.
+    Unreached { since: Instant },
 }
 
 /// Items finished within one slice of the window.
@@ -101,21 +130,29 @@ impl Circuit {
     /// it is open, until its cool-down is over; half-open, until the probe is free.
     /// `None` once `stop` is cancelled.
     pub async fn pass(&self, stop: &CancellationToken) -> Option<Pass<'_>> {
-        if self.config.is_none() {
-            return Some(self.pass_with(false));
-        }
         loop {
             let mut changed = self.changed.subscribe();
             let wait_until = {
                 let mut state = self.lock();
                 match &mut *state {
                     State::Closed { .. } => return Some(self.pass_with(false)),
-                    State::Open { until, cool_down } if *until <= Instant::now() => {
+                    State::Open {
+                        until,
+                        cool_down,
+                        cause,
+                    } if *until <= Instant::now() => {
+                        let cause = *cause;
                         *state = State::HalfOpen {
                             cool_down: *cool_down,
                             probe: Probe::Claimed,
+                            cause,
                         };
-                        self.changed_to(CircuitState::HalfOpen, "", Duration::ZERO);
+                        match cause {
+                            Cause::Failures => {
+                                self.changed_to(CircuitState::HalfOpen, "", Duration::ZERO)
+                            }
+                            Cause::Unreached { .. } => self.quietly(CircuitState::HalfOpen),
+                        }
                         return Some(self.pass_with(true));
                     }
                     State::Open { until, .. } => Some(*until),
@@ -145,9 +182,6 @@ impl Circuit {
     /// Leave to run one item's action now: always while the circuit is closed;
     /// half-open, for the probe alone; open, never (the item is left waiting).
     pub fn admit(&self) -> Option<Admission<'_>> {
-        if self.config.is_none() {
-            return Some(self.ticket(false));
-        }
         let mut state = self.lock();
         match &mut *state {
             State::Closed { .. } => Some(self.ticket(false)),
@@ -177,13 +211,34 @@ impl Circuit {
     }
 
     /// Counts a finished item; true if the outcome is to be recorded as usual, false
-    /// if the item is to be left waiting (it failed downstream with the circuit open).
+    /// if the item is to be left waiting (its handler could not be reached, or it
+    /// failed downstream with the circuit open).
     fn finished(&self, probe: bool, outcome: &Outcome) -> bool {
-        let Some(config) = &self.config else {
-            return true;
-        };
+        if outcome.blame == Blame::Unreached {
+            self.unreached(probe, outcome);
+            return false;
+        }
         let downstream = self.failed_downstream(outcome);
         let mut state = self.lock();
+        if let State::HalfOpen {
+            cause: Cause::Unreached { since },
+            ..
+        } = &*state
+        {
+            if probe {
+                let after = since.elapsed();
+                *state = State::closed();
+                drop(state);
+                HandlerBack { after }.emit(&self.stats);
+                self.changed.send_modify(|generation| *generation += 1);
+                return true;
+            }
+        }
+        let Some(config) = &self.config else {
+            // No breaker: only an unreachable handler opens the circuit, and an
+            // outage must not spend the attempts of the items still in flight.
+            return matches!(*state, State::Closed { .. }) || !downstream;
+        };
         let now = Instant::now();
         match &mut *state {
             State::HalfOpen { cool_down, .. } if probe => {
@@ -215,12 +270,57 @@ impl Circuit {
         }
     }
 
+    /// An item's action could not reach its handler: the circuit opens for
+    /// [`UNREACHED_RETRY`] — said once, when it opens from closed; a probe that
+    /// could not reach it either keeps it open, quietly.
+    fn unreached(&self, probe: bool, outcome: &Outcome) {
+        let mut state = self.lock();
+        let now = Instant::now();
+        let since = match &*state {
+            State::Closed { .. } => now,
+            State::HalfOpen { cause, .. } if probe => match cause {
+                Cause::Unreached { since } => *since,
+                Cause::Failures => now,
+            },
+            // Already open: its next probe tells.
+            State::Open { .. } | State::HalfOpen { .. } => return,
+        };
+        let was_closed = matches!(*state, State::Closed { .. });
+        *state = State::Open {
+            until: now + UNREACHED_RETRY,
+            cool_down: UNREACHED_RETRY,
+            cause: Cause::Unreached { since },
+        };
+        drop(state);
+        let error = outcome.error.as_deref().unwrap_or_default();
+        match was_closed {
+            true => HandlerUnreached {
+                error,
+                retry_in: UNREACHED_RETRY,
+            }
+            .emit(&self.stats),
+            false => {
+                self.stats
+                    .note_circuit(CircuitState::Open, error, UNREACHED_RETRY);
+                self.quietly(CircuitState::Open);
+            }
+        }
+    }
+
+    /// The circuit changed to `to` while it waits for an unreachable handler:
+    /// shown, not said, and workers waiting to claim look again.
+    fn quietly(&self, to: CircuitState) {
+        self.stats.set_circuit(to);
+        self.changed.send_modify(|generation| *generation += 1);
+    }
+
     /// Opens the circuit for a jittered `cool_down`.
     fn open(&self, state: &mut MutexGuard<'_, State>, cool_down: Duration, why: &str) {
         let wait = jitter(cool_down);
         **state = State::Open {
             until: Instant::now() + wait,
             cool_down,
+            cause: Cause::Failures,
         };
         self.changed_to(CircuitState::Open, why, wait);
     }

@@ -59,6 +59,11 @@ impl QueueRuntime {
         work: Work<'j>,
         progress: Option<Arc<Progress>>,
     ) -> Option<Outcome> {
+        // A free connection first: waiting for one is not the action's time.
+        let _slot = match action.slots() {
+            Some(slots) => slots.acquire().await.ok(),
+            None => None,
+        };
         let run = |job, _| async move { Ok::<_, Infallible>(action.run(job).await) };
         let late = Late::Dropped(action);
         match self.under_policy(work, progress, late, run).await {

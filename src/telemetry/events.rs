@@ -177,6 +177,40 @@ impl Event for CircuitChanged<'_> {
     }
 }
 
+/// The queue's handler could not be reached (a connection refused, a socket or
+/// program missing): the circuit opens, nothing claims, no attempt is spent, and
+/// the handler is tried with one item every `retry_in` until it answers.
+pub struct HandlerUnreached<'a> {
+    /// The action's own words: they name the handler.
+    pub error: &'a str,
+    pub retry_in: Duration,
+}
+
+impl Event for HandlerUnreached<'_> {
+    fn emit(self, stats: &QueueStats) {
+        stats.note_circuit(CircuitState::Open, self.error, self.retry_in);
+        stats.set_circuit(CircuitState::Open);
+        warn!(error = %self.error, retry_in = %rounded(self.retry_in),
+            "the handler cannot be reached: the queue stops claiming, the item is waiting \
+             again with its attempt not spent, and one item is tried every second until the \
+             handler answers");
+    }
+}
+
+/// The handler answered again after `after` unreachable: the circuit closes.
+pub struct HandlerBack {
+    pub after: Duration,
+}
+
+impl Event for HandlerBack {
+    fn emit(self, stats: &QueueStats) {
+        stats.note_circuit(CircuitState::Closed, "", Duration::ZERO);
+        stats.set_circuit(CircuitState::Closed);
+        info!(unreachable_for = %rounded(self.after),
+            "the handler answers again: the queue claims again");
+    }
+}
+
 /// A session could not be opened; the worker retries after `retry_in`. Counted
 /// every time; said when `times` is due (once a minute per queue: every worker and
 /// every attempt would say the same), with how many times since.

@@ -67,7 +67,7 @@ impl Amqp {
     async fn publish_all(&self, items: &[Item], queue: &str) -> Vec<Outcome> {
         let lent = match self.link.lend().await {
             Ok(lent) => lent,
-            Err(error) => return vec![Outcome::downstream(error); items.len()],
+            Err(error) => return vec![Outcome::unreached(error); items.len()],
         };
         let mut sent: Vec<Result<PublisherConfirm, Outcome>> = Vec::with_capacity(items.len());
         for item in items {

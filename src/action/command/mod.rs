@@ -130,9 +130,19 @@ impl Launch<'_> {
             .spawn();
         match spawned {
             Ok(child) => supervise(child, stdin, &program_text, progress, output).await,
-            // A program that cannot start fails every item alike: not the item's fault.
-            Err(e) => Outcome::downstream(format!("cannot run {program_text}: {e}")),
+            Err(e) => cannot_start(config, &program_text, &e),
         }
+    }
+}
+
+/// A program that does not start: the row's fault when the row names it; else the
+/// queue's own program, which fails every item alike and cannot have run for
+/// this one — unreached, its attempt not spent.
+fn cannot_start(config: &CommandAction, program: &str, error: &std::io::Error) -> Outcome {
+    let said = format!("cannot run {program}: {error}");
+    match config.argv.first().is_some_and(|p| p.as_literal().is_none()) {
+        true => Outcome::failure(said),
+        false => Outcome::unreached(said),
     }
 }
 

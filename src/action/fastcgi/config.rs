@@ -13,10 +13,16 @@ use crate::action::http::config::{signing_secret, SigningKey};
 use crate::config::duration::DurationText;
 use crate::config::interpolate;
 use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::Site;
+use crate::diagnostic::{Finding, Severity};
 use crate::config::validator::Validator;
 
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `[action] max_connections` when the file does not set it: PHP-FPM's own default
+/// `pm.max_children`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 5;
 
 /// type = "fastcgi": one request per item to a FastCGI server (PHP-FPM), which runs
 /// `script` with the row as a JSON POST body; TABLEQ_QUEUE and TABLEQ_KEY are
@@ -37,6 +43,16 @@ pub struct RawFastcgiAction {
     /// separated by spaces); the script finds the headers in $_SERVER
     /// (HTTP_WEBHOOK_ID, HTTP_WEBHOOK_TIMESTAMP, HTTP_WEBHOOK_SIGNATURE).
     pub signing_secret: Option<String>,
+    /// A header the script sends when its work is done, e.g. "Tableq-Done": set,
+    /// only an answer carrying it counts as done, so a script that stops anywhere
+    /// before its end (exit(), die(), a fatal error) is never a success. Unset, any
+    /// 2xx is (unless PHP's fatal error is in the answer).
+    pub done_header: Option<String>,
+    /// The most requests in PHP-FPM at once, across the queue's workers: the pool's
+    /// pm.max_children, or fewer (a kept connection holds a child). Further items
+    /// wait in tableq for a free connection, not counted against their timeout.
+    /// Default 5 (PHP-FPM's default pm.max_children).
+    pub max_connections: Option<usize>,
 }
 
 /// `type = "fastcgi"`: one request per item, the row as its JSON body.
@@ -49,6 +65,10 @@ pub struct FastcgiAction {
     pub script: String,
     /// Standard Webhooks signing keys; one signature each.
     pub signing_keys: Vec<SigningKey>,
+    /// The header that says the script is done, if the queue asks for one.
+    pub done_header: Option<String>,
+    /// The most requests in the server at once.
+    pub max_connections: usize,
 }
 
 /// Where a FastCGI server listens.
@@ -139,6 +159,40 @@ pub fn validate(raw: &RawFastcgiAction, v: &mut Validator) -> FastcgiAction {
         address: address.unwrap_or_else(|| Address::Unix(PathBuf::from("/"))),
         script,
         signing_keys,
+        done_header: done_header(v, raw.done_header.as_deref()),
+        max_connections: max_connections(v, raw.max_connections),
+    }
+}
+
+/// `done_header`, a header's name (letters, digits and `-`).
+fn done_header(v: &mut Validator, name: Option<&str>) -> Option<String> {
+    let name = name?.trim();
+    let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if !valid {
+        v.error(
+            &["action", "done_header"],
+            format!(
+                "`action.done_header` = {name:?} is not a header's name: use letters, digits \
+                 and `-`, such as \"Tableq-Done\" (the script sends `header('Tableq-Done: 1')`)"
+            ),
+        );
+    }
+    Some(name.to_string())
+}
+
+/// `max_connections`, at least 1.
+fn max_connections(v: &mut Validator, max: Option<usize>) -> usize {
+    match max {
+        None => DEFAULT_MAX_CONNECTIONS,
+        Some(0) => {
+            v.error(
+                &["action", "max_connections"],
+                "`action.max_connections` = 0: at least 1; set it to the pool's \
+                 pm.max_children (or fewer), or leave it out for 5",
+            );
+            DEFAULT_MAX_CONNECTIONS
+        }
+        Some(max) => max,
     }
 }
 
@@ -152,6 +206,21 @@ fn plain(v: &mut Validator, key: &str, text: &str) -> Option<String> {
 impl ActionKind for FastcgiAction {
     fn reports_progress(&self) -> bool {
         true
+    }
+
+    fn warnings(&self, queue: &Site<'_>) -> Vec<Finding> {
+        let (at_once, max) = (queue.actions_at_once, self.max_connections);
+        if at_once <= max {
+            return Vec::new();
+        }
+        let message = format!(
+            "workers × batch = {at_once} requests at once, but `action.max_connections` = {max}: \
+             {} of them wait in tableq for a free connection (not counted against the timeout). \
+             Raise max_connections to the pool's pm.max_children if it has more children, or \
+             lower workers or batch",
+            at_once - max
+        );
+        vec![queue.finding(Severity::Warning, &["action", "max_connections"], message)]
     }
 
     fn samples(&self) -> Samples {

@@ -7,18 +7,21 @@
 //! - `record`: the protocol (requests, answers, GET_VALUES).
 //! - `pool`: the connections kept between runs (FCGI_KEEP_CONN).
 //! - `judge`: what an answer, or its absence, means.
-//! - `probe`: what `check` finds at the address.
+//! - `probe`: what `check` finds at the address; `settings`: what the pool does
+//!   with PHP's errors, asked of PHP there.
 
 pub mod config;
 mod judge;
 mod pool;
 mod probe;
 mod record;
+mod settings;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
+use tokio::sync::{OnceCell, Semaphore};
 
 use super::http::batch_id;
 use super::http::signing::signature;
@@ -33,6 +36,11 @@ use record::{Answer, ExchangeError};
 pub struct Fastcgi {
     config: Arc<FastcgiAction>,
     pool: Arc<Pool>,
+    /// One permit per connection the server may hold at once (`max_connections`).
+    slots: Arc<Semaphore>,
+    /// Where the pool logs PHP's errors, asked of it once (`settings`) the first
+    /// time a script died without a word: `None` when it cannot be asked.
+    error_log: OnceCell<Option<String>>,
     /// The address as messages say it.
     server: String,
 }
@@ -43,6 +51,8 @@ impl Ready for FastcgiAction {
             server: self.address.to_string(),
             config: Arc::new(self.clone()),
             pool: Pool::new(),
+            slots: Arc::new(Semaphore::new(self.max_connections)),
+            error_log: OnceCell::new(),
         }))
     }
 }
@@ -50,6 +60,10 @@ impl Ready for FastcgiAction {
 impl External for Fastcgi {
     fn run<'a>(&'a self, job: Job<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(self.deliver(job))
+    }
+
+    fn slots(&self) -> Option<&Arc<Semaphore>> {
+        Some(&self.slots)
     }
 
     fn waiting_for(&self) -> Option<String> {
@@ -90,7 +104,11 @@ impl Fastcgi {
         match self.send(&request, &mut heard).await {
             Ok(answer) => {
                 log_stderr(&answer.stderr);
-                judge::judge(&answer, &self.server, &self.config.script)
+                let error_log = match judge::died_silently(&answer) {
+                    true => self.error_log().await,
+                    false => None,
+                };
+                judge::judge(&answer, &self.server, &self.config, error_log)
             }
             Err(outcome) => outcome,
         }
@@ -168,6 +186,17 @@ impl Fastcgi {
             .map_err(|e| judge::failed(&e, &self.server))?;
         self.pool.give_back(conn);
         Ok(answer)
+    }
+}
+
+impl Fastcgi {
+    /// The pool's `error_log` file, asked of PHP there once.
+    async fn error_log(&self) -> Option<&str> {
+        let asked = self.error_log.get_or_init(|| async {
+            let settings = settings::ask(&self.config, &self.server).await.ok()?;
+            settings.error_log.filter(|file| !file.is_empty())
+        });
+        asked.await.as_deref()
     }
 }
 

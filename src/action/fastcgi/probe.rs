@@ -1,7 +1,7 @@
 //! What `check` finds of a FastCGI action: that the server accepts a connection
 //! and answers FCGI_GET_VALUES (a management record: no script runs), and, when
-//! the server is on this host, that the script is a file here. Nothing is sent to
-//! the script.
+//! the server is on this host, that the script is a file here and what the pool
+//! does with PHP's errors (`settings`). Nothing is sent to the script.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use super::record::get_values;
-use super::{pool, Fastcgi};
+use super::{pool, settings, Fastcgi};
 use crate::action::{Probe, Probed};
 use crate::db::Item;
 
@@ -33,10 +33,15 @@ async fn look(fastcgi: &Fastcgi) -> Vec<Probed> {
             ),
         )),
         Ok(Err(why)) => found.push(Probed::error("address", why)),
-        Ok(Ok(values)) => found.push(Probed::note(
-            "address",
-            format!("the FastCGI server at {server} answers ({values})"),
-        )),
+        Ok(Ok(values)) => {
+            found.push(Probed::note(
+                "address",
+                format!("the FastCGI server at {server} answers ({values})"),
+            ));
+            if let Ok(said) = tokio::time::timeout(within, settings::look(&fastcgi.config, server)).await {
+                found.extend(said);
+            }
+        }
     }
     found.extend(script(fastcgi));
     found

@@ -8,7 +8,7 @@ use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, RequestBuilder, Response, Url};
 
-use super::judge::{describe, refused_destination};
+use super::judge::{describe, not_connected, refused_destination};
 use super::signing::signature;
 use super::ssrf::check_literal;
 use super::traceparent;
@@ -40,6 +40,11 @@ impl Http {
         match exchange(request).await {
             Ok((response, output)) => self.judge(response, output),
             Err(e) if refused_destination(&e) => Outcome::failure(describe(&e, &url)),
+            // No connection to the queue's own receiver: nothing was sent, it cannot
+            // have acted. (A host the row names is the row's.)
+            Err(e) if not_connected(&e) && !self.config.host_from_row => {
+                Outcome::unreached(describe(&e, &url))
+            }
             Err(e) => Outcome::downstream(describe(&e, &url)),
         }
     }

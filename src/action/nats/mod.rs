@@ -98,7 +98,7 @@ impl Nats {
         }
         if let Some((retry_at, error)) = &first.retry {
             if Instant::now() < *retry_at {
-                return Err(Outcome::downstream(format!("{error} (trying again soon)")));
+                return Err(Outcome::unreached(format!("{error} (trying again soon)")));
             }
         }
         let client = match client::connect(&self.config).await {
@@ -112,7 +112,7 @@ impl Nats {
             Err(Failed::Unreachable(error)) => {
                 first.retry = Some((Instant::now() + client::jitter(first.wait), error.clone()));
                 first.wait = client::next_wait(first.wait);
-                return Err(Outcome::downstream(error));
+                return Err(Outcome::unreached(error));
             }
         };
         let stream = self.config.jetstream.then(|| {
@@ -129,7 +129,7 @@ impl Nats {
         let connected = self.connected().await?;
         match connected.client.connection_state() {
             State::Connected => Ok(connected),
-            _ => Err(Outcome::downstream(format!(
+            _ => Err(Outcome::unreached(format!(
                 "not connected to NATS at {} (connecting again)",
                 self.config.servers
             ))),

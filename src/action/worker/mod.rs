@@ -7,8 +7,9 @@
 //! A process that exits, hangs past the item's deadline, or writes a line that is
 //! not the protocol is killed (its process group) and replaced — the next start
 //! waits a little longer each time it happens again — and the item it held fails
-//! with why; one that ends before its first answer is reported as a program that
-//! cannot run (not the item's fault). After `max_items` a process is retired: its
+//! with why — PHP's own message when PHP died in it. A program that cannot run (it
+//! does not start, a parse error, or its processes end before any ever answered)
+//! cannot have handled the item: unreached, its attempt not spent. After `max_items` a process is retired: its
 //! stdin closed, [`GRACE`] to exit, then killed. So are the idle ones when the
 //! queue ends (a stop, a reload). Each dies with tableq, even by `kill -9`.
 //!
@@ -23,7 +24,7 @@ mod probe;
 mod process;
 mod protocol;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,8 @@ pub struct Worker {
     /// Processes that ended badly since the last good answer: the next start
     /// waits for them.
     troubles: AtomicU32,
+    /// A process of the queue has answered an item: the program can run.
+    ran: AtomicBool,
 }
 
 impl Worker {
@@ -63,6 +66,7 @@ impl Worker {
             idle: Mutex::new(Vec::new()),
             started: AtomicU64::new(0),
             troubles: AtomicU32::new(0),
+            ran: AtomicBool::new(false),
         }
     }
 
@@ -89,6 +93,7 @@ impl Worker {
         match answered {
             Ok(outcome) => {
                 self.troubles.store(0, Ordering::Relaxed);
+                self.ran.store(true, Ordering::Relaxed);
                 lent.give_back();
                 outcome
             }
@@ -123,7 +128,7 @@ impl Worker {
             }
             Err(e) => {
                 self.troubles.fetch_add(1, Ordering::Relaxed);
-                Err(Outcome::downstream(format!("cannot run {}: {e}", self.program)))
+                Err(Outcome::unreached(format!("cannot run {}: {e}", self.program)))
             }
         }
     }
@@ -141,6 +146,7 @@ fn said(ended: &Ended) -> String {
     match ended {
         Ended::Exited(how) => format!("exited ({how})"),
         Ended::NotProtocol(why) => format!("wrote {why}"),
+        Ended::Died(php) => format!("died: {php}"),
     }
 }
 
@@ -179,8 +185,11 @@ impl<'w> Lent<'w> {
     }
 
     /// The process ended without answering: it is killed, and the item's outcome
-    /// says why — the item's failure, or, before the process's first answer, a
-    /// program that cannot run.
+    /// says why. PHP's death while it held the item is the item's failure, with
+    /// PHP's message; a program that cannot run — a parse error, or a process that
+    /// ended before any process of the queue ever answered — cannot have handled
+    /// the item (unreached: no attempt spent, the queue waits for it); any other
+    /// end is the item's failure.
     fn ended(mut self, ended: Ended) -> Outcome {
         let Some(process) = self.process.take() else {
             return Outcome::failure("the worker process was lost");
@@ -188,15 +197,21 @@ impl<'w> Lent<'w> {
         self.worker.troubles.fetch_add(1, Ordering::Relaxed);
         let what = said(&ended);
         warn!(process = process.number, pid = process.pid, "worker process {what}; it is killed, a new one starts");
-        if process.answered == 0 {
-            let program = &self.worker.program;
-            return Outcome::downstream(format!(
-                "cannot run {program}: the worker process {what} before its first answer"
-            ));
+        let program = &self.worker.program;
+        match ended {
+            Ended::Died(php) if php.starts_with("PHP Parse error") => {
+                Outcome::unreached(format!("cannot run {program}: {php}"))
+            }
+            Ended::Died(php) => Outcome::failure(php),
+            _ if process.answered == 0 && !self.worker.ran.load(Ordering::Relaxed) => {
+                Outcome::unreached(format!(
+                    "cannot run {program}: the worker process {what} before its first answer"
+                ))
+            }
+            _ => Outcome::failure(format!(
+                "while handling the item, the worker process {what}; a new one starts"
+            )),
         }
-        Outcome::failure(format!(
-            "while handling the item, the worker process {what}; a new one starts"
-        ))
     }
 }
 

@@ -17,6 +17,8 @@ use tracing::{info, Instrument, Span};
 
 use super::config::WorkerAction;
 use super::protocol::{self, Line, NotProtocol};
+use crate::action::capture::OUTPUT_LIMIT;
+use crate::action::php;
 use crate::action::process::{dies_with_tableq, ended, prepare, ProcessGroup};
 use crate::action::progress::Progress;
 use crate::action::Outcome;
@@ -53,7 +55,14 @@ pub enum Ended {
     Exited(String),
     /// It wrote a line that is not the protocol.
     NotProtocol(NotProtocol),
+    /// PHP died in it (a fatal error, an uncaught exception, a limit, a parse
+    /// error): PHP's own message, from its stdout or its stderr.
+    Died(String),
 }
+
+/// How long a process that wrote something other than the protocol gets to
+/// finish writing it (PHP's displayed fatal error) before it is killed.
+const DRAIN: Duration = Duration::from_millis(500);
 
 /// What a process did when its input ended before any item.
 #[derive(Debug)]
@@ -131,9 +140,28 @@ impl Running {
                         progress.report(&said);
                     }
                 }
-                Err(not) => return Err(Ended::NotProtocol(not)),
+                Err(not) => return Err(self.not_protocol(line, not).await),
             }
         }
+    }
+
+    /// The process wrote `line`, which is not the protocol: if PHP died in it, what
+    /// it writes next and its stderr say so (`display_errors` writes the error on
+    /// stdout after a blank line, `log_errors` on stderr); else it wrote `not`.
+    async fn not_protocol(&mut self, mut line: Vec<u8>, not: NotProtocol) -> Ended {
+        line.push(b'\n');
+        let mut rest = (&mut self.stdout).take(OUTPUT_LIMIT as u64);
+        let drained = tokio::time::timeout(DRAIN, rest.read_to_end(&mut line)).await;
+        let ended = matches!(drained, Ok(Ok(_)));
+        if let Some(php) = php::died_in_output(&line) {
+            return Ended::Died(php);
+        }
+        if ended {
+            if let Ended::Died(php) = self.exited().await {
+                return Ended::Died(php);
+            }
+        }
+        Ended::NotProtocol(not)
     }
 
     /// The next line of stdout, without its newline; `None` once stdout ends (or
@@ -173,9 +201,14 @@ impl Running {
         Err(Ended::NotProtocol(NotProtocol(why)))
     }
 
-    /// How the process ended, once its stdout did.
+    /// How the process ended, once its stdout did: PHP's death, if its stderr says
+    /// so.
     async fn exited(&mut self) -> Ended {
-        Ended::Exited(self.exit().await.1)
+        let (_, how) = self.exit().await;
+        match self.stderr.died() {
+            Some(php) => Ended::Died(php),
+            None => Ended::Exited(how),
+        }
     }
 
     /// Its exit status once its stdout ended — it gets [`EXIT_GRACE`] to exit, then
@@ -231,13 +264,16 @@ impl Running {
 /// failure's message.
 struct Stderr {
     tail: Arc<Mutex<VecDeque<String>>>,
+    /// The last line of PHP's log that says it died.
+    died: Arc<Mutex<Option<String>>>,
     task: Option<JoinHandle<()>>,
 }
 
 impl Stderr {
     fn listen(stderr: ChildStderr, span: Span) -> Stderr {
         let tail = Arc::new(Mutex::new(VecDeque::new()));
-        let kept = tail.clone();
+        let died = Arc::new(Mutex::new(None));
+        let (kept, death) = (tail.clone(), died.clone());
         let task = tokio::spawn(
             async move {
                 let mut reader = BufReader::new(stderr);
@@ -252,6 +288,9 @@ impl Stderr {
                         continue;
                     }
                     info!("{line}");
+                    if let Some(php) = php::died_in_log([line.as_str()]) {
+                        *lock(&death) = Some(php);
+                    }
                     let mut kept = lock(&kept);
                     if kept.len() == STDERR_TAIL {
                         kept.pop_front();
@@ -263,8 +302,15 @@ impl Stderr {
         );
         Stderr {
             tail,
+            died,
             task: Some(task),
         }
+    }
+
+    /// PHP's message, if its log on stderr said it died (read once stderr has
+    /// ended: after [`Stderr::tail`]).
+    fn died(&self) -> Option<String> {
+        lock(&self.died).clone()
     }
 
     /// The last lines, joined with " | ", once stderr has ended (or

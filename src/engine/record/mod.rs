@@ -128,6 +128,8 @@ fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
             queue.writes_refused(why, REFUSED_RETRY);
             return Verdict::Leave(Returned::WritesRefused);
         }
+        // Never recorded: the circuit leaves such an item as claimed (`execute`).
+        Blame::Unreached => return Verdict::Leave(Returned::CircuitOpen),
         Blame::Item | Blame::Downstream => {}
     }
     match queue.config.on_failure {

@@ -14,7 +14,7 @@ use crate::support::{eventually, load, run_until_empty, Engine, QueueFile, Queue
 
 /// A PHP job that checks what it was given (the row as JSON, `TABLEQ_KEY`,
 /// `TABLEQ_QUEUE`), appends the row's id to `done.log`, and answers `sent <id>`.
-const APPEND: &str = r#"
+pub(super) const APPEND: &str = r#"
 $row = $row ?? json_decode(file_get_contents('php://input'), true);
 if ($row['id'] != getenv('TABLEQ_KEY') || $_SERVER['CONTENT_TYPE'] !== 'application/json') {
     header('Status: 400 Bad Request');
@@ -25,7 +25,7 @@ echo 'sent ', $row['id'];
 "#;
 
 /// The job table, with the outcome's columns.
-async fn job_table(db: &TestDb, rows: usize) {
+pub(super) async fn job_table(db: &TestDb, rows: usize) {
     db.exec(
         "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
            status INT NULL, error VARCHAR(1000) NULL, output VARCHAR(1000) NULL,
@@ -37,7 +37,7 @@ async fn job_table(db: &TestDb, rows: usize) {
 }
 
 /// The queue `name` running `script` on the job table, every outcome recorded.
-fn jobs(name: &str, fpm: &Fpm, script: &Path) -> QueueFile {
+pub(super) fn jobs(name: &str, fpm: &Fpm, script: &Path) -> QueueFile {
     QueueFile::new(name)
         .select("SELECT id FROM job WHERE state = 'waiting' AND next_at <= NOW(3) ORDER BY id")
         .action_fastcgi(&fpm.address(), script)
@@ -46,7 +46,7 @@ fn jobs(name: &str, fpm: &Fpm, script: &Path) -> QueueFile {
 }
 
 /// The ids `done.log` lists, each as often as the script ran for it.
-fn appended(fpm: &Fpm) -> Vec<u32> {
+pub(super) fn appended(fpm: &Fpm) -> Vec<u32> {
     let log = std::fs::read_to_string(fpm.dir().join("done.log")).unwrap_or_default();
     let mut ids: Vec<u32> = log
         .lines()
@@ -253,51 +253,111 @@ async fn a_503_with_retry_after_opens_the_circuit() {
     );
 }
 
-/// With PHP-FPM down the rows wait (the circuit opens on `cannot connect`); once it
-/// is back every row is done, each once.
+/// PHP-FPM stopped under a backlog, with `[circuit]` off: the queue stops claiming
+/// at the first refused connection, with one warning naming the pool; no row spends
+/// an attempt or gives up while it is down; once it is back every row is done, each
+/// once, within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rows_wait_while_fpm_is_down_and_none_is_lost() {
+async fn an_fpm_outage_spends_no_attempt_and_gives_no_row_up() {
     let Some(fpm) = Fpm::start(2) else { return };
     let db = TestDb::new().await;
-    job_table(&db, 100).await;
+    job_table(&db, 40).await;
     let script = fpm.script("append.php", APPEND);
-    fpm.stop();
     let files = QueueFiles::new();
-    let circuit = table(&[
-        ("min_items", toml::Value::Integer(3)),
-        ("cool_down", "1s".into()),
-        ("max_cool_down", "2s".into()),
-    ]);
     let file = jobs("fcgi_down", &fpm, &script)
         .workers(2)
-        .set("circuit", circuit)
+        .poll_interval("200ms")
+        .set("circuit", table(&[("enabled", false.into())]))
         .write(&files);
     let logs = crate::support::logs::capture();
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("the circuit opens", Duration::from_secs(30), || async {
-        !logs.lines_of("fcgi_down", "the circuit is open").is_empty()
+    crate::support::jobs_done(&db, 40).await;
+    fpm.stop();
+    let values: Vec<String> = (41..=100).map(|id| format!("({id})")).collect();
+    db.exec(&format!(
+        "INSERT INTO job (id) VALUES {}",
+        values.join(", ")
+    ))
+    .await;
+    let went = std::time::Instant::now();
+    eventually("the warning", Duration::from_secs(30), || async {
+        !logs
+            .lines_of("fcgi_down", "the handler cannot be reached")
+            .is_empty()
     })
     .await;
-    let error: String = db
-        .scalar("SELECT error FROM job WHERE attempts > 0 LIMIT 1")
-        .await;
-    assert!(
-        error.starts_with("cannot connect to PHP-FPM at unix:"),
-        "{error}"
+    let said_in = went.elapsed();
+    tokio::time::sleep(OUTAGE).await;
+    let spent = "SELECT COUNT(*) FROM job WHERE attempts > 0 OR state NOT IN ('waiting', 'done')";
+    assert_eq!(
+        db.count(spent).await,
+        0,
+        "an attempt spent while FPM was down"
     );
     fpm.start_again();
-    eventually("every row done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 100
-    })
-    .await;
+    let back = std::time::Instant::now();
+    crate::support::jobs_done(&db, 100).await;
+    let drained_in = back.elapsed();
     engine.stop().await;
+    assert_eq!(db.count(spent).await, 0);
     assert_eq!(
         appended(&fpm),
         (1..=100).collect::<Vec<_>>(),
         "each row once"
     );
+    let warned = logs.lines_of("fcgi_down", "the handler cannot be reached");
+    assert_eq!(warned.len(), 1, "said once: {warned:?}");
+    assert!(
+        warned[0].contains("cannot connect to PHP-FPM at unix:"),
+        "{warned:?}"
+    );
+    assert_eq!(
+        logs.lines_of("fcgi_down", "the handler answers again")
+            .len(),
+        1
+    );
+    eprintln!("FPM down: said in {said_in:.2?}; back: every row done {drained_in:.2?} after");
+    assert!(
+        drained_in < Duration::from_secs(10),
+        "{drained_in:?} to drain after FPM's return"
+    );
+}
+
+/// How long the outage above lasts: long enough for many tries.
+const OUTAGE: Duration = Duration::from_secs(6);
+
+/// `workers = 4`, `batch = 10` (40 actions at once) against a pool of 4 children,
+/// `max_connections = 4`: the requests past 4 wait in tableq, not in FPM's backlog,
+/// and their wait is not charged to their 1 s timeout — every row done once, none
+/// timed out, though the last of a turn waits ~3 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_actions_than_children_wait_in_tableq_not_in_fpm() {
+    let Some(fpm) = Fpm::start(4) else { return };
+    let db = TestDb::new().await;
+    job_table(&db, 120).await;
+    let script = fpm.script("slow.php", &format!("usleep(300000);\n{APPEND}"));
+    let files = QueueFiles::new();
+    let file = jobs("fcgi_crowd", &fpm, &script)
+        .workers(4)
+        .batch(10)
+        .action_set("timeout", "1s")
+        .action_set("max_connections", 4)
+        .write(&files);
+    let started = std::time::Instant::now();
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    let took = started.elapsed();
+    assert_eq!(summary.counts("fcgi_crowd").unwrap().done, 120);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE attempts > 0")
+            .await,
+        0
+    );
+    assert_eq!(
+        appended(&fpm),
+        (1..=120).collect::<Vec<_>>(),
+        "each row once"
+    );
+    eprintln!("120 rows of 300 ms through 4 children at 40 in flight: {took:.2?} (ideal 9 s)");
 }
 
 /// With every child of the pool busy, requests wait in FPM's backlog past their

@@ -9,6 +9,7 @@ mod command;
 mod command_env;
 mod command_reaper;
 mod fastcgi;
+mod fastcgi_php;
 mod http;
 mod http_trace_context;
 mod nats;

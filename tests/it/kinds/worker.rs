@@ -207,24 +207,81 @@ done"#,
     assert!(!logs.lines_of("faulty_worker", "boom").is_empty());
 }
 
-/// A worker that dies at start is reported as a program that cannot run (not the
-/// item's fault), with what it said on stderr.
+/// A worker that dies at start cannot have handled an item: the rows wait with no
+/// outcome recorded, one warning names the program and what it said, and once the
+/// program is mended every row is done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_that_dies_at_start_cannot_run() {
+async fn a_worker_that_dies_at_start_is_waited_for() {
     let db = TestDb::new().await;
-    jobs(&db, &["ok"]).await;
+    jobs(&db, &["ok", "ok"]).await;
     let files = QueueFiles::new();
     files.script(
-        "broken.sh",
+        "worker.sh",
         "echo 'syntax error, unexpected end of file' >&2\nexit 255",
     );
-    let file = queue("broken_worker", &["./broken.sh"]).write(&files);
+    let file = queue("broken_worker", &["./worker.sh"]).write(&files);
+    let logs = support::logs::capture();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the warning", Duration::from_secs(30), || async {
+        !logs
+            .lines_of("broken_worker", "the handler cannot be reached")
+            .is_empty()
+    })
+    .await;
+    let warned = logs.lines_of("broken_worker", "the handler cannot be reached");
+    assert!(
+        warned[0].contains("cannot run ./worker.sh: the worker process exited (exit status 255: syntax error, unexpected end of file) before its first answer"),
+        "{warned:?}"
+    );
+    let waiting = db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting' AND error IS NULL");
+    assert_eq!(waiting.await, 2, "no outcome recorded while it cannot run");
+    // Mended, as a deploy does it: the new file renamed over the old.
+    let mended = files.script(
+        "worker.new",
+        "while IFS= read -r line; do echo '{\"ok\": true}'; done",
+    );
+    std::fs::rename(mended, files.path().join("worker.sh")).unwrap();
+    support::jobs_done(&db, 2).await;
+    engine.stop().await;
+    assert_eq!(warned.len(), 1, "said once: {warned:?}");
+}
+
+/// A PHP worker that dies on an item — a fatal error, displayed on stdout as the
+/// PHP CLI does, or only logged on stderr — fails that item with PHP's own message,
+/// never done; the next item gets a new process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_php_worker_that_dies_on_an_item_fails_it_with_phps_message() {
+    let db = TestDb::new().await;
+    jobs(&db, &["ok", "fatal", "throw", "ok"]).await;
+    let files = QueueFiles::new();
+    files.write(
+        "worker.php",
+        r#"<?php
+while (($line = fgets(STDIN)) !== false) {
+    $row = json_decode($line, true);
+    if ($row['arg'] === 'fatal') { ini_set('display_errors', '1'); ini_set('log_errors', '0'); nope(); }
+    if ($row['arg'] === 'throw') { ini_set('display_errors', '0'); ini_set('log_errors', '1'); throw new RuntimeException("no mailbox for {$row['id']}"); }
+    echo json_encode(['ok' => true]), "
+";
+}
+"#,
+    );
+    let file = queue("php_deaths", &["php", "-n", "worker.php"]).write(&files);
     run_until_empty(load(&[file]), &db.url).await;
-    let (_, state, error, _) = outcomes(&db).await.remove(0);
-    assert_eq!(state, "failed");
-    assert_eq!(
-        error.as_deref(),
-        Some("cannot run ./broken.sh: the worker process exited (exit status 255: syntax error, unexpected end of file) before its first answer")
+    let rows = outcomes(&db).await;
+    assert_eq!((rows[0].1.as_str(), rows[3].1.as_str()), ("done", "done"));
+    assert_eq!(rows[1].1, "failed");
+    let fatal = rows[1].2.as_deref().unwrap();
+    assert!(
+        fatal.starts_with("PHP Fatal error: Uncaught Error: Call to undefined function nope()")
+            && fatal.contains("worker.php:4"),
+        "{fatal}"
+    );
+    let thrown = rows[2].2.as_deref().unwrap();
+    assert_eq!(rows[2].1, "failed");
+    assert!(
+        thrown.starts_with("PHP Fatal error: Uncaught RuntimeException: no mailbox for 3"),
+        "{thrown}"
     );
 }
 

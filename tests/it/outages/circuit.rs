@@ -1,13 +1,15 @@
 //! The circuit breaker: an outage downstream costs a queue's rows (almost) no
 //! attempts, and the queue delivers everything once the receiver is back.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::check::{assert_report, check_offline, GOOD};
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::logs;
 use crate::support::queue_file::table as table_of;
-use crate::support::web::{closed_port, Reply, WebServer};
+use crate::support::web::{Reply, WebServer};
 use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
 
 const ROWS: usize = 1000;
@@ -51,7 +53,7 @@ fn webhook(queue: QueueFile, url: &str) -> QueueFile {
         .action_set("timeout", "2s")
 }
 
-/// A receiver that refuses connections for 30 s, then recovers. With the breaker,
+/// A receiver that answers 503 for 30 s, then recovers. With the breaker,
 /// the outage costs at most `min_items` attempts plus one per probe, no row fails
 /// for good, and everything is delivered within two cool-downs of the recovery;
 /// the same queue without it spends an attempt on every row.
@@ -61,8 +63,14 @@ async fn an_outage_downstream_spends_no_attempts_with_the_breaker() {
     let db = TestDb::new().await;
     hook_table(&db, "guarded").await;
     hook_table(&db, "unguarded").await;
-    let receiver_addr = closed_port();
-    let url = format!("http://{receiver_addr}/hook");
+    let down = Arc::new(AtomicBool::new(true));
+    let answers = down.clone();
+    let receiver = WebServer::start(move |_| match answers.load(Ordering::SeqCst) {
+        true => Reply::status(503),
+        false => Reply::status(204),
+    })
+    .await;
+    let url = receiver.url("/hook");
     let files = QueueFiles::new();
     let breaker = table_of(&[
         ("min_items", toml::Value::Integer(MIN_ITEMS as i64)),
@@ -77,7 +85,7 @@ async fn an_outage_downstream_spends_no_attempts_with_the_breaker() {
     tokio::time::sleep(OUTAGE).await;
     let attempts_in_outage: u64 = db.scalar("SELECT SUM(attempts) FROM guarded").await;
     let probes = logs.lines_of("guarded", "tried as a probe").len() as u64;
-    let _receiver = WebServer::start_on(receiver_addr, |_| Reply::status(204)).await;
+    down.store(false, Ordering::SeqCst);
     let recovered = Instant::now();
 
     let untouched_unguarded = db

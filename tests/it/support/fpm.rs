@@ -23,6 +23,13 @@ impl Fpm {
     /// A pool of `children` (pm = static), started and answering; `None` (having
     /// said so loudly) when PHP-FPM is not installed outside CI.
     pub fn start(children: u32) -> Option<Fpm> {
+        Fpm::start_with(children, &[])
+    }
+
+    /// A pool of `children` with `settings`, lines of the pool's section
+    /// (`php_admin_value[display_errors] = off`; `{dir}` stands for the pool's
+    /// directory).
+    pub fn start_with(children: u32, settings: &[&str]) -> Option<Fpm> {
         // php-fpm lives in /usr/sbin, which is not always on a test's PATH; Debian
         // 12 ships 8.2, Ubuntu's runners a later one.
         let installed = ["php-fpm8.2", "php-fpm8.3", "php-fpm8.4"]
@@ -39,12 +46,16 @@ impl Fpm {
         };
         let dir = tempfile::tempdir().expect("a directory for PHP-FPM");
         let user = if is_root() { "user = root\n" } else { "" };
-        let conf = format!(
+        let d = dir.path().display().to_string();
+        let mut conf = format!(
             "[global]\npid = {d}/fpm.pid\nerror_log = {d}/fpm.log\ndaemonize = no\n\
              [tableq]\n{user}listen = {d}/fpm.sock\npm = static\npm.max_children = {children}\n\
-             catch_workers_output = yes\nclear_env = no\n",
-            d = dir.path().display()
+             catch_workers_output = yes\nclear_env = no\n"
         );
+        for line in settings {
+            conf.push_str(&line.replace("{dir}", &d));
+            conf.push('\n');
+        }
         std::fs::write(dir.path().join("fpm.conf"), conf).expect("write fpm.conf");
         let fpm = Fpm {
             dir,

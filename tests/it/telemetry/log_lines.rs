@@ -32,8 +32,8 @@ fn seconds_then_millis(line: &str) -> bool {
     })
 }
 
-/// A run whose webhook is refused (the circuit opens, its probe fails and it opens
-/// again) and whose other queue's database cannot be reached logs no `Some(`, and
+/// A run whose webhook is refused (the queue waits for it, trying every second)
+/// and whose other queue's database cannot be reached logs no `Some(`, and
 /// says every wait rounded (`651ms`, `1.7s`), never `651ms 193us 796ns`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_lines_hold_no_debug_text_and_round_their_waits() {
@@ -73,7 +73,7 @@ async fn log_lines_hold_no_debug_text_and_round_their_waits() {
     let mut daemon = Daemon::spawn(cmd);
     let within = Duration::from_secs(60);
     daemon
-        .wait_for_log("the probe failed downstream too", within)
+        .wait_for_log("the handler cannot be reached", within)
         .await;
     daemon
         .wait_for_log("cannot connect to the database", within)

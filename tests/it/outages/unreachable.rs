@@ -1,0 +1,79 @@
+//! A receiver that cannot be reached at all — nothing listens on its port — is
+//! waited for, with or without `[circuit]`: no row spends an attempt or gives up,
+//! the queue says so once, tries every second, and claims again as soon as the
+//! receiver listens.
+
+use std::time::{Duration, Instant};
+
+use crate::support::logs;
+use crate::support::queue_file::table;
+use crate::support::web::{closed_port, Reply, WebServer};
+use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
+
+const ROWS: usize = 50;
+
+/// The webhook's port closed for a while under a backlog, `[circuit]` off: every
+/// row waits with no attempt spent, one warning says so within a second or two, and
+/// once the receiver listens every row is delivered within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_port_spends_no_attempt_and_gives_no_row_up() {
+    let logs = logs::capture();
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE hook (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           attempts INT NOT NULL DEFAULT 0) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("hook", "id", ROWS, |i| i.to_string()).await;
+    let receiver = closed_port();
+    let files = QueueFiles::new();
+    let file = QueueFile::new("hooks")
+        .workers(2)
+        .select("SELECT id FROM hook WHERE state = 'waiting' ORDER BY id")
+        .action_http(&format!("http://{receiver}/hook"))
+        .action_set("allow_private_networks", true)
+        .set("circuit", table(&[("enabled", false.into())]))
+        .on_success("UPDATE hook SET state = 'done' WHERE id = :id")
+        .on_failure(
+            "UPDATE hook SET attempts = attempts + 1, state = IF(attempts >= 3, 'failed', 'waiting') WHERE id = :id",
+        )
+        .write(&files);
+    let started = Instant::now();
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the warning", Duration::from_secs(30), || async {
+        !logs
+            .lines_of("hooks", "the handler cannot be reached")
+            .is_empty()
+    })
+    .await;
+    let said_in = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let spent = "SELECT COUNT(*) FROM hook WHERE attempts > 0 OR state = 'failed'";
+    assert_eq!(
+        db.count(spent).await,
+        0,
+        "an attempt spent on a closed port"
+    );
+    let _receiver = WebServer::start_on(receiver, |_| Reply::status(204)).await;
+    let back = Instant::now();
+    eventually("every row delivered", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
+            .await
+            == ROWS as u64
+    })
+    .await;
+    let drained_in = back.elapsed();
+    engine.stop().await;
+    assert_eq!(db.count(spent).await, 0);
+    let warned = logs.lines_of("hooks", "the handler cannot be reached");
+    assert_eq!(warned.len(), 1, "said once: {warned:?}");
+    assert!(
+        warned[0].contains(&format!("connection refused to {receiver}")),
+        "{warned:?}"
+    );
+    eprintln!("port closed: said {said_in:.2?} after the start; open: all {ROWS} delivered {drained_in:.2?} after");
+    assert!(
+        drained_in < Duration::from_secs(10),
+        "{drained_in:?} to drain"
+    );
+}
