@@ -7,7 +7,12 @@
 //   429 or 503   the mail server is overloaded: the queue slows down (its circuit
 //                breaker), the row is tried again; Retry-After reaches :retry_after
 //   anything     this email failed: [on_failure] runs, with the body as :error
-//   else         (an uncaught exception is a 500, its message from PHP's log)
+//   else
+//
+// A fatal error or an uncaught exception is this email's failure too, with PHP's
+// message as :error, whatever the pool's display_errors. exit(1) and die() are not
+// failures under FastCGI (no server sees an exit status): answer a status, or throw.
+// The Tableq-Done header, sent last, is what the queue's done_header waits for.
 //
 // Replace mail_it() with your own mailer (PHPMailer, Symfony Mailer, an API client).
 
@@ -33,4 +38,5 @@ if ($refused !== null) {
     http_response_code(422);
     exit($refused);
 }
+header('Tableq-Done: 1');
 printf('queued %s for %s', $_SERVER['TABLEQ_KEY'], $email['recipient']);
