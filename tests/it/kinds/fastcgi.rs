@@ -511,8 +511,9 @@ echo 'rendered';"#,
 }
 
 /// `check --offline` names a malformed address and a relative script; online, it
-/// says PHP-FPM answers and warns of a script that is not there, and fails when
-/// nothing listens at the address.
+/// says PHP-FPM answers, what the pool does with PHP's errors (asked of PHP there,
+/// the probe script removed after), and warns of a script that is not there; it
+/// fails when nothing listens at the address.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_looks_at_the_address_and_the_script() {
     let queue = |address: &str, script: &str| {
@@ -559,6 +560,19 @@ async fn check_looks_at_the_address_and_the_script() {
         "{}",
         online.stdout
     );
+    // PHP-FPM -n: PHP's own defaults, display_errors on; asked of PHP in the pool.
+    for said in [
+        "the pool displays PHP's errors (display_errors on): a fatal error answers 200",
+        "a pool of its own for jobs is best",
+    ] {
+        assert!(online.stdout.contains(said), "{said}: {}", online.stdout);
+    }
+    let probes: Vec<_> = std::fs::read_dir(fpm.dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tableq-check"))
+        .collect();
+    assert!(probes.is_empty(), "the probe script is removed");
     fpm.stop();
     let down = check(&[], &[&path], Some(&db.url)).await;
     assert_ne!(down.code(), Some(0), "{down:?}");

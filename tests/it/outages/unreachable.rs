@@ -77,3 +77,55 @@ async fn a_closed_port_spends_no_attempt_and_gives_no_row_up() {
         "{drained_in:?} to drain"
     );
 }
+
+/// In lease mode too: the receiver's port closed, each lease is released without a
+/// failure (no attempt spent, nothing left leased), and once it listens every row is
+/// delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_lease_mode_a_closed_port_releases_the_lease_unspent() {
+    let logs = logs::capture();
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE leased_hook (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           attempts INT NOT NULL DEFAULT 0, lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL)
+           DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("leased_hook", "id", 20, |i| i.to_string()).await;
+    let receiver = closed_port();
+    let files = QueueFiles::new();
+    let file = QueueFile::new("leased_hooks")
+        .set("mode", "lease")
+        .workers(2)
+        .select("SELECT id FROM leased_hook WHERE state = 'waiting' OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id")
+        .lease_set("sql", "UPDATE leased_hook SET state = 'leased', lease_until = NOW(3) + INTERVAL 30 SECOND, lease_id = :lease_id WHERE id = :id")
+        .lease_set("release_sql", "UPDATE leased_hook SET state = 'waiting', lease_until = NULL, lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
+        .action_http(&format!("http://{receiver}/hook"))
+        .action_set("allow_private_networks", true)
+        .on_success("UPDATE leased_hook SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .on_failure("UPDATE leased_hook SET state = 'waiting', attempts = attempts + 1 WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually("the warning", Duration::from_secs(30), || async {
+        !logs
+            .lines_of("leased_hooks", "the handler cannot be reached")
+            .is_empty()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let spent = "SELECT COUNT(*) FROM leased_hook WHERE attempts > 0";
+    assert_eq!(
+        db.count(spent).await,
+        0,
+        "an attempt spent on a closed port"
+    );
+    let _receiver = WebServer::start_on(receiver, |_| Reply::status(204)).await;
+    eventually("every row delivered", Duration::from_secs(60), || async {
+        db.count("SELECT COUNT(*) FROM leased_hook WHERE state = 'done'")
+            .await
+            == 20
+    })
+    .await;
+    engine.stop().await;
+    assert_eq!(db.count(spent).await, 0);
+}
