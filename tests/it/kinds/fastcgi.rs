@@ -280,12 +280,8 @@ async fn an_fpm_outage_spends_no_attempt_and_gives_no_row_up() {
     ))
     .await;
     let went = std::time::Instant::now();
-    eventually("the warning", Duration::from_secs(30), || async {
-        !logs
-            .lines_of("fcgi_down", "the handler cannot be reached")
-            .is_empty()
-    })
-    .await;
+    logs.wait_for("fcgi_down", "the handler cannot be reached")
+        .await;
     let said_in = went.elapsed();
     tokio::time::sleep(OUTAGE).await;
     let spent = "SELECT COUNT(*) FROM job WHERE attempts > 0 OR state NOT IN ('waiting', 'done')";

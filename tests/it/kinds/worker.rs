@@ -222,12 +222,8 @@ async fn a_worker_that_dies_at_start_is_waited_for() {
     let file = queue("broken_worker", &["./worker.sh"]).write(&files);
     let logs = support::logs::capture();
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("the warning", Duration::from_secs(30), || async {
-        !logs
-            .lines_of("broken_worker", "the handler cannot be reached")
-            .is_empty()
-    })
-    .await;
+    logs.wait_for("broken_worker", "the handler cannot be reached")
+        .await;
     let warned = logs.lines_of("broken_worker", "the handler cannot be reached");
     assert!(
         warned[0].contains("cannot run ./worker.sh: the worker process exited (exit status 255: syntax error, unexpected end of file) before its first answer"),

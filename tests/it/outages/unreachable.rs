@@ -40,12 +40,8 @@ async fn a_closed_port_spends_no_attempt_and_gives_no_row_up() {
         .write(&files);
     let started = Instant::now();
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("the warning", Duration::from_secs(30), || async {
-        !logs
-            .lines_of("hooks", "the handler cannot be reached")
-            .is_empty()
-    })
-    .await;
+    logs.wait_for("hooks", "the handler cannot be reached")
+        .await;
     let said_in = started.elapsed();
     tokio::time::sleep(Duration::from_secs(4)).await;
     let spent = "SELECT COUNT(*) FROM hook WHERE attempts > 0 OR state = 'failed'";
@@ -106,12 +102,8 @@ async fn in_lease_mode_a_closed_port_releases_the_lease_unspent() {
         .on_failure("UPDATE leased_hook SET state = 'waiting', attempts = attempts + 1 WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("the warning", Duration::from_secs(30), || async {
-        !logs
-            .lines_of("leased_hooks", "the handler cannot be reached")
-            .is_empty()
-    })
-    .await;
+    logs.wait_for("leased_hooks", "the handler cannot be reached")
+        .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let spent = "SELECT COUNT(*) FROM leased_hook WHERE attempts > 0";
     assert_eq!(

@@ -39,6 +39,17 @@ impl Logs {
             })
             .collect()
     }
+
+    /// Waits up to 30 s until a line of the queue `queue` mentions `needle`; the
+    /// lines that do.
+    pub async fn wait_for(&self, queue: &str, needle: &str) -> Vec<String> {
+        let what = format!("queue {queue} to say {needle:?}");
+        super::eventually(&what, std::time::Duration::from_secs(30), || async {
+            !self.lines_of(queue, needle).is_empty()
+        })
+        .await;
+        self.lines_of(queue, needle)
+    }
 }
 
 impl Write for Logs {
