@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Default)]
@@ -45,12 +46,12 @@ impl Idle {
         self.nudged.notify_one();
     }
 
-    /// The watcher's wait between polls: `every`, cut short by a nudge.
-    pub async fn poll_wait(&self, stop: &CancellationToken, every: Duration) -> Woke {
+    /// The watcher's wait between polls: until `until`, cut short by a nudge.
+    pub async fn poll_wait(&self, stop: &CancellationToken, until: Instant) -> Woke {
         tokio::select! {
             _ = stop.cancelled() => Woke::Stopped,
             _ = self.nudged.notified() => Woke::Nudged,
-            _ = tokio::time::sleep(every) => Woke::Polled,
+            _ = tokio::time::sleep_until(until) => Woke::Polled,
         }
     }
 
