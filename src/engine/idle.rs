@@ -87,7 +87,8 @@ pub enum Woke {
 /// waits: the binary log can announce a commit a moment before the commit is
 /// visible to other sessions (the server writes the log, then commits in the
 /// engine), and a claim that came too early would otherwise wait a whole poll. The
-/// last is for a server too busy to commit within 100 ms (a loaded machine).
+/// last is for a server too busy to commit within 100 ms (a loaded machine). Each
+/// ends sooner when a row falls due by time first ([`super::due`]).
 pub const SECOND_LOOKS: [Duration; 3] = [
     Duration::from_millis(10),
     Duration::from_millis(100),
