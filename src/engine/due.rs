@@ -1,22 +1,32 @@
 //! Rows due by time alone (`send_after <= NOW()`, a retry's `retry_at`, an expired
 //! lease): nothing commits when one falls due, so nothing wakes the queue. The
-//! watcher of an idle queue therefore asks the server, after each empty claim,
-//! when the next such row is due ([`crate::sql::due`] reads the select's time
-//! conditions; [`crate::db::due`] asks), and waits until then — or until a
-//! wake-up, or its poll, whichever is first. Where the select's clock cannot be
-//! read, the queue polls at least every `poll_interval`, binary log or not.
+//! watcher of an idle queue therefore asks the server when the next such row is due
+//! ([`crate::sql::due`] reads the select's time conditions; [`crate::db::due`]
+//! asks), and claims then — or at a wake-up, or its poll, whichever is first. Where
+//! the select's clock cannot be read, the queue polls at least every
+//! `poll_interval`, binary log or not.
+//!
+//! The answer is kept: every wait of the watcher ends by the next due time known,
+//! the short second looks after a wake-up included (a look that outlasted it made
+//! rows due a second apart later by each look's length, every second). It is asked
+//! again before any wait longer than [`ASK_ABOVE`], and before the first wait after
+//! the queue's tables changed (a row may have come with an earlier due time).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::config::QueueConfig;
 use crate::db::due::DueQuery;
 use crate::db::DbError;
+use crate::lock::lock;
 use crate::sql::due::{due_times, DueTimes};
 
-/// A wait shorter than this is not worth a question: the poll itself is on time.
+/// A wait up to this long is not worth a question of its own: the next due time
+/// already known ends it, and the claim after it is soon anyway.
 const ASK_ABOVE: Duration = Duration::from_millis(200);
 
 /// Past the due time the server gave, so that the claim sees the row due.
@@ -29,6 +39,7 @@ pub struct Due {
     poll_interval: Duration,
     /// The question failed on its own SQL: said once, and the queue polls instead.
     failed: AtomicBool,
+    known: Mutex<Known>,
 }
 
 #[derive(Debug)]
@@ -41,10 +52,29 @@ enum How {
     Polled,
 }
 
+/// What the last answer said.
+#[derive(Debug)]
+struct Known {
+    /// When the next row falls due (`None`: no row waits for the clock).
+    next: Option<Instant>,
+    /// The queue's tables changed since (or nothing was asked yet): ask again.
+    stale: bool,
+}
+
+impl Known {
+    /// `until`, or the next due time if that is sooner and still ahead.
+    fn cut(&self, until: Instant, now: Instant) -> Instant {
+        match self.next {
+            Some(next) if next > now => until.min(next),
+            _ => until,
+        }
+    }
+}
+
 /// What the watcher does before its wait.
 pub enum Ask<'a> {
-    /// Wait this long; nothing to ask.
-    Wait(Duration),
+    /// Wait until then; nothing to ask.
+    Until(Instant),
     /// Ask this, then hand the answer to [`Due::answered`].
     Query(&'a DueQuery),
 }
@@ -64,31 +94,51 @@ impl Due {
             how,
             poll_interval: config.poll_interval,
             failed: AtomicBool::new(false),
+            known: Mutex::new(Known {
+                next: None,
+                stale: true,
+            }),
         }
     }
 
-    /// Before the watcher waits up to `every`: what to ask, or how long to wait.
+    /// Before the watcher waits up to `every`: what to ask, or until when to wait.
     pub fn ask(&self, every: Duration) -> Ask<'_> {
+        let now = Instant::now();
         match &self.how {
-            How::Timeless => Ask::Wait(every),
-            How::Asked(query) if every > ASK_ABOVE && !self.failed.load(Ordering::Acquire) => {
-                Ask::Query(query)
+            How::Timeless => Ask::Until(now + every),
+            How::Asked(_) if self.failed.load(Ordering::Acquire) => {
+                Ask::Until(now + every.min(self.poll_interval))
             }
-            How::Asked(_) | How::Polled => Ask::Wait(every.min(self.poll_interval)),
+            How::Asked(query) => {
+                let known = lock(&self.known);
+                match every > ASK_ABOVE || known.stale {
+                    true => Ask::Query(query),
+                    false => Ask::Until(known.cut(now + every.min(self.poll_interval), now)),
+                }
+            }
+            How::Polled => Ask::Until(now + every.min(self.poll_interval)),
         }
     }
 
-    /// The wait, given the server's answer to [`Ask::Query`] (`None`: no session
-    /// could be had to ask on).
+    /// Until when to wait, given the server's answer to [`Ask::Query`] (`None`: no
+    /// session could be had to ask on). The due time counts from the answer's
+    /// arrival, not from whenever the wait begins.
     pub fn answered(
         &self,
         every: Duration,
         answer: Option<Result<Option<Duration>, DbError>>,
-    ) -> Duration {
-        let polled = every.min(self.poll_interval);
+    ) -> Instant {
+        let now = Instant::now();
+        let polled = now + every.min(self.poll_interval);
         match answer {
-            Some(Ok(None)) => every,
-            Some(Ok(Some(due))) => every.min(due + MARGIN),
+            Some(Ok(next)) => {
+                let mut known = lock(&self.known);
+                *known = Known {
+                    next: next.map(|due| now + due + MARGIN),
+                    stale: false,
+                };
+                known.cut(now + every, now)
+            }
             Some(Err(e)) if e.is_statement_error() => {
                 if !self.failed.swap(true, Ordering::AcqRel) {
                     warn!(error = %e, "cannot ask the database when the next row falls due by \
@@ -102,6 +152,12 @@ impl Due {
             }
             None => polled,
         }
+    }
+
+    /// The queue's tables changed: a row may have come due sooner than the answer
+    /// said, so the next wait asks.
+    pub fn changed(&self) {
+        lock(&self.known).stale = true;
     }
 }
 
@@ -124,41 +180,65 @@ mod tests {
     const MINUTE: Duration = Duration::from_secs(60);
     const FIVE: Duration = Duration::from_secs(5);
 
-    /// A timeless select waits its poll; an unread one at most `poll_interval`; a
-    /// read one asks, unless its poll is short anyway.
-    #[test]
-    fn what_the_watcher_asks_before_it_waits() {
-        let wait = |due: &Due, every| match due.ask(every) {
-            Ask::Wait(wait) => Some(wait),
+    /// How long from now `ask` waits (`None`: it asks).
+    fn waits(due: &Due, every: Duration) -> Option<Duration> {
+        match due.ask(every) {
+            Ask::Until(until) => Some(until - Instant::now()),
             Ask::Query(_) => None,
-        };
-        let timeless = due("SELECT id FROM job WHERE done = 0");
-        assert_eq!(wait(&timeless, MINUTE), Some(MINUTE));
-        let unread = due("SELECT id FROM job WHERE done = 0 AND NOT (run_at > NOW())");
-        assert_eq!(wait(&unread, MINUTE), Some(FIVE));
-        let read = due("SELECT id FROM job WHERE done = 0 AND run_at <= NOW()");
-        assert_eq!(wait(&read, MINUTE), None, "asked");
-        let short = Duration::from_millis(100);
-        assert_eq!(wait(&read, short), Some(short));
+        }
     }
 
-    /// The answer shortens the wait to the due time; no row due keeps the poll; a
-    /// question the server refuses is said once, and the queue polls from then on.
-    #[test]
-    fn the_answer_decides_the_wait() {
+    /// A timeless select waits its poll; an unread one at most `poll_interval`; a
+    /// read one asks, unless its wait is short and nothing changed since it asked.
+    #[tokio::test(start_paused = true)]
+    async fn what_the_watcher_asks_before_it_waits() {
+        let timeless = due("SELECT id FROM job WHERE done = 0");
+        assert_eq!(waits(&timeless, MINUTE), Some(MINUTE));
+        let unread = due("SELECT id FROM job WHERE done = 0 AND NOT (run_at > NOW())");
+        assert_eq!(waits(&unread, MINUTE), Some(FIVE));
+        let read = due("SELECT id FROM job WHERE done = 0 AND run_at <= NOW()");
+        assert_eq!(waits(&read, MINUTE), None, "asked");
+        let short = Duration::from_millis(100);
+        assert_eq!(waits(&read, short), None, "nothing asked yet");
+        read.answered(short, Some(Ok(None)));
+        assert_eq!(waits(&read, short), Some(short));
+        assert_eq!(waits(&read, MINUTE), None, "a long wait asks again");
+        read.changed();
+        assert_eq!(waits(&read, short), None, "the tables changed");
+    }
+
+    /// The answer ends the wait at the due time, counted from the answer; no row
+    /// due keeps the poll; a question the server refuses is said once, and the
+    /// queue polls from then on.
+    #[tokio::test(start_paused = true)]
+    async fn the_answer_decides_the_wait() {
         let read = due("SELECT id FROM job WHERE done = 0 AND run_at <= NOW()");
         let in_two = Duration::from_secs(2);
+        let asked = Instant::now();
         assert_eq!(
             read.answered(MINUTE, Some(Ok(Some(in_two)))),
-            in_two + MARGIN
+            asked + in_two + MARGIN
         );
-        assert_eq!(read.answered(MINUTE, Some(Ok(None))), MINUTE);
-        assert_eq!(read.answered(MINUTE, None), FIVE);
+        assert_eq!(read.answered(MINUTE, Some(Ok(None))), asked + MINUTE);
+        assert_eq!(read.answered(MINUTE, None), asked + FIVE);
         let (log, _guard) = capture();
         let refused = || Some(Err(DbError::server(1054, "Unknown column 'run_at'")));
-        assert_eq!(read.answered(MINUTE, refused()), FIVE);
-        assert_eq!(read.answered(MINUTE, refused()), FIVE);
+        assert_eq!(read.answered(MINUTE, refused()), asked + FIVE);
+        assert_eq!(read.answered(MINUTE, refused()), asked + FIVE);
         assert_eq!(log.text().matches("cannot ask the database").count(), 1);
-        assert!(matches!(read.ask(MINUTE), Ask::Wait(FIVE)));
+        assert_eq!(waits(&read, MINUTE), Some(FIVE));
+    }
+
+    /// A short look (a second look after a wake-up) ends at the next due time known,
+    /// not after its own length; once that time has passed, it no longer counts.
+    #[tokio::test(start_paused = true)]
+    async fn a_short_look_ends_at_the_next_due_time_known() {
+        let read = due("SELECT id FROM job WHERE done = 0 AND run_at <= NOW(3)");
+        let look = Duration::from_millis(100);
+        let in_forty = Duration::from_millis(40);
+        read.answered(MINUTE, Some(Ok(Some(in_forty))));
+        assert_eq!(waits(&read, look), Some(in_forty + MARGIN));
+        tokio::time::advance(in_forty + MARGIN).await;
+        assert_eq!(waits(&read, look), Some(look), "passed");
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Default)]
@@ -45,12 +46,12 @@ impl Idle {
         self.nudged.notify_one();
     }
 
-    /// The watcher's wait between polls: `every`, cut short by a nudge.
-    pub async fn poll_wait(&self, stop: &CancellationToken, every: Duration) -> Woke {
+    /// The watcher's wait between polls: until `until`, cut short by a nudge.
+    pub async fn poll_wait(&self, stop: &CancellationToken, until: Instant) -> Woke {
         tokio::select! {
             _ = stop.cancelled() => Woke::Stopped,
             _ = self.nudged.notified() => Woke::Nudged,
-            _ = tokio::time::sleep(every) => Woke::Polled,
+            _ = tokio::time::sleep_until(until) => Woke::Polled,
         }
     }
 
@@ -86,7 +87,8 @@ pub enum Woke {
 /// waits: the binary log can announce a commit a moment before the commit is
 /// visible to other sessions (the server writes the log, then commits in the
 /// engine), and a claim that came too early would otherwise wait a whole poll. The
-/// last is for a server too busy to commit within 100 ms (a loaded machine).
+/// last is for a server too busy to commit within 100 ms (a loaded machine). Each
+/// ends sooner when a row falls due by time first ([`super::due`]).
 pub const SECOND_LOOKS: [Duration; 3] = [
     Duration::from_millis(10),
     Duration::from_millis(100),

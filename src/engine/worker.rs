@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tracing::{debug, info, info_span, Instrument};
 
 use super::due::Ask;
@@ -366,17 +367,18 @@ impl<'a, M: Mode> Worker<'a, M> {
         }
         let soon = SECOND_LOOKS.get(self.second_looks).copied();
         self.second_looks = (self.second_looks + 1).min(SECOND_LOOKS.len());
-        let every = match (queue.stats.paused(), soon) {
+        let until = match queue.stats.paused() {
             // A paused queue reads its pause every poll_interval, or sooner when the
             // binary log says it changed.
-            (Some(_), _) => queue
-                .pausing
-                .until_next_read()
-                .min(queue.config.poll_interval),
-            (None, Some(soon)) => soon,
-            (None, None) => {
-                self.until_due(queue.wake.poll_interval(&queue.config, &queue.stats))
-                    .await
+            Some(_) => {
+                let next_read = queue.pausing.until_next_read();
+                Instant::now() + next_read.min(queue.config.poll_interval)
+            }
+            // A second look too ends when a row falls due by time.
+            None => {
+                let every =
+                    soon.unwrap_or_else(|| queue.wake.poll_interval(&queue.config, &queue.stats));
+                self.until_due(every).await
             }
         };
         if queue.database.contended() {
@@ -384,11 +386,12 @@ impl<'a, M: Mode> Worker<'a, M> {
             // up between polls.
             self.mode.sleep().await;
         }
-        match queue.idle.poll_wait(&queue.stop, every).await {
+        match queue.idle.poll_wait(&queue.stop, until).await {
             Woke::Stopped => false,
             Woke::Polled => true,
             Woke::Nudged => {
                 self.second_looks = 0;
+                queue.due.changed();
                 true
             }
         }
@@ -396,12 +399,12 @@ impl<'a, M: Mode> Worker<'a, M> {
 }
 
 impl<M: Mode> Worker<'_, M> {
-    /// The watcher's wait before its next claim: `every`, or less when a row falls
+    /// When the watcher claims next: `every` from now, or sooner when a row falls
     /// due by time sooner (see [`super::due`]).
-    async fn until_due(&mut self, every: Duration) -> Duration {
+    async fn until_due(&mut self, every: Duration) -> Instant {
         let due = &self.queue.due;
         match due.ask(every) {
-            Ask::Wait(wait) => wait,
+            Ask::Until(until) => until,
             Ask::Query(query) => {
                 let answer = self.mode.next_due(query).await;
                 due.answered(every, answer)
