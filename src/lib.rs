@@ -117,7 +117,8 @@
 //!   `:progress`), `action::capture` (bounded output, and what a run had captured
 //!   when its deadline came).
 //! - `db`: the only place outside `check` that talks to the driver —
-//!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
+//!   `db::connect` (a database, KILL), `db::account` (the account a session is
+//!   logged in as, quoted for a GRANT: `'tableq'@'%'`), `db::error` and `db::error_kind` (error
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),

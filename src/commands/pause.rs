@@ -8,6 +8,7 @@ use super::cli::{PauseArgs, ResumeArgs};
 use super::failure::Failure;
 use super::operate::{one_queue, runtime};
 use crate::config::QueueConfig;
+use crate::db::account::quoted;
 use crate::db::pause::{self, Needs, PauseError, TABLE};
 use crate::db::Database;
 
@@ -56,25 +57,30 @@ pub async fn resume_command(args: ResumeArgs, url: Option<&str>) -> Result<(), F
 
 /// Why `what` (pause, resume) could not be written, naming the grant that is missing.
 fn refused(queue: &QueueConfig, database: &Database, what: &str, e: PauseError) -> Failure {
-    let (db, user) = (database.name(), database.user());
-    let grant = format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.`{TABLE}` TO '{user}'");
+    let db = database.name();
     let why = match e {
         PauseError::Denied {
-            needs: Needs::Create,
+            needs,
             error,
-        } => format!(
-            "cannot {what}: user `{user}` may not create tableq's table `{db}`.`{TABLE}` \
-             ({error}). Grant it once (GRANT CREATE ON `{db}`.* TO '{user}'), or have an \
-             administrator create the table (the book's \"Pausing a queue\" shows the \
-             statement) and {grant}"
-        ),
-        PauseError::Denied {
-            needs: Needs::Write,
-            error,
-        } => format!(
-            "cannot {what}: user `{user}` may not change `{db}`.`{TABLE}` ({error}): {grant} \
-             (and every running copy's user needs SELECT on it)"
-        ),
+            account,
+        } => {
+            // The account as the server named it; else the user at any host.
+            let account = account.unwrap_or_else(|| quoted(&format!("{}@%", database.user())));
+            let grant =
+                format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.`{TABLE}` TO {account}");
+            match needs {
+                Needs::Create => format!(
+                    "cannot {what}: user {account} may not create tableq's table \
+                     `{db}`.`{TABLE}` ({error}). Grant it once (GRANT CREATE ON `{db}`.* TO \
+                     {account}), or have an administrator create the table (the book's \
+                     \"Pausing a queue\" shows the statement) and {grant}"
+                ),
+                Needs::Write => format!(
+                    "cannot {what}: user {account} may not change `{db}`.`{TABLE}` ({error}): \
+                     {grant} (and every running copy's user needs SELECT on it)"
+                ),
+            }
+        }
         PauseError::Connect(e) => return runtime(queue, database, "connecting", &e),
         other => format!("cannot {what}: {other}"),
     };
