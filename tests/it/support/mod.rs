@@ -371,3 +371,26 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("find a free port")
 }
+
+/// A server writing a row-based binary log, as a URL without a database: the shared
+/// one when it writes one (MySQL 8 does by default), else a private MariaDB started
+/// with one, which the first value keeps alive.
+pub async fn row_binlog_server() -> (Option<MariaDb>, String) {
+    let base = shared_base_url();
+    let mut conn = connect(&base).await;
+    let logging: Option<(i64, String)> = conn
+        .query_first("SELECT @@log_bin, @@binlog_format")
+        .await
+        .expect("read the binary log's settings");
+    conn.disconnect().await.ok();
+    if logging.is_some_and(|(on, format)| on == 1 && format == "ROW") {
+        return (None, base);
+    }
+    let server = tokio::task::spawn_blocking(|| {
+        MariaDb::start_with(&["--log-bin", "--binlog-format=ROW", "--server-id=1"])
+    })
+    .await
+    .expect("start a MariaDB with a binary log");
+    let base = server.base_url();
+    (Some(server), base)
+}
