@@ -22,7 +22,8 @@
 //!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`),
 //!   `commands::pause` (`tableq pause`, `resume`), `commands::failure` (why a
 //!   command failed: its exit status), `commands::load` (the queues a command
-//!   works on).
+//!   works on), `commands::stdout` (what a command prints: a reader gone is no
+//!   failure).
 //! - `engine`: running queues.
 //!   - `engine::supervisor` (one version per queue: start, reload without harm, the
 //!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's

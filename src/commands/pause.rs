@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use super::cli::{PauseArgs, ResumeArgs};
 use super::failure::Failure;
 use super::operate::{one_queue, runtime};
+use super::stdout;
 use crate::config::QueueConfig;
 use crate::db::account::quoted;
 use crate::db::pause::{self, Needs, PauseError, TABLE};
@@ -32,12 +33,11 @@ pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Fai
         ),
         None => format!("until `tableq resume --queue {}`", queue.name),
     };
-    println!(
+    stdout::line(format_args!(
         "queue {} paused on {database} {until}: every running copy stops claiming it within {}",
         queue.name,
         humantime::format_duration(queue.poll_interval + REACHED_WITHIN)
-    );
-    Ok(())
+    ))
 }
 
 /// `tableq resume`.
@@ -45,14 +45,16 @@ pub async fn resume_command(args: ResumeArgs, url: Option<&str>) -> Result<(), F
     let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let resumed = pause::resume_on(database, queue.database_timeout, &queue.name).await;
     match resumed.map_err(|e| refused(queue, database, "resume", e))? {
-        true => println!(
+        true => stdout::line(format_args!(
             "queue {} resumed on {database}: every running copy claims it again within {}",
             queue.name,
             humantime::format_duration(queue.poll_interval + REACHED_WITHIN)
-        ),
-        false => println!("queue {} was not paused on {database}", queue.name),
+        )),
+        false => stdout::line(format_args!(
+            "queue {} was not paused on {database}",
+            queue.name
+        )),
     }
-    Ok(())
 }
 
 /// Why `what` (pause, resume) could not be written, naming the grant that is missing.
