@@ -17,6 +17,7 @@
 # start what it needs in `start_NAME` and stop it in `stop_NAME`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/mariadb.sh   # start_private_mariadb (its sql is replaced below)
 
 CASES=(command fastcgi worker)
 WORKERS=4
@@ -154,7 +155,6 @@ run_case() {
 PHP=$(command -v php8.2 || command -v php)
 FPM=$(command -v php-fpm8.2 || echo /usr/sbin/php-fpm8.2)
 WORK=$(mktemp -d /tmp/tableq-bench-handlers.XXXXXX)
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 printf '%s' "$HANDLER" >"$WORK/handler.php"
 printf '%s' "$WORKER" >"$WORK/worker.php"
@@ -166,14 +166,9 @@ else
     TABLEQ="${CARGO_TARGET_DIR:-target}/release/tableq"
 fi
 
-root=""
-[ "$(id -u)" = 0 ] && root="--user=root"
-mariadb-install-db --no-defaults --datadir="$WORK/data" --auth-root-authentication-method=normal \
-    --skip-test-db $root >/dev/null 2>&1
-mariadbd --no-defaults --datadir="$WORK/data" --port="$PORT" --bind-address=127.0.0.1 \
-    --socket="$WORK/mysqld.sock" --skip-name-resolve --innodb-flush-log-at-trx-commit=2 \
-    --log-error="$WORK/mariadb.log" $root >/dev/null 2>&1 &
-wait_for "MariaDB" mariadb --no-defaults -uroot -h127.0.0.1 -P"$PORT" -e "SELECT 1"
+PRIVATE_MARIADB_ARGS=(--innodb-flush-log-at-trx-commit=2)
+start_private_mariadb "$WORK/mariadb"
+PORT=${PRIVATE_MARIADB_URL##*:}
 mariadb --no-defaults -uroot -h127.0.0.1 -P"$PORT" -e "CREATE DATABASE bench"
 sql "$(cat config/email.sql)"
 

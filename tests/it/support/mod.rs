@@ -32,7 +32,7 @@ use mysql_async::prelude::{FromRow, FromValue, Queryable};
 use mysql_async::{Conn, Opts};
 use tokio_util::sync::CancellationToken;
 
-pub use mariadb::MariaDb;
+pub use mariadb::{free_port, MariaDb};
 #[allow(unused_imports)] // not every test writes its queue files with it
 pub use queue_file::QueueFile;
 use server::{with_database, Server};
@@ -362,14 +362,6 @@ pub fn waiting_jobs(name: &str) -> QueueFile {
     QueueFile::new(name)
         .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
-}
-
-/// A loopback port that nothing listens on (just now).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("find a free port")
 }
 
 /// A server writing a row-based binary log, as a URL without a database: the shared
