@@ -1,9 +1,11 @@
 //! The repository agrees with the code: the architecture's layers, the shipped
 //! examples, schema, deployment files, dashboards, man pages, version, and the book
 //! (its links, its generated reference, its runbooks and the README's quickstart;
-//! every GRANT it shows runs), and the private servers' ports.
+//! every GRANT it shows runs), the private servers' ports, and the README's test
+//! command, which CI runs.
 
 mod book;
+mod ci;
 mod deploy;
 mod examples;
 mod grants;
