@@ -9,6 +9,7 @@ mod ci;
 mod deploy;
 mod examples;
 mod grants;
+mod handwritten;
 mod kubernetes;
 mod layers;
 mod man_pages;
