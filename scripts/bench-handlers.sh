@@ -31,7 +31,10 @@ command = ["$PHP", "-n", "$WORK/handler.php"]
 EOF
 }
 
-# type = "fastcgi": a private PHP-FPM pool of $WORKERS children on a unix socket.
+# type = "fastcgi": a private PHP-FPM pool of $WORKERS children on a unix socket. No
+# php.ini (-n), so no extension is loaded but PDO MySQL's, which a handler that
+# writes to the database needs (Debian's builds: pdo and mysqlnd first).
+FPM_EXTENSIONS=(-d extension=pdo -d extension=mysqlnd -d extension=pdo_mysql)
 start_fastcgi() {
     cat >"$WORK/fpm.conf" <<EOF
 [global]
@@ -46,7 +49,7 @@ pm.max_children = $WORKERS
 EOF
     local root=""
     [ "$(id -u)" = 0 ] && root="-R"
-    "$FPM" -n $root -F -y "$WORK/fpm.conf" >/dev/null 2>&1 &
+    "$FPM" -n "${FPM_EXTENSIONS[@]}" $root -F -y "$WORK/fpm.conf" >/dev/null 2>&1 &
     FPM_PID=$!
     wait_for "PHP-FPM" test -S "$WORK/fpm.sock"
 }

@@ -1,16 +1,19 @@
 //! The reference pages written by hand name what the code has: running.md's synopsis
 //! every flag of every command (clap's definition), and queue-file.md's `[action]`
-//! row every action kind (the schema's), each linked to its section.
+//! row every action kind (the schema's), each linked to its section. And a command
+//! the book gives runs: performance.md's PHP-FPM without a php.ini loads PDO MySQL.
 
 use std::path::PathBuf;
 
 use clap::CommandFactory;
 
-fn page(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("docs/src/reference")
-        .join(name);
+fn read(path: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn page(name: &str) -> String {
+    read(&format!("docs/src/reference/{name}"))
 }
 
 /// running.md's synopsis (its first code block) names every flag of every command.
@@ -78,4 +81,40 @@ fn the_action_row_names_every_kind() {
             "the [action] row does not link `{kind}` to its section: {row}"
         );
     }
+}
+
+/// performance.md's PHP-FPM command without a php.ini (`-n`) loads PDO MySQL, so a
+/// handler that writes to the database runs in it; the handler benchmark starts its
+/// pool with the same extensions.
+#[test]
+fn the_php_fpm_command_without_a_php_ini_loads_pdo_mysql() {
+    let performance = read("docs/src/explanation/performance.md");
+    let words: Vec<&str> = performance.split_whitespace().collect();
+    let text = words.join(" ");
+    let command = text
+        .split("`php-fpm8.2 -n ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .expect("performance.md shows `php-fpm8.2 -n …`");
+    let bench = read("scripts/bench-handlers.sh");
+    assert!(
+        bench.contains(&format!("FPM_EXTENSIONS=({command})")),
+        "scripts/bench-handlers.sh starts its pool with {command}"
+    );
+    let fpm = crate::support::mariadb::find("php-fpm8.2");
+    if !fpm.exists() {
+        let unchecked = "performance.md's PHP-FPM command";
+        crate::support::tools::required(&["php-fpm8.2"], "apt-get install php8.2-fpm", unchecked);
+        return;
+    }
+    let modules = std::process::Command::new(&fpm)
+        .arg("-n")
+        .args(command.split(' '))
+        .arg("-m")
+        .output()
+        .expect("php-fpm runs");
+    let said = String::from_utf8_lossy(&modules.stdout).to_string()
+        + &String::from_utf8_lossy(&modules.stderr);
+    assert!(said.lines().any(|m| m == "pdo_mysql"), "{said}");
+    assert!(!said.contains("Unable to load"), "{said}");
 }
