@@ -36,6 +36,8 @@ RUN apt-get update \
  && mkdir -p /etc/tableq/queues.d /var/lib/tableq \
  && chown 65534:65534 /var/lib/tableq
 COPY --from=build /src/target/release/tableq /usr/local/bin/tableq
+# The alerts' runbooks where their runbook_url points without a tableq_book label.
+COPY docs/src/runbooks/ /usr/share/doc/tableq/runbooks/
 # Not root: nobody. /var/lib/tableq is the one place it may write (commands too).
 USER 65534:65534
 WORKDIR /var/lib/tableq

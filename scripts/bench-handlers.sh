@@ -17,6 +17,7 @@
 # start what it needs in `start_NAME` and stop it in `stop_NAME`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/mariadb.sh   # start_private_mariadb (its sql is replaced below)
 
 CASES=(command fastcgi worker)
 WORKERS=4
@@ -30,7 +31,10 @@ command = ["$PHP", "-n", "$WORK/handler.php"]
 EOF
 }
 
-# type = "fastcgi": a private PHP-FPM pool of $WORKERS children on a unix socket.
+# type = "fastcgi": a private PHP-FPM pool of $WORKERS children on a unix socket. No
+# php.ini (-n), so no extension is loaded but PDO MySQL's, which a handler that
+# writes to the database needs (Debian's builds: pdo and mysqlnd first).
+FPM_EXTENSIONS=(-d extension=pdo -d extension=mysqlnd -d extension=pdo_mysql)
 start_fastcgi() {
     cat >"$WORK/fpm.conf" <<EOF
 [global]
@@ -45,7 +49,7 @@ pm.max_children = $WORKERS
 EOF
     local root=""
     [ "$(id -u)" = 0 ] && root="-R"
-    "$FPM" -n $root -F -y "$WORK/fpm.conf" >/dev/null 2>&1 &
+    "$FPM" -n "${FPM_EXTENSIONS[@]}" $root -F -y "$WORK/fpm.conf" >/dev/null 2>&1 &
     FPM_PID=$!
     wait_for "PHP-FPM" test -S "$WORK/fpm.sock"
 }
@@ -154,7 +158,6 @@ run_case() {
 PHP=$(command -v php8.2 || command -v php)
 FPM=$(command -v php-fpm8.2 || echo /usr/sbin/php-fpm8.2)
 WORK=$(mktemp -d /tmp/tableq-bench-handlers.XXXXXX)
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 printf '%s' "$HANDLER" >"$WORK/handler.php"
 printf '%s' "$WORKER" >"$WORK/worker.php"
@@ -166,14 +169,9 @@ else
     TABLEQ="${CARGO_TARGET_DIR:-target}/release/tableq"
 fi
 
-root=""
-[ "$(id -u)" = 0 ] && root="--user=root"
-mariadb-install-db --no-defaults --datadir="$WORK/data" --auth-root-authentication-method=normal \
-    --skip-test-db $root >/dev/null 2>&1
-mariadbd --no-defaults --datadir="$WORK/data" --port="$PORT" --bind-address=127.0.0.1 \
-    --socket="$WORK/mysqld.sock" --skip-name-resolve --innodb-flush-log-at-trx-commit=2 \
-    --log-error="$WORK/mariadb.log" $root >/dev/null 2>&1 &
-wait_for "MariaDB" mariadb --no-defaults -uroot -h127.0.0.1 -P"$PORT" -e "SELECT 1"
+PRIVATE_MARIADB_ARGS=(--innodb-flush-log-at-trx-commit=2)
+start_private_mariadb "$WORK/mariadb"
+PORT=${PRIVATE_MARIADB_URL##*:}
 mariadb --no-defaults -uroot -h127.0.0.1 -P"$PORT" -e "CREATE DATABASE bench"
 sql "$(cat config/email.sql)"
 

@@ -22,7 +22,8 @@
 //!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`),
 //!   `commands::pause` (`tableq pause`, `resume`), `commands::failure` (why a
 //!   command failed: its exit status), `commands::load` (the queues a command
-//!   works on).
+//!   works on), `commands::stdout` (what a command prints: a reader gone is no
+//!   failure).
 //! - `engine`: running queues.
 //!   - `engine::supervisor` (one version per queue: start, reload without harm, the
 //!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
@@ -118,7 +119,8 @@
 //!   when its deadline came), `action::php` (PHP's death recognised in what a PHP
 //!   handler sent back, for fastcgi and worker).
 //! - `db`: the only place outside `check` that talks to the driver —
-//!   `db::connect` (a database, KILL), `db::error` and `db::error_kind` (error
+//!   `db::connect` (a database, KILL), `db::account` (the account a session is
+//!   logged in as, quoted for a GRANT: `'tableq'@'%'`), `db::error` and `db::error_kind` (error
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),

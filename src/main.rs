@@ -1,6 +1,7 @@
 //! The `tableq` binary: parse the command line, start logging, run the command, and
 //! turn its failure into an exit status (2: usage or queue files, 1: at run time).
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -13,7 +14,10 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("tableq: cannot start the async runtime: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "tableq: cannot start the async runtime: {e}"
+            );
             return ExitCode::from(1);
         }
     };
@@ -21,7 +25,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::CheckFailed) => Failure::CheckFailed.exit_code(),
         Err(failure) => {
-            eprintln!("{failure}");
+            // Not eprintln!, which panics when stderr is closed too (`2>&1 | head`).
+            let _ = writeln!(std::io::stderr(), "{failure}");
             failure.exit_code()
         }
     }

@@ -50,7 +50,7 @@ pub struct CheckReport {
     pub wakes: Vec<wake::WakeReport>,
     /// How the queues whose selects read the clock find their rows due by time, on
     /// time (those that cannot are warnings); empty offline.
-    pub due: Vec<String>,
+    pub due: Vec<due::DueReport>,
     pub offline: bool,
 }
 
@@ -72,7 +72,9 @@ impl CheckReport {
             .count()
     }
 
-    /// `checked 3 queues on MariaDB 10.11.19 (wake-ups: …): 1 error, 2 warnings`.
+    /// A line for each way the queues wake up and each way their rows due by time
+    /// are found, naming its queues (a reason many queues share is said once), then
+    /// the verdict, last: `checked 3 queues on MariaDB 10.11.19: 1 error, 2 warnings`.
     pub fn summary(&self) -> String {
         let errors = self.count(Severity::Error);
         let warnings = self.count(Severity::Warning);
@@ -83,15 +85,13 @@ impl CheckReport {
         } else {
             format!(" on {}", self.servers.join(", "))
         };
-        let place = match self.wakes.is_empty() {
-            true => place,
-            false => format!("{place} (wake-ups: {})", wake::describe(&self.wakes)),
-        };
-        let place = match self.due.is_empty() {
-            true => place,
-            false => format!("{place} (due by time: {})", self.due.join("; ")),
-        };
-        format!(
+        let wakes = wake::describe(&self.wakes).into_iter();
+        let due = due::describe(&self.due).into_iter();
+        let mut lines: Vec<String> = wakes
+            .map(|said| format!("wake-ups: {said}"))
+            .chain(due.map(|said| format!("due by time: {said}")))
+            .collect();
+        lines.push(format!(
             "checked {} queue{}{place}: {} error{}, {} warning{}",
             self.queues,
             plural(self.queues),
@@ -99,7 +99,8 @@ impl CheckReport {
             plural(errors),
             warnings,
             plural(warnings)
-        )
+        ));
+        lines.join("\n")
     }
 }
 
@@ -161,4 +162,61 @@ pub async fn check(
     report.wakes = std::mem::take(&mut servers.wakes);
     report.due = std::mem::take(&mut servers.due);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The PHP shop's summary: nine queues, polling at two intervals, all for want of
+    /// one grant, and reading the clock alike. One line per reason, each naming its
+    /// queues; the grant said once.
+    #[test]
+    fn the_summary_says_each_reason_once_on_a_line_of_its_own() {
+        let grant = "user 'tableq'@'%' may not read the binary log (ERROR 1227 …): GRANT \
+                     REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'tableq'@'%'";
+        let names: Vec<String> = (1..=9).map(|i| format!("orders_{i}")).collect();
+        let wakes = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| wake::WakeReport {
+                queue: name.clone(),
+                source: "poll",
+                polls_every: if i % 3 == 0 { "1m" } else { "5s" }.into(),
+                why: Some(grant.into()),
+            })
+            .collect();
+        let said = "claims rows due by time (`due_at <= NOW()`) when they fall due, asking \
+                    the database when the next one is";
+        let due = names
+            .iter()
+            .take(4)
+            .map(|name| due::DueReport {
+                queue: name.clone(),
+                said: said.into(),
+            })
+            .collect();
+        let report = CheckReport {
+            queues: 9,
+            servers: vec!["MariaDB 10.11.19".into()],
+            wakes,
+            due,
+            ..CheckReport::default()
+        };
+        let summary = report.summary();
+        let lines: Vec<&str> = summary.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                format!(
+                    "wake-ups: orders_1, orders_2, orders_3, orders_4, orders_5, orders_6, \
+                     orders_7, orders_8, orders_9 by polling every 1m (orders_1, orders_4, \
+                     orders_7), 5s (orders_2, orders_3, orders_5, orders_6, orders_8, \
+                     orders_9), as {grant}"
+                ),
+                format!("due by time: orders_1, orders_2, orders_3, orders_4 {said}"),
+                "checked 9 queues on MariaDB 10.11.19: 0 errors, 0 warnings".to_string(),
+            ]
+        );
+    }
 }

@@ -33,7 +33,7 @@ pub struct Servers {
     /// Where each queue's wake-ups would come from.
     pub wakes: Vec<super::wake::WakeReport>,
     /// How each queue whose select reads the clock finds its rows due by time, on time.
-    pub due: Vec<String>,
+    pub due: Vec<super::due::DueReport>,
 }
 
 impl Servers {

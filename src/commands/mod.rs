@@ -12,6 +12,9 @@ mod operate;
 mod pause;
 mod reaper;
 mod signals;
+mod stdout;
+
+use std::io::Write;
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -58,25 +61,18 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Resume(args) => pause::resume_command(args, database()?.url.as_deref()).await,
         Command::Health(args) => {
             match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
-                Ok(body) => {
-                    println!("{body}");
-                    Ok(())
-                }
+                Ok(body) => stdout::line(body),
                 Err(why) => Err(Failure::Runtime(format!("not healthy: {why}"))),
             }
         }
-        Command::Completions(args) => {
+        Command::Completions(args) => stdout::write_with(|out| {
             let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(args.shell, &mut command, "tableq", &mut std::io::stdout());
+            clap_complete::generate(args.shell, &mut command, "tableq", out);
             Ok(())
-        }
-        Command::Schema => {
-            print!("{}", crate::config::schema::queue_file_schema());
-            Ok(())
-        }
+        }),
+        Command::Schema => stdout::print(&crate::config::schema::queue_file_schema()),
         Command::Man(args) => match &args.dir {
-            None => man::print_page(&mut std::io::stdout())
-                .map_err(|e| Failure::Runtime(format!("cannot write the manual page: {e}"))),
+            None => stdout::write_with(man::print_page),
             Some(dir) => man::write_pages(dir).map_err(|e| {
                 Failure::Runtime(format!(
                     "{}: cannot write the manual pages: {e}",
@@ -191,16 +187,16 @@ async fn check_command(args: CheckArgs, database: DefaultUrl) -> Result<(), Fail
     };
     let mut report = check(&args.paths, &env_lookup, &options).await;
     report.findings.extend(database.warning);
-    print!("{}", render(&report, args.format));
+    let printed = stdout::print(&render(&report, args.format));
     if report.fails(args.strict) {
         return Err(Failure::CheckFailed);
     }
-    Ok(())
+    printed
 }
 
 async fn count_command(args: CountArgs, database: DefaultUrl) -> Result<(), Failure> {
     if let Some(warning) = &database.warning {
-        eprintln!("{warning}");
+        let _ = writeln!(std::io::stderr(), "{warning}");
     }
     let source = QueueSource {
         paths: args.paths,
@@ -213,7 +209,7 @@ async fn count_command(args: CountArgs, database: DefaultUrl) -> Result<(), Fail
     let resolved = resolve_databases(queues, database.url.as_deref()).map_err(Failure::Config)?;
     for (queue, database) in &resolved {
         match count_waiting(queue, database, args.cap as usize).await {
-            Ok(waiting) => println!("{}\t{waiting}", queue.name),
+            Ok(waiting) => stdout::line(format_args!("{}\t{waiting}", queue.name))?,
             Err(OpenError::Invalid(findings)) => return Err(Failure::Config(Findings(findings))),
             Err(OpenError::Unreachable(error)) => {
                 return Err(Failure::Runtime(format!(
@@ -230,10 +226,7 @@ async fn count_command(args: CountArgs, database: DefaultUrl) -> Result<(), Fail
 /// `count --print-sql`: one queue's count statement, to paste into an autoscaler.
 fn print_count_sql(queues: &[QueueConfig]) -> Result<(), Failure> {
     match queues {
-        [queue] => {
-            println!("{}", printable_count_statement(queue));
-            Ok(())
-        }
+        [queue] => stdout::line(printable_count_statement(queue)),
         _ => {
             let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
             Err(Failure::Usage(format!(

@@ -5,6 +5,7 @@
 use super::cli::{ChangeArgs, FailedArgs, InspectArgs, RowsFormat};
 use super::failure::Failure;
 use super::load::load;
+use super::stdout;
 use crate::config::failed::{Change, FailedConfig};
 use crate::config::{QueueConfig, QueueSource};
 use crate::db::failed::{self, Changed, Key, Rows};
@@ -37,26 +38,26 @@ pub async fn failed_command(args: FailedArgs, url: Option<&str>) -> Result<(), F
             .await
             .map_err(|e| runtime(queue, database, "[failed] select", &e))?;
         match args.format {
-            RowsFormat::Json => println!("{}", serde_json::Value::Array(rows.rows)),
-            RowsFormat::Text => print_text(queue, &rows),
+            RowsFormat::Json => stdout::line(serde_json::Value::Array(rows.rows))?,
+            RowsFormat::Text => print_text(queue, &rows)?,
         }
     }
     Ok(())
 }
 
 /// `queue NAME: N rows`, then the column names and a line a row, tab-separated.
-fn print_text(queue: &QueueConfig, rows: &Rows) {
+fn print_text(queue: &QueueConfig, rows: &Rows) -> Result<(), Failure> {
     let count = rows.rows.len();
-    println!(
+    stdout::line(format_args!(
         "queue {}: {count} row{}",
         queue.name,
         if count == 1 { "" } else { "s" }
-    );
+    ))?;
     let Some(serde_json::Value::Object(first)) = rows.rows.first() else {
-        return;
+        return Ok(());
     };
     let names: Vec<&str> = first.keys().map(String::as_str).collect();
-    println!("{}", names.join("\t"));
+    stdout::line(names.join("\t"))?;
     for row in &rows.rows {
         let cells: Vec<String> = names
             .iter()
@@ -65,8 +66,9 @@ fn print_text(queue: &QueueConfig, rows: &Rows) {
                 other => other.to_string(),
             })
             .collect();
-        println!("{}", cells.join("\t"));
+        stdout::line(cells.join("\t"))?;
     }
+    Ok(())
 }
 
 /// `tableq inspect`: one row, as JSON, with where it is now; a key no row has
@@ -78,10 +80,7 @@ pub async fn inspect_command(args: InspectArgs, url: Option<&str>) -> Result<(),
         .await
         .map_err(|e| runtime(queue, database, "select", &e))?;
     let shown = found.shown(queue, &args.key);
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&shown).unwrap_or_default()
-    );
+    stdout::line(serde_json::to_string_pretty(&shown).unwrap_or_default())?;
     match found.exists() {
         Some(false) => Err(Failure::Runtime(format!(
             "{}: queue {}: key {}: no such row (the queue's select, without its WHERE, returns \
@@ -111,7 +110,7 @@ pub async fn change_command(
         Ok(done) => (done, None),
         Err((done, e)) => (done, Some(e)),
     };
-    let unmatched = report(queue, change, args.dry_run, &done);
+    let unmatched = report(queue, change, args.dry_run, &done)?;
     if let Some(e) = error {
         let key = keys.get(done.len()).map(Key::to_string).unwrap_or_default();
         let what = format!("[failed] {} (for key {key})", change.key());
@@ -140,7 +139,12 @@ async fn all_keys(
 }
 
 /// Prints a line a key and a total; returns how many keys matched nothing.
-fn report(queue: &QueueConfig, change: Change, dry_run: bool, done: &[Changed]) -> usize {
+fn report(
+    queue: &QueueConfig,
+    change: Change,
+    dry_run: bool,
+    done: &[Changed],
+) -> Result<usize, Failure> {
     let verb = match (change, dry_run) {
         (Change::Retry, false) => "retried",
         (Change::Retry, true) => "would retry",
@@ -152,17 +156,17 @@ fn report(queue: &QueueConfig, change: Change, dry_run: bool, done: &[Changed]) 
         match rows {
             0 => {
                 unmatched += 1;
-                println!("{}: key {key}: matched no row", queue.name);
+                stdout::line(format_args!("{}: key {key}: matched no row", queue.name))?;
             }
-            n => println!(
+            n => stdout::line(format_args!(
                 "{}: key {key}: {verb} ({n} row{} changed)",
                 queue.name,
                 plural(*n)
-            ),
+            ))?,
         }
     }
     let changed = done.iter().filter(|(_, rows)| *rows > 0).count();
-    println!(
+    stdout::line(format_args!(
         "{}: {verb} {changed} of {} key{}{}",
         queue.name,
         done.len(),
@@ -172,8 +176,8 @@ fn report(queue: &QueueConfig, change: Change, dry_run: bool, done: &[Changed]) 
         } else {
             ""
         }
-    );
-    unmatched
+    ))?;
+    Ok(unmatched)
 }
 
 fn plural(n: u64) -> &'static str {

@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime};
 use super::cli::{PauseArgs, ResumeArgs};
 use super::failure::Failure;
 use super::operate::{one_queue, runtime};
+use super::stdout;
 use crate::config::QueueConfig;
+use crate::db::account::quoted;
 use crate::db::pause::{self, Needs, PauseError, TABLE};
 use crate::db::Database;
 
@@ -31,12 +33,11 @@ pub async fn pause_command(args: PauseArgs, url: Option<&str>) -> Result<(), Fai
         ),
         None => format!("until `tableq resume --queue {}`", queue.name),
     };
-    println!(
+    stdout::line(format_args!(
         "queue {} paused on {database} {until}: every running copy stops claiming it within {}",
         queue.name,
         humantime::format_duration(queue.poll_interval + REACHED_WITHIN)
-    );
-    Ok(())
+    ))
 }
 
 /// `tableq resume`.
@@ -44,37 +45,44 @@ pub async fn resume_command(args: ResumeArgs, url: Option<&str>) -> Result<(), F
     let (queue, database) = &one_queue(args.paths, args.queue, url)?;
     let resumed = pause::resume_on(database, queue.database_timeout, &queue.name).await;
     match resumed.map_err(|e| refused(queue, database, "resume", e))? {
-        true => println!(
+        true => stdout::line(format_args!(
             "queue {} resumed on {database}: every running copy claims it again within {}",
             queue.name,
             humantime::format_duration(queue.poll_interval + REACHED_WITHIN)
-        ),
-        false => println!("queue {} was not paused on {database}", queue.name),
+        )),
+        false => stdout::line(format_args!(
+            "queue {} was not paused on {database}",
+            queue.name
+        )),
     }
-    Ok(())
 }
 
 /// Why `what` (pause, resume) could not be written, naming the grant that is missing.
 fn refused(queue: &QueueConfig, database: &Database, what: &str, e: PauseError) -> Failure {
-    let (db, user) = (database.name(), database.user());
-    let grant = format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.`{TABLE}` TO '{user}'");
+    let db = database.name();
     let why = match e {
         PauseError::Denied {
-            needs: Needs::Create,
+            needs,
             error,
-        } => format!(
-            "cannot {what}: user `{user}` may not create tableq's table `{db}`.`{TABLE}` \
-             ({error}). Grant it once (GRANT CREATE ON `{db}`.* TO '{user}'), or have an \
-             administrator create the table (the book's \"Pausing a queue\" shows the \
-             statement) and {grant}"
-        ),
-        PauseError::Denied {
-            needs: Needs::Write,
-            error,
-        } => format!(
-            "cannot {what}: user `{user}` may not change `{db}`.`{TABLE}` ({error}): {grant} \
-             (and every running copy's user needs SELECT on it)"
-        ),
+            account,
+        } => {
+            // The account as the server named it; else the user at any host.
+            let account = account.unwrap_or_else(|| quoted(&format!("{}@%", database.user())));
+            let grant =
+                format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.`{TABLE}` TO {account}");
+            match needs {
+                Needs::Create => format!(
+                    "cannot {what}: user {account} may not create tableq's table \
+                     `{db}`.`{TABLE}` ({error}). Grant it once (GRANT CREATE ON `{db}`.* TO \
+                     {account}), or have an administrator create the table (the book's \
+                     \"Pausing a queue\" shows the statement) and {grant}"
+                ),
+                Needs::Write => format!(
+                    "cannot {what}: user {account} may not change `{db}`.`{TABLE}` ({error}): \
+                     {grant} (and every running copy's user needs SELECT on it)"
+                ),
+            }
+        }
         PauseError::Connect(e) => return runtime(queue, database, "connecting", &e),
         other => format!("cannot {what}: {other}"),
     };

@@ -195,6 +195,23 @@ mod tests {
         assert_eq!(rendered, b"https://HOST/hooks/ID?t=s3cr{et}&x={y}&cost=$5");
     }
 
+    /// The queue file reference's example: doubled braces are the braces of a JSON
+    /// body around a placeholder.
+    #[test]
+    fn doubled_braces_are_literal_braces() {
+        let t = Template::parse("{{\"order\": {id}}}", &env).unwrap();
+        let rendered = t.render(&|_| b"42".to_vec(), &|_, v| v);
+        assert_eq!(rendered, br#"{"order": 42}"#);
+        assert_eq!(
+            Template::parse("{a-b}", &env),
+            Err(TemplateError::BadName("a-b".into()))
+        );
+        assert_eq!(
+            TemplateError::Unclosed.to_string(),
+            "`{` is not closed by `}` (write `{{` for a literal `{`)"
+        );
+    }
+
     #[test]
     fn names_what_is_wrong() {
         assert_eq!(Template::parse("{id", &env), Err(TemplateError::Unclosed));

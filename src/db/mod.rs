@@ -4,6 +4,7 @@
 //! ([`prepared`]), and the claimed row with its binding and JSON form ([`item`],
 //! [`row_json`]).
 
+pub mod account;
 pub mod backlog;
 pub mod bind;
 pub mod binlog;

@@ -96,6 +96,7 @@ pub async fn pause_on(
         .await
         .map_err(PauseError::Connect)?;
     let paused = pause(&mut conn, queue, duration, reason).await;
+    let paused = naming_the_account(paused, &mut conn).await;
     let _ = conn.disconnect().await;
     paused
 }
@@ -112,8 +113,24 @@ pub async fn resume_on(
         .await
         .map_err(PauseError::Connect)?;
     let resumed = resume(&mut conn, queue).await;
+    let resumed = naming_the_account(resumed, &mut conn).await;
     let _ = conn.disconnect().await;
     resumed
+}
+
+/// A refusal with the account to grant to, asked of the session it was refused to.
+async fn naming_the_account<T>(
+    result: Result<T, PauseError>,
+    conn: &mut Conn,
+) -> Result<T, PauseError> {
+    match result {
+        Err(PauseError::Denied { needs, error, .. }) => Err(PauseError::Denied {
+            needs,
+            error,
+            account: super::account::current(conn).await.ok(),
+        }),
+        other => other,
+    }
 }
 
 /// The longest pause kept as a time: past it, `--for` is a pause until resumed.
@@ -171,9 +188,14 @@ pub enum Needs {
 /// A pause or resume that could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum PauseError {
-    /// The user lacks a grant: which one, and the server's words.
+    /// The user lacks a grant: which one, the server's words, and the account to
+    /// grant it to (`'tableq'@'%'`, as the server names it), when it could be asked.
     #[error("{error}")]
-    Denied { needs: Needs, error: DbError },
+    Denied {
+        needs: Needs,
+        error: DbError,
+        account: Option<String>,
+    },
     /// The database URL names no database to keep the table in.
     #[error("the database URL names no database: the pause is kept in a table of the queue's database, so the URL must name it ({0})")]
     NoDatabase(DbError),
@@ -192,7 +214,11 @@ impl PauseError {
     fn from_db(error: DbError, needs: Needs) -> PauseError {
         match error.server_code() {
             Some(ER_NO_DB) => PauseError::NoDatabase(error),
-            Some(code) if is_denied(code) => PauseError::Denied { needs, error },
+            Some(code) if is_denied(code) => PauseError::Denied {
+                needs,
+                error,
+                account: None,
+            },
             _ => PauseError::Database(error),
         }
     }

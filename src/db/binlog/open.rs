@@ -28,10 +28,11 @@ pub enum BinlogUnavailable {
     )]
     StatementFormat(String),
     #[error(
-        "user `{user}` may not read the binary log ({reason}): GRANT {grants} ON *.* TO `{user}`"
+        "user {account} may not read the binary log ({reason}): GRANT {grants} ON *.* TO {account}"
     )]
     NotGranted {
-        user: String,
+        /// As the server names it, quoted for a GRANT: `'tableq'@'%'`.
+        account: String,
         grants: &'static str,
         reason: String,
     },
@@ -66,9 +67,11 @@ pub async fn open(database: &Database, heartbeat: Duration) -> Result<BinlogRead
     } else {
         "REPLICATION SLAVE, REPLICATION CLIENT"
     };
+    // Asked before it is needed: a refused dump request ends the connection.
+    let account = crate::db::account::current(&mut conn).await?;
     let refused = |e: DbError| match e.is_access_denied() || is_missing_privilege(&e) {
         true => OpenFailure::Unavailable(BinlogUnavailable::NotGranted {
-            user: database.user().to_string(),
+            account: account.clone(),
             grants,
             reason: e.to_string(),
         }),

@@ -1,7 +1,7 @@
 //! `tableq check` measures one claim: a claim that reads far more rows than it
 //! returns is a warning that says which index would drive it.
 
-use crate::support::check::{assert_report, check_online, GOOD};
+use crate::support::check::{assert_report, check_online, report_lines, GOOD};
 use crate::support::daemon::Finished;
 use crate::support::{QueueFile, TestDb};
 
@@ -31,7 +31,7 @@ async fn big_job_table(rows: usize, waiting: usize, indexes: &str) -> TestDb {
 
 /// The index warning's only line, split around the number of rows one claim read.
 fn index_warning(done: &Finished, shown: &str) -> (u64, String) {
-    let lines: Vec<&str> = done.stdout.lines().collect();
+    let lines = report_lines(&done.stdout);
     assert_eq!(lines.len(), 2, "{}", done.stdout);
     assert_eq!(done.code(), Some(0));
     let prefix = format!(

@@ -3,6 +3,7 @@
 
 mod batch_scope;
 mod format;
+mod grants;
 mod index;
 mod lease;
 mod lease_time_zone;

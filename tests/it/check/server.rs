@@ -19,7 +19,11 @@ async fn a_good_queue_passes() {
     let (done, _) = check_online(&db, GOOD).await;
     assert_report(&done, &[], ": 0 errors, 0 warnings", 0);
     assert!(
-        done.stdout.starts_with("checked 1 queue on "),
+        done.stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("checked 1 queue on "),
         "{}",
         done.stdout
     );

@@ -466,7 +466,7 @@ async fn check_says_how_rows_due_by_time_are_found() {
     assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
     assert!(
         ran.stdout
-            .contains("(due by time: reminders claims rows due by time (`send_after <= NOW()`) when they fall due, asking the database when the next one is):"),
+            .contains("due by time: reminders claims rows due by time (`send_after <= NOW()`) when they fall due, asking the database when the next one is\nchecked "),
         "{}",
         ran.stdout
     );

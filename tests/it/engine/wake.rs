@@ -80,7 +80,7 @@ async fn grants_for(db: &TestDb, user: &str) -> String {
         true => "REPLICATION SLAVE, BINLOG MONITOR",
         false => "REPLICATION SLAVE, REPLICATION CLIENT",
     };
-    format!("GRANT {grants} ON *.* TO `{user}`")
+    format!("GRANT {grants} ON *.* TO '{user}'@'%'")
 }
 
 /// A database of its own on `server`, with the `job` table.
@@ -436,7 +436,7 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
     assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
     assert!(
         ran.stdout.contains(
-            "(wake-ups: polled by polling every 5s; woken on the binary log (polls every 1m)):"
+            "wake-ups: polled by polling every 5s\nwake-ups: woken on the binary log (polls every 1m)\nchecked "
         ),
         "{}",
         ran.stdout
@@ -446,7 +446,7 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
     let grant = grants_for(&db, &user).await;
     assert!(
         ran.stdout.contains(&format!(
-            "woken by polling every 5s, as user `{user}` may not read"
+            "wake-ups: woken by polling every 5s, as user '{user}'@'%' may not read"
         )),
         "{}",
         ran.stdout
@@ -473,7 +473,7 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
     assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
     assert!(
         ran.stdout
-            .contains("(wake-ups: polled, woken, woken_too by polling every 5s):"),
+            .contains("wake-ups: polled, woken, woken_too by polling every 5s\nchecked "),
         "{}",
         ran.stdout
     );

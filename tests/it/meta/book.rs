@@ -7,9 +7,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Where the book is published: the alerts' `runbook_url`s are under it
-/// (docs/src/howto/publish-the-book.md says how to change it).
-const BOOK_URL: &str = "https://tableq.invalid/";
+/// Where the alerts' runbooks are when Prometheus sets no `tableq_book` external
+/// label: the pages the Debian package and the container install.
+const PACKAGED_RUNBOOKS: &str = "file:///usr/share/doc/tableq/runbooks/";
+
+/// An alert's `runbook_url`: its page of the book published at the external label
+/// `tableq_book` (docs/src/howto/publish-the-book.md), at its heading; else the page
+/// the package installs.
+fn runbook_url(alert: &str) -> String {
+    let anchor = alert.to_lowercase();
+    format!(
+        "{{{{ with $externalLabels.tableq_book }}}}{{{{ . }}}}runbooks/{alert}.html#{anchor}\
+         {{{{ else }}}}{PACKAGED_RUNBOOKS}{alert}.md{{{{ end }}}}"
+    )
+}
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -226,8 +237,9 @@ fn every_page_is_in_the_summary() {
 }
 
 /// Every alert's `runbook_url` is its page of the published book, at its heading
-/// (`runbooks/<Alert>.html#<alert>`), in the alerts file and in the PrometheusRule
-/// made from it; the page is there with that heading; every runbook is an alert's.
+/// (`<tableq_book>runbooks/<Alert>.html#<alert>`), or the page the package installs,
+/// in the alerts file and in the PrometheusRule made from it; the page is there with
+/// that heading; every runbook is an alert's.
 #[test]
 fn every_alert_links_its_runbook_page() {
     let alerts_file = repo().join("monitoring/tableq-alerts.yml");
@@ -241,11 +253,7 @@ fn every_alert_links_its_runbook_page() {
             .as_str()
             .unwrap_or_else(|| panic!("{alert} has no runbook_url"));
         let anchor = alert.to_lowercase();
-        assert_eq!(
-            url,
-            format!("{BOOK_URL}runbooks/{alert}.html#{anchor}"),
-            "{alert}"
-        );
+        assert_eq!(url, runbook_url(alert), "{alert}");
         assert!(rule.contains(url), "the PrometheusRule has not {url}");
         let page = runbooks.join(format!("{alert}.md"));
         assert!(page.exists(), "no runbook page {}", page.display());
@@ -264,6 +272,53 @@ fn every_alert_links_its_runbook_page() {
     assert_eq!(
         pages, named,
         "runbook pages without an alert, or the reverse"
+    );
+}
+
+/// With the external label `tableq_book` set, each alert's `runbook_url` is its page
+/// of the book published there (promtool runs the alerts' tests with the label's
+/// value written into the rules: Debian 12's promtool 2.42 takes no external labels
+/// in a test file).
+#[test]
+fn a_tableq_book_label_leads_the_runbook_urls_to_the_published_book() {
+    let Some(promtool) = crate::support::tools::required(
+        &["promtool"],
+        "apt-get install prometheus",
+        "the runbook URLs under tableq_book",
+    ) else {
+        return;
+    };
+    let book = "https://docs.example/tableq/";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tests")).unwrap();
+    let rules = read(&repo().join("monitoring/tableq-alerts.yml"))
+        .replace("$externalLabels.tableq_book", &format!("`{book}`"));
+    std::fs::write(dir.path().join("tableq-alerts.yml"), rules).unwrap();
+    let mut tests = read(&repo().join("monitoring/tests/alerts.test.yml"));
+    let packaged: BTreeSet<String> = tests
+        .match_indices(PACKAGED_RUNBOOKS)
+        .map(|(at, _)| tests[at..].split('"').next().unwrap().to_string())
+        .collect();
+    assert!(
+        !packaged.is_empty(),
+        "the alerts' tests expect runbook URLs"
+    );
+    for url in packaged {
+        let alert = url[PACKAGED_RUNBOOKS.len()..].trim_end_matches(".md");
+        let published = format!("{book}runbooks/{alert}.html#{}", alert.to_lowercase());
+        tests = tests.replace(&url, &published);
+    }
+    std::fs::write(dir.path().join("tests/alerts.test.yml"), tests).unwrap();
+    let done = std::process::Command::new(promtool)
+        .args(["test", "rules", "tests/alerts.test.yml"])
+        .current_dir(dir.path())
+        .output()
+        .expect("promtool runs");
+    assert!(
+        done.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&done.stdout),
+        String::from_utf8_lossy(&done.stderr)
     );
 }
 

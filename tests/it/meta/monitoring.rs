@@ -26,6 +26,10 @@ fn families(scrape: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The `tableq_…` names that are no metric: the external label the alerts read the
+/// published book's address from.
+const NOT_METRICS: [&str; 1] = ["tableq_book"];
+
 /// Every `tableq_…` and `process_…` name in `text`, as its family (without
 /// `_total`, `_bucket`, `_sum`, `_count`).
 fn named_in(text: &str) -> BTreeSet<String> {
@@ -44,7 +48,10 @@ fn named_in(text: &str) -> BTreeSet<String> {
                 .iter()
                 .find_map(|suffix| name.strip_suffix(suffix))
                 .unwrap_or(&name);
-            names.insert(family.trim_end_matches('_').to_string());
+            let family = family.trim_end_matches('_');
+            if !NOT_METRICS.contains(&family) {
+                names.insert(family.to_string());
+            }
         }
     }
     names

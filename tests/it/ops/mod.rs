@@ -1,6 +1,8 @@
 //! Operating a running tableq: its signals, reload, systemd's notify protocol, start-up,
-//! several queues in one process, and the commands `count`, `pause`, `failed`.
+//! several queues in one process, the commands `count`, `pause`, `failed`, and every
+//! command's standard output closed by its reader.
 
+mod closed_stdout;
 mod count;
 mod count_print_sql;
 mod failed_rows;

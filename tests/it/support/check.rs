@@ -45,10 +45,19 @@ pub async fn check(args: &[&str], paths: &[&Path], url: Option<&str>) -> Finishe
     run_to_end(cmd, Duration::from_secs(120)).await
 }
 
+/// The findings and the verdict (`checked …`, last) of check's text report: its
+/// lines less the summary's `wake-ups:` and `due by time:` lines.
+pub fn report_lines(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|line| !line.starts_with("wake-ups: ") && !line.starts_with("due by time: "))
+        .collect()
+}
+
 /// Asserts the findings (every line but the summary), the summary's counts and the
 /// exit status.
 pub fn assert_report(done: &Finished, findings: &[String], counts: &str, code: i32) {
-    let lines: Vec<&str> = done.stdout.lines().collect();
+    let lines = report_lines(&done.stdout);
     let (summary, found) = lines.split_last().expect("a summary line");
     assert_eq!(
         found, findings,

@@ -31,7 +31,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::TcpListener;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -41,7 +40,9 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts};
 
-use super::mariadb::{find, install, remove_leftovers, server_command, spawn_tied_to_process};
+use super::mariadb::{
+    find, free_port, install, remove_leftovers, server_command, spawn_tied_to_process,
+};
 use super::server::with_database;
 use super::TestDb;
 
@@ -522,13 +523,15 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// `count` loopback ports free just now, all different.
+/// `count` loopback ports free just now, all different, below the ephemeral range
+/// (see [`free_port`]).
 fn distinct_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("find a free port"))
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().expect("a bound port").port())
-        .collect()
+    let mut ports = Vec::new();
+    while ports.len() < count {
+        let port = free_port();
+        if !ports.contains(&port) {
+            ports.push(port);
+        }
+    }
+    ports
 }

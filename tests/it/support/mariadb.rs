@@ -5,7 +5,7 @@
 //! (examples/soak) includes this file too.
 
 use std::io;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,6 +30,12 @@ impl MariaDb {
     /// Like [`MariaDb::start`], with extra server options, e.g.
     /// `["--log-bin", "--binlog-format=STATEMENT"]`.
     pub fn start_with(extra_args: &[&str]) -> MariaDb {
+        MariaDb::start_trying(extra_args, free_port)
+    }
+
+    /// Like [`MariaDb::start_with`], on the first port `next_port` gives that no
+    /// other process has by the time the server binds it (at most 10 tries).
+    pub fn start_trying(extra_args: &[&str], mut next_port: impl FnMut() -> u16) -> MariaDb {
         let root = servers_root();
         std::fs::create_dir_all(&root).expect("create the test server root");
         remove_leftovers(&root);
@@ -39,14 +45,26 @@ impl MariaDb {
             .expect("create a datadir")
             .keep();
         install(&dir.join("data"), &dir.join("tmp"), &[]);
-        let server = MariaDb {
+        let mut server = MariaDb {
             dir,
-            port: free_port(),
+            port: 0,
             child: Mutex::new(None),
             extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
         };
-        server.start_again();
-        server
+        // A port free a moment ago may be taken by the time the server binds it
+        // (another process picked it too): then another port.
+        for _ in 0..10 {
+            server.port = next_port();
+            match server.try_start() {
+                Err(log) if log.contains(PORT_TAKEN) => continue,
+                Err(log) => panic!("mariadbd did not start: {log}"),
+                Ok(()) => return server,
+            }
+        }
+        panic!(
+            "mariadbd found no free port in 10 tries: {}",
+            server.error_log()
+        )
     }
 
     /// `mysql://root@127.0.0.1:PORT` (no database).
@@ -60,30 +78,40 @@ impl MariaDb {
 
     /// Starts the server on its datadir and port, and waits until it accepts connections.
     pub fn start_again(&self) {
+        if let Err(log) = self.try_start() {
+            panic!("mariadbd did not start: {log}");
+        }
+    }
+
+    /// Starts the server and waits until it accepts connections; else its error log.
+    fn try_start(&self) -> Result<(), String> {
         let mut cmd = server_command(&self.dir, self.port);
         cmd.arg("--innodb-buffer-pool-size=128M")
             .arg("--innodb-log-file-size=48M")
             .args(&self.extra_args);
+        // This start's log alone: a failure is read from it.
+        let _ = std::fs::remove_file(self.dir.join("error.log"));
         let child = spawn_tied_to_process(cmd).expect("start mariadbd");
         *self.child.lock().unwrap() = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Some(status) = self
+        // Its own log, not the port answering: the port may be another process's.
+        while !self.error_log().contains(READY) {
+            let exited = self
                 .child
                 .lock()
                 .unwrap()
                 .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!("mariadbd exited with {status}: {}", self.error_log());
+                .and_then(|c| c.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                self.child.lock().unwrap().take();
+                return Err(format!("exited with {status}: {}", self.error_log()));
             }
-            assert!(
-                Instant::now() < deadline,
-                "mariadbd did not start: {}",
-                self.error_log()
-            );
+            if Instant::now() >= deadline {
+                return Err(format!("not answering after 60 s: {}", self.error_log()));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
+        Ok(())
     }
 
     /// Stops the server the way an operator would (SIGTERM) and waits for it to exit.
@@ -199,11 +227,22 @@ pub fn find(program: &str) -> PathBuf {
     PathBuf::from(program)
 }
 
+/// What mariadbd's error log says once it accepts connections.
+const READY: &str = "ready for connections";
+
+/// What mariadbd's error log says when another process has its port.
+pub const PORT_TAKEN: &str = "Address already in use";
+
+/// A loopback port that nothing listens on just now, below Linux's ephemeral range
+/// (32768–60999): the kernel never gives one to a client connection, of which the
+/// suite makes thousands, so none takes it between this look and the server's bind.
+/// Another process picking the same port at the same moment still can: a server
+/// started on it tries another on [`PORT_TAKEN`].
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("find a free port")
+    (0..1000)
+        .map(|_| fastrand::u16(20_000..32_000))
+        .find(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .expect("find a free port below 32000")
 }
 
 /// Removes datadirs of earlier test processes that are no longer running.

@@ -32,7 +32,7 @@ use mysql_async::prelude::{FromRow, FromValue, Queryable};
 use mysql_async::{Conn, Opts};
 use tokio_util::sync::CancellationToken;
 
-pub use mariadb::MariaDb;
+pub use mariadb::{free_port, MariaDb};
 #[allow(unused_imports)] // not every test writes its queue files with it
 pub use queue_file::QueueFile;
 use server::{with_database, Server};
@@ -364,10 +364,25 @@ pub fn waiting_jobs(name: &str) -> QueueFile {
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
 }
 
-/// A loopback port that nothing listens on (just now).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("find a free port")
+/// A server writing a row-based binary log, as a URL without a database: the shared
+/// one when it writes one (MySQL 8 does by default), else a private MariaDB started
+/// with one, which the first value keeps alive.
+pub async fn row_binlog_server() -> (Option<MariaDb>, String) {
+    let base = shared_base_url();
+    let mut conn = connect(&base).await;
+    let logging: Option<(i64, String)> = conn
+        .query_first("SELECT @@log_bin, @@binlog_format")
+        .await
+        .expect("read the binary log's settings");
+    conn.disconnect().await.ok();
+    if logging.is_some_and(|(on, format)| on == 1 && format == "ROW") {
+        return (None, base);
+    }
+    let server = tokio::task::spawn_blocking(|| {
+        MariaDb::start_with(&["--log-bin", "--binlog-format=ROW", "--server-id=1"])
+    })
+    .await
+    .expect("start a MariaDB with a binary log");
+    let base = server.base_url();
+    (Some(server), base)
 }

@@ -1,5 +1,5 @@
 //! Programs a test drives that are not tableq's (a browser), found on `PATH`. CI
-//! installs every one (`.ci/run`, `.github/workflows/ci.yml`) and sets `CI`, so under
+//! installs every one (`scripts/test.sh`, `.github/workflows/ci.yml`) and sets `CI`, so under
 //! `CI` a missing one fails the test: a check that silently did not run is not a
 //! pass. On a developer's machine without it, the test says loudly that it skipped.
 
@@ -32,7 +32,7 @@ pub fn required(names: &[&str], install: &str, unchecked: &str) -> Option<PathBu
     assert!(
         !says_ci(ci.as_deref()),
         "none of {names:?} is on PATH, and CI is set ({ci:?}): CI must run this test, not \
-         skip it — {install} (.ci/run does)"
+         skip it — {install} (scripts/test.sh does)"
     );
     eprintln!(
         "\n!!!!! SKIPPED: none of {names:?} is installed ({install}): {unchecked} was NOT \
@@ -59,7 +59,7 @@ fn ci_is_said_by_any_value_but_empty_0_or_false() {
     }
 }
 
-/// The Python of the virtual environment that holds Playwright (`.ci/run` makes it
+/// The Python of the virtual environment that holds Playwright (`scripts/test.sh` makes it
 /// in `$TABLEQ_CI_CACHE/venv`, by default `~/.cache/tableq-ci/venv`): as
 /// [`required`], a failure under `CI` when it is missing, else a loud skip.
 pub fn playwright_python() -> Option<PathBuf> {
@@ -80,11 +80,11 @@ pub fn playwright_python() -> Option<PathBuf> {
     assert!(
         !says_ci(ci.as_deref()),
         "{} has no Playwright, and CI is set: python3 -m venv {0}/.. && pip install \
-         playwright (.ci/run does)",
+         playwright (scripts/test.sh does)",
         python.display()
     );
     eprintln!(
-        "\n!!!!! SKIPPED: no Playwright in {} (.ci/run installs it): the console in a \
+        "\n!!!!! SKIPPED: no Playwright in {} (scripts/test.sh installs it): the console in a \
          browser was NOT checked !!!!!\n",
         python.display()
     );

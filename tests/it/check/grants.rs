@@ -1,0 +1,50 @@
+//! The grants `check` advises are statements the server runs as printed: they name
+//! the account as the server does (`CURRENT_USER()`, user and host), not the user
+//! alone, which means `'user'@'%'` and is refused for any other host (ERROR 1133).
+
+use crate::support::check::{check, jobs_file, GOOD, JOBS};
+use crate::support::server::with_database;
+use crate::support::{row_binlog_server, TestDb};
+
+/// A user whose account's host is not `%`: check's advice for the binary log names
+/// `'user'@'%.%.%.%'`, runs as printed, and check then finds the queue on the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_log_grant_check_advises_runs_as_printed() {
+    let (_server, base) = row_binlog_server().await;
+    let db = TestDb::on(&base).await;
+    db.exec(JOBS).await;
+    let user = format!("a{}", db.name[3..].replace('_', ""));
+    let user = &user[..user.len().min(32)];
+    // Any IPv4 client (the test's, whatever its address), and not the `%` that a
+    // bare user name means.
+    let account = format!("'{user}'@'%.%.%.%'");
+    db.exec(&format!(
+        "CREATE USER {account}; GRANT ALL ON `{}`.* TO {account}",
+        db.name
+    ))
+    .await;
+    let (scheme, server) = base.split_once("://").unwrap();
+    let host = server.rsplit_once('@').map_or(server, |(_, host)| host);
+    let url = with_database(&format!("{scheme}://{user}@{host}"), &db.name);
+    let (_files, path, _) = jobs_file(GOOD);
+
+    let polled = check(&[], &[&path], Some(&url)).await;
+    let said = format!("wake-ups: jobs by polling every 5s, as user {account} may not read");
+    let line = polled
+        .stdout
+        .lines()
+        .find(|line| line.starts_with(&said))
+        .unwrap_or_else(|| panic!("{said:?} in\n{}", polled.stdout));
+    let grant = &line[line.find(": GRANT ").expect("a GRANT") + 2..];
+    assert!(grant.ends_with(&format!(" ON *.* TO {account}")), "{grant}");
+    db.exec(grant).await;
+
+    let woken = check(&[], &[&path], Some(&url)).await;
+    assert!(
+        woken.stdout.contains("wake-ups: jobs on the binary log"),
+        "{}",
+        woken.stdout
+    );
+    assert_eq!(woken.code(), Some(0), "{}", woken.stdout);
+    db.exec(&format!("DROP USER {account}")).await;
+}
