@@ -25,7 +25,7 @@ use super::gate::WriteGate;
 use super::launch::{prepare, start_queue, FirstLook, Prepared};
 use super::lifecycle::{Lifecycle, Silent};
 use super::liveness::Progress;
-use super::queue::QueueRuntime;
+use super::queue::{Here, QueueRuntime};
 use super::stop_when_empty::StopWhenEmpty;
 use super::wake::Followers;
 use crate::config::QueueConfig;
@@ -33,7 +33,7 @@ use crate::db::backlog::read_backlog;
 use crate::db::{Budget, Database};
 use crate::diagnostic::Findings;
 use crate::duration::rounded;
-use crate::telemetry::stats::monitor::Monitor;
+use crate::telemetry::stats::monitor::{Monitor, Setup};
 use crate::telemetry::stats::Counts;
 
 pub use super::launch::resolve_databases;
@@ -346,9 +346,6 @@ impl Supervisor {
             self.options
                 .monitor
                 .start_queue(&config.name, config.workers, config.database_timeout);
-        self.options
-            .monitor
-            .set_setup(&config.name, config.clone(), database.clone());
         stats.expect_turns_within(2 * config.longest_poll() + config.database_timeout);
         stats.set_database(database.clone());
         let progress = Progress::new(&config, &stats);
@@ -364,6 +361,12 @@ impl Supervisor {
             abort: self.abort.clone(),
             ..QueueRuntime::new(config, action, database, stats)
         });
+        let setup = Setup {
+            config: runtime.config.clone(),
+            database: runtime.database.clone(),
+            here: Arc::new(Here(Arc::downgrade(&runtime))),
+        };
+        self.options.monitor.set_setup(&runtime.config.name, setup);
         let tracker = TaskTracker::new();
         tracker.spawn(start_queue(
             runtime.clone(),

@@ -29,11 +29,20 @@ struct Watched {
 }
 
 /// What a running queue was started with: its file's settings and its database —
-/// what the console shows of it and acts on it through.
+/// what the console shows of it and acts on it through — and the way to its
+/// workers in this copy.
 #[derive(Debug)]
 pub struct Setup {
     pub config: QueueConfig,
     pub database: Database,
+    pub here: Arc<dyn PauseHere>,
+}
+
+/// What the console tells its own copy's queue after writing a pause or a resume,
+/// before it answers: the queue's workers take it at once, not at their next read.
+pub trait PauseHere: Send + Sync + std::fmt::Debug {
+    /// The queue is paused (`Some`, as written) or resumed (`None`).
+    fn set(&self, paused: Option<Paused>);
 }
 
 /// One queue as the metrics endpoint shows it.
@@ -79,9 +88,9 @@ impl Monitor {
     }
 
     /// What queue `name` runs with now (after [`Monitor::start_queue`]).
-    pub fn set_setup(&self, name: &str, config: QueueConfig, database: Database) {
+    pub fn set_setup(&self, name: &str, setup: Setup) {
         if let Some(watched) = self.lock().get_mut(name) {
-            watched.setup = Some(Arc::new(Setup { config, database }));
+            watched.setup = Some(Arc::new(setup));
         }
     }
 
