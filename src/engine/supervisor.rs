@@ -173,6 +173,10 @@ impl Supervisor {
 
     /// Prepares every queue, then starts them all; false if shutdown came first.
     pub async fn start(&mut self, queues: Vec<QueueConfig>) -> Result<bool, Findings> {
+        // Listed at once, as starting, while each one's first connection opens.
+        for queue in &queues {
+            self.options.monitor.starting(&queue.name, queue.workers);
+        }
         let url = self.options.database_url.clone();
         let budget = self.options.budget.clone();
         let allow = self.options.allow_multi_primary;
@@ -206,9 +210,20 @@ impl Supervisor {
         let budget = self.options.budget.clone();
         let allow = self.options.allow_multi_primary;
         let look = self.options.first_look.as_ref();
-        let prepared = prepare(fresh, url.as_deref(), budget, allow, look, &self.shutdown).await?;
-        let Some(prepared) = prepared else {
-            return Ok(false);
+        let added: Vec<String> = fresh
+            .iter()
+            .map(|q| q.name.clone())
+            .filter(|name| !self.current.contains_key(name))
+            .collect();
+        for queue in fresh.iter().filter(|q| added.contains(&q.name)) {
+            self.options.monitor.starting(&queue.name, queue.workers);
+        }
+        let prepared = prepare(fresh, url.as_deref(), budget, allow, look, &self.shutdown).await;
+        let Ok(Some(prepared)) = prepared else {
+            for name in &added {
+                self.options.monitor.not_starting(name);
+            }
+            return prepared.map(|_| false);
         };
         for queue in &unchanged {
             info!(queue = %queue.name, "reload: queue unchanged; it keeps running");

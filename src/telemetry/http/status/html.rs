@@ -8,6 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::sparkline::sparkline;
 use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, Viewer, PER_PAGE};
 use crate::telemetry::log::Escaped;
+use crate::telemetry::stats::monitor::STARTING;
 use crate::telemetry::stats::recent::Percentiles;
 
 /// How often the page reloads itself, in seconds.
@@ -161,6 +162,13 @@ fn summary(all: &Summary) -> String {
         all.busy,
         all.workers
     );
+    if all.starting > 0 {
+        let _ = write!(
+            line,
+            " · <span data-field=\"starting_queues\">starting: {}</span>",
+            all.starting
+        );
+    }
     if all.circuit_not_closed > 0 {
         let _ = write!(
             line,
@@ -215,7 +223,10 @@ fn pages(page: usize, pages: usize) -> String {
 /// and its numbers; the wake note too unless every queue shares it.
 pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, link: &str) {
     let name = escape(&q.name);
-    let class = if q.running { "queue" } else { "queue stopped" };
+    let class = match q.state {
+        "stopped" => "queue stopped",
+        _ => "queue",
+    };
     let waiting = match q.waiting {
         Some(n) => format!("{n}{}", if q.waiting_capped { "+" } else { "" }),
         None => "–".to_string(),
@@ -266,12 +277,18 @@ pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, 
 /// What a queue's name cell says under it: circuit, pause, loop, wake-ups.
 fn queue_notes(q: &QueueStatus, now: u64, with_wake: bool) -> String {
     let (mut notes, _) = self::notes(q.circuit, q.leases_lost);
+    if q.state == "starting" {
+        let _ = write!(
+            notes,
+            "<br><span class=\"note\" data-field=\"starting\">starting: {STARTING}</span>"
+        );
+    }
     notes.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     notes.push_str(&stopped_note(q.stopped_claiming));
     notes.push_str(&paused_note(q.paused.as_ref(), now));
     notes.push_str(&refusing_note(q.database_refuses));
     notes.push_str(&host_note(q.database_host.as_deref()));
-    if with_wake {
+    if with_wake && q.state != "starting" {
         notes.push_str(&format!(
             "<br><span class=\"note\" data-field=\"wake\">{}</span>",
             wake_text(q)
