@@ -301,9 +301,11 @@ impl<'a, M: Mode> Worker<'a, M> {
     /// queue; failures that recorded nothing, or that were not the items' own, slow
     /// the worker down. A recorded failure of an item is normal processing.
     fn done(&mut self, mut report: BatchReport) -> Step {
+        // Rows `[concurrency]` held back are counted apart (they did not fail back).
+        let returned = report.returned - report.held_back;
         self.queue
             .stats
-            .record(report.done, report.failed, report.returned);
+            .record(report.done, report.failed, returned);
         if let (true, Some(began)) = (report.done > 0, report.claimed_at) {
             self.queue.wake.committed(began);
         }

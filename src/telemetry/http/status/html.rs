@@ -233,7 +233,15 @@ pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, 
     };
     let action = action_percentiles(&q.action_recent);
     let notes = queue_notes(q, now, with_wake);
-    let (_, leases_lost) = self::notes(q.circuit, q.leases_lost);
+    let (_, mut under_returned) = self::notes(q.circuit, q.leases_lost);
+    if q.held_back > 0 {
+        let _ = write!(
+            under_returned,
+            "<br><span class=\"note\" data-field=\"held_back\" title=\"handed back untouched: \
+             their [concurrency] key was at its limit\">{} held back</span>",
+            q.held_back
+        );
+    }
     let mut failed = format!("<span data-field=\"failed\">{}</span>", q.failed);
     if let Some(n) = q.gave_up {
         let _ = write!(
@@ -257,7 +265,7 @@ pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, 
          <td data-label=\"Last 15 min\">{}</td>\
          <td class=\"num\" data-label=\"Done\" data-field=\"done\">{}</td>\
          <td class=\"num\" data-label=\"Failed\">{failed}</td>\
-         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}{leases_lost}</td>\
+         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}{under_returned}</td>\
          <td class=\"num\" data-label=\"Rolled back\" data-field=\"rolled_back\">{}</td>\
          <td class=\"num\" data-label=\"Waiting\" data-field=\"waiting\">{waiting}</td>\
          <td class=\"num\" data-label=\"Oldest waiting\" data-field=\"oldest_waiting\">{}</td>\

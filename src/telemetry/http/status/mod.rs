@@ -90,7 +90,12 @@ pub struct QueueStatus {
     pub busy: usize,
     pub done: u64,
     pub failed: u64,
+    /// Left waiting: no `[on_failure]`, outcome SQL that failed, the circuit, a
+    /// stop — not counting `held_back`.
     pub returned: u64,
+    /// Claimed and handed back untouched: their `[concurrency]` key was at its
+    /// limit (waiting their turn, not failed).
+    pub held_back: u64,
     pub rolled_back: u64,
     /// Lease mode: leases lost while their item was worked on (counted in
     /// `returned` too).
@@ -289,6 +294,7 @@ impl QueueStatus {
             done: view.counts.done,
             failed: view.counts.failed,
             returned: view.counts.returned,
+            held_back: observed.limited.held_back_total(),
             rolled_back: observed.rolled_back(),
             leases_lost: view.counts.leases_lost,
             circuit: view.circuit.name(),
