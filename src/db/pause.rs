@@ -83,20 +83,25 @@ pub async fn pause(
 }
 
 /// Connects to `database` (within `timeout`) and pauses `queue` there: what
-/// `tableq pause` and the console do.
+/// `tableq pause` and the console do. The pause as written, read back (`None` if
+/// that read failed: the pause is written all the same).
 pub async fn pause_on(
     database: &Database,
     timeout: Duration,
     queue: &str,
     duration: Option<Duration>,
     reason: &str,
-) -> Result<(), PauseError> {
+) -> Result<Option<Paused>, PauseError> {
     let mut conn = database
         .connect_within(timeout)
         .await
         .map_err(PauseError::Connect)?;
-    let paused = pause(&mut conn, queue, duration, reason).await;
-    let paused = naming_the_account(paused, &mut conn).await;
+    let written = pause(&mut conn, queue, duration, reason).await;
+    let written = naming_the_account(written, &mut conn).await;
+    let paused = match written {
+        Ok(()) => Ok(read(&mut conn, queue).await.ok().flatten()),
+        Err(e) => Err(e),
+    };
     let _ = conn.disconnect().await;
     paused
 }

@@ -295,9 +295,9 @@ pub async fn start_queue(
     queue.stats.observed.set_measures_lag(lag);
     read_clock(&queue, &mut session).await;
     // Before any worker claims: a paused queue starts paused.
-    if queue.pausing.due() {
+    if let Some(ticket) = queue.pausing.due() {
         let read = session.read_pause(&queue.config.name, false).await;
-        queue.pausing.found(read.into(), &queue.stats);
+        queue.pausing.found(ticket, read.into(), &queue.stats);
     }
     info!(queue = %queue.config.name, workers = queue.config.workers, batch = queue.config.batch,
         database = %queue.database, "queue started");

@@ -6,7 +6,14 @@
 //! of a claim, the others sleep, and nothing is locked. A pause reaches every copy
 //! within `poll_interval` (plus the turn a worker is in); on the binary log, a change
 //! of `tableq_paused` is read at once, and looked at again [`SECOND_LOOKS`] later if
-//! the change is not visible yet.
+//! the change is not visible yet. A pause or resume from this copy's console holds
+//! here before the console answers ([`Pausing::set_here`]).
+//!
+//! A worker looks at the pause after its last wait (the write gate, the circuit's
+//! cool-down) and again as it sends the claim ([`Pausing::unless_paused`]), so no
+//! claim leaves once this copy knows the queue is paused — whoever learned it. A
+//! read that started before what is known now (another worker's newer read, a pause
+//! from the console) changes nothing.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -54,9 +61,18 @@ pub struct Pausing {
     state: Mutex<State>,
 }
 
+/// A read of the pause, started: its place among the reads and the pauses from
+/// this copy, so that an older one's answer does not undo a newer one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(u64);
+
 #[derive(Debug)]
 struct State {
     paused: Option<Paused>,
+    /// Reads started and pauses set here, counted: the next ticket.
+    started: u64,
+    /// The ticket of what `paused` says (a read's, or a pause set here).
+    known_as_of: u64,
     next_read: Instant,
     /// After the binary log said the table changed, the next of [`SECOND_LOOKS`]
     /// for a read that still found what the last one did (none left: its length).
@@ -72,6 +88,8 @@ impl Pausing {
             every,
             state: Mutex::new(State {
                 paused: None,
+                started: 0,
+                known_as_of: 0,
                 next_read: Instant::now(),
                 second_looks: SECOND_LOOKS.len(),
                 said_unreadable: false,
@@ -79,17 +97,43 @@ impl Pausing {
         }
     }
 
-    /// Whether this worker reads the pause now: the last read is `poll_interval`
-    /// old. The worker told so has the next read pushed `poll_interval` on, so one
-    /// reads for all.
-    pub fn due(&self) -> bool {
+    /// Whether this worker reads the pause now (`Some`: the read's ticket, for
+    /// [`Pausing::found`]): the last read is `poll_interval` old. The worker told so
+    /// has the next read pushed `poll_interval` on, so one reads for all.
+    pub fn due(&self) -> Option<Ticket> {
         let mut state = lock(&self.state);
         let now = Instant::now();
         if state.next_read > now {
-            return false;
+            return None;
         }
         state.next_read = now + self.every;
+        state.started += 1;
+        Some(Ticket(state.started))
+    }
+
+    /// Runs `claiming` (the claim is counted, and about to be sent) unless the
+    /// queue is paused as this copy knows now; false, and nothing run, if it is. One
+    /// lock with [`Pausing::set_here`]: once the console's pause is set, no claim
+    /// starts.
+    pub fn unless_paused(&self, claiming: impl FnOnce()) -> bool {
+        let state = lock(&self.state);
+        if state.paused.is_some() {
+            return false;
+        }
+        claiming();
         true
+    }
+
+    /// The queue was paused (`Some`) or resumed from this copy (its console), and
+    /// the change is written: it holds here at once, and a read that started
+    /// before it changes nothing.
+    pub fn set_here(&self, paused: Option<Paused>, stats: &QueueStats) {
+        let mut state = lock(&self.state);
+        said_change(&state.paused, &paused);
+        stats.set_paused(paused.clone());
+        state.started += 1;
+        state.known_as_of = state.started;
+        state.paused = paused;
     }
 
     /// Makes the next read due now: the binary log says `tableq_paused` may have
@@ -112,18 +156,19 @@ impl Pausing {
         lock(&self.state).paused.is_some()
     }
 
-    /// Takes what a read found: a change is logged, and shown in `stats`. A read
-    /// that failed changes nothing; it is counted as a database error, except when
-    /// the user may not read the table (told once).
-    pub fn found(&self, read: Read, stats: &QueueStats) {
+    /// Takes what the read of `ticket` found: a change is logged, and shown in
+    /// `stats`. A read that failed changes nothing; it is counted as a database
+    /// error, except when the user may not read the table (told once). A read older
+    /// than what is known changes nothing either.
+    pub fn found(&self, ticket: Ticket, read: Read, stats: &QueueStats) {
         let mut state = lock(&self.state);
         match read {
+            Read::Found(_) if ticket.0 <= state.known_as_of => {
+                debug!("a read of the pause older than what is known now: left aside");
+            }
             Read::Found(paused) => {
-                match (&state.paused, &paused) {
-                    (None, Some(now)) => said_paused(now),
-                    (Some(_), None) => info!("the queue is resumed: it claims again"),
-                    _ => {}
-                }
+                state.known_as_of = ticket.0;
+                said_change(&state.paused, &paused);
                 stats.set_paused(paused.clone());
                 // The same as before, though the log said the table changed: perhaps
                 // not visible yet (a pause as much as a resume).
@@ -157,6 +202,15 @@ impl Pausing {
     }
 }
 
+/// Says a change from `was` to `now`, if it is one.
+fn said_change(was: &Option<Paused>, now: &Option<Paused>) {
+    match (was, now) {
+        (None, Some(now)) => said_paused(now),
+        (Some(_), None) => info!("the queue is resumed: it claims again"),
+        _ => {}
+    }
+}
+
 fn said_paused(paused: &Paused) {
     let until = paused.until.map(|until| {
         let left = until
@@ -172,6 +226,12 @@ fn said_paused(paused: &Paused) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read of the pause, due now, that finds `read`.
+    fn reads(pausing: &Pausing, read: Read, stats: &QueueStats) {
+        let ticket = pausing.due().expect("the read is due");
+        pausing.found(ticket, read, stats);
+    }
 
     fn paused() -> Read {
         Read::Found(Some(Paused {
@@ -189,23 +249,19 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_change_not_yet_visible_is_read_again_shortly() {
         let (pausing, stats) = (Pausing::new(Duration::from_secs(5)), QueueStats::default());
-        assert!(pausing.due());
-        pausing.found(paused(), &stats);
+        reads(&pausing, paused(), &stats);
         assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
         pausing.read_now();
         for soon in SECOND_LOOKS {
-            assert!(pausing.due());
-            pausing.found(paused(), &stats);
+            reads(&pausing, paused(), &stats);
             assert_eq!(pausing.until_next_read(), soon);
             tokio::time::advance(soon).await;
         }
-        assert!(pausing.due());
-        pausing.found(paused(), &stats);
+        reads(&pausing, paused(), &stats);
         assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
         // Resumed at the first read: no second look.
         pausing.read_now();
-        assert!(pausing.due());
-        pausing.found(Read::Found(None), &stats);
+        reads(&pausing, Read::Found(None), &stats);
         assert!(!pausing.is_paused());
         assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
     }
@@ -215,16 +271,43 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_pause_not_yet_visible_is_read_again_shortly() {
         let (pausing, stats) = (Pausing::new(Duration::from_secs(5)), QueueStats::default());
-        assert!(pausing.due());
-        pausing.found(Read::Found(None), &stats);
+        reads(&pausing, Read::Found(None), &stats);
         pausing.read_now();
-        assert!(pausing.due());
-        pausing.found(Read::Found(None), &stats);
+        reads(&pausing, Read::Found(None), &stats);
         assert_eq!(pausing.until_next_read(), SECOND_LOOKS[0]);
         tokio::time::advance(SECOND_LOOKS[0]).await;
-        assert!(pausing.due());
-        pausing.found(paused(), &stats);
+        reads(&pausing, paused(), &stats);
         assert!(pausing.is_paused());
         assert_eq!(pausing.until_next_read(), Duration::from_secs(5));
+    }
+
+    /// A pause set here holds at once: no claim starts after it, and a read that
+    /// started before it (and finds the queue as it was) does not undo it; nor does
+    /// an older read undo a newer one's answer.
+    #[tokio::test(start_paused = true)]
+    async fn what_is_known_is_not_undone_by_an_older_read() {
+        let (pausing, stats) = (Pausing::new(Duration::from_secs(5)), QueueStats::default());
+        let mut claims = 0;
+        assert!(pausing.unless_paused(|| claims += 1));
+        let before = pausing.due().expect("the first read is due");
+        let Read::Found(found) = paused() else {
+            unreachable!()
+        };
+        pausing.set_here(found, &stats);
+        assert!(!pausing.unless_paused(|| claims += 1), "held at once");
+        assert_eq!(claims, 1);
+        pausing.found(before, Read::Found(None), &stats);
+        assert!(pausing.is_paused(), "the older read is left aside");
+        assert!(stats.paused().is_some());
+
+        pausing.read_now();
+        let older = pausing.due().expect("due");
+        pausing.read_now();
+        let newer = pausing.due().expect("due");
+        pausing.found(newer, Read::Found(None), &stats);
+        pausing.found(older, paused(), &stats);
+        assert!(!pausing.is_paused(), "the newer read's answer stands");
+        assert!(pausing.unless_paused(|| claims += 1));
+        assert_eq!(claims, 2);
     }
 }

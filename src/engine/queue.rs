@@ -1,6 +1,6 @@
 //! What a queue's workers share while it runs.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -18,10 +18,12 @@ use super::stop_when_empty::StopWhenEmpty;
 use super::wake::QueueWake;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
+use crate::db::pause::Paused;
 use crate::db::{Database, DbError, OpenError, Refusal};
 use crate::telemetry::events::{DatabaseFull, Event, LoginRefused, NotConnected};
 use crate::telemetry::log::once::OncePerKey;
 use crate::telemetry::log::throttle::Throttle;
+use crate::telemetry::stats::monitor::PauseHere;
 use crate::telemetry::stats::QueueStats;
 
 /// A running queue: its configuration, its action ready to run, its database, and
@@ -181,6 +183,24 @@ impl QueueRuntime {
     /// Whether the queue's statements and actions run once per batch.
     pub fn batch_scope(&self) -> bool {
         self.config.scope() == Scope::Batch
+    }
+}
+
+/// The console's way to its own copy's queue (see [`PauseHere`]): the pause set in
+/// its [`Pausing`] at once, and on a resume the watcher woken to claim.
+#[derive(Debug)]
+pub struct Here(pub Weak<QueueRuntime>);
+
+impl PauseHere for Here {
+    fn set(&self, paused: Option<Paused>) {
+        let Some(queue) = self.0.upgrade() else {
+            return;
+        };
+        let resumed = paused.is_none();
+        queue.pausing.set_here(paused, &queue.stats);
+        if resumed {
+            queue.idle.nudge();
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use super::gate::WriteGate;
 use super::launch::{prepare, start_queue, FirstLook, Prepared};
 use super::lifecycle::{Lifecycle, Silent};
 use super::liveness::Progress;
-use super::queue::QueueRuntime;
+use super::queue::{Here, QueueRuntime};
 use super::stop_when_empty::StopWhenEmpty;
 use super::wake::Followers;
 use crate::config::QueueConfig;
@@ -33,7 +33,7 @@ use crate::db::backlog::read_backlog;
 use crate::db::{Budget, Database};
 use crate::diagnostic::Findings;
 use crate::duration::rounded;
-use crate::telemetry::stats::monitor::Monitor;
+use crate::telemetry::stats::monitor::{Monitor, Setup};
 use crate::telemetry::stats::Counts;
 
 pub use super::launch::resolve_databases;
@@ -173,6 +173,10 @@ impl Supervisor {
 
     /// Prepares every queue, then starts them all; false if shutdown came first.
     pub async fn start(&mut self, queues: Vec<QueueConfig>) -> Result<bool, Findings> {
+        // Listed at once, as starting, while each one's first connection opens.
+        for queue in &queues {
+            self.options.monitor.starting(&queue.name, queue.workers);
+        }
         let url = self.options.database_url.clone();
         let budget = self.options.budget.clone();
         let allow = self.options.allow_multi_primary;
@@ -206,9 +210,20 @@ impl Supervisor {
         let budget = self.options.budget.clone();
         let allow = self.options.allow_multi_primary;
         let look = self.options.first_look.as_ref();
-        let prepared = prepare(fresh, url.as_deref(), budget, allow, look, &self.shutdown).await?;
-        let Some(prepared) = prepared else {
-            return Ok(false);
+        let added: Vec<String> = fresh
+            .iter()
+            .map(|q| q.name.clone())
+            .filter(|name| !self.current.contains_key(name))
+            .collect();
+        for queue in fresh.iter().filter(|q| added.contains(&q.name)) {
+            self.options.monitor.starting(&queue.name, queue.workers);
+        }
+        let prepared = prepare(fresh, url.as_deref(), budget, allow, look, &self.shutdown).await;
+        let Ok(Some(prepared)) = prepared else {
+            for name in &added {
+                self.options.monitor.not_starting(name);
+            }
+            return prepared.map(|_| false);
         };
         for queue in &unchanged {
             info!(queue = %queue.name, "reload: queue unchanged; it keeps running");
@@ -346,9 +361,6 @@ impl Supervisor {
             self.options
                 .monitor
                 .start_queue(&config.name, config.workers, config.database_timeout);
-        self.options
-            .monitor
-            .set_setup(&config.name, config.clone(), database.clone());
         stats.expect_turns_within(2 * config.longest_poll() + config.database_timeout);
         stats.set_database(database.clone());
         let progress = Progress::new(&config, &stats);
@@ -364,6 +376,12 @@ impl Supervisor {
             abort: self.abort.clone(),
             ..QueueRuntime::new(config, action, database, stats)
         });
+        let setup = Setup {
+            config: runtime.config.clone(),
+            database: runtime.database.clone(),
+            here: Arc::new(Here(Arc::downgrade(&runtime))),
+        };
+        self.options.monitor.set_setup(&runtime.config.name, setup);
         let tracker = TaskTracker::new();
         tracker.spawn(start_queue(
             runtime.clone(),

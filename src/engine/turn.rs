@@ -42,10 +42,16 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// The claim is about to be sent: counted, and its time starts.
-    pub fn claiming(&self) {
-        self.queue.stats.record_claim();
-        *lock(&self.started) = Instant::now();
+    /// The claim is about to be sent: counted, and its time starts — unless the
+    /// queue was paused since the worker looked (by the console, or as another
+    /// worker read): false then, and the claim is not sent.
+    #[must_use]
+    pub fn claiming(&self) -> bool {
+        let queue = self.queue;
+        queue.pausing.unless_paused(|| {
+            queue.stats.record_claim();
+            *lock(&self.started) = Instant::now();
+        })
     }
 
     /// The claim answered with `items`: its time, each item's wait, the worker busy

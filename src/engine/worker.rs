@@ -72,6 +72,8 @@ pub enum Ended {
     Aborted,
     /// Told to stop before anything was claimed.
     Stopped,
+    /// Nothing claimed: the queue was paused since the worker looked.
+    Paused,
 }
 
 /// What the worker does after a turn.
@@ -141,36 +143,44 @@ impl<'a, M: Mode> Worker<'a, M> {
             }
             // While the queue is paused, idle here as on an empty queue: the watcher
             // reads the pause every poll_interval, the others sleep.
-            if self.paused().await {
-                if !self.idle().await {
-                    break;
-                }
-                continue;
-            }
-            // While the circuit is open, wait here: claiming would spend attempts.
-            let Some(pass) = queue.circuit.pass(&queue.stop).await else {
-                break;
+            let step = match self.paused().await {
+                true => Step::Idle,
+                false => self.turn().await,
             };
-            let attempt = queue.stop_when_empty.begin();
-            let turn = Turn::new(queue, self.watch.take());
-            let ended = self.mode.turn(&turn).await;
-            self.watch = turn.into_watch();
-            drop(pass);
-            let step = self.next_step(ended, attempt);
             if !self.follow(step).await {
                 break;
             }
         }
     }
 
+    /// One turn, once the circuit lets the worker claim; what to do next.
+    async fn turn(&mut self) -> Step {
+        let queue = self.queue;
+        // While the circuit is open, wait here: claiming would spend attempts.
+        let Some(pass) = queue.circuit.pass(&queue.stop).await else {
+            return Step::Stop;
+        };
+        // The pause again after the wait, which may be a cool-down's: a pause may
+        // have come meanwhile (a probe's pass is given back unused).
+        if self.paused().await {
+            return Step::Idle;
+        }
+        let attempt = queue.stop_when_empty.begin();
+        let turn = Turn::new(queue, self.watch.take());
+        let ended = self.mode.turn(&turn).await;
+        self.watch = turn.into_watch();
+        drop(pass);
+        self.next_step(ended, attempt)
+    }
+
     /// Reads the pause when it is this worker's turn to; true while the queue is
     /// paused.
     async fn paused(&mut self) -> bool {
         let pausing = &self.queue.pausing;
-        if pausing.due() {
+        if let Some(ticket) = pausing.due() {
             let read = self.mode.read_pause().await;
             self.reconnecting |= read.lost_the_database();
-            pausing.found(read, &self.queue.stats);
+            pausing.found(ticket, read, &self.queue.stats);
         }
         pausing.is_paused()
     }
@@ -234,6 +244,11 @@ impl<'a, M: Mode> Worker<'a, M> {
                 self.reconnecting = true;
                 Step::Wait(wait)
             }
+            Ended::Paused => {
+                debug!("the queue was paused as the claim was about to leave: nothing claimed");
+                attempt.finish(false);
+                Step::Idle
+            }
             Ended::Aborted | Ended::Stopped => Step::Stop,
         }
     }
@@ -287,9 +302,11 @@ impl<'a, M: Mode> Worker<'a, M> {
     /// queue; failures that recorded nothing, or that were not the items' own, slow
     /// the worker down. A recorded failure of an item is normal processing.
     fn done(&mut self, mut report: BatchReport) -> Step {
+        // Rows `[concurrency]` held back are counted apart (they did not fail back).
+        let returned = report.returned - report.held_back;
         self.queue
             .stats
-            .record(report.done, report.failed, report.returned);
+            .record(report.done, report.failed, returned);
         if let (true, Some(began)) = (report.done > 0, report.claimed_at) {
             self.queue.wake.committed(began);
         }

@@ -10,6 +10,7 @@ use crate::db::{Claimed, DbError, Item, Session, SessionPool, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::report::Returned;
 use crate::engine::turn::Turn;
+use crate::engine::worker::Ended;
 
 /// What one claim leased.
 #[derive(Debug, Default)]
@@ -20,20 +21,24 @@ pub struct Leased {
     pub skipped: Vec<(Item, Returned)>,
 }
 
-/// Claims and leases up to `batch` rows for `worker`, on a pooled session; `None`
-/// when told to stop while waiting for a session (nothing is leased then).
+/// Claims and leases up to `batch` rows for `worker`, on a pooled session; what
+/// the turn came to instead when nothing was claimed: told to stop, or the queue
+/// paused, while waiting for a session (nothing is leased then), or the claim failed.
 pub async fn claim(
     queue: &QueueRuntime,
     pool: &SessionPool,
     worker: &Arc<str>,
     turn: &Turn<'_>,
-) -> Result<Option<Leased>, LeaseError> {
-    let mut pooled = pool.get().await?;
+) -> Result<Leased, Ended> {
+    let mut pooled = pool.get().await.map_err(LeaseError::from)?;
     if queue.stop.is_cancelled() {
         pooled.keep();
-        return Ok(None);
+        return Err(Ended::Stopped);
     }
-    turn.claiming();
+    if !turn.claiming() {
+        pooled.keep();
+        return Err(Ended::Paused);
+    }
     let result = lease_rows(pooled.session(), queue, worker, turn).await;
     match &result {
         Ok(_) => {
@@ -44,7 +49,7 @@ pub async fn claim(
         // server rolls it back with the connection.
         Err(e) => turn.failed(e),
     }
-    Ok(Some(result?))
+    result.map_err(|e| LeaseError::from(e).into())
 }
 
 async fn lease_rows(

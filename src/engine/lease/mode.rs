@@ -214,11 +214,11 @@ impl Mode for LeaseMode {
     async fn turn(&mut self, turn: &Turn<'_>) -> Ended {
         let queue = self.queue.clone();
         let Leased { leases, skipped } = match claim(&queue, &self.pool, &self.name, turn).await {
-            Ok(Some(leased)) => leased,
-            Ok(None) => return Ended::Stopped,
-            Err(e) => {
+            Ok(leased) => leased,
+            Err(ended @ (Ended::Stopped | Ended::Paused)) => return ended,
+            Err(ended) => {
                 self.connected = None;
-                return e.into();
+                return ended;
             }
         };
         if self.connected.is_none() {

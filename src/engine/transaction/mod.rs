@@ -93,6 +93,16 @@ impl TransactionMode {
         ended
     }
 
+    /// The queue was paused as the claim was about to leave: the transaction the
+    /// read of the pause may have left open for it ends, and the session is kept
+    /// if it answered.
+    async fn not_claimed(&mut self, mut held: HeldSession) -> Ended {
+        if held.session.rollback_quickly().await {
+            return self.keep(held, Ended::Paused);
+        }
+        Ended::Paused
+    }
+
     /// The shutdown timeout passed mid-batch: the session is killed, and the server
     /// rolls its transaction back.
     async fn abort(&self, session: &Session, turn: &Turn<'_>) -> Ended {
@@ -114,7 +124,9 @@ impl Mode for TransactionMode {
             Err(ended) => return ended,
         };
         let queue = self.queue.clone();
-        turn.claiming();
+        if !turn.claiming() {
+            return self.not_claimed(held).await;
+        }
         let processing = claim_and_process(&mut held.session, &queue, self.with_savepoints, turn);
         let processed = tokio::select! {
             biased;

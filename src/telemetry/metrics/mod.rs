@@ -98,7 +98,7 @@ impl Collector for QueueCollector {
         let claims = ConstCounter::new(0u64);
         let mut family = encoder.encode_descriptor(
             "items",
-            "Items claimed: done (on_success), failed (on_failure), returned (left waiting), rolled_back (their transaction did not commit)",
+            "Items claimed: done (on_success), failed (on_failure), returned (left waiting), held_back (handed back untouched: their [concurrency] key was at its limit), rolled_back (their transaction did not commit)",
             None,
             claims.metric_type(),
         )?;
@@ -107,6 +107,7 @@ impl Collector for QueueCollector {
                 ("done", q.counts.done),
                 ("failed", q.counts.failed),
                 ("returned", q.counts.returned),
+                ("held_back", stats.observed.limited.held_back_total()),
                 ("rolled_back", stats.observed.rolled_back()),
             ] {
                 let labels = [("queue", q.name.as_str()), ("outcome", outcome)];

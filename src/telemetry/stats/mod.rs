@@ -136,6 +136,8 @@ pub struct Counts {
     pub claims: u64,
     pub done: u64,
     pub failed: u64,
+    /// Left waiting, not counting the rows `[concurrency]` held back
+    /// ([`observed::Observed::limited`]).
     pub returned: u64,
     /// Outcome SQL that failed, leaving its item waiting.
     pub outcome_sql_failures: u64,
@@ -224,7 +226,8 @@ impl QueueStats {
         self.claims.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Records a committed batch: its items done, failed, and returned to the queue.
+    /// Records a committed batch: its items done, failed, and returned to the queue
+    /// (rows held back by `[concurrency]` are counted apart, as they are settled).
     pub fn record(&self, done: usize, failed: usize, returned: usize) {
         self.done.fetch_add(done as u64, Ordering::Relaxed);
         self.failed.fetch_add(failed as u64, Ordering::Relaxed);
@@ -370,6 +373,7 @@ pub async fn report_progress(
     // Items rolled back (a deadlock, a certification conflict, a lost connection):
     // counted apart from the queue's counts, since this queue started.
     let mut last_rolled_back = stats.observed.rolled_back();
+    let mut last_held_back = stats.observed.limited.held_back_total();
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
@@ -378,11 +382,13 @@ pub async fn report_progress(
         }
         let now = stats.counts();
         let rolled_back = stats.observed.rolled_back();
+        let held_back = stats.observed.limited.held_back_total();
         info!(
             queue = %queue,
             done = now.done - last.done,
             failed = now.failed - last.failed,
             returned = now.returned - last.returned,
+            held_back = held_back - last_held_back,
             rolled_back = rolled_back - last_rolled_back,
             claims = now.claims - last.claims,
             per_seconds = every.as_secs(),
@@ -390,5 +396,6 @@ pub async fn report_progress(
         );
         last = now;
         last_rolled_back = rolled_back;
+        last_held_back = held_back;
     }
 }

@@ -24,16 +24,28 @@ struct Watched {
     stats: Arc<QueueStats>,
     workers: usize,
     running: bool,
+    /// Configured, and not started yet: `run` is opening its first connection and
+    /// looking at its claim.
+    starting: bool,
     /// Its file and database, for the console; `None` until the queue has started.
     setup: Option<Arc<Setup>>,
 }
 
 /// What a running queue was started with: its file's settings and its database —
-/// what the console shows of it and acts on it through.
+/// what the console shows of it and acts on it through — and the way to its
+/// workers in this copy.
 #[derive(Debug)]
 pub struct Setup {
     pub config: QueueConfig,
     pub database: Database,
+    pub here: Arc<dyn PauseHere>,
+}
+
+/// What the console tells its own copy's queue after writing a pause or a resume,
+/// before it answers: the queue's workers take it at once, not at their next read.
+pub trait PauseHere: Send + Sync + std::fmt::Debug {
+    /// The queue is paused (`Some`, as written) or resumed (`None`).
+    fn set(&self, paused: Option<Paused>);
 }
 
 /// One queue as the metrics endpoint shows it.
@@ -47,6 +59,8 @@ pub struct QueueView {
     /// [`QueueStats::taking_turns`]): more queues than the budget has places.
     pub taking_turns: bool,
     pub running: bool,
+    /// Not started yet (see [`Monitor::starting`]).
+    pub starting: bool,
     pub circuit: CircuitState,
     /// Why the queue stopped claiming by itself, if it did (`looping`).
     pub stopped_claiming: Option<&'static str>,
@@ -61,27 +75,57 @@ pub struct QueueView {
     pub circuit_transitions: [u64; 3],
 }
 
+/// What a starting queue is doing, as `/readyz` and the status page say it.
+pub const STARTING: &str = "opening its first connection and looking at its claim";
+
+impl Watched {
+    fn new(workers: usize, starting: bool) -> Watched {
+        Watched {
+            stats: Arc::new(QueueStats::default()),
+            workers,
+            running: !starting,
+            starting,
+            setup: None,
+        }
+    }
+}
+
 impl Monitor {
+    /// Queue `name`, of `workers` workers, is configured and about to start: it is
+    /// listed as starting (if it is not listed already) until it starts.
+    pub fn starting(&self, name: &str, workers: usize) {
+        self.lock()
+            .entry(name.to_string())
+            .or_insert_with(|| Watched::new(workers, true));
+    }
+
+    /// Queue `name` will not start after all (a reload that failed): no longer
+    /// listed, unless it had started before.
+    pub fn not_starting(&self, name: &str) {
+        let mut queues = self.lock();
+        if queues.get(name).is_some_and(|w| w.starting) {
+            queues.remove(name);
+        }
+    }
+
     /// The counters of queue `name`, now running with `workers` workers: the ones it
     /// had before a reload, or new ones.
     pub fn start_queue(&self, name: &str, workers: usize, deadline: Duration) -> Arc<QueueStats> {
         let mut queues = self.lock();
-        let watched = queues.entry(name.to_string()).or_insert_with(|| Watched {
-            stats: Arc::new(QueueStats::default()),
-            workers,
-            running: true,
-            setup: None,
-        });
+        let watched = queues
+            .entry(name.to_string())
+            .or_insert_with(|| Watched::new(workers, false));
         watched.workers = workers;
         watched.running = true;
+        watched.starting = false;
         watched.stats.expect_workers(workers, deadline);
         watched.stats.clone()
     }
 
     /// What queue `name` runs with now (after [`Monitor::start_queue`]).
-    pub fn set_setup(&self, name: &str, config: QueueConfig, database: Database) {
+    pub fn set_setup(&self, name: &str, setup: Setup) {
         if let Some(watched) = self.lock().get_mut(name) {
-            watched.setup = Some(Arc::new(Setup { config, database }));
+            watched.setup = Some(Arc::new(setup));
         }
     }
 
@@ -120,6 +164,7 @@ impl Monitor {
                     connected: watched.stats.connected(),
                     taking_turns: watched.stats.taking_turns(),
                     running: watched.running,
+                    starting: watched.starting,
                     circuit: watched.stats.circuit(),
                     stopped_claiming: watched.stats.looping().then_some("looping"),
                     paused: watched.stats.paused(),
@@ -143,14 +188,20 @@ impl Monitor {
             return Err(vec!["shutting down".to_string()]);
         }
         let queues = self.queues();
-        if !queues.iter().any(|q| q.running) {
+        if !queues.iter().any(|q| q.running || q.starting) {
             return Err(vec!["no queue is running yet".to_string()]);
         }
         let looping = self.looping_queues();
-        let mut waiting: Vec<String> = looping
+        let mut waiting: Vec<String> = queues
             .iter()
-            .map(|name| format!("queue {name} stopped claiming: a row keeps coming back"))
+            .filter(|q| q.starting)
+            .map(|q| format!("queue {} is starting: {STARTING}", q.name))
             .collect();
+        waiting.extend(
+            looping
+                .iter()
+                .map(|name| format!("queue {name} stopped claiming: a row keeps coming back")),
+        );
         waiting.extend(
             queues
                 .iter()
@@ -305,5 +356,33 @@ mod tests {
             monitor.readiness(),
             Err(vec!["queue email has no database connection".to_string()])
         );
+    }
+
+    /// A configured queue is listed as starting, and not ready, until it starts; one
+    /// whose start was given up (a failed reload) is no longer listed, while one that
+    /// had started stays.
+    #[test]
+    fn a_queue_is_listed_as_starting_until_it_starts() {
+        let monitor = Monitor::default();
+        monitor.starting("email", 2);
+        monitor.starting("sms", 1);
+        let views = monitor.queues();
+        assert!(views.iter().all(|q| q.starting && !q.running), "{views:?}");
+        let not_ready = monitor.readiness().expect_err("starting");
+        assert_eq!(
+            not_ready,
+            [
+                format!("queue email is starting: {STARTING}"),
+                format!("queue sms is starting: {STARTING}")
+            ]
+        );
+        let stats = monitor.start_queue("email", 2, Duration::from_secs(30));
+        let _connected = stats.connection();
+        monitor.not_starting("sms");
+        monitor.not_starting("email");
+        let views = monitor.queues();
+        assert_eq!(views.len(), 1, "{views:?}");
+        assert!(views[0].running && !views[0].starting);
+        assert_eq!(monitor.readiness(), Ok(vec![]));
     }
 }

@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::wake::status;
 use crate::support::daemon::{copies, copy};
+use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::scrape::sample;
 use crate::support::web::{Recorded, Reply, WebServer};
 use crate::support::{eventually, jobs_done, load, run_until_empty, QueueFile, QueueFiles, TestDb};
 
@@ -305,4 +308,61 @@ async fn lease_mode_holds_the_key_for_the_jobs_life() {
         1,
         "two calls of one customer at once"
     );
+}
+
+/// Rows `[concurrency]` hands back untouched are counted as held back, apart from
+/// rows that came back failed: two copies over three customers' 150 rows (50 in a
+/// row each, so a batch of 3 holds two back) do every row, return none, and show the rows they held back alike in `/status.json`, on
+/// the page and in `tableq_items_total{outcome="held_back"}` (the older
+/// `tableq_concurrency_held_back_total` too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_held_back_are_not_counted_as_returned() {
+    let db = TestDb::new().await;
+    let receiver = WebServer::start(|_| Reply::status(204).after(Duration::from_millis(20))).await;
+    let files = QueueFiles::new();
+    customers_queue(&db, &receiver)
+        .await
+        .workers(4)
+        .batch(3)
+        .write(&files);
+    db.exec("INSERT INTO job (id, customer) SELECT seq, (seq - 1) DIV 50 FROM seq_1_to_150")
+        .await;
+    let mut copies = vec![
+        start_with_metrics(&files, &db.url).await,
+        start_with_metrics(&files, &db.url).await,
+    ];
+    jobs_done(&db, 150).await;
+    let mut held_back = 0.0;
+    for (_, base) in &copies {
+        let queue = status(base, "hooks").await;
+        let metrics = get(&format!("{base}/metrics")).await.1;
+        let outcome = |o: &str| {
+            sample(
+                &metrics,
+                &format!(r#"tableq_items_total{{queue="hooks",outcome="{o}"}}"#),
+            )
+        };
+        assert_eq!(queue["returned"], 0, "none failed back: {queue}");
+        assert_eq!(outcome("returned"), Some(0.0), "{metrics}");
+        let shown = queue["held_back"].as_f64().expect("held_back");
+        assert_eq!(outcome("held_back"), Some(shown), "{metrics}");
+        let older = sample(
+            &metrics,
+            r#"tableq_concurrency_held_back_total{queue="hooks"}"#,
+        );
+        assert_eq!(older, Some(shown), "{metrics}");
+        let page = get(&format!("{base}/")).await.1;
+        if shown > 0.0 {
+            assert!(page.contains(&format!("data-field=\"held_back\" title=\"handed back untouched: their [concurrency] key was at its limit\">{shown} held back<")), "{page}");
+        }
+        held_back += shown;
+    }
+    println!("two copies over three customers: {held_back} rows held back, 0 returned");
+    assert!(
+        held_back > 0.0,
+        "a batch of one customer's rows holds some back"
+    );
+    for (daemon, _) in &mut copies {
+        daemon.terminate().await;
+    }
 }

@@ -21,5 +21,6 @@ mod loops;
 mod modes;
 mod outcome_sql;
 mod packet;
+mod paused_retry;
 mod stop_when_empty;
 mod wake;

@@ -1,12 +1,14 @@
 //! Starting up as an operator sees it: a wrong password or a missing grant is a
 //! configuration error (exit 2) that names the user, the server and the database but
 //! never the password; a connection error names host:port; log lines to a pipe or a
-//! file carry no escape codes, and none of their own timestamps under the journal.
+//! file carry no escape codes, and none of their own timestamps under the journal;
+//! every queue is listed as starting from the first moment.
 
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon};
+use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::{eventually, free_port, job_table, waiting_jobs, QueueFiles, TestDb};
 
 fn queue(files: &QueueFiles) -> std::path::PathBuf {
@@ -211,4 +213,56 @@ async fn an_empty_certificate_store_is_named_by_run_and_check() {
         let code = if args[0] == "run" { 2 } else { 1 };
         assert_eq!(done.code(), Some(code), "{args:?}: {said}");
     }
+}
+
+/// Every configured queue is listed at once, as starting, while `run` opens the
+/// queues' first connections (one waits for a server that never answers): on the
+/// status page, in `/status.json`, and in `/readyz`'s answer; once started, running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_queue_is_listed_as_starting_at_once() {
+    let db = TestDb::new().await;
+    job_table(&db, &[1]).await;
+    let files = QueueFiles::new();
+    waiting_jobs("quick").action_sql("DO 1").write(&files);
+    let silent = crate::support::web::silent_server().await;
+    waiting_jobs("stalled")
+        .database_url(&format!("mysql://root@{silent}/away"))
+        .set("database_timeout", "10s")
+        .action_sql("DO 1")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let json: serde_json::Value =
+        serde_json::from_str(&get(&format!("{base}/status.json")).await.1).unwrap();
+    let states: Vec<(&str, &str)> = json["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (q["name"].as_str().unwrap(), q["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [("quick", "starting"), ("stalled", "starting")],
+        "{json}"
+    );
+    assert_eq!(json["summary"]["starting"], 2, "{json}");
+    let page = get(&format!("{base}/")).await.1;
+    assert!(
+        page.contains("data-field=\"starting\">starting: opening its first connection"),
+        "{page}"
+    );
+    let (status, ready) = get(&format!("{base}/readyz")).await;
+    assert_eq!(status, 503, "{ready}");
+    for queue in ["quick", "stalled"] {
+        assert!(
+            ready.contains(&format!("queue {queue} is starting")),
+            "{ready}"
+        );
+    }
+    eventually("the queues started", Duration::from_secs(60), || async {
+        let json: serde_json::Value =
+            serde_json::from_str(&get(&format!("{base}/status.json")).await.1).unwrap();
+        json["queues"][0]["state"] == "running" && json["queues"][1]["state"] == "running"
+    })
+    .await;
+    daemon.terminate().await;
 }

@@ -1,7 +1,7 @@
 //! What tableq says about itself: the log lines, `/metrics`, the status page (in a
 //! real browser too), OTLP traces, and what all of it costs.
 
-mod console_api;
+pub mod console_api;
 mod console_browser;
 mod listener_headers;
 mod log_escaping;

@@ -3,14 +3,14 @@
 //! as `tableq retry` and `discard` run it), and look a row up (`tableq inspect`).
 //! The same database code as the commands; here, answers for a page or a script.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::config::failed::Change;
 use crate::db::failed::{self, Changed, Key, NoFailedSql};
-use crate::db::pause;
+use crate::db::pause::{self, Paused};
 use crate::telemetry::stats::monitor::Setup;
 use crate::telemetry::stats::QueueStats;
 
@@ -180,9 +180,13 @@ async fn pause_queue(
 ) -> Result<Acted, ActError> {
     let queue = &setup.config;
     let timeout = queue.database_timeout;
-    pause::pause_on(&setup.database, timeout, &queue.name, duration, reason)
+    let written = pause::pause_on(&setup.database, timeout, &queue.name, duration, reason)
         .await
         .map_err(|e| database(setup, "pause", e))?;
+    // Held in this copy before the answer: no claim of it starts after.
+    setup
+        .here
+        .set(Some(written.unwrap_or_else(|| as_asked(reason, duration))));
     let until = match duration {
         Some(d) => format!("for {}", humantime::format_duration(d)),
         None => "until resumed".to_string(),
@@ -194,11 +198,23 @@ async fn pause_queue(
         keys: 0,
         unmatched: Vec::new(),
         message: format!(
-            "queue {} paused {until}: every running copy stops claiming it within {}",
+            "queue {} paused {until}: this copy claims nothing more from now, every other \
+             running copy stops claiming it within {}",
             queue.name,
             humantime::format_duration(queue.poll_interval + Duration::from_secs(1))
         ),
     })
+}
+
+/// The pause as the console asked for it, when it could not be read back.
+fn as_asked(reason: &str, duration: Option<Duration>) -> Paused {
+    let since = SystemTime::now();
+    Paused {
+        reason: reason.to_string(),
+        by: "the console".to_string(),
+        since,
+        until: duration.map(|d| since + d),
+    }
 }
 
 async fn resume_queue(setup: &Setup) -> Result<Acted, ActError> {
@@ -206,9 +222,12 @@ async fn resume_queue(setup: &Setup) -> Result<Acted, ActError> {
     let resumed = pause::resume_on(&setup.database, queue.database_timeout, &queue.name)
         .await
         .map_err(|e| database(setup, "resume", e))?;
+    // This copy claims again at once.
+    setup.here.set(None);
     let message = match resumed {
         true => format!(
-            "queue {} resumed: every running copy claims it again within {}",
+            "queue {} resumed: this copy claims it again now, every other running copy \
+             within {}",
             queue.name,
             humantime::format_duration(queue.poll_interval + Duration::from_secs(1))
         ),

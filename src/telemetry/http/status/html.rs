@@ -8,6 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::sparkline::sparkline;
 use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, Viewer, PER_PAGE};
 use crate::telemetry::log::Escaped;
+use crate::telemetry::stats::monitor::STARTING;
 use crate::telemetry::stats::recent::Percentiles;
 
 /// How often the page reloads itself, in seconds.
@@ -161,6 +162,13 @@ fn summary(all: &Summary) -> String {
         all.busy,
         all.workers
     );
+    if all.starting > 0 {
+        let _ = write!(
+            line,
+            " · <span data-field=\"starting_queues\">starting: {}</span>",
+            all.starting
+        );
+    }
     if all.circuit_not_closed > 0 {
         let _ = write!(
             line,
@@ -215,14 +223,25 @@ fn pages(page: usize, pages: usize) -> String {
 /// and its numbers; the wake note too unless every queue shares it.
 pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, link: &str) {
     let name = escape(&q.name);
-    let class = if q.running { "queue" } else { "queue stopped" };
+    let class = match q.state {
+        "stopped" => "queue stopped",
+        _ => "queue",
+    };
     let waiting = match q.waiting {
         Some(n) => format!("{n}{}", if q.waiting_capped { "+" } else { "" }),
         None => "–".to_string(),
     };
     let action = action_percentiles(&q.action_recent);
     let notes = queue_notes(q, now, with_wake);
-    let (_, leases_lost) = self::notes(q.circuit, q.leases_lost);
+    let (_, mut under_returned) = self::notes(q.circuit, q.leases_lost);
+    if q.held_back > 0 {
+        let _ = write!(
+            under_returned,
+            "<br><span class=\"note\" data-field=\"held_back\" title=\"handed back untouched: \
+             their [concurrency] key was at its limit\">{} held back</span>",
+            q.held_back
+        );
+    }
     let mut failed = format!("<span data-field=\"failed\">{}</span>", q.failed);
     if let Some(n) = q.gave_up {
         let _ = write!(
@@ -246,7 +265,7 @@ pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, 
          <td data-label=\"Last 15 min\">{}</td>\
          <td class=\"num\" data-label=\"Done\" data-field=\"done\">{}</td>\
          <td class=\"num\" data-label=\"Failed\">{failed}</td>\
-         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}{leases_lost}</td>\
+         <td class=\"num\" data-label=\"Returned\" data-field=\"returned\">{}{under_returned}</td>\
          <td class=\"num\" data-label=\"Rolled back\" data-field=\"rolled_back\">{}</td>\
          <td class=\"num\" data-label=\"Waiting\" data-field=\"waiting\">{waiting}</td>\
          <td class=\"num\" data-label=\"Oldest waiting\" data-field=\"oldest_waiting\">{}</td>\
@@ -266,12 +285,18 @@ pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, 
 /// What a queue's name cell says under it: circuit, pause, loop, wake-ups.
 fn queue_notes(q: &QueueStatus, now: u64, with_wake: bool) -> String {
     let (mut notes, _) = self::notes(q.circuit, q.leases_lost);
+    if q.state == "starting" {
+        let _ = write!(
+            notes,
+            "<br><span class=\"note\" data-field=\"starting\">starting: {STARTING}</span>"
+        );
+    }
     notes.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     notes.push_str(&stopped_note(q.stopped_claiming));
     notes.push_str(&paused_note(q.paused.as_ref(), now));
     notes.push_str(&refusing_note(q.database_refuses));
     notes.push_str(&host_note(q.database_host.as_deref()));
-    if with_wake {
+    if with_wake && q.state != "starting" {
         notes.push_str(&format!(
             "<br><span class=\"note\" data-field=\"wake\">{}</span>",
             wake_text(q)

@@ -64,6 +64,9 @@ pub struct Status {
 pub struct Summary {
     pub queues: usize,
     pub running: usize,
+    /// Queues configured and not started yet: `run` is opening their first
+    /// connection and looking at their claim.
+    pub starting: usize,
     /// Running queues whose circuit is not closed.
     pub circuit_not_closed: usize,
     /// Running queues that stopped claiming by themselves (a loop).
@@ -78,13 +81,21 @@ pub struct Summary {
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueStatus {
     pub name: String,
+    /// `starting` (configured, its first connection and the look at its claim
+    /// under way), `running`, or `stopped`.
+    pub state: &'static str,
     pub running: bool,
     pub workers: usize,
     pub connected: usize,
     pub busy: usize,
     pub done: u64,
     pub failed: u64,
+    /// Left waiting: no `[on_failure]`, outcome SQL that failed, the circuit, a
+    /// stop — not counting `held_back`.
     pub returned: u64,
+    /// Claimed and handed back untouched: their `[concurrency]` key was at its
+    /// limit (waiting their turn, not failed).
+    pub held_back: u64,
     pub rolled_back: u64,
     /// Lease mode: leases lost while their item was worked on (counted in
     /// `returned` too).
@@ -250,6 +261,7 @@ impl Summary {
             queues: watched.len(),
             ..Summary::default()
         };
+        summary.starting = watched.iter().filter(|(view, _)| view.starting).count();
         for (view, stats) in watched.iter().filter(|(view, _)| view.running) {
             summary.running += 1;
             summary.circuit_not_closed += usize::from(view.circuit.name() != "closed");
@@ -267,8 +279,14 @@ impl QueueStatus {
         let observed = &stats.observed;
         let backlog = observed.backlog();
         let failures = observed.failures();
+        let state = match (view.starting, view.running) {
+            (true, _) => "starting",
+            (false, true) => "running",
+            (false, false) => "stopped",
+        };
         QueueStatus {
             name: view.name.clone(),
+            state,
             running: view.running,
             workers: view.workers,
             connected: view.connected,
@@ -276,6 +294,7 @@ impl QueueStatus {
             done: view.counts.done,
             failed: view.counts.failed,
             returned: view.counts.returned,
+            held_back: observed.limited.held_back_total(),
             rolled_back: observed.rolled_back(),
             leases_lost: view.counts.leases_lost,
             circuit: view.circuit.name(),
