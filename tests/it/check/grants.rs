@@ -2,12 +2,29 @@
 //! the account as the server does (`CURRENT_USER()`, user and host), not the user
 //! alone, which means `'user'@'%'` and is refused for any other host (ERROR 1133).
 
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder};
+
 use crate::support::check::{check, jobs_file, GOOD, JOBS};
 use crate::support::server::with_database;
 use crate::support::{row_binlog_server, TestDb};
 
-/// A user whose account's host is not `%`: check's advice for the binary log names
-/// `'user'@'%.%.%.%'`, runs as printed, and check then finds the queue on the log.
+/// This machine as the server at `url` names a client that connects over TCP, as
+/// tableq does (the harness's own sessions may take the server's socket).
+async fn tcp_client_host(url: &str) -> String {
+    let opts = OptsBuilder::from_opts(Opts::from_url(url).unwrap()).prefer_socket(false);
+    let mut conn = Conn::new(opts).await.unwrap();
+    let host: Option<String> = conn
+        .query_first("SELECT SUBSTRING_INDEX(USER(), '@', -1)")
+        .await
+        .unwrap();
+    conn.disconnect().await.ok();
+    host.unwrap()
+}
+
+/// A user whose account's host is not `%` (`'user'@'127.0.0.1'`): check's advice for
+/// the binary log names that account, runs as printed, and check then finds the
+/// queue on the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_log_grant_check_advises_runs_as_printed() {
     let (_server, base) = row_binlog_server().await;
@@ -15,9 +32,9 @@ async fn the_binary_log_grant_check_advises_runs_as_printed() {
     db.exec(JOBS).await;
     let user = format!("a{}", db.name[3..].replace('_', ""));
     let user = &user[..user.len().min(32)];
-    // Any IPv4 client (the test's, whatever its address), and not the `%` that a
-    // bare user name means.
-    let account = format!("'{user}'@'%.%.%.%'");
+    // This host as the server sees tableq's connections (over TCP: 127.0.0.1), not
+    // the `%` that a bare user name means.
+    let account = format!("'{user}'@'{}'", tcp_client_host(&db.url).await);
     db.exec(&format!(
         "CREATE USER {account}; GRANT ALL ON `{}`.* TO {account}",
         db.name
