@@ -72,9 +72,11 @@ if ! "$playwright_venv/bin/python" -c 'import playwright.sync_api' 2>/dev/null; 
   "$playwright_venv/bin/pip" install -q playwright
 fi
 # The fastcgi tests start a private PHP-FPM pool (php-fpm8.2, no php.ini); the worker
-# tests, config/email-worker.toml and the handler benchmark run the PHP CLI.
-if [ ! -x /usr/sbin/php-fpm8.2 ] || ! command -v php8.2 >/dev/null; then
-  apt_install "PHP-FPM and the PHP CLI" php8.2-fpm php8.2-cli
+# tests, config/email-worker.toml and the handler benchmark run the PHP CLI; the
+# handler benchmark's pool loads PDO MySQL (php8.2-mysql), which a test checks.
+if [ ! -x /usr/sbin/php-fpm8.2 ] || ! command -v php8.2 >/dev/null \
+  || ! compgen -G "/usr/lib/php/*/pdo_mysql.so" >/dev/null; then
+  apt_install "PHP-FPM, the PHP CLI and PDO MySQL" php8.2-fpm php8.2-cli php8.2-mysql
 fi
 # The amqp and nats tests publish to the brokers this machine runs: RabbitMQ on
 # 127.0.0.1:5672 (guest/guest) and NATS with JetStream on 127.0.0.1:4222. Install
