@@ -271,8 +271,9 @@ impl Circuit {
     }
 
     /// An item's action could not reach its handler: the circuit opens for
-    /// [`UNREACHED_RETRY`] — said once, when it opens from closed; a probe that
-    /// could not reach it either keeps it open, quietly.
+    /// [`UNREACHED_RETRY`] — said once, when the handler was reachable until now
+    /// (the circuit closed, or open for failures); a probe that could not reach it
+    /// either keeps it open, quietly.
     fn unreached(&self, probe: bool, outcome: &Outcome) {
         let mut state = self.lock();
         let now = Instant::now();
@@ -285,7 +286,13 @@ impl Circuit {
             // Already open: its next probe tells.
             State::Open { .. } | State::HalfOpen { .. } => return,
         };
-        let was_closed = matches!(*state, State::Closed { .. });
+        let newly = !matches!(
+            *state,
+            State::HalfOpen {
+                cause: Cause::Unreached { .. },
+                ..
+            }
+        );
         *state = State::Open {
             until: now + UNREACHED_RETRY,
             cool_down: UNREACHED_RETRY,
@@ -293,7 +300,7 @@ impl Circuit {
         };
         drop(state);
         let error = outcome.error.as_deref().unwrap_or_default();
-        match was_closed {
+        match newly {
             true => HandlerUnreached {
                 error,
                 retry_in: UNREACHED_RETRY,
@@ -392,7 +399,8 @@ impl Admission<'_> {
     pub fn finished(mut self, outcome: &Outcome) -> bool {
         self.done = true;
         let record = self.circuit.finished(self.probe, outcome);
-        if !record {
+        // An unreachable handler is said once, when the circuit opens for it.
+        if !record && outcome.blame != Blame::Unreached {
             let error = outcome.error.as_deref().unwrap_or_default();
             warn!(%error, "item failed downstream while the circuit is open; it is waiting again, its attempt not spent");
         }
