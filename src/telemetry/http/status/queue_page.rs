@@ -74,7 +74,7 @@ fn actions(q: &QueueStatus, csrf: &str, failed: bool) -> String {
              <button formaction=\"{name}/failed/discard\">Discard</button></form>\
              <form class=\"block\" method=\"post\" action=\"{name}/failed/retry\" id=\"retry-all\">{csrf}\
              <input type=\"hidden\" name=\"all\" value=\"1\"><button>Retry every row that gave up</button> \
-             <button formaction=\"{name}/failed/discard\">Discard every row that gave up</button></form>"
+             <button formaction=\"{name}/failed/discard\">Discard every row that gave up…</button></form>"
         );
     }
     let _ = write!(
@@ -294,6 +294,72 @@ fn shown_value(value: &serde_json::Value) -> String {
     }
 }
 
+/// The question a bulk discard from a page asks first: how many rows it would
+/// discard now — every row that gave up, or those of failure kind `group` — with a
+/// button that says the count and posts it (`confirm`), and the way back. Asked
+/// again when the count changed since the page that asked (`asked_for`).
+pub fn confirm_discard_page(
+    queue: &str,
+    group: Option<&str>,
+    count: usize,
+    asked_for: Option<usize>,
+    csrf: &str,
+) -> String {
+    let rows = |n: usize| format!("{n} row{}", if n == 1 { "" } else { "s" });
+    let of_kind = group
+        .map(|g| format!(" of the kind <q>{}</q>", escape(g)))
+        .unwrap_or_default();
+    let back = format!("../../{}", path_segment(queue));
+    let mut page = head(&format!("{queue} — discard?"), false);
+    let _ = write!(
+        page,
+        "<p><a href=\"{back}\">← queue {}</a></p>",
+        escape(queue)
+    );
+    if count == 0 {
+        let _ = write!(
+            page,
+            "<h1>Nothing to discard</h1><p data-field=\"count\">No row{of_kind} gave up now.</p>\
+             </body></html>"
+        );
+        return page;
+    }
+    let _ = write!(
+        page,
+        "<h1>Discard {}{of_kind}?</h1>\
+         <p data-field=\"count\">Queue {}: <code>[failed] discard</code> runs for every row \
+         that gave up{of_kind} now — {}. A discarded row is not worked again.</p>",
+        rows(count),
+        escape(queue),
+        rows(count)
+    );
+    if let Some(asked) = asked_for.filter(|asked| *asked != count) {
+        let _ = write!(
+            page,
+            "<p class=\"notice\" data-field=\"changed\">The count changed: {} when you \
+             asked, {} now.</p>",
+            rows(asked),
+            rows(count)
+        );
+    }
+    let which = match group {
+        Some(g) => format!(
+            "<input type=\"hidden\" name=\"group\" value=\"{}\">",
+            escape(g)
+        ),
+        None => "<input type=\"hidden\" name=\"all\" value=\"1\">".to_string(),
+    };
+    let _ = write!(
+        page,
+        "<form class=\"block\" method=\"post\" action=\"discard\" id=\"confirm\">{}{which}\
+         <input type=\"hidden\" name=\"confirm\" value=\"{count}\">\
+         <button>Discard {}</button> <a href=\"{back}\">Cancel</a></form></body></html>",
+        csrf_field(csrf),
+        rows(count)
+    );
+    page
+}
+
 /// The sign-in form, with what went wrong last.
 pub fn sign_in_page(problem: Option<&str>) -> String {
     let mut page = head("Sign in — tableq", false);
@@ -387,5 +453,30 @@ mod tests {
             page.contains("data-field=\"poll_interval\">1m (tableq&#39;s default"),
             "{page}"
         );
+    }
+
+    /// A bulk discard asks first, saying how many rows; again, saying so, when the
+    /// count changed; and has nothing to ask when no row gave up.
+    #[test]
+    fn a_bulk_discard_says_how_many_rows_first() {
+        let page = confirm_discard_page("mail", None, 5, None, "tok");
+        assert!(page.contains("<h1>Discard 5 rows?</h1>"), "{page}");
+        assert!(page.contains("<button>Discard 5 rows</button>"), "{page}");
+        assert!(page.contains("name=\"confirm\" value=\"5\""), "{page}");
+        assert!(page.contains("name=\"all\" value=\"1\""), "{page}");
+        assert!(page.contains("href=\"../../mail\">Cancel<"), "{page}");
+        let page = confirm_discard_page("mail", Some("order # <lost>"), 1, Some(3), "tok");
+        assert!(
+            page.contains("Discard 1 row of the kind <q>order # &lt;lost&gt;</q>?"),
+            "{page}"
+        );
+        assert!(page.contains("3 rows when you asked, 1 row now"), "{page}");
+        assert!(
+            page.contains("name=\"group\" value=\"order # &lt;lost&gt;\""),
+            "{page}"
+        );
+        let page = confirm_discard_page("mail", None, 0, Some(2), "tok");
+        assert!(page.contains("No row gave up now."), "{page}");
+        assert!(!page.contains("<button"), "{page}");
     }
 }
