@@ -45,6 +45,8 @@ pub struct Wake {
     pub source: WakeSource,
     /// How often the queue polls while it follows the binary log.
     pub poll_on_binlog: Duration,
+    /// The file sets `poll_interval` (else each interval is tableq's default).
+    pub poll_interval_set: bool,
 }
 
 /// Reads `wake`; `poll_interval`, when the file sets it, is the poll on the binary
@@ -74,6 +76,7 @@ pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Wake {
     Wake {
         source,
         poll_on_binlog: raw.poll_interval.unwrap_or(DEFAULT_BINLOG_POLL_INTERVAL),
+        poll_interval_set: raw.poll_interval.is_some(),
     }
 }
 

@@ -74,6 +74,13 @@ def step(page, command):
         page.fill("#retry-key input[name=key]", command["key"])
         page.locator("#retry-key").get_by_role("button", name="Discard").click()
         return {"url": page.url, "notice": text_of(page, "[data-field=notice]")}
+    if op == "discard_all":
+        queue_page(page, command["queue"])
+        page.locator("#retry-all").get_by_role("button", name="Discard").click()
+        return {"url": page.url, "body": page.inner_text("body")}
+    if op == "confirm":
+        page.click("#confirm button")
+        return {"url": page.url, "notice": text_of(page, "[data-field=notice]")}
     if op == "screenshot":
         queue_page(page, command["queue"])
         page.screenshot(path=command["path"], full_page=True)

@@ -1,8 +1,9 @@
 //! The console in real headless Chromium, driven by Playwright
 //! (`console_browser.py`): at 1280 × 800 nothing scrolls sideways and every
 //! heading of the queue list is in the window, with a long note on the page; a
-//! browser signs in with the token, pauses, resumes, retries a failure kind and
-//! discards one row — each seen in the database and on the page — and a form
+//! browser signs in with the token, pauses, resumes, retries a failure kind,
+//! discards one row and then every row that gave up (after a page that says how
+//! many) — each seen in the database and on the page — and a form
 //! posted without its CSRF token is refused. The screenshot of the list is the
 //! docs' (docs/src/images/status-page.png), and so is a queue's page signed in
 //! (docs/src/images/console-queue.png), written there when
@@ -146,9 +147,9 @@ fn screenshot() -> PathBuf {
     folder.join("status-page.png")
 }
 
-/// At 1280 × 800 the list fits; a browser signs in, pauses, resumes, retries a kind
-/// and discards a row (each in the database and on the page); a form without its
-/// CSRF token is refused.
+/// At 1280 × 800 the list fits; a browser signs in, pauses, resumes, retries a kind,
+/// discards a row, and every row that gave up once a page said how many (each in
+/// the database and on the page); a form without its CSRF token is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser() {
     let Some(chromium) = tools::required(
@@ -301,20 +302,43 @@ async fn the_console_in_a_browser() {
             .contains("discarded 1 of 1 key"),
         "{done}"
     );
-    let expected: Vec<(u32, String)> = (1..=6)
-        .map(|id| {
-            (
-                id,
-                match id {
+    let expected = |six: &str| -> Vec<(u32, String)> {
+        (1..=6)
+            .map(|id| {
+                let state = match id {
                     5 => "discarded",
-                    6 => "failed",
+                    6 => six,
                     _ => "done",
-                }
-                .to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(states(&db).await, expected);
+                };
+                (id, state.to_string())
+            })
+            .collect()
+    };
+    assert_eq!(states(&db).await, expected("failed"));
+    // Every row that gave up: asked first, with the count; nothing discarded yet.
+    let asked = browser
+        .step(serde_json::json!({"op": "discard_all", "queue": "mail"}))
+        .await;
+    let body = asked["body"].as_str().unwrap();
+    assert!(body.contains("Discard 1 row?"), "{asked}");
+    assert!(
+        body.contains("every row that gave up now — 1 row"),
+        "{asked}"
+    );
+    assert_eq!(
+        states(&db).await,
+        expected("failed"),
+        "asking discards nothing"
+    );
+    let done = browser.step(serde_json::json!({"op": "confirm"})).await;
+    assert!(
+        done["notice"]
+            .as_str()
+            .unwrap()
+            .contains("discarded 1 of 1 key"),
+        "{done}"
+    );
+    assert_eq!(states(&db).await, expected("discarded"));
     let page = browser
         .step(serde_json::json!({"op": "page", "queue": "mail"}))
         .await;

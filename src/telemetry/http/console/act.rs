@@ -105,6 +105,18 @@ pub async fn act(setup: &Setup, stats: &QueueStats, action: &Action) -> Result<A
     }
 }
 
+/// How many rows `rows` names now, for `change` (a confirmation says it before a
+/// bulk discard).
+pub async fn rows_count(
+    setup: &Setup,
+    stats: &QueueStats,
+    change: Change,
+    rows: &Rows,
+) -> Result<usize, ActError> {
+    let failed = failed::failed_for(&setup.config, change)?;
+    Ok(keys_of(setup, stats, failed, rows).await?.len())
+}
+
 /// The keys `rows` means.
 async fn keys_of(
     setup: &Setup,

@@ -11,6 +11,7 @@ pub mod act;
 pub mod auth;
 mod request;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -23,11 +24,12 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use tracing::info;
 
-use act::{act, inspect, ActError, Acted, Action};
+use act::{act, inspect, rows_count, ActError, Acted, Action, Rows};
 use auth::{bearer, cleared_cookie, csrf_matches, session_cookie, Sessions, Token};
 use request::{form_action, form_fields, json_action, query_value};
 
 use super::status::{self, Viewer};
+use crate::config::failed::Change;
 use crate::telemetry::stats::monitor::Monitor;
 
 /// The address a request came from (the reverse proxy's, behind one).
@@ -360,6 +362,9 @@ async fn form(
         Ok(asked) => asked,
         Err(why) => return text(StatusCode::BAD_REQUEST, why),
     };
+    if let Some(question) = confirm_first(&console, &target, &asked, &fields, &session.csrf).await {
+        return question;
+    }
     let notice = match run(&console, &target, &asked, "browser session").await {
         Ok(acted) => acted.message,
         Err((StatusCode::NOT_FOUND, why)) if console.monitor.running(&target.queue).is_none() => {
@@ -380,6 +385,41 @@ async fn form(
         [(header::LOCATION, format!("{up}{}", encode(&target.queue)))],
     )
         .into_response()
+}
+
+/// A bulk discard from a page — every row that gave up, or a failure kind's — asks
+/// first: a page that says how many rows it would discard, whose button posts it
+/// again with that count (`confirm`). Posted with the count found now, it goes
+/// ahead (`None`); with another (rows gave up or were retried meanwhile), it asks
+/// again. A queue or a `[failed]` it cannot count with is left to the action to say.
+async fn confirm_first(
+    console: &Console,
+    target: &Target,
+    asked: &Action,
+    fields: &HashMap<String, String>,
+    csrf: &str,
+) -> Option<Response> {
+    let Action::Change {
+        change: Change::Discard,
+        rows: rows @ (Rows::All | Rows::Group(_)),
+    } = asked
+    else {
+        return None;
+    };
+    let (stats, setup) = console.monitor.running(&target.queue)?;
+    let count = rows_count(&setup, &stats, Change::Discard, rows)
+        .await
+        .ok()?;
+    let confirmed = fields.get("confirm").and_then(|n| n.trim().parse().ok());
+    if count > 0 && confirmed == Some(count) {
+        return None;
+    }
+    let group = match rows {
+        Rows::Group(kind) => Some(kind.as_str()),
+        _ => None,
+    };
+    let page = status::confirm_discard_page(&target.queue, group, count, confirmed, csrf);
+    Some(status::html_response(StatusCode::OK, page))
 }
 
 /// A queue's name as a path segment.

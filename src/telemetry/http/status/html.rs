@@ -27,7 +27,7 @@ th[scope=row]{overflow-wrap:anywhere;max-width:20em;font-weight:normal}th[scope=
 .done{color:#2e7d32}.failed{color:#c62828}.returned{color:#f9a825}footer{margin-top:1em;color:#666;font-size:.85em}\
 nav.top{float:right}form{display:inline;margin:0}form.block{display:block;margin:.4em 0}\
 input,button{font:inherit}button{cursor:pointer}.notice{background:#e8f5e9;padding:.4em .6em}\
-dl.settings{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dl.settings dd{margin:0;overflow-wrap:anywhere}\
+dl.settings{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dl.settings dd{margin:0;overflow-wrap:anywhere;white-space:pre-wrap}\
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f5f5f5;padding:.5em}\
 @media (max-width:700px){.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll th{display:block;max-width:none}\
 .scroll thead{display:none}tr.queue{border-top:2px solid #999;padding-top:.4em}\
@@ -518,6 +518,26 @@ pub fn time(unix: u64) -> String {
 pub fn escape(text: &str) -> String {
     let mut visible = String::with_capacity(text.len());
     let _ = Escaped(&mut visible).write_str(text);
+    html_escaped(&visible)
+}
+
+/// `text` for a block that keeps its lines (a `<pre>`, or an element styled
+/// `white-space: pre-wrap`): as [`escape`], but its line breaks and tabs kept as
+/// they are — JSON and SQL read as they were written, not with `\n` in them.
+pub fn escape_block(text: &str) -> String {
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let cells: Vec<String> = line.split('\t').map(escape).collect();
+            cells.join("\t")
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// `visible` with the characters HTML gives a meaning replaced.
+fn html_escaped(visible: &str) -> String {
     let mut escaped = String::with_capacity(visible.len());
     for c in visible.chars() {
         match c {

@@ -23,7 +23,7 @@ use crate::telemetry::stats::observed::{Failure, Minute};
 use crate::telemetry::stats::recent::Percentiles;
 use crate::telemetry::stats::{CircuitOpen, QueueStats, WakeStatus};
 
-pub use queue_page::{inspect_page, sign_in_page};
+pub use queue_page::{confirm_discard_page, inspect_page, sign_in_page};
 pub use response::{html_response, json_response, page_asked, page_response, queue_page_response};
 
 /// How many queues one page shows: a process with thousands of queues still

@@ -6,8 +6,8 @@
 use std::fmt::Write;
 
 use super::html::{
-    ago, csrf_field, escape, footer, head, in_flight, notice, path_segment, queue_row, time,
-    top_nav, QUEUE_HEADINGS,
+    ago, csrf_field, escape, escape_block, footer, head, in_flight, notice, path_segment,
+    queue_row, time, top_nav, QUEUE_HEADINGS,
 };
 use super::{QueueStatus, Status, Viewer};
 use crate::config::{Mode, QueueConfig};
@@ -48,7 +48,8 @@ pub fn render_queue(
     );
     minutes(&mut page, q);
     if let Some(setup) = setup {
-        settings(&mut page, &setup.config, &setup.database.to_string());
+        let database = setup.database.to_string();
+        settings(&mut page, &setup.config, &database, q.wake.source);
     }
     page.push_str(&footer(status, "../"));
     page
@@ -73,7 +74,7 @@ fn actions(q: &QueueStatus, csrf: &str, failed: bool) -> String {
              <button formaction=\"{name}/failed/discard\">Discard</button></form>\
              <form class=\"block\" method=\"post\" action=\"{name}/failed/retry\" id=\"retry-all\">{csrf}\
              <input type=\"hidden\" name=\"all\" value=\"1\"><button>Retry every row that gave up</button> \
-             <button formaction=\"{name}/failed/discard\">Discard every row that gave up</button></form>"
+             <button formaction=\"{name}/failed/discard\">Discard every row that gave up…</button></form>"
         );
     }
     let _ = write!(
@@ -164,9 +165,9 @@ fn minutes(page: &mut String, q: &QueueStatus) {
     page.push_str("</tbody></table>");
 }
 
-/// What the queue's file says, without its secrets: no URL, header or command is
-/// shown, only their kind.
-fn settings(page: &mut String, config: &QueueConfig, database: &str) {
+/// What the queue runs with — its file's settings, and tableq's where the file sets
+/// none — without its secrets: no URL, header or command is shown, only their kind.
+fn settings(page: &mut String, config: &QueueConfig, database: &str, wake: &str) {
     let mode = match &config.mode {
         Mode::Transaction { .. } => "transaction",
         Mode::Lease(_) => "lease",
@@ -189,10 +190,7 @@ fn settings(page: &mut String, config: &QueueConfig, database: &str) {
         ("mode", mode.to_string()),
         ("workers", config.workers.to_string()),
         ("batch", config.batch.to_string()),
-        (
-            "poll_interval",
-            humantime::format_duration(config.poll_interval).to_string(),
-        ),
+        ("poll_interval", poll_interval(config, wake)),
         (
             "database_timeout",
             humantime::format_duration(config.database_timeout).to_string(),
@@ -219,27 +217,145 @@ fn settings(page: &mut String, config: &QueueConfig, database: &str) {
     for (key, value) in rows {
         let _ = write!(
             page,
-            "<dt>{key}</dt><dd><code>{}</code></dd>",
-            escape(&value)
+            "<dt>{key}</dt><dd><code data-field=\"{key}\">{}</code></dd>",
+            escape_block(&value)
         );
     }
     page.push_str("</dl>");
 }
 
-/// The answer of `inspect` for a browser: where the row is, and the row.
+/// The poll interval in force, and where it comes from: the file, or tableq's
+/// default — which on the binary log (`wake` source `binlog`) is a longer one.
+fn poll_interval(config: &QueueConfig, wake: &str) -> String {
+    let on_binlog = wake == "binlog";
+    let (every, other) = match on_binlog {
+        true => (config.wake.poll_on_binlog, config.poll_interval),
+        false => (config.poll_interval, config.wake.poll_on_binlog),
+    };
+    let every = humantime::format_duration(every);
+    let other = humantime::format_duration(other);
+    match (config.wake.poll_interval_set, on_binlog) {
+        (true, _) => format!("{every} (set in the file)"),
+        (false, true) => format!(
+            "{every} (tableq's default while the binary log wakes the queue; {other} when it polls)"
+        ),
+        (false, false) => format!(
+            "{every} (tableq's default while the queue polls; {other} while the binary log wakes it)"
+        ),
+    }
+}
+
+/// The answer of `inspect` for a browser: where the row is, and the row a column
+/// a line, each value as it reads best (see [`shown_value`]).
 pub fn inspect_page(queue: &str, found: &serde_json::Value) -> String {
     let mut page = head(&format!("{queue} — inspect"), false);
     let whereabouts = found["where"].as_str().unwrap_or_default();
-    let row = serde_json::to_string_pretty(&found["row"]).unwrap_or_default();
     let _ = write!(
         page,
         "<p><a href=\"../{}\">← queue {}</a></p><h1>Key {}</h1>\
-         <p data-field=\"where\">{}</p><pre data-field=\"row\">{}</pre></body></html>",
+         <p data-field=\"where\">{}</p>",
         path_segment(queue),
         escape(queue),
         escape(found["key"].as_str().unwrap_or_default()),
         escape(whereabouts),
-        escape(&row)
+    );
+    match found["row"].as_object() {
+        None => page.push_str("<p data-field=\"row\">No row to show.</p>"),
+        Some(columns) => {
+            page.push_str("<table id=\"row\"><tbody>");
+            for (column, value) in columns {
+                let _ = write!(
+                    page,
+                    "<tr><th scope=\"row\">{}</th><td><pre data-column=\"{}\">{}</pre></td></tr>",
+                    escape(column),
+                    escape(column),
+                    escape_block(&shown_value(value))
+                );
+            }
+            page.push_str("</tbody></table>");
+        }
+    }
+    page.push_str("</body></html>");
+    page
+}
+
+/// A column's value for a reader: text as it is, its lines kept — and text that
+/// holds a JSON object or array (a payload column) laid out, indented — and any
+/// other value as JSON (`null`, numbers).
+fn shown_value(value: &serde_json::Value) -> String {
+    let serde_json::Value::String(text) = value else {
+        return value.to_string();
+    };
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(json @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => {
+            serde_json::to_string_pretty(&json).unwrap_or_else(|_| text.clone())
+        }
+        _ => text.clone(),
+    }
+}
+
+/// The question a bulk discard from a page asks first: how many rows it would
+/// discard now — every row that gave up, or those of failure kind `group` — with a
+/// button that says the count and posts it (`confirm`), and the way back. Asked
+/// again when the count changed since the page that asked (`asked_for`).
+pub fn confirm_discard_page(
+    queue: &str,
+    group: Option<&str>,
+    count: usize,
+    asked_for: Option<usize>,
+    csrf: &str,
+) -> String {
+    let rows = |n: usize| format!("{n} row{}", if n == 1 { "" } else { "s" });
+    let of_kind = group
+        .map(|g| format!(" of the kind <q>{}</q>", escape(g)))
+        .unwrap_or_default();
+    let back = format!("../../{}", path_segment(queue));
+    let mut page = head(&format!("{queue} — discard?"), false);
+    let _ = write!(
+        page,
+        "<p><a href=\"{back}\">← queue {}</a></p>",
+        escape(queue)
+    );
+    if count == 0 {
+        let _ = write!(
+            page,
+            "<h1>Nothing to discard</h1><p data-field=\"count\">No row{of_kind} gave up now.</p>\
+             </body></html>"
+        );
+        return page;
+    }
+    let _ = write!(
+        page,
+        "<h1>Discard {}{of_kind}?</h1>\
+         <p data-field=\"count\">Queue {}: <code>[failed] discard</code> runs for every row \
+         that gave up{of_kind} now — {}. A discarded row is not worked again.</p>",
+        rows(count),
+        escape(queue),
+        rows(count)
+    );
+    if let Some(asked) = asked_for.filter(|asked| *asked != count) {
+        let _ = write!(
+            page,
+            "<p class=\"notice\" data-field=\"changed\">The count changed: {} when you \
+             asked, {} now.</p>",
+            rows(asked),
+            rows(count)
+        );
+    }
+    let which = match group {
+        Some(g) => format!(
+            "<input type=\"hidden\" name=\"group\" value=\"{}\">",
+            escape(g)
+        ),
+        None => "<input type=\"hidden\" name=\"all\" value=\"1\">".to_string(),
+    };
+    let _ = write!(
+        page,
+        "<form class=\"block\" method=\"post\" action=\"discard\" id=\"confirm\">{}{which}\
+         <input type=\"hidden\" name=\"confirm\" value=\"{count}\">\
+         <button>Discard {}</button> <a href=\"{back}\">Cancel</a></form></body></html>",
+        csrf_field(csrf),
+        rows(count)
     );
     page
 }
@@ -264,4 +380,103 @@ pub fn sign_in_page(problem: Option<&str>) -> String {
          <button>Sign in</button></form></body></html>"
     );
     page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(file: &str) -> QueueConfig {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("q.toml");
+        std::fs::write(&path, file).expect("the queue file written");
+        crate::config::load_file(&path, &|_| None).expect("a valid queue file")
+    }
+
+    const QUEUE: &str = r#"
+        select = """
+        SELECT id
+        FROM job
+        WHERE done = 0"""
+        [action]
+        type = "sql"
+        sql = "DO :id"
+        [on_success]
+        sql = "UPDATE job SET done = 1 WHERE id = :id"
+    "#;
+
+    /// A row's columns read as written: text with its lines, JSON held in text laid
+    /// out — never a `\n` in the page's text; markup escaped.
+    #[test]
+    fn an_inspected_row_reads_as_written() {
+        let found = serde_json::json!({
+            "key": "9",
+            "where": "gave up (in [failed])",
+            "row": {
+                "id": 9,
+                "payload": "{\"order\":{\"id\":9,\"lines\":[1,2]}}",
+                "note": "first line\nsecond <line>",
+                "sent_at": null,
+            },
+        });
+        let page = inspect_page("mail", &found);
+        assert!(!page.contains("\\n"), "no escaped line break: {page}");
+        assert!(
+            page.contains("{\n  &quot;order&quot;: {\n    &quot;id&quot;: 9,"),
+            "JSON laid out: {page}"
+        );
+        assert!(page.contains("first line\nsecond &lt;line&gt;"), "{page}");
+        assert!(page.contains("data-column=\"sent_at\">null<"), "{page}");
+    }
+
+    /// Settings say the poll interval in force, and where it comes from: tableq's
+    /// default (5s polling, 1m on the binary log), or the file; the select keeps its
+    /// lines.
+    #[test]
+    fn settings_say_the_poll_interval_in_force_and_whence() {
+        let default = config(QUEUE);
+        assert_eq!(
+            poll_interval(&default, "binlog"),
+            "1m (tableq's default while the binary log wakes the queue; 5s when it polls)"
+        );
+        assert_eq!(
+            poll_interval(&default, "poll"),
+            "5s (tableq's default while the queue polls; 1m while the binary log wakes it)"
+        );
+        let set = config(&format!("poll_interval = \"2s\"\n{QUEUE}"));
+        assert_eq!(poll_interval(&set, "binlog"), "2s (set in the file)");
+        assert_eq!(poll_interval(&set, ""), "2s (set in the file)");
+        let mut page = String::new();
+        settings(&mut page, &default, "db", "binlog");
+        assert!(page.contains("SELECT id\n        FROM job"), "{page}");
+        assert!(
+            page.contains("data-field=\"poll_interval\">1m (tableq&#39;s default"),
+            "{page}"
+        );
+    }
+
+    /// A bulk discard asks first, saying how many rows; again, saying so, when the
+    /// count changed; and has nothing to ask when no row gave up.
+    #[test]
+    fn a_bulk_discard_says_how_many_rows_first() {
+        let page = confirm_discard_page("mail", None, 5, None, "tok");
+        assert!(page.contains("<h1>Discard 5 rows?</h1>"), "{page}");
+        assert!(page.contains("<button>Discard 5 rows</button>"), "{page}");
+        assert!(page.contains("name=\"confirm\" value=\"5\""), "{page}");
+        assert!(page.contains("name=\"all\" value=\"1\""), "{page}");
+        assert!(page.contains("href=\"../../mail\">Cancel<"), "{page}");
+        let page = confirm_discard_page("mail", Some("order # <lost>"), 1, Some(3), "tok");
+        assert!(
+            page.contains("Discard 1 row of the kind <q>order # &lt;lost&gt;</q>?"),
+            "{page}"
+        );
+        assert!(page.contains("3 rows when you asked, 1 row now"), "{page}");
+        assert!(
+            page.contains("name=\"group\" value=\"order # &lt;lost&gt;\""),
+            "{page}"
+        );
+        let page = confirm_discard_page("mail", None, 0, Some(2), "tok");
+        assert!(page.contains("No row gave up now."), "{page}");
+        assert!(!page.contains("<button"), "{page}");
+    }
 }
