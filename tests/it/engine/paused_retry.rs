@@ -24,7 +24,7 @@ const BUSY_ROWS: u64 = 300;
 
 /// How a queue is paused, retried and resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum From {
+enum Via {
     Console,
     Cli,
 }
@@ -34,29 +34,29 @@ enum From {
 struct Case {
     name: &'static str,
     lease: bool,
-    from: From,
+    via: Via,
 }
 
 const CASES: [Case; 4] = [
     Case {
         name: "tx_console",
         lease: false,
-        from: From::Console,
+        via: Via::Console,
     },
     Case {
         name: "tx_cli",
         lease: false,
-        from: From::Cli,
+        via: Via::Cli,
     },
     Case {
         name: "lease_console",
         lease: true,
-        from: From::Console,
+        via: Via::Console,
     },
     Case {
         name: "lease_cli",
         lease: true,
-        from: From::Cli,
+        via: Via::Cli,
     },
 ];
 
@@ -148,7 +148,8 @@ async fn start(files: &QueueFiles, url: &str, names: &[&str]) -> (Daemon, String
 
 async fn claims(base: &str, queue: &str) -> f64 {
     let text = get(&format!("{base}/metrics")).await.1;
-    sample(&text, &format!(r#"tableq_claims_total{{queue="{queue}"}}"#)).unwrap_or(0.0)
+    sample(&text, &format!(r#"tableq_claims_total{{queue="{queue}"}}"#))
+        .expect("the queue's claims counted")
 }
 
 async fn count(db: &TestDb, table: &str, state: &str) -> u64 {
@@ -161,8 +162,8 @@ async fn count(db: &TestDb, table: &str, state: &str) -> u64 {
 /// Pauses, retries or resumes `case`'s queue the way the case says.
 async fn operate(base: &str, file: &Path, url: &str, case: &Case, what: &str) {
     let q = case.name;
-    match case.from {
-        From::Console => {
+    match case.via {
+        Via::Console => {
             let (path, body) = match what {
                 "pause" => ("pause", r#"{"reason": "deploy"}"#),
                 "retry" => ("failed/retry", r#"{"all": true}"#),
@@ -172,7 +173,7 @@ async fn operate(base: &str, file: &Path, url: &str, case: &Case, what: &str) {
             let (status, answer) = post(&url, Some(TOKEN), body).await;
             assert_eq!(status, 200, "{q}: {what}: {answer}");
         }
-        From::Cli => {
+        Via::Cli => {
             let mut args = vec![what, "--queue", q];
             if what == "retry" {
                 args.push("--all");
