@@ -30,6 +30,11 @@ use capture::Captured;
 pub use outcome::{Blame, Outcome, TraceNotes};
 use progress::Progress;
 
+/// The longest a kind waits for a connection to its handler (within the action's
+/// timeout): a handler that does not answer the connect — a host down, packets
+/// dropped, a full backlog — is unreached then, not a run that timed out.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// A queue's action, ready to run.
 #[derive(Clone)]
 pub enum Action {

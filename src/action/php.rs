@@ -16,39 +16,46 @@
 /// The names PHP gives the errors that end a script.
 const FATAL: [&str; 3] = ["Fatal error", "Parse error", "Recoverable fatal error"];
 
+/// How much of the end of an output is searched: a fatal error's message and a
+/// deep stack trace (a framework's, 80 frames: ~12 KiB) fit.
+pub const TAIL: usize = 32 * 1024;
+
 /// PHP's message if `log` (PHP's log lines: FPM's stderr stream, a CLI's stderr)
-/// holds the line of an error that ended the script.
+/// holds the line of an error that ended the script. PHP's logger starts each line
+/// `PHP `: a line the script logged itself (`error_log("Fatal error: …")`) does not.
 pub fn died_in_log<'a>(log: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    log.into_iter().find_map(fatal_line)
+    log.into_iter().find_map(|line| {
+        let line = line.trim();
+        let line = line
+            .strip_prefix("PHP message:")
+            .map_or(line, str::trim_start);
+        fatal_line(line.strip_prefix("PHP ")?)
+    })
 }
 
 /// PHP's message if `output` ends with a displayed error that ended the script:
 /// the last thing PHP writes once it dies is the error, ending `on line N`. An
-/// output that merely mentions an error earlier on is not a death.
+/// output that merely mentions an error earlier on is not a death. Only the last
+/// [`TAIL`] bytes are read.
 pub fn died_in_output(output: &[u8]) -> Option<String> {
-    // The error is at the end: its message and stack trace fit in the last 8 KiB.
-    let tail = &output[output.len().saturating_sub(8 * 1024)..];
+    let tail = &output[output.len().saturating_sub(TAIL)..];
     let text = without_tags(&String::from_utf8_lossy(tail));
-    let (at, message) = text
-        .lines()
-        .scan(0usize, |offset, line| {
-            let start = *offset;
-            *offset += line.len() + 1;
-            Some((start, line))
-        })
-        .filter_map(|(start, line)| fatal_line(line).map(|m| (start, m)))
-        .last()?;
+    let mut last = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(message) = fatal_line(line) {
+            last = Some((at, message));
+        }
+        at += line.len();
+    }
+    let (at, message) = last?;
     ends_on_a_line(&text[at..]).then_some(message)
 }
 
-/// `PHP Fatal error: …` if `line` is a fatal error's line, as logged (`PHP Fatal
-/// error:  …`, after FPM's `PHP message: `) or displayed (`Fatal error: …`).
+/// `PHP Fatal error: …` if `line` is a fatal error's line as PHP displays it
+/// (`Fatal error: …`), or logs it once its `PHP ` is taken off.
 fn fatal_line(line: &str) -> Option<String> {
     let line = line.trim();
-    let line = line
-        .strip_prefix("PHP message:")
-        .map_or(line, str::trim_start);
-    let line = line.strip_prefix("PHP ").unwrap_or(line);
     FATAL.iter().find_map(|kind| {
         let text = line.strip_prefix(kind)?.strip_prefix(':')?.trim();
         (!text.is_empty()).then(|| format!("PHP {kind}: {text}"))
@@ -126,5 +133,21 @@ mod tests {
         );
         assert_eq!(died_in_log(["PHP Warning:  Undefined variable $x"]), None);
         assert_eq!(died_in_log(["progress: 40%"]), None);
+        let said_by_the_script = ["PHP message: Fatal error: upstream down, will retry"];
+        assert_eq!(died_in_log(said_by_the_script), None);
+    }
+
+    #[test]
+    fn reads_windows_line_ends_and_long_traces() {
+        let crlf = "a\r\nb\r\nc\u{e9}\r\nFatal error: boom in /a.php on line 3\r\n";
+        assert!(died_in_output(crlf.as_bytes()).is_some());
+        let frame =
+            "/srv/app/vendor/laravel/framework/src/Illuminate/Pipeline/Pipeline.php(128): then()";
+        let frames: String = (0..120).map(|i| format!("#{i} {frame}\n")).collect();
+        let deep = format!(
+            "\nFatal error: Uncaught Exception: deep in /srv/job.php:3\nStack trace:\n{frames}  thrown in /srv/job.php on line 3\n"
+        );
+        assert!(deep.len() > 8 * 1024);
+        assert!(died_in_output(deep.as_bytes()).is_some());
     }
 }

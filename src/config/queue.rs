@@ -133,8 +133,21 @@ impl QueueConfig {
             file: &self.file,
             source: &self.source,
             secret_variables: &self.secret_variables,
-            actions_at_once: self.workers * self.batch,
+            actions_at_once: self.actions_at_once(),
         }
+    }
+
+    /// The most actions the queue runs at once in one copy: each worker's batch
+    /// (one action for the whole batch in batch scope), within `max_in_flight`.
+    fn actions_at_once(&self) -> usize {
+        let per_worker = match self.mode {
+            Mode::Transaction {
+                scope: Scope::Batch,
+            } => 1,
+            _ => self.batch,
+        };
+        let at_once = self.workers * per_worker;
+        self.max_in_flight.map_or(at_once, |max| at_once.min(max))
     }
 
     /// A finding about this queue, pointing at the line of `path`.

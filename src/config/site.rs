@@ -16,7 +16,7 @@ pub struct Site<'a> {
     pub source: &'a str,
     /// The `${VARS}` the file puts into a secret: a command must not be handed them.
     pub secret_variables: &'a [String],
-    /// The most actions the queue runs at once in one copy: `workers` × `batch`.
+    /// The most actions the queue runs at once in one copy.
     pub actions_at_once: usize,
 }
 

@@ -151,7 +151,8 @@ impl Circuit {
                             Cause::Failures => {
                                 self.changed_to(CircuitState::HalfOpen, "", Duration::ZERO)
                             }
-                            Cause::Unreached { .. } => self.quietly(CircuitState::HalfOpen),
+                            // Shown as open until the handler answers.
+                            Cause::Unreached { .. } => {}
                         }
                         return Some(self.pass_with(true));
                     }
@@ -226,10 +227,18 @@ impl Circuit {
         } = &*state
         {
             if probe {
-                let after = since.elapsed();
+                let since = *since;
+                // No answer (a timeout, a cut): still waiting for the handler.
+                if downstream {
+                    self.wait_for_handler(state, since, false, outcome);
+                    return false;
+                }
                 *state = State::closed();
                 drop(state);
-                HandlerBack { after }.emit(&self.stats);
+                HandlerBack {
+                    after: since.elapsed(),
+                }
+                .emit(&self.stats);
                 self.changed.send_modify(|generation| *generation += 1);
                 return true;
             }
@@ -275,26 +284,32 @@ impl Circuit {
     /// (the circuit closed, or open for failures); a probe that could not reach it
     /// either keeps it open, quietly.
     fn unreached(&self, probe: bool, outcome: &Outcome) {
-        let mut state = self.lock();
+        let state = self.lock();
         let now = Instant::now();
-        let since = match &*state {
-            State::Closed { .. } => now,
-            State::HalfOpen { cause, .. } if probe => match cause {
-                Cause::Unreached { since } => *since,
-                Cause::Failures => now,
-            },
+        let (since, newly) = match &*state {
+            State::Closed { .. } => (now, true),
+            State::HalfOpen {
+                cause: Cause::Unreached { since },
+                ..
+            } if probe => (*since, false),
+            State::HalfOpen { .. } if probe => (now, true),
             // Already open: its next probe tells.
             State::Open { .. } | State::HalfOpen { .. } => return,
         };
-        let newly = !matches!(
-            *state,
-            State::HalfOpen {
-                cause: Cause::Unreached { .. },
-                ..
-            }
-        );
+        self.wait_for_handler(state, since, newly, outcome);
+    }
+
+    /// Opens the circuit for [`UNREACHED_RETRY`], for a handler unreachable since
+    /// `since`: said when `newly`, else only shown; workers waiting look again.
+    fn wait_for_handler(
+        &self,
+        mut state: MutexGuard<'_, State>,
+        since: Instant,
+        newly: bool,
+        outcome: &Outcome,
+    ) {
         *state = State::Open {
-            until: now + UNREACHED_RETRY,
+            until: Instant::now() + UNREACHED_RETRY,
             cool_down: UNREACHED_RETRY,
             cause: Cause::Unreached { since },
         };
@@ -306,18 +321,10 @@ impl Circuit {
                 retry_in: UNREACHED_RETRY,
             }
             .emit(&self.stats),
-            false => {
-                self.stats
-                    .note_circuit(CircuitState::Open, error, UNREACHED_RETRY);
-                self.quietly(CircuitState::Open);
-            }
+            false => self
+                .stats
+                .note_circuit(CircuitState::Open, error, UNREACHED_RETRY),
         }
-    }
-
-    /// The circuit changed to `to` while it waits for an unreachable handler:
-    /// shown, not said, and workers waiting to claim look again.
-    fn quietly(&self, to: CircuitState) {
-        self.stats.set_circuit(to);
         self.changed.send_modify(|generation| *generation += 1);
     }
 

@@ -16,6 +16,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tokio::sync::SemaphorePermit;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +24,7 @@ use super::queue::QueueRuntime;
 use crate::action::capture::Captured;
 use crate::action::progress::Progress;
 use crate::action::{External, InTransaction, Job, Outcome};
+use crate::config::Mode;
 use crate::db::{DbError, Item, Session};
 use crate::telemetry::trace::otlp;
 
@@ -59,12 +61,20 @@ impl QueueRuntime {
         work: Work<'j>,
         progress: Option<Arc<Progress>>,
     ) -> Option<Outcome> {
-        // A free connection first: waiting for one is not the action's time.
-        let _slot = match action.slots() {
-            Some(slots) => slots.acquire().await.ok(),
-            None => None,
+        // A free connection first: waiting for one is not the action's time —
+        // unless a lease that is never renewed must outlast the whole run.
+        let charged = matches!(&self.config.mode, Mode::Lease(lease) if lease.renew_sql.is_none());
+        let _slot = match charged {
+            false => slot(action).await,
+            true => None,
         };
-        let run = |job, _| async move { Ok::<_, Infallible>(action.run(job).await) };
+        let run = move |job, _| async move {
+            let _slot = match charged {
+                true => slot(action).await,
+                false => None,
+            };
+            Ok::<_, Infallible>(action.run(job).await)
+        };
         let late = Late::Dropped(action);
         match self.under_policy(work, progress, late, run).await {
             Ok(outcome) => outcome,
@@ -132,6 +142,11 @@ impl QueueRuntime {
         self.stats.observed.record_action(started.elapsed());
         Ok(ticket.finished(&outcome).then_some(outcome))
     }
+}
+
+/// A permit of `action`'s slots, when the kind bounds its runs at once.
+async fn slot(action: &dyn External) -> Option<SemaphorePermit<'_>> {
+    action.slots()?.acquire().await.ok()
 }
 
 /// How a run still going at its deadline is ended.

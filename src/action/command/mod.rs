@@ -135,12 +135,14 @@ impl Launch<'_> {
     }
 }
 
-/// A program that does not start: the row's fault when the row names it; else the
-/// queue's own program, which fails every item alike and cannot have run for
-/// this one — unreached, its attempt not spent.
+/// A program that does not start: the row's fault when the row names it or makes
+/// its arguments too long; else the queue's own program, which fails every item
+/// alike and cannot have run for this one — unreached, its attempt not spent.
 fn cannot_start(config: &CommandAction, program: &str, error: &std::io::Error) -> Outcome {
     let said = format!("cannot run {program}: {error}");
-    match config.argv.first().is_some_and(|p| p.as_literal().is_none()) {
+    let rows_own = config.argv.first().is_some_and(|p| p.as_literal().is_none())
+        || error.kind() == std::io::ErrorKind::ArgumentListTooLong;
+    match rows_own {
         true => Outcome::failure(said),
         false => Outcome::unreached(said),
     }

@@ -26,7 +26,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 5;
 
 /// type = "fastcgi": one request per item to a FastCGI server (PHP-FPM), which runs
 /// `script` with the row as a JSON POST body; TABLEQ_QUEUE and TABLEQ_KEY are
-/// params. The script's Status decides as an HTTP answer does: any 2xx is success.
+/// params. The script's Status decides as an HTTP answer does — any 2xx is success
+/// — unless PHP died on the way (its fatal error in the answer: a failure whatever
+/// the status) or `done_header` is set and the answer lacks it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawFastcgiAction {
@@ -50,8 +52,10 @@ pub struct RawFastcgiAction {
     pub done_header: Option<String>,
     /// The most requests in PHP-FPM at once, across the queue's workers: the pool's
     /// pm.max_children, or fewer (a kept connection holds a child). Further items
-    /// wait in tableq for a free connection, not counted against their timeout.
-    /// Default 5 (PHP-FPM's default pm.max_children).
+    /// wait in tableq for a free connection, not counted against their timeout
+    /// (unless a lease that is never renewed must cover the wait). Per queue and per
+    /// copy: queues and copies on one pool add up. Default 5 (PHP-FPM's default
+    /// pm.max_children).
     pub max_connections: Option<usize>,
 }
 
@@ -214,7 +218,8 @@ impl ActionKind for FastcgiAction {
             return Vec::new();
         }
         let message = format!(
-            "workers × batch = {at_once} requests at once, but `action.max_connections` = {max}: \
+            "the queue runs up to {at_once} requests at once (workers × batch, within \
+             max_in_flight), but `action.max_connections` = {max}: \
              {} of them wait in tableq for a free connection (not counted against the timeout). \
              Raise max_connections to the pool's pm.max_children if it has more children, or \
              lower workers or batch",

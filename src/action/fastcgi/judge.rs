@@ -107,7 +107,7 @@ pub fn judge(
         retry_after: reply.retry_after,
         ..Outcome::default()
     };
-    if let Some(why) = not_done(&reply, &answer.stderr, config) {
+    if let Some(why) = not_done(&reply, answer, config) {
         outcome.error = Some(clip_error(why));
         return outcome;
     }
@@ -130,10 +130,15 @@ pub fn judge(
 /// Why an answer is not the script's success whatever its status: PHP died on
 /// the way (its message), or, with `done_header`, the script did not say it was
 /// done.
-fn not_done(reply: &Reply<'_>, stderr: &[u8], config: &FastcgiAction) -> Option<String> {
-    let logged = messages(stderr);
+fn not_done(reply: &Reply<'_>, answer: &Answer, config: &FastcgiAction) -> Option<String> {
+    let logged = messages(&answer.stderr);
+    // The output's end: the tail when it overran what is kept of its head.
+    let end = match answer.tail.is_empty() {
+        true => &answer.stdout[..],
+        false => &answer.tail[..],
+    };
     let died = php::died_in_log(logged.iter().map(String::as_str))
-        .or_else(|| php::died_in_output(reply.body));
+        .or_else(|| php::died_in_output(end));
     if died.is_some() {
         return died;
     }
@@ -276,7 +281,7 @@ mod tests {
         Answer {
             stdout: stdout.as_bytes().to_vec(),
             stderr: stderr.as_bytes().to_vec(),
-            protocol_status: 0,
+            ..Answer::default()
         }
     }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::Semaphore;
 
 use super::http::batch_id;
 use super::http::signing::signature;
@@ -31,6 +31,7 @@ use crate::db::row_json::{item_json, items_json, keys_json};
 use config::FastcgiAction;
 use pool::Pool;
 use record::{Answer, ExchangeError};
+use settings::ErrorLog;
 
 /// A FastCGI action with its kept connections, shared by all the queue's workers.
 pub struct Fastcgi {
@@ -38,9 +39,8 @@ pub struct Fastcgi {
     pool: Arc<Pool>,
     /// One permit per connection the server may hold at once (`max_connections`).
     slots: Arc<Semaphore>,
-    /// Where the pool logs PHP's errors, asked of it once (`settings`) the first
-    /// time a script died without a word: `None` when it cannot be asked.
-    error_log: OnceCell<Option<String>>,
+    /// Where the pool logs PHP's errors, asked of it once as the queue starts.
+    error_log: ErrorLog,
     /// The address as messages say it.
     server: String,
 }
@@ -52,7 +52,7 @@ impl Ready for FastcgiAction {
             config: Arc::new(self.clone()),
             pool: Pool::new(),
             slots: Arc::new(Semaphore::new(self.max_connections)),
-            error_log: OnceCell::new(),
+            error_log: ErrorLog::ask(self),
         }))
     }
 }
@@ -105,7 +105,7 @@ impl Fastcgi {
             Ok(answer) => {
                 log_stderr(&answer.stderr);
                 let error_log = match judge::died_silently(&answer) {
-                    true => self.error_log().await,
+                    true => self.error_log.file().await,
                     false => None,
                 };
                 judge::judge(&answer, &self.server, &self.config, error_log)
@@ -157,15 +157,16 @@ impl Fastcgi {
     }
 
     /// Sends `request` on a kept connection, or a new one; the connection is kept
-    /// again once its answer was read whole. A kept connection the server closed
-    /// while idle (a child recycled after `pm.max_requests`, or ended by
-    /// `pm.process_idle_timeout`) fails before any answer: the request is sent once
-    /// more, on a new connection.
+    /// again once its answer was read whole. A kept connection that fails before
+    /// any answer (the server closed it just as it was taken) gets the request once
+    /// more, on a new connection — and as the first may have reached a child, a
+    /// new connection refused then is trouble downstream, not unreached.
     async fn send(
         &self,
         request: &[u8],
         heard: &mut (dyn FnMut(&[u8]) + Send),
     ) -> Result<Answer, Outcome> {
+        let mut sent = false;
         if let Some(mut kept) = self.pool.take() {
             match record::exchange(&mut kept, request, heard).await {
                 Ok(answer) => {
@@ -174,29 +175,21 @@ impl Fastcgi {
                 }
                 Err(ExchangeError::Io {
                     answered: false, ..
-                }) => {}
+                }) => sent = true,
                 Err(e) => return Err(judge::failed(&e, &self.server)),
             }
         }
         let mut conn = pool::connect(&self.config.address)
             .await
-            .map_err(|e| judge::cannot_connect(&e, &self.server))?;
+            .map_err(|e| match judge::cannot_connect(&e, &self.server) {
+                unreached if !sent => unreached,
+                refused => Outcome::downstream(refused.error.unwrap_or_default()),
+            })?;
         let answer = record::exchange(&mut conn, request, heard)
             .await
             .map_err(|e| judge::failed(&e, &self.server))?;
         self.pool.give_back(conn);
         Ok(answer)
-    }
-}
-
-impl Fastcgi {
-    /// The pool's `error_log` file, asked of PHP there once.
-    async fn error_log(&self) -> Option<&str> {
-        let asked = self.error_log.get_or_init(|| async {
-            let settings = settings::ask(&self.config, &self.server).await.ok()?;
-            settings.error_log.filter(|file| !file.is_empty())
-        });
-        asked.await.as_deref()
     }
 }
 

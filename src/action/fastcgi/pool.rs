@@ -12,11 +12,13 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use futures::FutureExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::time::Instant;
 
 use super::config::Address;
+use crate::action::CONNECT_TIMEOUT;
 use crate::lock::lock;
 
 /// How long a connection may stay idle before it is closed.
@@ -28,16 +30,23 @@ pub enum Conn {
     Tcp(TcpStream),
 }
 
-/// Opens a connection to `address`.
+/// Opens a connection to `address`, within [`CONNECT_TIMEOUT`] (a `TimedOut`
+/// error past it).
 pub async fn connect(address: &Address) -> std::io::Result<Conn> {
-    match address {
-        Address::Unix(path) => UnixStream::connect(path).await.map(Conn::Unix),
-        Address::Tcp { host, port } => {
-            let stream = TcpStream::connect((host.as_str(), *port)).await?;
-            stream.set_nodelay(true)?;
-            Ok(Conn::Tcp(stream))
+    let opening = async {
+        match address {
+            Address::Unix(path) => UnixStream::connect(path).await.map(Conn::Unix),
+            Address::Tcp { host, port } => {
+                let stream = TcpStream::connect((host.as_str(), *port)).await?;
+                stream.set_nodelay(true)?;
+                Ok(Conn::Tcp(stream))
+            }
         }
-    }
+    };
+    let late = || std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer to the connect");
+    tokio::time::timeout(CONNECT_TIMEOUT, opening)
+        .await
+        .unwrap_or_else(|_| Err(late()))
 }
 
 /// The idle connections of one queue's action, newest last.
@@ -57,9 +66,17 @@ impl Pool {
         pool
     }
 
-    /// The most recently used idle connection, if any.
+    /// The most recently used idle connection that the server still holds open,
+    /// if any (one it closed while idle — FPM stopped, a child recycled — is
+    /// dropped: a request sent on it would be lost unsent).
     pub fn take(&self) -> Option<Conn> {
-        lock(&self.idle).pop().map(|(_, conn)| conn)
+        let mut idle = lock(&self.idle);
+        while let Some((_, mut conn)) = idle.pop() {
+            if conn.is_open() {
+                return Some(conn);
+            }
+        }
+        None
     }
 
     /// Keeps `conn` for the next run.
@@ -82,6 +99,15 @@ async fn close_idle(pool: Weak<Pool>) {
             Some(pool) => pool.close_stale(),
             None => return,
         }
+    }
+}
+
+impl Conn {
+    /// Whether the server still holds the connection open: nothing to read on it
+    /// now (an end, or bytes nobody asked for, mean it is done with).
+    fn is_open(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        self.read(&mut byte).now_or_never().is_none()
     }
 }
 

@@ -38,6 +38,9 @@ pub const STDERR_LIMIT: usize = 8 * 1024;
 pub struct Answer {
     /// The head of the script's stdout: CGI headers, a blank line, the body.
     pub stdout: Vec<u8>,
+    /// The end of its stdout, when it overran the head (else empty): where PHP
+    /// writes the error it died of.
+    pub tail: Vec<u8>,
     /// The head of its stderr (PHP's `error_log` lines).
     pub stderr: Vec<u8>,
     /// FCGI_END_REQUEST's protocol status: 0 complete, 1 cannot multiplex, 2
@@ -105,7 +108,10 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         })?;
         answered = true;
         match kind {
-            STDOUT => keep(&mut answer.stdout, &content, STDOUT_LIMIT),
+            STDOUT => {
+                let overran = keep(&mut answer.stdout, &content, STDOUT_LIMIT);
+                keep_last(&mut answer.tail, overran, crate::action::php::TAIL);
+            }
             STDERR => {
                 heard(&content);
                 keep(&mut answer.stderr, &content, STDERR_LIMIT);
@@ -151,9 +157,18 @@ pub async fn get_values<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Appends what fits of `content` to `kept`, up to `limit` bytes.
-fn keep(kept: &mut Vec<u8>, content: &[u8], limit: usize) {
+fn keep<'c>(kept: &mut Vec<u8>, content: &'c [u8], limit: usize) -> &'c [u8] {
     let room = limit.saturating_sub(kept.len());
-    kept.extend_from_slice(&content[..content.len().min(room)]);
+    let (taken, past) = content.split_at(content.len().min(room));
+    kept.extend_from_slice(taken);
+    past
+}
+
+/// Keeps the last `limit` bytes of what `content` continues.
+fn keep_last(kept: &mut Vec<u8>, content: &[u8], limit: usize) {
+    kept.extend_from_slice(content);
+    let over = kept.len().saturating_sub(limit);
+    kept.drain(..over);
 }
 
 /// Reads one record: its type and content (its padding dropped).

@@ -1,12 +1,19 @@
-//! `check`'s look at what a pool does with PHP's errors — `display_errors`,
-//! `log_errors`, `error_log` — and what that means for tableq: where a script's
-//! fatal error reaches it, if at all. Known only by asking PHP in the pool: a probe
-//! script, written beside the queue's script (where the pool may run scripts) when
-//! the server is on this host, run once, and removed. Nothing is sent to the queue's
-//! own script, and no setting is changed (a `PHP_VALUE` would stay in the child for
-//! the web application's later requests).
+//! What a pool does with PHP's errors — `display_errors`, `log_errors`,
+//! `error_log` — and what that means for tableq: where a script's fatal error
+//! reaches it, if at all (`check` says it), and which file to name when a script
+//! died without a word (`run` asks once, as the queue starts). Known only by asking
+//! PHP in the pool: a probe script, written beside the queue's script (where the
+//! pool may run scripts) when the server is on this host, run once, and removed.
+//! Nothing is sent to the queue's own script, and no setting is changed (a
+//! `PHP_VALUE` would stay in the child for the web application's later requests).
 
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
 
 use serde::Deserialize;
 
@@ -19,6 +26,46 @@ use crate::action::Probed;
 const PROBE: &str = "<?php\nheader('Content-Type: application/json');\n\
     echo json_encode(['display_errors' => ini_get('display_errors'), \
     'log_errors' => ini_get('log_errors'), 'error_log' => ini_get('error_log')]);\n";
+
+/// Where a pool logs PHP's errors, for the message of a script that died without
+/// a word (500, no body, nothing on stderr). Asked once as the queue starts — when
+/// the pool is on this host, in the background, within [`ASK_WITHIN`] — so that no
+/// item waits on the question in the pool's backlog.
+pub struct ErrorLog(Arc<OnceCell<Option<String>>>);
+
+/// How long the question may take.
+const ASK_WITHIN: Duration = Duration::from_secs(2);
+
+impl ErrorLog {
+    /// Starts asking the pool of `config`, if there is a runtime to ask from.
+    pub fn ask(config: &FastcgiAction) -> ErrorLog {
+        let known = Arc::new(OnceCell::new());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (config, known) = (config.clone(), known.clone());
+            runtime.spawn(async move {
+                known.get_or_init(|| error_log(&config)).await;
+            });
+        }
+        ErrorLog(known)
+    }
+
+    /// The pool's error_log file: once the question is answered (it may still be
+    /// under way: up to [`ASK_WITHIN`]); `None` when the pool cannot say.
+    pub async fn file(&self) -> Option<&str> {
+        tokio::time::timeout(ASK_WITHIN, self.0.get_or_init(|| async { None }))
+            .await
+            .ok()?
+            .as_deref()
+    }
+}
+
+/// The pool's error_log file, asked of PHP there.
+async fn error_log(config: &FastcgiAction) -> Option<String> {
+    let server = config.address.to_string();
+    let asked = tokio::time::timeout(ASK_WITHIN, ask(config, &server)).await;
+    let settings = asked.ok()?.ok()?;
+    settings.error_log.filter(|file| !file.is_empty())
+}
 
 /// What PHP in the pool said of its settings.
 #[derive(Debug, Deserialize, PartialEq, Eq)]
@@ -121,11 +168,21 @@ impl ErrorSettings {
 struct Probe(PathBuf);
 
 impl Probe {
+    /// Writes the probe in `dir`: a new file of its own (never through a link, nor
+    /// over another copy's), readable by the pool.
     fn write(dir: &Path) -> Result<Probe, String> {
-        let path = dir.join(format!(".tableq-check-{}.php", std::process::id()));
-        std::fs::write(&path, PROBE)
-            .map_err(|e| format!("cannot write a probe script in {}: {e}", dir.display()))?;
-        Ok(Probe(path))
+        let name = format!(".tableq-check-{}-{:016x}.php", std::process::id(), fastrand::u64(..));
+        let path = dir.join(name);
+        let cannot = |e: std::io::Error| format!("cannot write a probe script in {}: {e}", dir.display());
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&path)
+            .map_err(cannot)?;
+        let probe = Probe(path);
+        file.write_all(PROBE.as_bytes()).map_err(cannot)?;
+        Ok(probe)
     }
 }
 

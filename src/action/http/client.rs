@@ -7,6 +7,7 @@ use std::sync::Arc;
 use reqwest::{redirect, Client, Method, Url};
 
 use super::ssrf::{check_literal, PublicOnly};
+use crate::action::CONNECT_TIMEOUT;
 use crate::action::ActionError;
 use crate::config::template::Part;
 use super::config::HttpAction;
@@ -57,7 +58,8 @@ pub(super) fn build(config: &HttpAction) -> Result<Built, ActionError> {
         .redirect(redirects)
         .https_only(config.https_only)
         // A proxy would resolve names itself, past the private-address check.
-        .no_proxy();
+        .no_proxy()
+        .connect_timeout(CONNECT_TIMEOUT.min(config.common.timeout));
     if guarded || check_redirects {
         builder = builder.dns_resolver(Arc::new(PublicOnly { trusted }));
     }

@@ -142,8 +142,6 @@ pub(super) fn describe(error: &reqwest::Error, url: &Url) -> String {
     }
 }
 
-/// The rustls error inside (possibly nested) io::Errors: an io::Error's `source()`
-/// skips the error it wraps, so look inside with `get_ref()`.
 /// True when no connection could be made (refused, no route, a name that does not
 /// resolve, a connect timeout): nothing was sent. A TLS handshake that failed is not
 /// such an outage but a certificate to mend, and stays the failure it was.
@@ -160,6 +158,8 @@ pub(super) fn not_connected(error: &reqwest::Error) -> bool {
     error.is_connect()
 }
 
+/// The rustls error inside (possibly nested) io::Errors: an io::Error's `source()`
+/// skips the error it wraps, so look inside with `get_ref()`.
 fn tls_error(io: &std::io::Error) -> Option<&rustls::Error> {
     let inner = io.get_ref()?;
     if let Some(tls) = inner.downcast_ref::<rustls::Error>() {

@@ -10,8 +10,9 @@ use async_nats::{Client, ConnectErrorKind, ConnectOptions, ServerAddr};
 
 use super::config::NatsAction;
 
-/// The longest wait between two reconnection attempts.
-const MAX_WAIT: Duration = Duration::from_secs(8);
+/// The longest wait between two reconnection attempts: a second, as the queue
+/// tries an unreached server every second (`engine::circuit`).
+const MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// Why there is no client: the queue's own (credentials that do not read or are
 /// refused), or the server not reached.

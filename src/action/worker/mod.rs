@@ -7,9 +7,10 @@
 //! A process that exits, hangs past the item's deadline, or writes a line that is
 //! not the protocol is killed (its process group) and replaced — the next start
 //! waits a little longer each time it happens again — and the item it held fails
-//! with why — PHP's own message when PHP died in it. A program that cannot run (it
-//! does not start, a parse error, or its processes end before any ever answered)
-//! cannot have handled the item: unreached, its attempt not spent. After `max_items` a process is retired: its
+//! with why — PHP's own message when PHP died in it; one that ends before its first
+//! answer is trouble downstream (a program that cannot run, or an item that kills
+//! it: the breaker tells). A program that does not start at all cannot have
+//! handled the item: unreached, its attempt not spent. After `max_items` a process is retired: its
 //! stdin closed, [`GRACE`] to exit, then killed. So are the idle ones when the
 //! queue ends (a stop, a reload). Each dies with tableq, even by `kill -9`.
 //!
@@ -24,7 +25,7 @@ mod probe;
 mod process;
 mod protocol;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,8 +55,6 @@ pub struct Worker {
     /// Processes that ended badly since the last good answer: the next start
     /// waits for them.
     troubles: AtomicU32,
-    /// A process of the queue has answered an item: the program can run.
-    ran: AtomicBool,
 }
 
 impl Worker {
@@ -66,7 +65,6 @@ impl Worker {
             idle: Mutex::new(Vec::new()),
             started: AtomicU64::new(0),
             troubles: AtomicU32::new(0),
-            ran: AtomicBool::new(false),
         }
     }
 
@@ -93,7 +91,6 @@ impl Worker {
         match answered {
             Ok(outcome) => {
                 self.troubles.store(0, Ordering::Relaxed);
-                self.ran.store(true, Ordering::Relaxed);
                 lent.give_back();
                 outcome
             }
@@ -126,10 +123,9 @@ impl Worker {
                 info!(process = number, pid = process.pid, "worker process started");
                 Ok(Lent::new(self, process))
             }
-            Err(e) => {
-                self.troubles.fetch_add(1, Ordering::Relaxed);
-                Err(Outcome::unreached(format!("cannot run {}: {e}", self.program)))
-            }
+            // Nothing was handed over: unreached, and the circuit paces the tries
+            // (no backoff of its own, which would eat into the item's deadline).
+            Err(e) => Err(Outcome::unreached(format!("cannot run {}: {e}", self.program))),
         }
     }
 }
@@ -185,11 +181,10 @@ impl<'w> Lent<'w> {
     }
 
     /// The process ended without answering: it is killed, and the item's outcome
-    /// says why. PHP's death while it held the item is the item's failure, with
-    /// PHP's message; a program that cannot run — a parse error, or a process that
-    /// ended before any process of the queue ever answered — cannot have handled
-    /// the item (unreached: no attempt spent, the queue waits for it); any other
-    /// end is the item's failure.
+    /// says why. The item was handed over, so it may have run: PHP's death while
+    /// the process held it is its failure, with PHP's message; before the process's
+    /// first answer, it is trouble downstream (a program that cannot run, or the
+    /// item killed it: the breaker tells), else the item's failure.
     fn ended(mut self, ended: Ended) -> Outcome {
         let Some(process) = self.process.take() else {
             return Outcome::failure("the worker process was lost");
@@ -197,17 +192,17 @@ impl<'w> Lent<'w> {
         self.worker.troubles.fetch_add(1, Ordering::Relaxed);
         let what = said(&ended);
         warn!(process = process.number, pid = process.pid, "worker process {what}; it is killed, a new one starts");
-        let program = &self.worker.program;
+        let first = process.answered == 0;
         match ended {
-            Ended::Died(php) if php.starts_with("PHP Parse error") => {
-                Outcome::unreached(format!("cannot run {program}: {php}"))
-            }
+            Ended::Died(php) if first => Outcome::downstream(format!(
+                "{php} (the worker process {} died before its first answer)",
+                self.worker.program
+            )),
             Ended::Died(php) => Outcome::failure(php),
-            _ if process.answered == 0 && !self.worker.ran.load(Ordering::Relaxed) => {
-                Outcome::unreached(format!(
-                    "cannot run {program}: the worker process {what} before its first answer"
-                ))
-            }
+            _ if first => Outcome::downstream(format!(
+                "cannot run {}: the worker process {what} before its first answer",
+                self.worker.program
+            )),
             _ => Outcome::failure(format!(
                 "while handling the item, the worker process {what}; a new one starts"
             )),

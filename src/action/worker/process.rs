@@ -122,6 +122,7 @@ impl Running {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(Ended::Exited("its stdin was closed".into()));
         };
+        self.stderr.forget();
         if stdin.write_all(line).await.is_err() || stdin.flush().await.is_err() {
             // A broken pipe: it is gone, or going.
             return Err(self.exited().await);
@@ -311,6 +312,11 @@ impl Stderr {
     /// ended: after [`Stderr::tail`]).
     fn died(&self) -> Option<String> {
         lock(&self.died).clone()
+    }
+
+    /// Forgets what an earlier item's log said: a death is this item's.
+    fn forget(&self) {
+        lock(&self.died).take();
     }
 
     /// The last lines, joined with " | ", once stderr has ended (or

@@ -207,38 +207,64 @@ done"#,
     assert!(!logs.lines_of("faulty_worker", "boom").is_empty());
 }
 
-/// A worker that dies at start cannot have handled an item: the rows wait with no
-/// outcome recorded, one warning names the program and what it said, and once the
-/// program is mended every row is done.
+/// A worker that dies at start is reported as a program that cannot run (trouble
+/// downstream: it may have read the item), with what it said on stderr.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_that_dies_at_start_is_waited_for() {
+async fn a_worker_that_dies_at_start_cannot_run() {
     let db = TestDb::new().await;
-    jobs(&db, &["ok", "ok"]).await;
+    jobs(&db, &["ok"]).await;
     let files = QueueFiles::new();
     files.script(
-        "worker.sh",
+        "broken.sh",
         "echo 'syntax error, unexpected end of file' >&2\nexit 255",
     );
-    let file = queue("broken_worker", &["./worker.sh"]).write(&files);
+    let file = queue("broken_worker", &["./broken.sh"]).write(&files);
+    run_until_empty(load(&[file]), &db.url).await;
+    let (_, state, error, _) = outcomes(&db).await.remove(0);
+    assert_eq!(state, "failed");
+    assert_eq!(
+        error.as_deref(),
+        Some("cannot run ./broken.sh: the worker process exited (exit status 255: syntax error, unexpected end of file) before its first answer")
+    );
+}
+
+/// A worker program that no longer starts (made unexecutable while tableq runs)
+/// cannot have handled an item: the rows wait with no outcome recorded, one warning
+/// names the program, and once it can start again every row is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_cannot_start_is_waited_for() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = TestDb::new().await;
+    jobs(&db, &[]).await;
+    let files = QueueFiles::new();
+    let program = files.script(
+        "worker.sh",
+        "while IFS= read -r line; do echo '{\"ok\": true}'; done",
+    );
+    let file = queue("unstartable_worker", &["./worker.sh"]).write(&files);
     let logs = support::logs::capture();
     let engine = Engine::start(load(&[file]), &db.url);
-    logs.wait_for("broken_worker", "the handler cannot be reached")
+    let mode = |bits| std::fs::set_permissions(&program, std::fs::Permissions::from_mode(bits));
+    mode(0o644).unwrap();
+    db.exec("INSERT INTO job (id, arg) VALUES (1, 'ok'), (2, 'ok')")
         .await;
-    let warned = logs.lines_of("broken_worker", "the handler cannot be reached");
+    let warned = logs
+        .wait_for("unstartable_worker", "the handler cannot be reached")
+        .await;
     assert!(
-        warned[0].contains("cannot run ./worker.sh: the worker process exited (exit status 255: syntax error, unexpected end of file) before its first answer"),
+        warned[0].contains("cannot run ./worker.sh: Permission denied"),
         "{warned:?}"
     );
     let waiting = db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting' AND error IS NULL");
-    assert_eq!(waiting.await, 2, "no outcome recorded while it cannot run");
-    // Mended, as a deploy does it: the new file renamed over the old.
-    let mended = files.script(
-        "worker.new",
-        "while IFS= read -r line; do echo '{\"ok\": true}'; done",
+    assert_eq!(
+        waiting.await,
+        2,
+        "no outcome recorded while it cannot start"
     );
-    std::fs::rename(mended, files.path().join("worker.sh")).unwrap();
+    mode(0o755).unwrap();
     support::jobs_done(&db, 2).await;
     engine.stop().await;
+    let warned = logs.lines_of("unstartable_worker", "the handler cannot be reached");
     assert_eq!(warned.len(), 1, "said once: {warned:?}");
 }
 
