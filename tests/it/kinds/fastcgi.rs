@@ -324,7 +324,7 @@ const OUTAGE: Duration = Duration::from_secs(6);
 
 /// `workers = 4`, `batch = 10` (40 actions at once) against a pool of 4 children,
 /// `max_connections = 4`: the requests past 4 wait in tableq, not in FPM's backlog,
-/// and their wait is not charged to their 1 s timeout — every row done once, none
+/// and their wait is not charged to their 2 s timeout — every row done once, none
 /// timed out, though the last of a turn waits ~3 s; the time beside `batch = 1`'s is
 /// printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -337,7 +337,7 @@ async fn more_actions_than_children_wait_in_tableq_not_in_fpm() {
     let file = jobs("fcgi_crowd", &fpm, &script)
         .workers(4)
         .batch(10)
-        .action_set("timeout", "1s")
+        .action_set("timeout", "2s")
         .action_set("max_connections", 4)
         .write(&files);
     let started = std::time::Instant::now();
