@@ -108,9 +108,10 @@
 //!   `action::http`, `action::command`, `action::amqp`, `action::nats`,
 //!   `action::worker` (long-lived processes, one JSON line per item),
 //!   `action::fastcgi` — holding its
-//!   `[action]` table (its `config`, in the config layer) and its runtime, each
-//!   file named in the folder's own `mod.rs`; registered by one line of
-//!   `config::action`'s `kinds!`. `action::message` (a broker message made from a
+//!   `[action]` table (its `config.rs`, a module of the config layer:
+//!   `config::kinds`) and its runtime, each file named in the folder's own
+//!   `mod.rs`; registered by one line of `config::action`'s `kinds!` and one of
+//!   `config::kinds`. `action::message` (a broker message made from a
 //!   row, and its keys, for amqp and nats); `action::process` (a program tableq
 //!   starts, for command and worker: its environment, its process group, its keys
 //!   `workdir` and `env`); `action::outcome` (what an action came
@@ -153,8 +154,9 @@
 //!   queue), `config::lease`, `config::limits` (`limits`, `[concurrency]`), `config::lease_queue` (a lease-mode queue as a whole:
 //!   statements that must check the lease, the session's clock), `config::circuit`, `config::failed`,
 //!   `config::monitoring`; `config::action` (the `[action]` table, and `kinds!`, the
-//!   registry of kinds: a kind's tables are in its folder, `action::<kind>::config`)
-//!   and `config::kind` (what every kind's table has and answers: `Common`,
+//!   registry of kinds), `config::kinds` (each kind's tables as a module of this
+//!   layer, their files in the kind's folder, `src/action/<kind>/config.rs`, so
+//!   that config names nothing of the action layer) and `config::kind` (what every kind's table has and answers: `Common`,
 //!   `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`, `sql::due` (a select's time conditions, and the

@@ -56,9 +56,7 @@ pub trait Ready {
 
 /// The runtimes' side of the registry: each kind's module, and `Action::new`'s arm.
 macro_rules! runtimes {
-    ($($name:literal => $variant:ident(
-        $root:ident::$folder:ident::$module:ident::config::{$raw:ident, $config:ident}
-    ),)*) => {
+    ($($name:literal => $variant:ident($module:ident::{$raw:ident, $config:ident}),)*) => {
         $(pub mod $module;)*
 
         impl Action {

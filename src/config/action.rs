@@ -1,6 +1,7 @@
 //! The `[action]` table of a queue file, and the registry of kinds: each kind is a
 //! folder of its own, `src/action/<kind>/`, whose `config.rs` holds its table as
-//! written and validated (in this layer: preparing a queue needs the SQL action's
+//! written and validated (in this layer, as `config::kinds::<kind>`: preparing a
+//! queue needs the SQL action's
 //! statements and every kind's placeholders), and whose other files hold its
 //! runtime. One line in [`kinds!`] registers a kind, for the loader here and for
 //! the runtimes in `crate::action`.
@@ -22,13 +23,13 @@ use super::validator::Validator;
 macro_rules! kinds {
     ($then:ident) => {
         $then! {
-            "sql" => Sql(crate::action::sql::config::{RawSqlAction, SqlAction}),
-            "http" => Http(crate::action::http::config::{RawHttpAction, HttpAction}),
-            "command" => Command(crate::action::command::config::{RawCommandAction, CommandAction}),
-            "amqp" => Amqp(crate::action::amqp::config::{RawAmqpAction, AmqpAction}),
-            "nats" => Nats(crate::action::nats::config::{RawNatsAction, NatsAction}),
-            "worker" => Worker(crate::action::worker::config::{RawWorkerAction, WorkerAction}),
-            "fastcgi" => Fastcgi(crate::action::fastcgi::config::{RawFastcgiAction, FastcgiAction}),
+            "sql" => Sql(sql::{RawSqlAction, SqlAction}),
+            "http" => Http(http::{RawHttpAction, HttpAction}),
+            "command" => Command(command::{RawCommandAction, CommandAction}),
+            "amqp" => Amqp(amqp::{RawAmqpAction, AmqpAction}),
+            "nats" => Nats(nats::{RawNatsAction, NatsAction}),
+            "worker" => Worker(worker::{RawWorkerAction, WorkerAction}),
+            "fastcgi" => Fastcgi(fastcgi::{RawFastcgiAction, FastcgiAction}),
         }
     };
 }
@@ -38,20 +39,18 @@ pub(crate) use kinds;
 /// from `type`) and of [`ActionConfig`] per kind, and the arms that reach the
 /// kind's [`ActionKind`], its [`Common`] and its `validate`.
 macro_rules! tables {
-    ($($name:literal => $variant:ident(
-        $root:ident::$folder:ident::$module:ident::config::{$raw:ident, $config:ident}
-    ),)*) => {
+    ($($name:literal => $variant:ident($module:ident::{$raw:ident, $config:ident}),)*) => {
         /// The `[action]` table as written, by its `type`.
         #[derive(Debug, Deserialize, JsonSchema)]
         #[serde(tag = "type")]
         pub enum RawAction {
-            $(#[serde(rename = $name)] $variant($root::$folder::$module::config::$raw),)*
+            $(#[serde(rename = $name)] $variant(crate::config::kinds::$module::$raw),)*
         }
 
         /// What to do with one item, validated.
         #[derive(Debug, Clone, PartialEq)]
         pub enum ActionConfig {
-            $($variant($root::$folder::$module::config::$config),)*
+            $($variant(crate::config::kinds::$module::$config),)*
         }
 
         /// Every `type`, as written in a queue file.
@@ -84,7 +83,7 @@ macro_rules! tables {
         pub(super) fn validate(raw: &RawAction, v: &mut Validator) -> ActionConfig {
             match raw {
                 $(RawAction::$variant(raw) => {
-                    ActionConfig::$variant($root::$folder::$module::config::validate(raw, v))
+                    ActionConfig::$variant(crate::config::kinds::$module::validate(raw, v))
                 })*
             }
         }

@@ -10,6 +10,7 @@ pub mod failed;
 pub mod files;
 pub(crate) mod interpolate;
 pub mod kind;
+pub mod kinds;
 pub mod lease;
 pub mod lease_queue;
 pub mod limits;

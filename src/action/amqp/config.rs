@@ -9,12 +9,12 @@ use lapin::uri::{AMQPScheme, AMQPUri};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::action::message::config::{self as message, Message, RawMessage};
-use crate::config::Site;
 use crate::config::duration::DurationText;
 use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::kinds::message::{self as message, Message, RawMessage};
 use crate::config::template::{Part, Template};
 use crate::config::validator::Validator;
+use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it: as for HTTP.

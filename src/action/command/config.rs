@@ -7,14 +7,14 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::action::process::config::{
+use crate::config::duration::DurationText;
+use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::kinds::process::{
     find_program, secrets_passed_on, surroundings, RawEnv, Surroundings,
 };
-use crate::config::duration::DurationText;
-use crate::config::Site;
-use crate::config::kind::{ActionKind, Common, Samples};
 use crate::config::template::Template;
 use crate::config::validator::Validator;
+use crate::config::Site;
 use crate::diagnostic::Finding;
 
 /// `[action] timeout` when the file does not set it.

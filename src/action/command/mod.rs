@@ -9,7 +9,7 @@
 //! Starting it, its environment and its process group are `crate::action::process`'s,
 //! shared with `type = "worker"`.
 
-pub mod config;
+pub use crate::config::kinds::command as config;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::process::ExitStatus;

@@ -9,13 +9,13 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::action::http::config::{signing_secret, SigningKey};
 use crate::config::duration::DurationText;
 use crate::config::interpolate;
 use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::kinds::http::{signing_secret, SigningKey};
+use crate::config::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
-use crate::config::validator::Validator;
 
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -254,9 +254,18 @@ mod tests {
         assert_eq!(v6.to_string(), "[::1]:9000");
         assert!(v6.is_local());
         assert!(!Address::parse("fpm.internal:9000").unwrap().is_local());
-        for wrong in ["unix:run/fpm.sock", "127.0.0.1", "host:0", "host:http", ":9000"] {
+        for wrong in [
+            "unix:run/fpm.sock",
+            "127.0.0.1",
+            "host:0",
+            "host:http",
+            ":9000",
+        ] {
             let error = Address::parse(wrong).unwrap_err();
-            assert!(error.contains("unix:/run/php/php8.2-fpm.sock"), "{wrong}: {error}");
+            assert!(
+                error.contains("unix:/run/php/php8.2-fpm.sock"),
+                "{wrong}: {error}"
+            );
         }
     }
 }

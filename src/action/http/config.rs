@@ -9,11 +9,11 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::Site;
 use crate::config::duration::DurationText;
 use crate::config::kind::{ActionKind, Common, Samples};
 use crate::config::template::{Part, Template};
 use crate::config::validator::Validator;
+use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it.
@@ -286,9 +286,7 @@ mod tests {
         let keys = signing_keys("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGVzdA==").unwrap();
         assert_eq!(keys.len(), 2);
         assert_eq!(keys[1].0, b"test");
-        assert!(signing_keys("MfKQ9r8G")
-            .unwrap_err()
-            .contains("whsec_"));
+        assert!(signing_keys("MfKQ9r8G").unwrap_err().contains("whsec_"));
         assert!(!format!("{:?}", keys[1]).contains("test"));
     }
 }

@@ -6,7 +6,7 @@
 //! - [`config`]: the message's keys (`body`, `headers`, `message_id`), which each
 //!   kind keeps in its own table.
 
-pub mod config;
+pub use crate::config::kinds::message as config;
 use std::sync::Arc;
 
 use super::{Blame, Outcome};

@@ -3,7 +3,7 @@
 //!
 //! - [`config`]: its `[action]` table (`sql`, `timeout`).
 
-pub mod config;
+pub use crate::config::kinds::sql as config;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 

@@ -7,11 +7,11 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::action::process::config::{
-    find_program, secrets_passed_on, surroundings, RawEnv, Surroundings,
-};
 use crate::config::duration::DurationText;
 use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::kinds::process::{
+    find_program, secrets_passed_on, surroundings, RawEnv, Surroundings,
+};
 use crate::config::template::Template;
 use crate::config::validator::Validator;
 use crate::config::Site;

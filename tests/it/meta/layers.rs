@@ -86,6 +86,17 @@ fn unit(path: &[String]) -> &str {
     }
 }
 
+/// The top-level module a reference names: its first segment, as the compiler
+/// sees it. A kind's table is named `config::kinds::<kind>`, so the config layer
+/// never names a module of the action layer, and the top-level modules form no
+/// circle; only the runtime's own `super::config` reaches it through `action`.
+fn named_unit(path: &[String]) -> &str {
+    match path {
+        [action, _, config, ..] if action == "action" && config == "config" => "action",
+        other => unit(other),
+    }
+}
+
 fn rank(module: &str) -> usize {
     LAYERS
         .iter()
@@ -141,8 +152,9 @@ fn path_from(text: &str) -> Vec<String> {
 }
 
 /// Imports point down the layers only; no module reaches up or sideways. A kind's
-/// `config.rs` is in the config layer: `crate::config` may name it, and it may
-/// name nothing of the action layer, its own folder's runtime included.
+/// `config.rs` is in the config layer, as `config::kinds::<kind>`: it may name
+/// nothing of the action layer, its own folder's runtime included, and the config
+/// layer names it only so (never through `crate::action`).
 #[test]
 fn imports_point_one_way_through_the_layers() {
     let mut wrong = Vec::new();
@@ -153,7 +165,7 @@ fn imports_point_one_way_through_the_layers() {
         let module = module_segments(&file);
         let from = unit(&module);
         for (line, target) in references(&module, &text) {
-            let to = unit(&target);
+            let to = named_unit(&target);
             if to != from && rank(to) <= rank(from) {
                 let target = target.join("::");
                 wrong.push(format!("src/{file}:{line}: `{from}` imports `{target}`"));
