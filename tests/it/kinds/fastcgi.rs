@@ -598,3 +598,47 @@ async fn check_looks_at_the_address_and_the_script() {
         down.stdout
     );
 }
+
+/// The new keys checked as every key is: a `done_header` that is no header's name
+/// and `max_connections = 0` are refused, naming the file, the line, the queue and
+/// what would be right; more requests at once than `max_connections` is a warning
+/// that says how many wait in tableq.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn done_header_and_max_connections_are_checked() {
+    let files = QueueFiles::new();
+    let queue = |name: &str| {
+        QueueFile::new(name)
+            .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
+            .action_fastcgi("unix:/run/php/fpm.sock", Path::new("/srv/app/job.php"))
+            .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+    };
+    let wrong = queue("fcgi_wrong_keys")
+        .action_set("done_header", "Tableq Done!")
+        .action_set("max_connections", 0)
+        .write(&files);
+    let refused = check(&["--offline"], &[&wrong], None).await;
+    assert_eq!(refused.code(), Some(1), "{refused:?}");
+    let path = wrong.display().to_string();
+    for said in [
+        "queue fcgi_wrong_keys: error: `action.done_header` = \"Tableq Done!\" is not a header's name",
+        "queue fcgi_wrong_keys: error: `action.max_connections` = 0: at least 1",
+    ] {
+        let line = refused.stdout.lines().find(|l| l.contains(said));
+        let line = line.unwrap_or_else(|| panic!("{said}: {}", refused.stdout));
+        assert!(line.starts_with(&format!("{path}:")), "{line}");
+    }
+    let crowded = queue("fcgi_crowded")
+        .workers(4)
+        .batch(10)
+        .action_set("max_connections", 4)
+        .write(&files);
+    let warned = check(&["--offline"], &[&crowded], None).await;
+    assert!(
+        warned.stdout.contains(
+            "warning: the queue runs up to 40 requests at once (workers × batch, within \
+             max_in_flight), but `action.max_connections` = 4: 36 of them wait in tableq"
+        ),
+        "{}",
+        warned.stdout
+    );
+}
