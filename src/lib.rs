@@ -31,7 +31,8 @@
 //!     `engine::liveness` (what the service manager hears, whether queues progress).
 //!   - `engine::queue` (what a queue's workers share), `engine::worker` (the one
 //!     worker loop, over a `Mode`), `engine::turn` (one turn as the metrics and the
-//!     idle queue see it), `engine::execute` (the one place an action runs, under
+//!     idle queue see it), `engine::admit` (claimed rows become the items a turn
+//!     works: one path for both modes), `engine::execute` (the one place an action runs, under
 //!     the queue's policy), `engine::record` (the one recorder of outcomes, with its
 //!     stores `engine::record::item`, `engine::record::set` and
 //!     `engine::record::leased`), `engine::settle` (how an item's turn ends, in one
@@ -44,7 +45,9 @@
 //!     `engine::lease::claim`, `engine::lease::heartbeat`).
 //!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
 //!     breaker), `engine::gate` (no claims while the database refuses writes),
-//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::copies` (the
+//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::concurrency`
+//!     (`[concurrency]`'s key slots, held where each mode holds them),
+//!     `engine::copies` (the
 //!     copies on the database that share them), `engine::sharing` (kept shared),
 //!     `engine::due` (rows due by time: the watcher asks when the next one is), `engine::idle`
 //!     (one worker polls an empty queue), `engine::pausing` (whether `tableq

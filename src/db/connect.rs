@@ -114,6 +114,8 @@ pub struct Database {
 struct Hosts {
     opts: Vec<Opts>,
     in_use: AtomicUsize,
+    /// When a session last gave itself up to look for an earlier host again.
+    looked_back: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Hosts {
@@ -121,9 +123,14 @@ impl Hosts {
         Arc::new(Hosts {
             opts,
             in_use: AtomicUsize::new(0),
+            looked_back: std::sync::Mutex::default(),
         })
     }
 }
+
+/// How often, while its connections go to a later host of the URL, a database's
+/// sessions look for an earlier one that takes writes again.
+pub const LOOK_BACK_EVERY: Duration = Duration::from_secs(5);
 
 /// The same database: the same options (whatever the budget).
 impl PartialEq for Database {
@@ -232,6 +239,24 @@ impl Database {
         let hosts = &self.hosts.opts;
         let in_use = self.hosts.in_use.load(Ordering::Relaxed);
         (hosts.len() > 1).then(|| server_of(&hosts[in_use.min(hosts.len() - 1)]))
+    }
+
+    /// True — once every [`LOOK_BACK_EVERY`] — while the connections go to a later
+    /// host of the URL than the first: time for one session to be given up, so that
+    /// the new one looks for the first host that takes writes again.
+    pub fn look_back_due(&self) -> bool {
+        if self.hosts.in_use.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut looked = crate::lock::lock(&self.hosts.looked_back);
+        let now = tokio::time::Instant::now();
+        match *looked {
+            Some(at) if now.duration_since(at) < LOOK_BACK_EVERY => false,
+            _ => {
+                *looked = Some(now);
+                true
+            }
+        }
     }
 
     /// The first host's options: what names the database (a budget's spare

@@ -37,5 +37,5 @@ pub use item::{Item, LeaseParams, OutcomeParams};
 pub use key_claim::{Claimed, Unreadable};
 pub use pool::SessionPool;
 pub use prepared::Statements;
-pub use session::{OpenError, Ran, Session};
+pub use session::{OpenError, Ran, Reuse, Session};
 pub use unanswered::Unanswered;

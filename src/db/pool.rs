@@ -10,7 +10,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use super::backlog::{read_backlog_on, Backlog, BacklogError};
 use super::connect::Database;
 use super::error::DbError;
-use super::session::{OpenError, Session};
+use super::session::{OpenError, Reuse, Session};
 use super::unanswered::Unanswered;
 use crate::config::QueueConfig;
 use crate::lock::lock;
@@ -64,14 +64,20 @@ impl SessionPool {
         self.take(permit).await
     }
 
-    /// A session under `permit`: an idle one still alive, else a new one.
+    /// A session under `permit`: an idle one that may serve (as a transaction-mode
+    /// worker's own: see [`Session::reusable`]), else a new one.
     async fn take<'a>(&'a self, permit: SemaphorePermit<'a>) -> Result<Pooled<'a>, OpenError> {
         loop {
             let Some(mut session) = self.lock().pop() else {
                 break;
             };
-            if session.still_alive().await {
-                return Ok(self.pooled(session, permit));
+            match session.reusable(&self.database).await {
+                Reuse::Yes => return Ok(self.pooled(session, permit)),
+                Reuse::OtherHost => {
+                    session.close().await;
+                    self.close_on_other_hosts().await;
+                }
+                Reuse::Dead => {}
             }
         }
         let (queue, unanswered) = (&self.queue, self.unanswered.clone());
@@ -101,6 +107,23 @@ impl SessionPool {
         };
         pooled.finish(&result).await;
         result.map_err(BacklogError::Read)
+    }
+
+    /// Closes the idle sessions on another host than the one the connections go to
+    /// now (the new session about to open looks for it): the idle ones are not
+    /// left behind.
+    async fn close_on_other_hosts(&self) {
+        let elsewhere: Vec<Session> = {
+            let mut idle = self.lock();
+            let (here, elsewhere) = std::mem::take(&mut *idle)
+                .into_iter()
+                .partition(|s| s.on_host_in_use(&self.database));
+            *idle = here;
+            elsewhere
+        };
+        for session in elsewhere {
+            session.close().await;
+        }
     }
 
     /// Closes the idle sessions (the daemon is stopping).

@@ -194,9 +194,10 @@ impl Copies {
         }
     }
 
-    /// Takes a `[concurrency]` key slot for each of `items` (lease mode), on this
-    /// copy's connection, so that it outlives the claim: whether it got one for
-    /// each. With the connection down, none is taken: the rows wait.
+    /// Takes a `[concurrency]` key slot for each of `items` (lease mode, see
+    /// [`super::concurrency`]) on this copy's connection, so that it outlives the
+    /// claim: whether it got one for each. With the connection down, none is taken:
+    /// the rows wait.
     pub async fn take_keys(
         &self,
         queue: &QueueConfig,
@@ -235,6 +236,12 @@ impl Copies {
                 *conn = None;
             }
         }
+    }
+
+    /// How many keys this copy holds every slot of now (lease mode).
+    pub async fn keys_at_limit(&self) -> usize {
+        let link = self.link.lock().await;
+        link.keys.as_ref().map_or(0, KeyLocks::keys_at_limit)
     }
 
     /// Gives slot `index` back, if it was taken on the connection still open.

@@ -2,7 +2,9 @@
 //! and its two modes, the one place an action runs, the one recorder of outcomes,
 //! and what a queue's workers share.
 
+pub mod admit;
 pub mod circuit;
+pub mod concurrency;
 pub mod copies;
 pub mod drain;
 pub mod due;

@@ -87,6 +87,17 @@ impl OpenError {
     }
 }
 
+/// Whether an idle session may serve the next turn ([`Session::reusable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    Yes,
+    /// It is on another host than the one the connections go to now: closed, and
+    /// opened again there.
+    OtherHost,
+    /// Its connection is gone.
+    Dead,
+}
+
 impl Session {
     /// Connects to `database` and prepares `queue` on the new connection, claiming
     /// `queue.batch` rows at a time.
@@ -196,10 +207,29 @@ impl Session {
         (&mut self.conn, &self.prepared)
     }
 
-    /// Whether this session is on the host `database`'s connections go to now: a URL
-    /// of several hosts moves on to an earlier one that takes writes again (found by
-    /// any new connection, the background count's among them), and a session left
-    /// on another is given up, so that every session converges on one node.
+    /// Whether this idle session may serve its worker's next turn, in either mode:
+    /// it must be on the host `database`'s connections go to now — a URL of several
+    /// hosts moves on to an earlier one that takes writes again, found by any new
+    /// connection (one session is given up every
+    /// [`LOOK_BACK_EVERY`](super::connect::LOOK_BACK_EVERY) to look),
+    /// so that every session converges on one node — and still alive.
+    pub async fn reusable(&mut self, database: &Database) -> Reuse {
+        if !self.on_host_in_use(database) || database.look_back_due() {
+            tracing::debug!(
+                "looking for the database's first host that takes writes; reconnecting"
+            );
+            return Reuse::OtherHost;
+        }
+        match self.still_alive().await {
+            true => Reuse::Yes,
+            false => {
+                tracing::debug!("the idle connection was closed; reconnecting");
+                Reuse::Dead
+            }
+        }
+    }
+
+    /// Whether this session is on the host `database`'s connections go to now.
     pub fn on_host_in_use(&self, database: &Database) -> bool {
         database
             .host_in_use()
@@ -236,19 +266,15 @@ impl Session {
         answer(&self.watch, limit, "a ping", self.conn.ping()).await
     }
 
-    /// Takes a `[concurrency]` key slot for each of `items` (all of them, without
-    /// `[concurrency]`): the items it holds a slot for, and those whose key is at
-    /// its limit — not to be started.
-    pub async fn hold_keys(&mut self, items: Vec<Item>) -> Result<(Vec<Item>, Vec<Item>), DbError> {
+    /// Takes a `[concurrency]` key slot for each of `items`: whether it got one for
+    /// each (every one, without `[concurrency]`); those it did not are at their
+    /// key's limit, not to be started.
+    pub async fn take_keys(&mut self, items: &[Item]) -> Result<Vec<bool>, DbError> {
         let Some(keys) = &mut self.keys else {
-            return Ok((items, Vec::new()));
+            return Ok(vec![true; items.len()]);
         };
-        let take = keys.take_all(&mut self.conn, &items);
-        let got = answer(&self.watch, self.deadline, "the keys' named locks", take).await?;
-        let (held, at_limit): (Vec<_>, Vec<_>) =
-            items.into_iter().zip(got).partition(|(_, got)| *got);
-        let items = |pairs: Vec<(Item, bool)>| pairs.into_iter().map(|(item, _)| item).collect();
-        Ok((items(held), items(at_limit)))
+        let take = keys.take_all(&mut self.conn, items);
+        answer(&self.watch, self.deadline, "the keys' named locks", take).await
     }
 
     /// Gives back every `[concurrency]` key slot the session holds.

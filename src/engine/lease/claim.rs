@@ -6,9 +6,11 @@
 use std::sync::Arc;
 
 use super::{Lease, LeaseError};
-use crate::db::{Claimed, DbError, Item, Session, SessionPool, Statements};
+use crate::db::{DbError, Item, Session, SessionPool, Statements};
+use crate::engine::admit::admit;
+use crate::engine::concurrency::CopyKeys;
 use crate::engine::queue::QueueRuntime;
-use crate::engine::report::Returned;
+use crate::engine::report::{BatchReport, Returned};
 use crate::engine::turn::Turn;
 use crate::engine::worker::Ended;
 
@@ -19,6 +21,8 @@ pub struct Leased {
     /// Rows claimed but not leased (their lease SQL matched nothing, or failed),
     /// with why: left as they were, still waiting.
     pub skipped: Vec<(Item, Returned)>,
+    /// What the claim did so far: the rows it handed back, their key at its limit.
+    pub report: BatchReport,
 }
 
 /// Claims and leases up to `batch` rows for `worker`, on a pooled session; what
@@ -58,82 +62,42 @@ async fn lease_rows(
     worker: &Arc<str>,
     turn: &Turn<'_>,
 ) -> Result<Leased, DbError> {
-    let name = queue.config.name.as_str();
-    let Claimed { items, unreadable } = session.claim(name).await?;
-    turn.claimed(&items);
-    let mut claimed = Leased {
-        leases: Vec::with_capacity(items.len() + unreadable.len()),
+    let claimed = session.claim(&queue.config.name).await?;
+    let columns = session.parts().1.columns.clone();
+    let mut keys = CopyKeys::new(queue, &columns);
+    let admitted = admit(queue, turn, claimed, &mut keys).await?;
+    let mut leased = Leased {
+        leases: Vec::with_capacity(admitted.items.len() + admitted.unreadable.len()),
         skipped: Vec::new(),
+        report: admitted.report,
     };
-    let (items, at_limit) = hold_keys(queue, session, items).await;
-    for item in at_limit {
-        claimed.skipped.push((item, Returned::KeyAtLimit));
-    }
-    let unread = unreadable
+    // A row too large to read takes no key slot: its failure is recorded at once.
+    let holding = admitted
+        .items
         .into_iter()
-        .map(|u| (u.item, Some(u.why.to_string())));
-    for (item, unreadable) in items.into_iter().map(|item| (item, None)).chain(unread) {
+        .map(|item| (keys.hold(&item), item, None));
+    let unread = admitted
+        .unreadable
+        .into_iter()
+        .map(|u| (None, u.item, Some(u.why.to_string())));
+    for (key, item, unreadable) in holding.chain(unread) {
         let lease = Lease {
             item,
             id: new_lease_id(),
             worker: worker.clone(),
             unreadable,
+            key,
         };
-        match lease_one(session, queue, &lease).await {
-            Ok(None) => claimed.leases.push(lease),
-            Ok(Some(why)) => {
-                release_key(queue, &lease.item).await;
-                claimed.skipped.push((lease.item, why));
-            }
-            Err(e) => {
-                release_key(queue, &lease.item).await;
-                for lease in &claimed.leases {
-                    release_key(queue, &lease.item).await;
-                }
-                return Err(e);
+        match lease_one(session, queue, &lease).await? {
+            None => leased.leases.push(lease),
+            Some(why) => {
+                leased.skipped.push((lease.item.clone(), why));
+                lease.end().await;
             }
         }
     }
     session.commit().await?;
-    Ok(claimed)
-}
-
-/// `[concurrency]` in lease mode: a slot of each claimed row's key, taken on the
-/// copy's own connection so that it is held for the lease's life: the rows it got
-/// one for, and those whose key is at its limit (or that could not be asked: they
-/// wait).
-async fn hold_keys(
-    queue: &QueueRuntime,
-    session: &mut Session,
-    items: Vec<Item>,
-) -> (Vec<Item>, Vec<Item>) {
-    let Some(copies) = queue
-        .limits
-        .shared()
-        .filter(|_| queue.config.concurrency.is_some())
-    else {
-        return (items, Vec::new());
-    };
-    let columns = session.parts().1.columns.clone();
-    let taken = copies
-        .take_keys(&queue.config, &columns, &queue.database, &items)
-        .await;
-    let got = taken.unwrap_or_else(|_| vec![false; items.len()]);
-    let (held, at_limit): (Vec<_>, Vec<_>) = items.into_iter().zip(got).partition(|(_, g)| *g);
-    let items = |pairs: Vec<(Item, bool)>| pairs.into_iter().map(|(item, _)| item).collect();
-    (items(held), items(at_limit))
-}
-
-/// Gives back a leased row's `[concurrency]` key slot: its outcome is recorded, its
-/// lease lost or released, or it was not leased after all.
-pub async fn release_key(queue: &QueueRuntime, item: &Item) {
-    if let Some(copies) = queue
-        .limits
-        .shared()
-        .filter(|_| queue.config.concurrency.is_some())
-    {
-        copies.release_key(item).await;
-    }
+    Ok(leased)
 }
 
 /// Runs `[lease] sql` for one claimed row, behind a savepoint: a row whose lease

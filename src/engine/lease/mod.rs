@@ -18,6 +18,7 @@ mod mode;
 
 use std::sync::Arc;
 
+use super::concurrency::KeyHold;
 use super::worker::Ended;
 use crate::db::{DbError, ErrorKind, Item, LeaseParams, OpenError, OutcomeParams};
 pub use mode::start;
@@ -32,9 +33,20 @@ pub struct Lease {
     pub worker: Arc<str>,
     /// Why its row was not read (too large): it fails without its action running.
     pub unreadable: Option<String>,
+    /// Its `[concurrency]` key's slot, held for the lease's life: given back by
+    /// [`Lease::end`], or when the lease is dropped, whatever ended it.
+    pub key: Option<KeyHold>,
 }
 
 impl Lease {
+    /// The lease is over (its outcome recorded, or it was lost or released): its
+    /// key's slot is given back before the worker claims again.
+    pub async fn end(self) {
+        if let Some(key) = self.key {
+            key.release().await;
+        }
+    }
+
     /// The statements' parameters for this lease, with `progress` if known.
     pub fn params<'a>(&'a self, progress: Option<&'a str>) -> OutcomeParams<'a> {
         OutcomeParams {

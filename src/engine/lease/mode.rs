@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::{warn, Instrument};
 
-use super::claim::{claim, release_key, Leased};
+use super::claim::{claim, Leased};
 use super::heartbeat::{hold, Kept};
 use super::Lease;
 use crate::action::progress::Progress;
@@ -92,25 +92,23 @@ impl LeaseMode {
     }
 
     /// Stopping since the claim began: start nothing, and release the rows.
-    async fn give_back(&self, leases: &[Lease], report: &mut BatchReport) {
+    async fn give_back(&self, leases: Vec<Lease>, report: &mut BatchReport) {
         for lease in leases {
             let stopping = Fate::Returned(Returned::Stopping);
             self.queue.settle(report, &lease.item, stopping, None);
-            release(&self.queue, &self.pool, lease, None).await;
-            release_key(&self.queue, &lease.item).await;
+            release(&self.queue, &self.pool, &lease, None).await;
+            lease.end().await;
         }
     }
 
-    /// Works the leased rows concurrently, each to its recorded end.
-    async fn work_all(&self, leases: &[Lease], report: &mut BatchReport) {
-        let worked = join_all(leases.iter().map(|lease| {
+    /// Works the leased rows concurrently, each to its recorded end; each lease,
+    /// and with it its key's slot, is given up as its row's end is recorded.
+    async fn work_all(&self, leases: Vec<Lease>, report: &mut BatchReport) {
+        let worked = join_all(leases.into_iter().map(|lease| {
             let span = item_span(&lease.item);
-            let queue = &self.queue;
-            // The row's key is held for the lease's life: until its outcome is
-            // recorded, or the lease is lost or released.
             async move {
-                let report = self.work(lease).await;
-                release_key(queue, &lease.item).await;
+                let report = self.work(&lease).await;
+                lease.end().await;
                 report
             }
             .instrument(span)
@@ -213,7 +211,7 @@ impl Mode for LeaseMode {
 
     async fn turn(&mut self, turn: &Turn<'_>) -> Ended {
         let queue = self.queue.clone();
-        let Leased { leases, skipped } = match claim(&queue, &self.pool, &self.name, turn).await {
+        let leased = match claim(&queue, &self.pool, &self.name, turn).await {
             Ok(leased) => leased,
             Err(ended @ (Ended::Stopped | Ended::Paused)) => return ended,
             Err(ended) => {
@@ -224,21 +222,25 @@ impl Mode for LeaseMode {
         if self.connected.is_none() {
             self.connected = Some(queue.stats.connection());
         }
-        if leases.is_empty() && skipped.is_empty() {
+        let Leased {
+            leases,
+            skipped,
+            mut report,
+        } = leased;
+        if report.claimed == 0 {
             return Ended::Empty;
         }
         // Claimed and left waiting: returned, and the queue is not empty.
-        let not_leased = skipped.len();
-        let mut report = BatchReport::claimed(leases.len() + not_leased);
         for (item, why) in skipped {
             queue.settle(&mut report, &item, Fate::Returned(why), None);
         }
         if queue.stop.is_cancelled() {
-            self.give_back(&leases, &mut report).await;
+            self.give_back(leases, &mut report).await;
             return Ended::Done(report);
         }
-        self.work_all(&leases, &mut report).await;
-        if report.returned > not_leased {
+        let returned_unleased = report.returned;
+        self.work_all(leases, &mut report).await;
+        if report.returned > returned_unleased {
             self.returned_leased();
         }
         Ended::Done(report)

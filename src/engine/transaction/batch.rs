@@ -10,12 +10,14 @@
 
 use super::{external, sql};
 use crate::action::{Action, Outcome};
-use crate::db::{Claimed, DbError, Item, Session, Unreadable};
+use crate::db::{DbError, Item, Session, Unreadable};
+use crate::engine::admit::{admit, Admitted};
+use crate::engine::concurrency::SessionKeys;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::record::item::{ItemStore, Undo};
 use crate::engine::record::record;
 use crate::engine::record::set::SetStore;
-use crate::engine::report::{BatchReport, Fate, Returned};
+use crate::engine::report::BatchReport;
 use crate::engine::turn::Turn;
 
 /// What one transaction came to.
@@ -36,27 +38,18 @@ pub async fn claim_and_process(
     with_savepoints: bool,
     turn: &Turn<'_>,
 ) -> Result<Processed, DbError> {
-    let Claimed { items, unreadable } = session.claim(&queue.config.name).await?;
-    turn.claimed(&items);
-    if items.is_empty() && unreadable.is_empty() {
+    let claimed = session.claim(&queue.config.name).await?;
+    let admitted = admit(queue, turn, claimed, &mut SessionKeys(session)).await?;
+    if admitted.is_empty() {
         session.commit().await?;
         return Ok(Processed::Empty);
     }
-    let mut report = BatchReport::claimed(items.len() + unreadable.len());
-    let (items, at_limit) = session.hold_keys(items).await?;
-    for item in &at_limit {
-        queue.settle(
-            &mut report,
-            item,
-            Fate::Returned(Returned::KeyAtLimit),
-            None,
-        );
-    }
-    let _at_limit = queue
-        .stats
-        .observed
-        .limited
-        .at_limit(session.keys_at_limit());
+    let Admitted {
+        items,
+        unreadable,
+        report,
+        at_limit: _at_limit,
+    } = admitted;
     let processed = process(session, queue, with_savepoints, &items, &unreadable, report).await;
     // Held while the action ran and its outcome was recorded; given back once the
     // transaction ended (a lost one's session is dropped, and its locks with it).

@@ -16,14 +16,14 @@ mod sql;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::{debug, warn};
+use tracing::warn;
 
 use super::pausing::Read;
 use super::queue::QueueRuntime;
 use super::turn::Turn;
 use super::worker::{Ended, Mode};
 use crate::db::due::DueQuery;
-use crate::db::{DbError, Session};
+use crate::db::{DbError, Reuse, Session};
 use crate::telemetry::stats::Connected;
 use batch::{claim_and_process, Processed};
 
@@ -60,13 +60,10 @@ impl TransactionMode {
     /// The session to claim on: the one held, if still alive, else a new one.
     async fn ready_session(&mut self) -> Result<HeldSession, Ended> {
         if let Some(mut held) = self.session.take() {
-            if !held.session.on_host_in_use(&self.queue.database) {
-                debug!("the database's connections go to another host now; reconnecting there");
-                held.session.close().await;
-            } else if held.session.still_alive().await {
-                return Ok(held);
-            } else {
-                debug!("the idle connection was closed; reconnecting");
+            match held.session.reusable(&self.queue.database).await {
+                Reuse::Yes => return Ok(held),
+                Reuse::OtherHost => held.session.close().await,
+                Reuse::Dead => {}
             }
         }
         let queue = &self.queue;

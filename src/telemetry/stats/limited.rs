@@ -14,8 +14,11 @@ pub struct Limited {
     share: Mutex<Share>,
     /// Rows claimed and handed back: their key was at its limit.
     held_back: AtomicU64,
-    /// Keys at their limit by this copy's rows now.
+    /// Keys at their limit by this copy's rows now, on its workers' sessions.
     keys_at_limit: AtomicUsize,
+    /// Keys at their limit by this copy's rows now, on its own link to the other
+    /// copies (lease mode, whose leases hold their keys there).
+    held_by_copy: AtomicUsize,
 }
 
 /// This copy's part in limits shared by every copy.
@@ -55,8 +58,13 @@ impl Limited {
         }
     }
 
+    /// `keys` at their limit on the copy's own link now (lease mode).
+    pub fn set_held_by_copy(&self, keys: usize) {
+        self.held_by_copy.store(keys, Ordering::Relaxed);
+    }
+
     pub fn keys_at_limit(&self) -> usize {
-        self.keys_at_limit.load(Ordering::Relaxed)
+        self.keys_at_limit.load(Ordering::Relaxed) + self.held_by_copy.load(Ordering::Relaxed)
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::support::daemon::{run_to_end, tableq, Daemon};
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
-use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{connections, eventually, MariaDb, QueueFile, QueueFiles, TestDb};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Mode {
@@ -45,16 +45,11 @@ impl Mode {
             .poll_interval("200ms")
             .error_backoff("200ms")
             .action_command(command);
+        let base = base.select(&self.select("id"));
         let base = match self {
-            Mode::Transaction => {
-                base.select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
-            }
+            Mode::Transaction => base,
             Mode::Lease => base
                 .set("mode", "lease")
-                .select(
-                    "SELECT id FROM job WHERE state = 'waiting' \
-                     OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id",
-                )
                 .lease_set(
                     "sql",
                     "UPDATE job SET state = 'leased', lease_id = :lease_id, \
@@ -68,6 +63,16 @@ impl Mode {
                 .lease_set("renew_every", "1s"),
         };
         base.on_success(self.update(on_success))
+    }
+
+    /// The select of `columns` of the waiting rows of `job` (and in lease mode of
+    /// those whose lease expired), in order.
+    fn select(self, columns: &str) -> String {
+        let waiting = match self {
+            Mode::Transaction => "state = 'waiting'",
+            Mode::Lease => "state = 'waiting' OR (state = 'leased' AND lease_until < NOW(3))",
+        };
+        format!("SELECT {columns} FROM job WHERE {waiting} ORDER BY id")
     }
 
     /// `UPDATE job SET <set> WHERE id = :id`, guarded by the lease in lease mode.
@@ -536,6 +541,105 @@ async fn refused_writes_repeat_nothing(mode: Mode, refusal: Refusal) {
     );
 }
 
+/// `[concurrency]` in either mode: while a key's one slot is held (its row's job
+/// waits for a file), `tableq_concurrency_keys_at_limit` counts it; once every row
+/// of the key is done, it counts none. (Lease mode, whose slots are held on the
+/// copy's own connection, used to leave the gauge at 0.)
+pub async fn a_key_at_its_limit_is_counted(mode: Mode) {
+    let db = TestDb::new().await;
+    job_table(&db, 3).await;
+    let files = QueueFiles::new();
+    let go = files.path().join("go");
+    let script = files.script(
+        "waits",
+        &format!(
+            "for _ in $(seq 600); do [ -e '{}' ] && exit 0; sleep 0.1; done\nexit 1",
+            go.display()
+        ),
+    );
+    let mut key = toml::Table::new();
+    key.insert("key".into(), "customer".into());
+    mode.queue("gauged", &[&script.to_string_lossy()], "state = 'done'")
+        .select(&mode.select("id, 7 AS customer"))
+        .set("concurrency", toml::Value::Table(key))
+        .workers(2)
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let at_limit = |keys: f64| {
+        let base = base.clone();
+        move || {
+            let base = base.clone();
+            async move {
+                let metrics = get(&format!("{base}/metrics")).await.1;
+                let series = r#"tableq_concurrency_keys_at_limit{queue="gauged"}"#;
+                sample(&metrics, series) == Some(keys)
+            }
+        }
+    };
+    let within = Duration::from_secs(30);
+    eventually(
+        "the running row's key counted at its limit",
+        within,
+        at_limit(1.0),
+    )
+    .await;
+    std::fs::write(&go, "").unwrap();
+    eventually("every row done", within, || async {
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await
+            == 3
+    })
+    .await;
+    eventually("no key counted at its limit", within, at_limit(0.0)).await;
+    daemon.terminate().await;
+}
+
+/// A URL of two hosts whose first refused writes as the queue started: once the
+/// first takes writes again, every session of the queue moves back to it — in
+/// lease mode the pool's too, which used to stay on the second host for good — and
+/// the rows there are worked.
+pub async fn sessions_move_back_to_the_first_host(mode: Mode) {
+    let first = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
+    let second = TestDb::new().await;
+    let twin = second.twin_on(&first.base_url()).await;
+    job_table(&second, 3).await;
+    job_table(&twin, 0).await;
+    twin.exec("SET GLOBAL read_only = 1").await;
+    let host = |url: &str| {
+        let rest = url.split_once('@').map_or(url, |(_, rest)| rest);
+        rest.split('/').next().unwrap_or(rest).to_string()
+    };
+    let url = format!(
+        "mysql://root@{},{}/{}",
+        host(&twin.url),
+        host(&second.url),
+        second.name
+    );
+    let files = QueueFiles::new();
+    mode.queue("moving", &["true"], "state = 'done'")
+        .workers(3)
+        .write(&files);
+    let (mut daemon, _) = start_with_metrics(&files, &url).await;
+    let within = Duration::from_secs(60);
+    let done = "SELECT COUNT(*) FROM job WHERE state = 'done'";
+    eventually("the rows on the second host done", within, || async {
+        second.count(done).await == 3
+    })
+    .await;
+    twin.exec("SET GLOBAL read_only = 0; INSERT INTO job (id) VALUES (11), (12), (13)")
+        .await;
+    eventually("the rows on the first host done", within, || async {
+        twin.count(done).await == 3
+    })
+    .await;
+    eventually("no session left on the second host", within, || async {
+        connections(&second).await == 0
+    })
+    .await;
+    assert!(connections(&twin).await > 0, "{}", daemon.stderr());
+    daemon.terminate().await;
+}
+
 /// A test per behaviour and mode, in `modes::transaction` and `modes::lease`.
 macro_rules! in_both_modes {
     ($($behaviour:ident),* $(,)?) => {
@@ -569,6 +673,8 @@ in_both_modes!(
     kill_9_loses_nothing,
     read_only_repeats_nothing,
     a_revoked_grant_repeats_nothing,
+    a_key_at_its_limit_is_counted,
+    sessions_move_back_to_the_first_host,
 );
 
 /// Lease mode: renewals refused by a read-only server (a failover) are the

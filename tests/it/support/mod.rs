@@ -74,6 +74,16 @@ impl TestDb {
                 .unwrap()
                 .subsec_micros()
         );
+        TestDb::named(base, name).await
+    }
+
+    /// A database of this one's name on the server at `base`: its twin on another
+    /// host of a URL that lists several.
+    pub async fn twin_on(&self, base: &str) -> TestDb {
+        TestDb::named(base, self.name.clone()).await
+    }
+
+    async fn named(base: &str, name: String) -> TestDb {
         let mut admin = connect(base).await;
         admin
             .query_drop(format!("CREATE DATABASE `{name}` DEFAULT CHARSET utf8mb4"))
