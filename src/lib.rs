@@ -24,42 +24,47 @@
 //!   command failed: its exit status), `commands::load` (the queues a command
 //!   works on), `commands::stdout` (what a command prints: a reader gone is no
 //!   failure).
-//! - `engine`: running queues.
-//!   - `engine::supervisor` (one version per queue: start, reload without harm, the
-//!     watchdog, graceful shutdown), `engine::launch` (prepare, then start a queue's
-//!     workers), `engine::reload` (SIGHUP), `engine::lifecycle` and
-//!     `engine::liveness` (what the service manager hears, whether queues progress).
-//!   - `engine::queue` (what a queue's workers share), `engine::worker` (the one
-//!     worker loop, over a `Mode`), `engine::turn` (one turn as the metrics and the
-//!     idle queue see it), `engine::admit` (claimed rows become the items a turn
-//!     works: one path for both modes), `engine::execute` (the one place an action runs, under
-//!     the queue's policy), `engine::record` (the one recorder of outcomes, with its
-//!     stores `engine::record::item`, `engine::record::set` and
-//!     `engine::record::leased`), `engine::settle` (how an item's turn ends, in one
-//!     call: counted, noted for its trace span, said), `engine::report` (what a
-//!     turn did).
-//!   - The modes: `engine::transaction` (one transaction per turn:
-//!     `engine::transaction::batch`, `engine::transaction::sql`,
-//!     `engine::transaction::external`) and `engine::lease` (a short claim that
-//!     leases rows, the action with no connection held: `engine::lease::mode`,
-//!     `engine::lease::claim`, `engine::lease::heartbeat`).
-//!   - What a queue's workers coordinate through: `engine::circuit` (the circuit
-//!     breaker), `engine::gate` (no claims while the database refuses writes),
-//!     `engine::limits` (`rate_limit`, `max_in_flight`), `engine::concurrency`
+//! - `engine`: running queues; its folders show one turn and what surrounds it.
+//!   - `engine::worker` (the one worker loop, over a `Mode`).
+//!   - `engine::turn` (one turn, as the metrics and the idle queue see it):
+//!     `engine::turn::admit` (claimed rows become the items a turn works: one
+//!     path for both modes), `engine::turn::execute` (the one place an action
+//!     runs, under the queue's policy), `engine::turn::record` (the one recorder
+//!     of outcomes, with its stores `engine::turn::record::item`,
+//!     `engine::turn::record::set` and `engine::turn::record::leased`),
+//!     `engine::turn::settle` (how an item's turn ends, in one call: counted,
+//!     noted for its trace span, said), `engine::turn::report` (what a turn did).
+//!   - `engine::modes`: `engine::modes::transaction` (one transaction per turn:
+//!     `engine::modes::transaction::batch`, `engine::modes::transaction::sql`,
+//!     `engine::modes::transaction::external`) and `engine::modes::lease` (a short
+//!     claim that leases rows, the action with no connection held:
+//!     `engine::modes::lease::mode`, `engine::modes::lease::claim`,
+//!     `engine::modes::lease::heartbeat`).
+//!   - `engine::policy`, what a queue's workers keep together:
+//!     `engine::policy::circuit` (the circuit breaker), `engine::policy::gate` (no
+//!     claims while the database refuses writes), `engine::policy::limits`
+//!     (`rate_limit`, `max_in_flight`), `engine::policy::concurrency`
 //!     (`[concurrency]`'s key slots, held where each mode holds them),
-//!     `engine::copies` (the
-//!     copies on the database that share them), `engine::sharing` (kept shared),
-//!     `engine::due` (rows due by time: the watcher asks when the next one is), `engine::idle`
-//!     (one worker polls an empty queue), `engine::pausing` (whether `tableq
-//!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
-//!     found itself empty), `engine::drain` (every queue of the process is),
-//!     `engine::loops` (rows that come straight back), `engine::retry` (the one
-//!     retry helper, with backoff), `engine::restart` (a worker that panicked runs
-//!     again),
-//!     `engine::stats_refresher` (the background count of waiting rows),
-//!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
-//!     one per database, `engine::wake::tables`, which tables wake a queue, and
-//!     `engine::wake::blind`, a stream that shows none of the queue's own commits).
+//!     `engine::policy::copies` (the copies on the database that share them),
+//!     `engine::policy::sharing` (kept shared), `engine::policy::pausing` (whether
+//!     `tableq pause` holds the queue, read by one worker for all),
+//!     `engine::policy::loops` (rows that come straight back),
+//!     `engine::policy::retry` (the one retry helper, with backoff).
+//!   - `engine::queue` (what a queue's workers share), and a queue's life:
+//!     `engine::queue::supervisor` (one version per queue: start, reload without
+//!     harm, the watchdog, graceful shutdown), `engine::queue::launch` (prepare,
+//!     then start a queue's workers), `engine::queue::reload` (SIGHUP),
+//!     `engine::queue::lifecycle` and `engine::queue::liveness` (what the service
+//!     manager hears, whether queues progress), `engine::queue::restart` (a worker
+//!     that panicked runs again), `engine::queue::stats_refresher` (the background
+//!     count of waiting rows), `engine::queue::stop_when_empty` (one queue found
+//!     itself empty), `engine::queue::drain` (every queue of the process is).
+//!   - `engine::wake`, when an idle queue looks again: `engine::wake::idle` (one
+//!     worker polls an empty queue), `engine::wake::due` (rows due by time: the
+//!     watcher asks when the next one is), the binary log
+//!     (`engine::wake::follower`, one per database, `engine::wake::tables`, which
+//!     tables wake a queue, and `engine::wake::blind`, a stream that shows none of
+//!     the queue's own commits).
 //! - `check`: `tableq check` — `check::options`, `check::offline` (the files
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
@@ -186,5 +191,5 @@ pub mod telemetry;
 pub use check::{check, CheckOptions, CheckReport};
 pub use config::{load_paths, ActionConfig, QueueConfig};
 pub use db::prepared::claim_sql;
-pub use engine::supervisor::{run, RunOptions, RunSummary};
+pub use engine::queue::supervisor::{run, RunOptions, RunSummary};
 pub use telemetry::stats::Counts;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use sd_notify::NotifyState;
 use tracing::debug;
 
-use crate::engine::lifecycle::Lifecycle;
+use crate::engine::queue::lifecycle::Lifecycle;
 
 /// `EINVAL`: the reloaded files are not valid.
 const RELOAD_REFUSED: u32 = 22;

@@ -10,7 +10,7 @@ use crate::config::failed::{Change, FailedConfig};
 use crate::config::{QueueConfig, QueueSource};
 use crate::db::failed::{self, Changed, Key, Rows};
 use crate::db::{Database, DbError};
-use crate::engine::supervisor::resolve_databases;
+use crate::engine::queue::supervisor::resolve_databases;
 
 /// `tableq failed`: each queue's failed rows, as text or one JSON array.
 pub async fn failed_command(args: FailedArgs, url: Option<&str>) -> Result<(), Failure> {

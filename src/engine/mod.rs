@@ -1,35 +1,19 @@
-//! The engine: the supervisor that runs N workers per queue, the one worker loop
-//! and its two modes, the one place an action runs, the one recorder of outcomes,
-//! and what a queue's workers share.
+//! The engine: runs each queue's workers. Its folders show one turn of a worker
+//! and what surrounds it:
+//!
+//! - [`worker`]: the one worker loop, over a [`worker::Mode`].
+//! - [`turn`]: one turn — the claim's rows admitted, each item's action run, its
+//!   outcome recorded and its end settled.
+//! - [`modes`]: how a worker holds what it claimed: transaction mode (row locks
+//!   for the turn) or lease mode (a lease, no connection held).
+//! - [`policy`]: the rules the workers of a queue keep together: limits,
+//!   `[concurrency]`, the circuit, the write gate, the pause, retry and backoff.
+//! - [`queue`]: a queue's life: launched, supervised, reloaded, stopped.
+//! - [`wake`]: when an idle queue looks again.
 
-pub mod admit;
-pub mod circuit;
-pub mod concurrency;
-pub mod copies;
-pub mod drain;
-pub mod due;
-pub mod execute;
-pub mod gate;
-pub mod idle;
-pub mod launch;
-pub mod lease;
-pub mod lifecycle;
-pub mod limits;
-pub mod liveness;
-pub mod loops;
-pub mod pausing;
+pub mod modes;
+pub mod policy;
 pub mod queue;
-pub mod record;
-pub mod reload;
-pub mod report;
-pub mod restart;
-pub mod retry;
-pub mod settle;
-pub mod sharing;
-pub mod stats_refresher;
-pub mod stop_when_empty;
-pub mod supervisor;
-pub mod transaction;
 pub mod turn;
 pub mod wake;
 pub mod worker;

@@ -12,19 +12,19 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, Instrument};
 
-use super::due::Ask;
-use super::idle::{Role, Watch, Woke, SECOND_LOOKS};
-use super::pausing::Read;
-use super::queue::QueueRuntime;
-use super::record::REFUSED_RETRY;
-use super::report::BatchReport;
-use super::restart::restart_on_panic;
-use super::retry::{jitter, Retry};
-use super::stop_when_empty::{Attempt, Emptied};
-use super::turn::Turn;
 use crate::db::due::DueQuery;
 use crate::db::{DbError, OpenError, Refusal};
 use crate::duration::rounded;
+use crate::engine::policy::pausing::Read;
+use crate::engine::policy::retry::{jitter, Retry};
+use crate::engine::queue::restart::restart_on_panic;
+use crate::engine::queue::stop_when_empty::{Attempt, Emptied};
+use crate::engine::queue::QueueRuntime;
+use crate::engine::turn::record::REFUSED_RETRY;
+use crate::engine::turn::report::BatchReport;
+use crate::engine::turn::Turn;
+use crate::engine::wake::due::Ask;
+use crate::engine::wake::idle::{Role, Watch, Woke, SECOND_LOOKS};
 use crate::telemetry::events::{Event, LoopSeen, QueueLooping};
 use crate::telemetry::trace::{otlp, spans};
 
@@ -417,7 +417,7 @@ impl<'a, M: Mode> Worker<'a, M> {
 
 impl<M: Mode> Worker<'_, M> {
     /// When the watcher claims next: `every` from now, or sooner when a row falls
-    /// due by time sooner (see [`super::due`]).
+    /// due by time sooner (see [`crate::engine::wake::due`]).
     async fn until_due(&mut self, every: Duration) -> Instant {
         let due = &self.queue.due;
         match due.ask(every) {

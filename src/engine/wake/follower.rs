@@ -12,12 +12,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use super::tables::{pause_changed, Watched};
 use crate::config::WakeSource;
 use crate::db::binlog::{self, BinlogReader, Commit, OpenFailure, StreamLost};
 use crate::db::Database;
+use crate::engine::policy::retry::{Failure, Next, Retry};
 use crate::engine::queue::QueueRuntime;
-use crate::engine::retry::{Failure, Next, Retry};
+use crate::engine::wake::tables::{pause_changed, Watched};
 use crate::lock::lock;
 
 /// The server sends a heartbeat after this long without events; three missed ones

@@ -6,7 +6,9 @@
 //! not — so a missed event, a broken stream or a row due by time alone is found.
 
 pub mod blind;
+pub mod due;
 pub mod follower;
+pub mod idle;
 pub mod tables;
 
 use std::sync::atomic::{AtomicBool, Ordering};
