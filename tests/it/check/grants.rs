@@ -7,7 +7,7 @@ use mysql_async::{Conn, Opts, OptsBuilder};
 
 use crate::support::check::{check, jobs_file, GOOD, JOBS};
 use crate::support::server::with_database;
-use crate::support::{row_binlog_server, TestDb};
+use crate::support::{assert_has, row_binlog_server, TestDb};
 
 /// This machine as the server at `url` names a client that connects over TCP, as
 /// tableq does (the harness's own sessions may take the server's socket).
@@ -57,11 +57,7 @@ async fn the_binary_log_grant_check_advises_runs_as_printed() {
     db.exec(grant).await;
 
     let woken = check(&[], &[&path], Some(&url)).await;
-    assert!(
-        woken.stdout.contains("wake-ups: jobs on the binary log"),
-        "{}",
-        woken.stdout
-    );
+    assert_has(&woken.stdout, "wake-ups: jobs on the binary log");
     assert_eq!(woken.code(), Some(0), "{}", woken.stdout);
     db.exec(&format!("DROP USER {account}")).await;
 }

@@ -5,7 +5,7 @@
 //! right `:lease_id` matches.
 
 use crate::support;
-use crate::support::check::{assert_report, check_offline, check_online};
+use crate::support::check::{assert_one_error_online, assert_report, check_offline, check_online};
 use crate::support::TestDb;
 
 /// A lease-mode queue that keeps every rule; each test breaks it one way.
@@ -57,17 +57,14 @@ async fn a_select_without_expired_leases_is_refused() {
         " OR (state = 'rendering' AND lease_until < UTC_TIMESTAMP())",
         "",
     );
-    let (done, shown) = check_online(&db, &contents).await;
-    assert_report(
-        &done,
-        &[format!(
-            "{shown}:2: queue jobs: error: a day after its lease, the row is still not in the \
+    assert_one_error_online(
+        &db,
+        &contents,
+        "2: queue jobs: error: a day after its lease, the row is still not in the \
              select: a crashed worker's row would never come back; return expired leases too, \
-             e.g. `WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < UTC_TIMESTAMP())`"
-        )],
-        ": 1 error, 0 warnings",
-        1,
-    );
+             e.g. `WHERE state = 'waiting' OR (state = 'rendering' AND lease_until < UTC_TIMESTAMP())`",
+    )
+    .await;
 }
 
 /// Lease SQL that does not record `:lease_id`: no renewal could ever match.

@@ -1,6 +1,7 @@
 //! `check` on a queue's limits: it explains limits shared by every copy and
 //! `[concurrency]`, and refuses a `[concurrency] key` the select does not return.
 
+use crate::support::assert_has;
 use crate::support::check::{check_online, job_db, GOOD};
 
 /// A `rate_limit` shared by every copy and a `[concurrency]` are each explained in
@@ -14,18 +15,13 @@ async fn check_explains_global_limits_and_concurrency() {
     );
     let (done, _) = check_online(&db, &contents).await;
     assert_eq!(done.code(), Some(0), "{}\n{}", done.stdout, done.stderr);
-    assert!(
-        done.stdout
-            .contains("rate_limit = 30/s hold across every copy of tableq"),
-        "{}",
-        done.stdout
+    assert_has(
+        &done.stdout,
+        "rate_limit = 30/s hold across every copy of tableq",
     );
-    assert!(
-        done.stdout.contains(
-            "[concurrency]: at most 2 row(s) of one `attempts` in flight across every copy"
-        ),
-        "{}",
-        done.stdout
+    assert_has(
+        &done.stdout,
+        "[concurrency]: at most 2 row(s) of one `attempts` in flight across every copy",
     );
 }
 
@@ -40,5 +36,5 @@ async fn check_refuses_a_concurrency_key_not_in_the_select() {
     let expected = format!(
         "{shown}:3: queue jobs: error: `[concurrency] key` = \"customer\" names `customer`, which the select does not return; its columns are id, attempts: add it to the select, or name one of them"
     );
-    assert!(done.stdout.contains(&expected), "{}", done.stdout);
+    assert_has(&done.stdout, &expected);
 }

@@ -9,7 +9,7 @@ use crate::support::check::{
     assert_report, check, check_offline, counting_jobs, job_db, jobs_file, GOOD,
 };
 use crate::support::daemon::{run_to_end, tableq};
-use crate::support::QueueFiles;
+use crate::support::{assert_has, QueueFiles};
 
 /// A queue without [on_failure] is a warning: exit 0, or 1 with --strict.
 #[tokio::test]
@@ -193,11 +193,7 @@ async fn every_file_is_reported_at_once() {
         ": 4 errors, 0 warnings",
         1,
     );
-    assert!(
-        done.stdout.contains("checked 3 queues on "),
-        "{}",
-        done.stdout
-    );
+    assert_has(&done.stdout, "checked 3 queues on ");
 }
 
 /// --offline needs no database, and says it checked offline.
@@ -236,12 +232,9 @@ async fn run_logs_warnings_and_runs() {
     let db = job_db().await;
     let (_files, path, _) = jobs_file(GOOD.split("[on_failure]").next().unwrap());
     let done = support::daemon::run_binary_until_empty(&path, &db.url).await;
-    assert!(done.stderr.contains("no [on_failure]"), "{}", done.stderr);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await,
-        3
-    );
+    assert_has(&done.stderr, "no [on_failure]");
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 3)
+        .await;
 }
 
 /// A file with four mistakes gets four findings in one run, each at its line, for

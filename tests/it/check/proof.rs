@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::support;
 use crate::support::check::{
-    assert_report, check, check_online, counting_jobs, job_db, JobRow, ALL_JOBS, GOOD,
+    assert_one_error_online, assert_report, check, check_online, counting_jobs, job_db, JobRow,
+    ALL_JOBS, GOOD,
 };
 use crate::support::{QueueFiles, TestDb};
 
@@ -20,50 +21,36 @@ const TOO_LONG: &str = "; `:error` may be 8 KiB and `:output` 64 KiB: keep what 
 #[tokio::test]
 async fn on_success_that_keeps_the_row_waiting() {
     let db = job_db().await;
-    let (done, shown) = check_online(
+    assert_one_error_online(
         &db,
         &GOOD.replace(
             "SET state = 'done' WHERE id = :id",
             "SET attempts = attempts WHERE id = :id",
         ),
-    )
-    .await;
-    assert_report(
-        &done,
-        &[format!(
-            "{shown}:5: queue jobs: error: on success the row stays in the queue: after the SQL \
+        "5: queue jobs: error: on success the row stays in the queue: after the SQL \
              action and [on_success] on row id = 1 the select still returns it, so it would be \
              processed again and again; change the row in [on_success] so the select no longer \
-             returns it"
-        )],
-        ": 1 error, 0 warnings",
-        1,
-    );
+             returns it",
+    )
+    .await;
 }
 
 /// [on_failure] that retries at once (the row still matches now) is an error.
 #[tokio::test]
 async fn on_failure_that_retries_at_once() {
     let db = job_db().await;
-    let (done, shown) = check_online(
+    assert_one_error_online(
         &db,
         &GOOD.replace(
             "attempts = attempts + 1, retry_at = UNIX_TIMESTAMP() + 60",
             "attempts = attempts + 1",
         ),
-    )
-    .await;
-    assert_report(
-        &done,
-        &[format!(
-            "{shown}:7: queue jobs: error: on failure the row stays in the queue: after \
+        "7: queue jobs: error: on failure the row stays in the queue: after \
              [on_failure] on row id = 1 the select still returns it now, so a failing item comes \
              straight back, at the front of the queue; change the row so it no longer matches \
-             now (a retry time in the future, or a final status)"
-        )],
-        ": 1 error, 0 warnings",
-        1,
-    );
+             now (a retry time in the future, or a final status)",
+    )
+    .await;
 }
 
 /// [on_success] SQL that the server rejects while proving is an error naming the row.
@@ -303,7 +290,8 @@ sql = "UPDATE email SET status = IF(attempts + 1 >= 5, 'failed', 'waiting'), ret
             .await,
         sums_before
     );
-    assert_eq!(db.count("SELECT COUNT(*) FROM proof_outbox").await, 0);
+    db.assert_count("SELECT COUNT(*) FROM proof_outbox", 0)
+        .await;
 }
 
 /// HTTP and command actions never run during check: the proof runs outcome SQL only.
@@ -338,19 +326,16 @@ async fn a_procedure_that_commits() {
     )
     .await;
     let before: Vec<JobRow> = db.rows(ALL_JOBS).await;
-    let (done, shown) = check_online(&db, &GOOD.replace("DO :id", "CALL send_it(:id)")).await;
-    assert_report(
-        &done,
-        &[format!(
-            "{shown}:4: queue jobs: error: `action.sql` commits: tableq runs it inside the \
+    assert_one_error_online(
+        &db,
+        &GOOD.replace("DO :id", "CALL send_it(:id)"),
+        "4: queue jobs: error: `action.sql` commits: tableq runs it inside the \
              item's transaction and commits that itself, once the outcome SQL has run (check's \
              transaction refused the commit: ERROR 1399); remove the COMMIT, or the statement \
-             that commits implicitly, from what it calls"
-        )],
-        ": 1 error, 0 warnings",
-        1,
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM sent").await, 0);
+             that commits implicitly, from what it calls",
+    )
+    .await;
+    db.assert_count("SELECT COUNT(*) FROM sent", 0).await;
     assert_eq!(db.rows::<JobRow>(ALL_JOBS).await, before);
 }
 

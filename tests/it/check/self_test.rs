@@ -56,7 +56,7 @@ async fn no_proof_after_the_self_test_failed() {
     )
     .await;
     assert_locks_nothing(&done, &shown);
-    assert_eq!(db.count("SELECT COUNT(*) FROM sent_log").await, 0);
+    db.assert_count("SELECT COUNT(*) FROM sent_log", 0).await;
 }
 
 /// A join whose FOR UPDATE also locks a shared row of another table makes workers

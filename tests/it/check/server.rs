@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::check::{
-    assert_report, check, check_online, job_db, jobs_file, self_test_failed, JobRow, GOOD, JOBS,
+    assert_one_error_online, assert_report, check, check_online, job_db, jobs_file,
+    self_test_failed, JobRow, GOOD, JOBS,
 };
 use crate::support::daemon::{run_to_end, tableq};
 use crate::support::{MariaDb, TestDb};
@@ -33,20 +34,13 @@ async fn a_good_queue_passes() {
 #[tokio::test]
 async fn statement_the_server_rejects() {
     let db = job_db().await;
-    let (done, shown) = check_online(
+    assert_one_error_online(
         &db,
         &GOOD.replace("SET state = 'done'", "SET stat = 'done'"),
+        "6: queue jobs: error: `on_success.sql`: the server rejects it: ERROR 1054 \
+             (42S22): Unknown column 'stat' in 'SET'",
     )
     .await;
-    assert_report(
-        &done,
-        &[format!(
-            "{shown}:6: queue jobs: error: `on_success.sql`: the server rejects it: ERROR 1054 \
-             (42S22): Unknown column 'stat' in 'SET'"
-        )],
-        ": 1 error, 0 warnings",
-        1,
-    );
 }
 
 /// A table that is not InnoDB is an error, and check does not run the queue's SQL on it.
@@ -72,11 +66,11 @@ async fn a_table_that_is_not_innodb() {
         ": 1 error, 1 warning",
         1,
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting' AND attempts = 0")
-            .await,
-        3
-    );
+    db.assert_count(
+        "SELECT COUNT(*) FROM job WHERE state = 'waiting' AND attempts = 0",
+        3,
+    )
+    .await;
 }
 
 /// A view over a MyISAM table is an error naming the table behind the view, and check

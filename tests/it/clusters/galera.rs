@@ -14,7 +14,7 @@ use crate::support::daemon::{run_to_end, tableq, Daemon};
 use crate::support::endpoint::{get, metrics_address};
 use crate::support::galera::{self, Cluster, NODES};
 use crate::support::web::{Reply, WebServer};
-use crate::support::{eventually, waiting_jobs, QueueFile, QueueFiles};
+use crate::support::{assert_has, eventually, waiting_jobs, QueueFile, QueueFiles};
 
 /// Three nodes say they are Galera, ready and synced, in one primary component of three.
 #[tokio::test]
@@ -284,11 +284,7 @@ async fn check_agrees_and_strict_passes_on_galera() {
     let (_files, path, _) = crate::support::check::jobs_file(crate::support::check::GOOD);
     let done = crate::support::check::check(&["--strict"], &[&path], Some(db.url(2))).await;
     assert_eq!(done.code(), Some(0), "{}\n{}", done.stdout, done.stderr);
-    assert!(
-        done.stdout.contains(": 0 errors, 0 warnings"),
-        "{}",
-        done.stdout
-    );
+    assert_has(&done.stdout, ": 0 errors, 0 warnings");
     assert!(!done.stdout.contains("not proven"), "{}", done.stdout);
     assert_eq!(
         db.count_on(
@@ -352,6 +348,78 @@ async fn check_refuses_concurrency_on_galera() {
 
 const FAILOVER_ROWS: usize = 600;
 
+/// A daemon running the webhook queue `galera_failover` on `db` with every node of
+/// `cluster` in its URL; the daemon and its listener's base URL.
+async fn failover_daemon(
+    cluster: &Cluster,
+    db_name: &str,
+    files: &QueueFiles,
+    web: &WebServer,
+) -> (Daemon, String) {
+    waiting_jobs("galera_failover")
+        .workers(4)
+        .poll_interval("100ms")
+        .error_backoff("200ms")
+        .set("stats_interval", "2s")
+        .action_http(&web.url("/hook"))
+        .write(files);
+    let mut cmd = tableq(&[
+        "run",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--allow-multi-primary",
+    ]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", cluster.every_node_url(db_name))
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let daemon = Daemon::spawn(cmd);
+    let base = format!("http://{}", metrics_address(&daemon).await);
+    (daemon, base)
+}
+
+/// True when `/readyz` at `base` names `host` as the database host in use.
+async fn in_use(base: &str, host: &str) -> bool {
+    get(&format!("{base}/readyz"))
+        .await
+        .1
+        .contains(&format!("database host {host}"))
+}
+
+/// What the webhook saw: how many rows were delivered more than once, and the
+/// longest pause of deliveries between `killed` and `restarting` (with the first
+/// delivery's delay after the kill); every row is delivered.
+fn deliveries_across_the_kill(
+    requests: &[crate::support::web::Recorded],
+    killed: Instant,
+    restarting: Instant,
+) -> (usize, Duration, Duration) {
+    let mut deliveries: BTreeMap<u64, usize> = BTreeMap::new();
+    for request in requests {
+        let id = request.json()["id"].as_u64().expect("the row's id");
+        *deliveries.entry(id).or_default() += 1;
+    }
+    assert_eq!(
+        deliveries.len(),
+        FAILOVER_ROWS + 100,
+        "every row was delivered"
+    );
+    let again = deliveries.values().filter(|&&n| n >= 2).count();
+    // The deliveries between the kill and the node's return.
+    let after: Vec<Instant> = requests
+        .iter()
+        .map(|r| r.at)
+        .filter(|at| *at >= killed && *at < restarting)
+        .collect();
+    let resumed = after.first().map_or(Duration::MAX, |at| *at - killed);
+    let longest_gap = after
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .max()
+        .unwrap_or_default()
+        .max(resumed);
+    (again, longest_gap, resumed)
+}
+
 /// With every node in one URL, a webhook queue uses the first node (and says so on
 /// `/readyz` and `/metrics`); `kill -9` of that node moves it to the next within
 /// seconds: deliveries pause at most 15 s (Galera evicts a dead node in ~6 s),
@@ -369,24 +437,7 @@ async fn a_multi_host_url_survives_kill_9_of_the_node_in_use() {
     db.fill("job", "id", FAILOVER_ROWS, |i| i.to_string()).await;
     let web = WebServer::start(|_| Reply::status(200).after(Duration::from_millis(20))).await;
     let files = QueueFiles::new();
-    waiting_jobs("galera_failover")
-        .workers(4)
-        .poll_interval("100ms")
-        .error_backoff("200ms")
-        .set("stats_interval", "2s")
-        .action_http(&web.url("/hook"))
-        .write(&files);
-    let mut cmd = tableq(&[
-        "run",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--allow-multi-primary",
-    ]);
-    cmd.arg(files.path())
-        .env("TABLEQ_DATABASE_URL", cluster.every_node_url(&db.name))
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let mut daemon = Daemon::spawn(cmd);
-    let base = format!("http://{}", metrics_address(&daemon).await);
+    let (mut daemon, base) = failover_daemon(&cluster, &db.name, &files, &web).await;
     let done = || db.count_on(1, "SELECT COUNT(*) FROM job WHERE state = 'done'");
     eventually(
         "a hundred rows are done",
@@ -395,10 +446,7 @@ async fn a_multi_host_url_survives_kill_9_of_the_node_in_use() {
     )
     .await;
     let first = cluster.host(0);
-    assert!(get(&format!("{base}/readyz"))
-        .await
-        .1
-        .contains(&format!("database host {first}")));
+    assert!(in_use(&base, &first).await);
     let killed = Instant::now();
     cluster.kill(0);
     eventually("every row is done", Duration::from_secs(120), || async {
@@ -423,12 +471,7 @@ async fn a_multi_host_url_survives_kill_9_of_the_node_in_use() {
     eventually(
         "the queue is back on the first node",
         Duration::from_secs(60),
-        || async {
-            get(&format!("{base}/readyz"))
-                .await
-                .1
-                .contains(&format!("database host {first}"))
-        },
+        || in_use(&base, &first),
     )
     .await;
     let back = synced.elapsed();
@@ -444,31 +487,8 @@ async fn a_multi_host_url_survives_kill_9_of_the_node_in_use() {
     .await;
     daemon.terminate().await;
 
-    let requests = web.requests();
-    let mut deliveries: BTreeMap<u64, usize> = BTreeMap::new();
-    for request in &requests {
-        let id = request.json()["id"].as_u64().expect("the row's id");
-        *deliveries.entry(id).or_default() += 1;
-    }
-    assert_eq!(
-        deliveries.len(),
-        FAILOVER_ROWS + 100,
-        "every row was delivered"
-    );
-    let again = deliveries.values().filter(|&&n| n >= 2).count();
-    // The deliveries between the kill and the node's return.
-    let after: Vec<Instant> = requests
-        .iter()
-        .map(|r| r.at)
-        .filter(|at| *at >= killed && *at < restarting)
-        .collect();
-    let resumed = after.first().map_or(Duration::MAX, |at| *at - killed);
-    let longest_gap = after
-        .windows(2)
-        .map(|pair| pair[1] - pair[0])
-        .max()
-        .unwrap_or_default()
-        .max(resumed);
+    let (again, longest_gap, resumed) =
+        deliveries_across_the_kill(&web.requests(), killed, restarting);
     eprintln!(
         "galera: kill -9 of the node in use (multi-host URL): deliveries paused {longest_gap:.1?} \
          (first after the kill: {resumed:.1?}); {again} of {FAILOVER_ROWS} rows delivered \

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon, Finished};
-use crate::support::{load, run_until_empty, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, load, run_until_empty, QueueFile, QueueFiles, TestDb};
 
 const GOOD_ACTION: &str = "[action]\ntype = \"sql\"\nsql = \"DO 1\"\n";
 
@@ -160,61 +160,41 @@ const JOB_TABLE: &str =
     "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
      INSERT INTO job (id) VALUES (1), (2)";
 
-/// SQL the server rejects stops `run` at start, before any row is touched.
-#[tokio::test]
-async fn syntax_error_in_on_success() {
+/// Runs `jobs.toml` (`contents`) against [`JOB_TABLE`]: it must stop at start with
+/// exit 2 and `finding` (after the file's path), both rows still waiting.
+async fn refused_before_any_row(contents: &str, finding: &str) {
     let db = TestDb::new().await;
     db.exec(JOB_TABLE).await;
     let files = QueueFiles::new();
-    let (done, path) = run_file(
-        &files,
-        "jobs.toml",
-        "select = \"SELECT id FROM job WHERE state = 'waiting'\"\n[action]\ntype = \"sql\"\nsql = \"UPDATE job SET state = 'x' WHERE id = :id\"\n\n[on_success]\nsql = \"UPDTE job SET state = 'done' WHERE id = :id\"\n",
-        &db.url,
+    let (done, path) = run_file(&files, "jobs.toml", contents, &db.url).await;
+    assert_eq!(done.code(), Some(2), "{}", done.stderr);
+    assert_has(&done.stderr, &format!("{path}:{finding}"));
+    db.assert_count_because(
+        "SELECT COUNT(*) FROM job WHERE state = 'waiting'",
+        2,
+        "a row was touched",
     )
     .await;
-    assert_eq!(done.code(), Some(2), "{}", done.stderr);
-    assert!(
-        done.stderr.contains(&format!(
-            "{path}:7: queue jobs: error: `on_success.sql`: the server rejects it: ERROR 1064"
-        )),
-        "{}",
-        done.stderr
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
-            .await,
-        2,
-        "a row was touched"
-    );
+}
+
+/// SQL the server rejects stops `run` at start, before any row is touched.
+#[tokio::test]
+async fn syntax_error_in_on_success() {
+    refused_before_any_row(
+        "select = \"SELECT id FROM job WHERE state = 'waiting'\"\n[action]\ntype = \"sql\"\nsql = \"UPDATE job SET state = 'x' WHERE id = :id\"\n\n[on_success]\nsql = \"UPDTE job SET state = 'done' WHERE id = :id\"\n",
+        "7: queue jobs: error: `on_success.sql`: the server rejects it: ERROR 1064",
+    )
+    .await;
 }
 
 /// A `:param` that is not a column of the select is named, with the columns there are.
 #[tokio::test]
 async fn parameter_the_select_does_not_return() {
-    let db = TestDb::new().await;
-    db.exec(JOB_TABLE).await;
-    let files = QueueFiles::new();
-    let (done, path) = run_file(
-        &files,
-        "jobs.toml",
+    refused_before_any_row(
         "select = \"SELECT id FROM job WHERE state = 'waiting'\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n[on_success]\nsql = \"UPDATE job SET state = :new_state WHERE id = :id\"\n",
-        &db.url,
+        "6: queue jobs: error: `on_success.sql` uses `:new_state`, which is not a column the select returns (id)",
     )
     .await;
-    assert_eq!(done.code(), Some(2), "{}", done.stderr);
-    assert!(
-        done.stderr.contains(&format!(
-            "{path}:6: queue jobs: error: `on_success.sql` uses `:new_state`, which is not a column the select returns (id)"
-        )),
-        "{}",
-        done.stderr
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
-            .await,
-        2
-    );
 }
 
 /// An unreachable database at start is waited for, and said so; SIGTERM still exits 0.
@@ -249,11 +229,7 @@ async fn unreachable_database_at_start_keeps_retrying() {
             Duration::from_secs(30),
         )
         .await;
-    assert!(
-        daemon.stderr().contains("root@127.0.0.1:1/nowhere"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "root@127.0.0.1:1/nowhere");
     assert!(
         !daemon.stderr().contains("hunter2"),
         "the password was logged"
@@ -296,10 +272,10 @@ sql = "UPDATE blob_job SET state = 'done' WHERE id = :id"
         )
         .await;
     assert_eq!(differing, 0);
-    assert_eq!(db.count("SELECT COUNT(*) FROM blob_copy").await, 4);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM blob_copy WHERE payload IS NULL AND note IS NULL")
-            .await,
-        1
-    );
+    db.assert_count("SELECT COUNT(*) FROM blob_copy", 4).await;
+    db.assert_count(
+        "SELECT COUNT(*) FROM blob_copy WHERE payload IS NULL AND note IS NULL",
+        1,
+    )
+    .await;
 }

@@ -7,7 +7,11 @@
 use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Finished};
-use crate::support::{QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
+
+/// The table the queue file of these tests reads.
+const URL_JOB: &str =
+    "CREATE TABLE url_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')";
 
 fn queue_file(files: &QueueFiles) -> std::path::PathBuf {
     QueueFile::new("urls")
@@ -37,21 +41,14 @@ async fn a_password_on_the_command_line_is_warned_about() {
     let url = "mysql://app:hunter2@127.0.0.1:3306/shop";
     let flagged = tableq_with(&["check", "--offline", "--database-url", url], &file, None).await;
     assert_eq!(flagged.code(), Some(0), "{}", flagged.stdout);
-    assert!(
-        flagged
-            .stderr
-            .contains("--database-url holds a password on the command line"),
-        "{}",
-        flagged.stderr
+    assert_has(
+        &flagged.stderr,
+        "--database-url holds a password on the command line",
     );
     assert!(flagged.stderr.contains("TABLEQ_DATABASE_URL_FILE"));
     let joined = format!("--database-url={url}");
     let joined = tableq_with(&["check", "--offline", &joined], &file, None).await;
-    assert!(
-        joined.stderr.contains("holds a password"),
-        "{}",
-        joined.stderr
-    );
+    assert_has(&joined.stderr, "holds a password");
     for done in [&flagged, &joined] {
         assert!(!format!("{}{}", done.stdout, done.stderr).contains("hunter2"));
     }
@@ -99,11 +96,7 @@ async fn an_unknown_url_parameter_is_named_with_what_works() {
     }
     let ran = tableq_with(&["run", "--stop-when-empty"], &file, Some(&url)).await;
     assert_eq!(ran.code(), Some(2), "{}", ran.stderr);
-    assert!(
-        ran.stderr.contains("unknown parameter `ssl-mode`"),
-        "{}",
-        ran.stderr
-    );
+    assert_has(&ran.stderr, "unknown parameter `ssl-mode`");
 }
 
 /// A password with `%zz` in it (no percent-escape) is refused before connecting,
@@ -111,30 +104,21 @@ async fn an_unknown_url_parameter_is_named_with_what_works() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_percent_escape_is_refused() {
     let db = TestDb::new().await;
-    db.exec(
-        "CREATE TABLE url_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')",
-    )
-    .await;
+    db.exec(URL_JOB).await;
     let files = QueueFiles::new();
     let file = queue_file(&files);
     let (scheme_and_user, rest) = db.url.split_once('@').unwrap();
     let url = format!("{scheme_and_user}:se%zzcret@{rest}");
     let ran = tableq_with(&["run", "--stop-when-empty"], &file, Some(&url)).await;
     assert_eq!(ran.code(), Some(2), "{}", ran.stderr);
-    assert!(
-        ran.stderr
-            .contains("a `%` in its password is not followed by two hex digits: write `%25`"),
-        "{}",
-        ran.stderr
+    assert_has(
+        &ran.stderr,
+        "a `%` in its password is not followed by two hex digits: write `%25`",
     );
     assert!(!ran.stderr.contains("se%zzcret"), "{}", ran.stderr);
     let checked = tableq_with(&["check", "--offline"], &file, Some(&url)).await;
     assert_eq!(checked.code(), Some(1), "{}", checked.stdout);
-    assert!(
-        checked.stdout.contains("a `%` in its password"),
-        "{}",
-        checked.stdout
-    );
+    assert_has(&checked.stdout, "a `%` in its password");
 }
 
 /// `check --offline` flags a URL that names no database — the queue's own
@@ -173,5 +157,5 @@ async fn check_offline_flags_a_url_without_a_database() {
     );
     let ran = tableq_with(&["run", "--stop-when-empty"], &own, None).await;
     assert_eq!(ran.code(), Some(2), "{}", ran.stderr);
-    assert!(ran.stderr.contains("names no database"), "{}", ran.stderr);
+    assert_has(&ran.stderr, "names no database");
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Finished};
-use crate::support::{QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
 
 fn mkfifo(path: &Path) {
     let name = CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -50,7 +50,7 @@ async fn a_fifo_named_as_a_queue_file_is_refused() {
     let finished = run(&fifo, &db.url).await;
     assert_eq!(finished.code(), Some(2), "{}", finished.stderr);
     let expected = format!("{}: error: not a queue file: it is a FIFO", fifo.display());
-    assert!(finished.stderr.contains(&expected), "{}", finished.stderr);
+    assert_has(&finished.stderr, &expected);
 }
 
 /// /dev/zero named as a queue file is refused at once as a device, not read.
@@ -59,12 +59,9 @@ async fn a_device_named_as_a_queue_file_is_refused() {
     let db = typed_table().await;
     let finished = run(Path::new("/dev/zero"), &db.url).await;
     assert_eq!(finished.code(), Some(2), "{}", finished.stderr);
-    assert!(
-        finished
-            .stderr
-            .contains("/dev/zero: error: not a queue file: it is a device; a queue file must be a regular file"),
-        "{}",
-        finished.stderr
+    assert_has(
+        &finished.stderr,
+        "/dev/zero: error: not a queue file: it is a device; a queue file must be a regular file",
     );
 }
 
@@ -120,9 +117,5 @@ async fn entries_of_a_directory_that_are_not_queue_files_are_reported() {
 
     let finished = run(&dir, &db.url).await;
     assert_eq!(finished.code(), Some(2), "{}", finished.stderr);
-    assert!(
-        finished.stderr.contains("dangling.toml"),
-        "{}",
-        finished.stderr
-    );
+    assert_has(&finished.stderr, "dangling.toml");
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::support::check::{job_db, GOOD};
 use crate::support::daemon::{run_to_end, tableq, Finished};
 use crate::support::web::{Reply, WebServer};
-use crate::support::{QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
 
 /// Writes `text` to `name` in `files` with permissions `mode`.
 fn secret(files: &QueueFiles, name: &str, text: &str, mode: u32) -> PathBuf {
@@ -138,7 +138,7 @@ async fn check_warns_of_a_url_file_others_can_read() {
          (and group) can",
         open.display()
     );
-    assert!(done.stdout.contains(&warning), "{}", done.stdout);
+    assert_has(&done.stdout, &warning);
     assert!(
         done.stdout.ends_with("0 errors, 1 warning\n"),
         "{}",

@@ -62,13 +62,14 @@ async fn two_engines_of_eight_workers_do_every_row_exactly_once_in_batch_scope()
         .count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
         .await;
     assert_eq!(sent, ROWS as u64);
-    assert_eq!(db.count("SELECT COUNT(*) FROM sent_log").await, ROWS as u64);
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT email_id) FROM sent_log")
-            .await,
+    db.assert_count("SELECT COUNT(*) FROM sent_log", ROWS as u64)
+        .await;
+    db.assert_count_because(
+        "SELECT COUNT(DISTINCT email_id) FROM sent_log",
         ROWS as u64,
-        "some item was done twice"
-    );
+        "some item was done twice",
+    )
+    .await;
     let mismatched = db
         .count("SELECT COUNT(*) FROM sent_log l JOIN email e ON e.id = l.email_id WHERE e.recipient <> l.recipient")
         .await;
@@ -151,17 +152,11 @@ async fn one_poisoned_row_fails_alone_and_the_other_ninety_nine_commit() {
         "the error names the constraint: {}",
         failed[0].1
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await,
-        99
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 99);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job_log WHERE job_id = 37")
-            .await,
-        0
-    );
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 99)
+        .await;
+    db.assert_count("SELECT COUNT(*) FROM job_log", 99).await;
+    db.assert_count("SELECT COUNT(*) FROM job_log WHERE job_id = 37", 0)
+        .await;
 }
 
 /// A daemon killed (-9) while its batch statement runs leaves all 100 rows waiting,
@@ -197,12 +192,9 @@ async fn a_daemon_killed_mid_batch_leaves_all_hundred_waiting() {
         },
     )
     .await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
-            .await,
-        100
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 0);
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'waiting'", 100)
+        .await;
+    db.assert_count("SELECT COUNT(*) FROM job_log", 0).await;
 }
 
 /// A command action in batch scope where every item succeeds: `[on_success]` runs

@@ -87,11 +87,11 @@ async fn a_batch_is_one_signed_request_with_an_array_body() {
     assert_eq!(request.header("content-type"), "application/json");
     assert!(request.header("webhook-id").starts_with("hooks_batch_"));
     verify(request);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done' AND http_status = 204")
-            .await,
-        10
-    );
+    db.assert_count(
+        "SELECT COUNT(*) FROM hook WHERE state = 'done' AND http_status = 204",
+        10,
+    )
+    .await;
 }
 
 /// A receiver that rejects the batch (a 4xx, for one bad item) gets every item again
@@ -129,11 +129,11 @@ async fn a_rejected_batch_falls_back_to_per_item_delivery() {
         failed,
         vec![(7, 422, "HTTP 422 Unprocessable Entity".to_string())]
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done' AND http_status = 200")
-            .await,
-        9
-    );
+    db.assert_count(
+        "SELECT COUNT(*) FROM hook WHERE state = 'done' AND http_status = 200",
+        9,
+    )
+    .await;
 }
 
 /// When the batch's `[on_success]` fails (one row cannot be marked done), only that
@@ -151,12 +151,9 @@ async fn failing_batch_outcome_sql_is_settled_item_by_item_without_resending() {
         .error_backoff("50ms")
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("nine hooks are done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
-            .await
-            == 9
-    })
-    .await;
+    // Nine hooks are done.
+    db.until_count("SELECT COUNT(*) FROM hook WHERE state = 'done'", 9, 30)
+        .await;
     eventually(
         "hook 4 was offered again",
         Duration::from_secs(30),
@@ -165,11 +162,11 @@ async fn failing_batch_outcome_sql_is_settled_item_by_item_without_resending() {
     .await;
     let summary = engine.stop().await;
     assert_eq!(summary.counts("hooks").unwrap().done, 9);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM hook WHERE id = 4 AND state = 'waiting'")
-            .await,
-        1
-    );
+    db.assert_count(
+        "SELECT COUNT(*) FROM hook WHERE id = 4 AND state = 'waiting'",
+        1,
+    )
+    .await;
     let requests = server.requests();
     assert_eq!(ids(&requests[0]), (1..=10).collect::<Vec<_>>());
     for later in &requests[1..] {

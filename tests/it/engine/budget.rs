@@ -7,7 +7,7 @@ use mysql_async::prelude::Queryable;
 
 use crate::support::daemon::{tableq, Daemon};
 use crate::support::endpoint::{get, metrics_address};
-use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, private_db, QueueFile, QueueFiles, TestDb};
 
 /// Six queues of four workers each under `--max-connections 3`: never more than three
 /// of tableq's connections on the server (two samples 50 ms apart), and every row
@@ -71,13 +71,7 @@ async fn tableq_holds_no_more_connections_than_its_budget() {
     }
     daemon.terminate().await;
     assert!(most <= 3, "tableq held {most} connections");
-    assert!(
-        daemon
-            .stderr()
-            .contains("the process's connection budget is spent"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "the process's connection budget is spent");
 }
 
 /// The server's count of connections opened since it started.
@@ -93,8 +87,7 @@ async fn connections_opened(db: &TestDb) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_queues_than_the_budget_take_turns_without_opening_connections() {
     const QUEUES: usize = 300;
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (_server, db) = private_db(&[]).await;
     db.exec(
         "CREATE TABLE job (queue VARCHAR(20) NOT NULL, id INT NOT NULL,
            state VARCHAR(10) NOT NULL DEFAULT 'waiting', PRIMARY KEY (queue, state, id))",

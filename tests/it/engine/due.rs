@@ -12,7 +12,7 @@ use mysql_async::prelude::Queryable;
 use super::wake::{binlog_server, private_binlog_server, start_following, BinlogServer};
 use crate::support::check::check;
 use crate::support::endpoint::start_with_metrics;
-use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, QueueFile, QueueFiles, TestDb};
 
 /// `reminder`: when each is due, and when its action ran.
 async fn reminders(server: &BinlogServer) -> TestDb {
@@ -59,10 +59,8 @@ async fn lateness(db: &TestDb) -> Vec<Duration> {
 /// each was, sorted.
 async fn lateness_in(db: &TestDb, table: &str) -> Vec<Duration> {
     let unsent = format!("SELECT COUNT(*) FROM {table} WHERE state <> 'sent'");
-    eventually("every reminder sent", Duration::from_secs(90), || async {
-        db.count(&unsent).await == 0
-    })
-    .await;
+    // Every reminder sent.
+    db.until_count(&unsent, 0, 90).await;
     let mut late: Vec<i64> = db
         .rows(&format!(
             "SELECT TIMESTAMPDIFF(MICROSECOND, send_after, sent_at) FROM {table}"
@@ -336,32 +334,18 @@ async fn an_expired_lease_is_claimed_on_time() {
         .on_success("UPDATE video SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
     let (mut daemon, _base) = start_following(&files, &db).await;
-    eventually(
-        "the first video is done",
-        Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM video WHERE state = 'done'")
-                .await
-                == 1
-        },
-    )
-    .await;
+    // The first video is done.
+    db.until_count("SELECT COUNT(*) FROM video WHERE state = 'done'", 1, 30)
+        .await;
     // A video leased by a worker that died: its lease runs out in 3 s.
     db.exec(
         "INSERT INTO video (id, state, lease_until, lease_id, orphaned_until) VALUES \
          (2, 'rendering', NOW(3) + INTERVAL 3 SECOND, 'gone', NOW(3) + INTERVAL 3 SECOND)",
     )
     .await;
-    eventually(
-        "the orphaned video is done",
-        Duration::from_secs(90),
-        || async {
-            db.count("SELECT COUNT(*) FROM video WHERE state = 'done'")
-                .await
-                == 2
-        },
-    )
-    .await;
+    // The orphaned video is done.
+    db.until_count("SELECT COUNT(*) FROM video WHERE state = 'done'", 2, 90)
+        .await;
     let late: i64 = db
         .scalar(
             "SELECT TIMESTAMPDIFF(MICROSECOND, orphaned_until, started_at) FROM video WHERE id = 2",
@@ -419,11 +403,8 @@ async fn a_queue_whose_next_row_is_an_hour_away_stays_near_idle() {
         "{sent} statements in {:?}",
         from.elapsed()
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM reminder WHERE state = 'sent'")
-            .await,
-        0
-    );
+    db.assert_count("SELECT COUNT(*) FROM reminder WHERE state = 'sent'", 0)
+        .await;
     daemon.terminate().await;
 }
 
@@ -437,17 +418,11 @@ async fn a_select_whose_clock_cannot_be_read_polls_every_poll_interval() {
     let select = "SELECT id FROM reminder WHERE state = 'waiting' AND NOT (send_after > NOW())";
     reminder_queue("unread", select).write(&files);
     let ran = check(&[], &[&files.path()], Some(&db.url)).await;
-    assert!(
-        ran.stdout
-            .contains("rows due by time are found by polling every poll_interval (5s)"),
-        "{}",
-        ran.stdout
+    assert_has(
+        &ran.stdout,
+        "rows due by time are found by polling every poll_interval (5s)",
     );
-    assert!(
-        ran.stdout.contains("`NOT (send_after > NOW())`"),
-        "{}",
-        ran.stdout
-    );
+    assert_has(&ran.stdout, "`NOT (send_after > NOW())`");
     let (mut daemon, _base) = start_following(&files, &db).await;
     remind_in(&db, &[2]).await;
     let late = lateness(&db).await;
@@ -464,12 +439,7 @@ async fn check_says_how_rows_due_by_time_are_found() {
     reminder_queue("reminders", DUE).write(&files);
     let ran = check(&[], &[&files.path()], Some(&db.url)).await;
     assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
-    assert!(
-        ran.stdout
-            .contains("due by time: reminders claims rows due by time (`send_after <= NOW()`) when they fall due, asking the database when the next one is\nchecked "),
-        "{}",
-        ran.stdout
-    );
+    assert_has(&ran.stdout, "due by time: reminders claims rows due by time (`send_after <= NOW()`) when they fall due, asking the database when the next one is\nchecked ");
 }
 
 /// A failing job retried the article's way (`retry_at <= UNIX_TIMESTAMP()`, 3 s
@@ -502,12 +472,9 @@ async fn a_retry_is_tried_again_on_time() {
         .write(&files);
     let (mut daemon, _base) = start_following(&files, &db).await;
     db.exec("INSERT INTO job (id) VALUES (1)").await;
-    eventually("the job failed twice", Duration::from_secs(90), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'failed'")
-            .await
-            == 1
-    })
-    .await;
+    // The job failed twice.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'failed'", 1, 90)
+        .await;
     let late: f64 = db
         .scalar("SELECT CAST(retried_at - first_retry_at AS DOUBLE) FROM job WHERE id = 1")
         .await;
@@ -518,12 +485,10 @@ async fn a_retry_is_tried_again_on_time() {
     daemon.terminate().await;
 }
 
-/// A server that leaves the queue's schema out of its binary log
-/// (`--binlog-ignore-db`): the stream opens, but tableq's own commits never show
-/// in it. The queue says so once, naming the likely cause, shows it on the status
-/// page, and polls every `poll_interval` (5 s), not once a minute.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_blind_stream_is_said_and_the_queue_polls() {
+/// A private server whose binary log leaves out the schema `tq_blind` (which holds
+/// `job`), but keeps `tq_seen` (which holds `hold`, a table the select also reads, so
+/// a change there wakes the queue once); the server and a session on it.
+async fn blind_server() -> (crate::support::MariaDb, mysql_async::Conn) {
     let server = tokio::task::spawn_blocking(|| {
         crate::support::MariaDb::start_with(&[
             "--log-bin",
@@ -534,10 +499,7 @@ async fn a_blind_stream_is_said_and_the_queue_polls() {
     })
     .await
     .unwrap();
-    let base = server.base_url();
-    let mut admin = crate::support::connect(&base).await;
-    // The jobs are in the schema the log leaves out; a table the select also reads
-    // is in one it keeps, so a change there wakes the queue once.
+    let mut admin = crate::support::connect(&server.base_url()).await;
     admin
         .query_drop(
             "CREATE DATABASE tq_blind; CREATE DATABASE tq_seen; \
@@ -547,6 +509,17 @@ async fn a_blind_stream_is_said_and_the_queue_polls() {
         )
         .await
         .unwrap();
+    (server, admin)
+}
+
+/// A server that leaves the queue's schema out of its binary log
+/// (`--binlog-ignore-db`): the stream opens, but tableq's own commits never show
+/// in it. The queue says so once, naming the likely cause, shows it on the status
+/// page, and polls every `poll_interval` (5 s), not once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blind_stream_is_said_and_the_queue_polls() {
+    let (server, mut admin) = blind_server().await;
+    let base = server.base_url();
     let url = format!("{base}/tq_blind");
     let files = QueueFiles::new();
     QueueFile::new("blind")
@@ -579,11 +552,7 @@ async fn a_blind_stream_is_said_and_the_queue_polls() {
     .await;
     let blind = "the binary log stream shows none of tableq's own commits";
     daemon.wait_for_log(blind, Duration::from_secs(60)).await;
-    assert!(
-        daemon.stderr().contains("binlog-ignore-db"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "binlog-ignore-db");
     let queue = super::wake::status(&base_http, "blind").await;
     assert_eq!(queue["wake"]["source"], "poll", "{queue}");
     assert!(
@@ -643,12 +612,9 @@ async fn a_compressed_transaction_wakes_the_queue() {
     conn.query_drop("INSERT INTO job () VALUES ()")
         .await
         .unwrap();
-    eventually("the job done", Duration::from_secs(90), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 1
-    })
-    .await;
+    // The job done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 1, 90)
+        .await;
     let took: i64 = db
         .scalar("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, done_at) FROM job")
         .await;

@@ -43,9 +43,9 @@ WHERE id = :id
 
 type RowState = (u64, String, u32);
 
-/// Runs the whole story with `batch`; returns every row's final state and the order
-/// in which the outbox received them.
-async fn story(batch: usize) -> (Vec<RowState>, Vec<u64>) {
+/// The email table of [`ROWS`] rows, [`BAD`]'s recipients refused by the outbox's
+/// CHECK constraint, [`LATER`] scheduled for an hour from now; and the outbox.
+async fn outbox() -> TestDb {
     let db = TestDb::new().await;
     email_table(&db, ROWS).await;
     db.exec(
@@ -65,6 +65,13 @@ async fn story(batch: usize) -> (Vec<RowState>, Vec<u64>) {
         list(&LATER)
     ))
     .await;
+    db
+}
+
+/// Runs the whole story with `batch`; returns every row's final state and the order
+/// in which the outbox received them.
+async fn story(batch: usize) -> (Vec<RowState>, Vec<u64>) {
+    let db = outbox().await;
     let files = QueueFiles::new();
     let file = files.write("email.toml", &queue_file(batch));
     let run = || async { run_until_empty(load(std::slice::from_ref(&file)), &db.url).await };
@@ -73,11 +80,8 @@ async fn story(batch: usize) -> (Vec<RowState>, Vec<u64>) {
     let first = run().await.counts("email").unwrap();
     let good = (ROWS - BAD.len() - LATER.len()) as u64;
     assert_eq!((first.done, first.failed), (good, BAD.len() as u64));
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
-            .await,
-        good
-    );
+    db.assert_count("SELECT COUNT(*) FROM email WHERE status = 'sent'", good)
+        .await;
     let retrying: Vec<(u64, u32, String)> = db
         .rows("SELECT id, attempts, status FROM email WHERE retry_at > UNIX_TIMESTAMP() + 30 AND attempts > 0 ORDER BY id")
         .await;
@@ -121,7 +125,11 @@ async fn story(batch: usize) -> (Vec<RowState>, Vec<u64>) {
         .await;
     let after = run().await.counts("email").unwrap();
     assert_eq!((after.done, after.failed), (0, 0));
-    assert_eq!(db.count("SELECT COUNT(*) FROM email WHERE id IN (15, 16) AND status = 'waiting' AND attempts = 0").await, 2);
+    db.assert_count(
+        "SELECT COUNT(*) FROM email WHERE id IN (15, 16) AND status = 'waiting' AND attempts = 0",
+        2,
+    )
+    .await;
 
     let rows = db
         .rows("SELECT id, CAST(status AS CHAR), attempts FROM email ORDER BY id")

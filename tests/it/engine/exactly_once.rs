@@ -39,21 +39,19 @@ async fn setup() -> TestDb {
 }
 
 async fn assert_each_row_done_once(db: &TestDb) {
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
-            .await,
-        ROWS as u64
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM sent_log").await,
+    db.assert_count(
+        "SELECT COUNT(*) FROM email WHERE status = 'sent'",
         ROWS as u64,
-        "some item was done twice"
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT email_id) FROM sent_log")
-            .await,
-        ROWS as u64
-    );
+    )
+    .await;
+    db.assert_count_because(
+        "SELECT COUNT(*) FROM sent_log",
+        ROWS as u64,
+        "some item was done twice",
+    )
+    .await;
+    db.assert_count("SELECT COUNT(DISTINCT email_id) FROM sent_log", ROWS as u64)
+        .await;
     let mismatched = db
         .count("SELECT COUNT(*) FROM sent_log l JOIN email e ON e.id = l.email_id WHERE e.recipient <> l.recipient")
         .await;

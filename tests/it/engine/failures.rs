@@ -12,6 +12,15 @@ const JOBS: &str =
   CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4;
   INSERT INTO job (id) VALUES (1), (2), (3), (4), (5), (6)";
 
+/// The action of job `id` (its insert into `job_log`) was undone; those of the
+/// five other jobs were kept.
+async fn only_the_action_of_job_was_undone(db: &TestDb, id: u32) {
+    let logged = format!("SELECT COUNT(*) FROM job_log WHERE job_id = {id}");
+    db.assert_count_because(&logged, 0, "the failed item's action was kept")
+        .await;
+    db.assert_count("SELECT COUNT(*) FROM job_log", 5).await;
+}
+
 /// An SQL action that runs past its timeout is interrupted and counts as failed,
 /// with `:error` saying so; its partial work is undone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,13 +55,7 @@ sql = "UPDATE job SET state = 'failed', error = :error WHERE id = :id"
         .rows("SELECT id, error FROM job WHERE state = 'failed'")
         .await;
     assert_eq!(failed, vec![(2, "timed out after 500ms".to_string())]);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job_log WHERE job_id = 2")
-            .await,
-        0,
-        "the failed action's insert was kept"
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 5);
+    only_the_action_of_job_was_undone(&db, 2).await;
 }
 
 /// When `[on_success]` fails for one item of a batch, that item is rolled back to its
@@ -82,16 +85,9 @@ sql = "UPDATE job SET state = 'failed' WHERE id = :id"
 "#,
     );
     let engine = Engine::start(load(&[file]), &db.url);
-    support::eventually(
-        "the other items are done",
-        Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-                .await
-                == 5
-        },
-    )
-    .await;
+    // The other items are done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 5, 30)
+        .await;
     let summary = engine.stop().await;
     let counts = summary.counts("jobs").unwrap();
     assert_eq!(counts.done, 5);
@@ -99,18 +95,12 @@ sql = "UPDATE job SET state = 'failed' WHERE id = :id"
         counts.returned >= 1,
         "row 4 went back to the queue: {counts:?}"
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE id = 4 AND state = 'waiting'")
-            .await,
-        1
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job_log WHERE job_id = 4")
-            .await,
-        0,
-        "row 4's action was kept"
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 5);
+    db.assert_count(
+        "SELECT COUNT(*) FROM job WHERE id = 4 AND state = 'waiting'",
+        1,
+    )
+    .await;
+    only_the_action_of_job_was_undone(&db, 4).await;
 }
 
 /// Without `[on_failure]`, a failed item is rolled back and waiting again, and the
@@ -138,16 +128,9 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
 "#,
     );
     let engine = Engine::start(load(&[file]), &db.url);
-    support::eventually(
-        "the items before the bad one are done",
-        Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-                .await
-                == 2
-        },
-    )
-    .await;
+    // The items before the bad one are done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 2, 30)
+        .await;
     let watched = Instant::now();
     support::eventually("row 3 came back twice", Duration::from_secs(30), || {
         let logs = logs.clone();
@@ -172,22 +155,19 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
         (returned as f64) < 10.0 * seconds,
         "the worker spun on the failing row: {returned} tries"
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE id = 3 AND state = 'waiting'")
-            .await,
-        1
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM attempt_log WHERE job_id = 3")
-            .await,
-        0
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE id > 3 AND state = 'waiting'")
-            .await,
+    db.assert_count(
+        "SELECT COUNT(*) FROM job WHERE id = 3 AND state = 'waiting'",
+        1,
+    )
+    .await;
+    db.assert_count("SELECT COUNT(*) FROM attempt_log WHERE job_id = 3", 0)
+        .await;
+    db.assert_count_because(
+        "SELECT COUNT(*) FROM job WHERE id > 3 AND state = 'waiting'",
         3,
-        "with one worker, the failing row at the front holds up the rest"
-    );
+        "with one worker, the failing row at the front holds up the rest",
+    )
+    .await;
 }
 
 /// With one item per batch, a failed `CALL` — whose inner statements are not undone
@@ -270,14 +250,13 @@ async fn the_queues_own_sql_error_spends_no_attempt() {
     })
     .await;
     let spent = "SELECT COUNT(*) FROM job WHERE attempts > 0 OR state <> 'waiting'";
-    assert_eq!(db.count(spent).await, 0, "no attempt was spent");
+    db.assert_count_because(spent, 0, "no attempt was spent")
+        .await;
     db.exec("CREATE TABLE audit (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4")
         .await;
     let done = "SELECT COUNT(*) FROM job WHERE state = 'done' AND attempts = 0";
-    support::eventually("every row is done", Duration::from_secs(60), || async {
-        db.count(done).await == 3
-    })
-    .await;
+    // Every row is done.
+    db.until_count(done, 3, 60).await;
     let counts = engine.stop().await.counts("audited").unwrap();
     assert_eq!((counts.done, counts.failed), (3, 0), "{counts:?}");
     assert_eq!(logs.lines_of("audited", fault).len(), 1, "said once");

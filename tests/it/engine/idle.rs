@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support;
-use crate::support::{eventually, load, Engine, QueueFiles, TestDb};
+use crate::support::{load, Engine, QueueFiles, TestDb};
 
 const WORKERS: u64 = 8;
 
@@ -60,23 +60,7 @@ async fn an_empty_queue_is_polled_by_one_worker() {
 async fn a_burst_wakes_every_worker() {
     let (db, _files, file) = setup().await;
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually(
-        "all but the watcher sleep, without a connection",
-        Duration::from_secs(30),
-        || async { support::connections(&db).await == 1 },
-    )
-    .await;
-    db.fill("job", "id", 160, |i| i.to_string()).await;
-    eventually(
-        "the burst is worked down",
-        Duration::from_secs(60),
-        || async {
-            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-                .await
-                == 160
-        },
-    )
-    .await;
+    support::burst_after_idle(&db, 160).await;
     engine.stop().await;
     let connections = db
         .count("SELECT COUNT(DISTINCT connection) FROM job_log")

@@ -67,21 +67,13 @@ sql = "UPDATE email SET status = 'sent' WHERE id = :id"
         running(&db, "DO SLEEP")
     })
     .await;
-    // INNODB_TRX is a cache the server refreshes at most every 0.1 s: ask until it
-    // shows the worker's transaction.
     let isolation_query = format!(
         "SELECT t.trx_isolation_level FROM information_schema.INNODB_TRX t
          JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
          WHERE p.DB = '{}' AND p.INFO LIKE 'DO SLEEP%'",
         db.name
     );
-    eventually(
-        "the worker's transaction is listed",
-        Duration::from_secs(30),
-        || async { !db.rows::<(String,)>(&isolation_query).await.is_empty() },
-    )
-    .await;
-    let isolation: String = db.scalar(&isolation_query).await;
+    let isolation: String = crate::support::listed_transaction(&db, &isolation_query).await;
     assert_eq!(isolation, "READ COMMITTED");
     application_insert(&db)
         .await

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::support;
 use crate::support::daemon::{run_binary_until_empty, tableq, Daemon};
 use crate::support::process::{is_gone, wait_for_pid};
-use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, load, Engine, QueueFile, QueueFiles, TestDb};
 
 /// Videos to render: a state, and the lease's columns.
 const VIDEO_TABLE: &str = "CREATE TABLE video (id INT PRIMARY KEY,
@@ -257,27 +257,18 @@ async fn rows_of_a_killed_tableq_come_back_when_their_leases_expire() {
     let killed = format!(":{}:", first.pid());
     first.signal(libc::SIGKILL);
     first.wait(Duration::from_secs(10)).await;
-    assert_eq!(
-        db.count(CLAIMABLE).await,
-        0,
-        "leased rows are out of the select"
-    );
+    db.assert_count_because(CLAIMABLE, 0, "leased rows are out of the select")
+        .await;
     // The killed run's commands finish; nobody records their outcome.
     std::fs::write(dir.join("go"), "").unwrap();
     let rendering = db
         .count("SELECT COUNT(*) FROM video WHERE state = 'rendering'")
         .await;
     assert_eq!(rendering, 2, "the leases still hold");
-    eventually("the leases expire", Duration::from_secs(30), || async {
-        db.count(CLAIMABLE).await == 2
-    })
-    .await;
+    // The leases expire.
+    db.until_count(CLAIMABLE, 2, 30).await;
     let second = run_binary_until_empty(&file, &db.url).await;
-    assert!(
-        second.stderr.contains("the queue is drained"),
-        "{}",
-        second.stderr
-    );
+    assert_has(&second.stderr, "the queue is drained");
     let results: Vec<(String, String)> = db.rows("SELECT state, result FROM video").await;
     for (state, result) in results {
         assert_eq!(state, "done");
@@ -304,11 +295,7 @@ async fn a_stop_past_the_shutdown_timeout_releases_the_row() {
     assert!(status.success(), "{}", daemon.stderr());
     assert!(is_gone(pid), "the command is killed");
     assert_eq!(video(&db, 1).await.0, "waiting", "{}", daemon.stderr());
-    assert!(
-        daemon.stderr().contains("lease released"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "lease released");
 }
 
 /// An HTTP action in lease mode whose row the application takes back while the
@@ -383,12 +370,8 @@ async fn a_transient_exit_code_opens_the_circuit_and_releases_the_leases() {
         .await;
     let settled = "SELECT COUNT(*) FROM video WHERE state = 'failed'
         OR (state = 'waiting' AND lease_id IS NULL)";
-    eventually(
-        "every row is failed or released",
-        Duration::from_secs(30),
-        || async { db.count(settled).await == 40 },
-    )
-    .await;
+    // Every row is failed or released.
+    db.until_count(settled, 40, 30).await;
     let failed = db
         .count("SELECT COUNT(*) FROM video WHERE state = 'failed'")
         .await;
@@ -587,12 +570,8 @@ async fn an_outage_in_lease_mode_costs_min_items_attempts_then_recovers() {
     .await;
     up.store(true, Ordering::SeqCst);
     let settled = "SELECT COUNT(*) FROM video WHERE state IN ('done', 'failed')";
-    eventually(
-        "every row is done or failed",
-        Duration::from_secs(30),
-        || async { db.count(settled).await == 30 },
-    )
-    .await;
+    // Every row is done or failed.
+    db.until_count(settled, 30, 30).await;
     engine.stop().await;
     let failed = db
         .count("SELECT COUNT(*) FROM video WHERE state = 'failed'")
@@ -617,10 +596,8 @@ async fn a_row_whose_lease_sql_fails_is_skipped_and_the_others_are_done() {
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     let done = "SELECT COUNT(*) FROM video WHERE state = 'done' AND id IN (1, 3)";
-    eventually("rows 1 and 3 are done", Duration::from_secs(30), || async {
-        db.count(done).await == 2
-    })
-    .await;
+    // Rows 1 and 3 are done.
+    db.until_count(done, 2, 30).await;
     let counts = engine.stop().await.counts("skips").unwrap();
     assert_eq!(counts.done, 2, "{counts:?}");
     assert!(counts.outcome_sql_failures >= 1, "{counts:?}");

@@ -8,29 +8,16 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 
 use crate::support::daemon::{tableq, Daemon};
-use crate::support::{MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, private_db, QueueFile, QueueFiles, TestDb};
 
 const ROWS: usize = 100;
 /// Each job's length: ten renewals of a 6 s lease.
 const JOB_SECONDS: u32 = 20;
 const POOL: u64 = 4;
 
-/// 100 jobs of 20 s, 100 workers, `max_connections = 30`: all done exactly once,
-/// never more than the pool's 4 connections, no transaction older than 2 s.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
-    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-connections=30"]))
-        .await
-        .unwrap();
-    let db = TestDb::on(&server.base_url()).await;
-    db.exec(
-        "CREATE TABLE video (id INT PRIMARY KEY, state VARCHAR(12) NOT NULL DEFAULT 'waiting',
-         lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL) DEFAULT CHARSET=utf8mb4",
-    )
-    .await;
-    db.fill("video", "id", ROWS, |i| i.to_string()).await;
-    let files = QueueFiles::new();
-    let runs = files.path().join("runs");
+/// The lease-mode queue `render`: each job appends its key to `runs` and sleeps
+/// [`JOB_SECONDS`], one worker a row, [`POOL`] connections; its file.
+fn render_queue(files: &QueueFiles, runs: &std::path::Path) -> std::path::PathBuf {
     let script = files.script(
         "render.sh",
         &format!(
@@ -38,7 +25,7 @@ async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
             runs.display()
         ),
     );
-    let file = QueueFile::new("render")
+    QueueFile::new("render")
         .set("mode", "lease")
         .workers(ROWS as u32)
         .poll_interval("200ms")
@@ -50,13 +37,14 @@ async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
         .lease_set("renew_every", "2s")
         .lease_set("connections", POOL as i64)
         .on_success("UPDATE video SET state = 'done', lease_id = NULL WHERE id = :id AND lease_id = :lease_id")
-        .write(&files);
-    let mut cmd = tableq(&["run", "--stop-when-empty"]);
-    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
-    let mut daemon = Daemon::spawn(cmd);
+        .write(files)
+}
 
-    // One connection watches the whole run: connections opened and closed for each
-    // look would linger in the process list and be counted.
+/// Watches the run until every job is done (2 minutes at most), from one connection:
+/// connections opened and closed for each look would linger in the process list and
+/// be counted. The most sessions tableq held at once, how many of its transactions
+/// were seen older than 2 s, and how many looks were taken.
+async fn watch_until_done(db: &TestDb) -> (u64, u64, u64) {
     let mut watcher = db.conn().await;
     let tableq_sessions = format!(
         "FROM information_schema.PROCESSLIST p WHERE p.DB = '{}' AND p.ID <> CONNECTION_ID()",
@@ -84,6 +72,27 @@ async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
         samples += 1;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    (most_connections, old, samples)
+}
+
+/// 100 jobs of 20 s, 100 workers, `max_connections = 30`: all done exactly once,
+/// never more than the pool's 4 connections, no transaction older than 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
+    let (_server, db) = private_db(&["--max-connections=30"]).await;
+    db.exec(
+        "CREATE TABLE video (id INT PRIMARY KEY, state VARCHAR(12) NOT NULL DEFAULT 'waiting',
+         lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("video", "id", ROWS, |i| i.to_string()).await;
+    let files = QueueFiles::new();
+    let runs = files.path().join("runs");
+    let file = render_queue(&files, &runs);
+    let mut cmd = tableq(&["run", "--stop-when-empty"]);
+    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let mut daemon = Daemon::spawn(cmd);
+    let (most_connections, old, samples) = watch_until_done(&db).await;
     let status = daemon.wait(Duration::from_secs(60)).await;
     assert!(status.success(), "{status:?}: {}", daemon.stderr());
 
@@ -105,12 +114,9 @@ async fn a_hundred_long_jobs_share_a_pool_of_four_connections() {
         "{}",
         daemon.stderr()
     );
-    assert!(
-        daemon
-            .stderr()
-            .contains("done=100 failed=0 returned=0 rolled_back=0 leases_lost=0"),
-        "{}",
-        daemon.stderr()
+    assert_has(
+        &daemon.stderr(),
+        "done=100 failed=0 returned=0 rolled_back=0 leases_lost=0",
     );
     eprintln!("{samples} samples; at most {most_connections} connections");
 }

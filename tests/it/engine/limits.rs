@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support;
 use crate::support::web::{Reply, WebServer};
-use crate::support::{load, run_until_empty, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, load, run_until_empty, QueueFile, QueueFiles, TestDb};
 
 /// `rate_limit = "20/s"` over 200 items, 4 workers × batch 10: the first and last
 /// items start 10 s ± 10 % apart.
@@ -31,10 +31,8 @@ async fn a_rate_limit_spaces_the_items() {
     let span: f64 = db
         .scalar("SELECT TIMESTAMPDIFF(MICROSECOND, MIN(at), MAX(at)) / 1e6 FROM started")
         .await;
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT job_id) FROM started").await,
-        200
-    );
+    db.assert_count("SELECT COUNT(DISTINCT job_id) FROM started", 200)
+        .await;
     assert!(
         (9.0..=11.0).contains(&span),
         "200 items at 20/s took {span:.2} s"
@@ -88,18 +86,11 @@ async fn bad_limits_are_refused_with_their_lines() {
     let contents = "select = \"SELECT id FROM job\"\nrate_limit = \"fast\"\nloop_limit = 0\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n";
     let (done, shown) = support::check::check_offline(contents).await;
     assert_eq!(done.code(), Some(1), "{}", done.stdout);
-    assert!(
-        done.stdout.contains(&format!(
+    assert_has(&done.stdout, &format!(
             "{shown}:2: queue jobs: error: `rate_limit` = \"fast\" is not a rate: write items per second, minute or hour, e.g. \"50/s\", \"600/m\""
-        )),
-        "{}",
-        done.stdout
-    );
-    assert!(
-        done.stdout.contains(&format!(
-            "{shown}:3: queue jobs: error: `loop_limit` = 0 is out of range: use 1 to 1000"
-        )),
-        "{}",
-        done.stdout
+        ));
+    assert_has(
+        &done.stdout,
+        &format!("{shown}:3: queue jobs: error: `loop_limit` = 0 is out of range: use 1 to 1000"),
     );
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon};
-use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
 
 /// Two rows, and a queue that counts runs but never changes what the select reads.
 async fn runs_table(db: &TestDb) {
@@ -53,12 +53,8 @@ async fn a_looping_queue_is_stopped_and_named() {
             .contains("loop_window = \"0s\""),
         "{again}"
     );
-    assert!(done.stderr.contains("the queue loops"), "{}", done.stderr);
-    assert!(
-        done.stderr.contains("queue looping kept completing rows"),
-        "{}",
-        done.stderr
-    );
+    assert_has(&done.stderr, "the queue loops");
+    assert_has(&done.stderr, "queue looping kept completing rows");
     let most: i64 = db.scalar("SELECT MAX(runs) FROM job").await;
     assert!(most <= 4, "a row ran {most} times");
 }
@@ -76,12 +72,9 @@ async fn a_recurring_queue_with_no_loop_window_runs_on() {
     let mut cmd = tableq(&["run"]);
     cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
     let mut daemon = Daemon::spawn(cmd);
-    eventually(
-        "each row ran ten times",
-        Duration::from_secs(60),
-        || async { db.count("SELECT COUNT(*) FROM job WHERE runs >= 10").await == 2 },
-    )
-    .await;
+    // Each row ran ten times.
+    db.until_count("SELECT COUNT(*) FROM job WHERE runs >= 10", 2, 60)
+        .await;
     daemon.terminate().await;
     assert!(
         !daemon.stderr().contains("completed again"),

@@ -7,15 +7,12 @@
 use std::time::Duration;
 
 use crate::support::web::{Reply, WebServer};
-use crate::support::{load, run_until_empty, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{load, private_db, run_until_empty, MariaDb, QueueFile, QueueFiles, TestDb};
 
 /// A private server that takes at most 1 MiB in a packet, with `rows` rows of
 /// 50 KB each waiting.
 async fn big_rows(rows: usize) -> (MariaDb, TestDb) {
-    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-allowed-packet=1M"]))
-        .await
-        .unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (server, db) = private_db(&["--max-allowed-packet=1M"]).await;
     db.exec(
         "CREATE TABLE letter (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
            body MEDIUMTEXT NOT NULL) DEFAULT CHARSET=utf8mb4;
@@ -66,11 +63,8 @@ async fn a_batch_too_large_to_record_whole_is_recorded_item_by_item() {
         .write(&files);
     let summary = drain(file, &db.url).await;
     assert_eq!(summary.counts("letters").unwrap().done, 90);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM letter WHERE state = 'sent'")
-            .await,
-        90
-    );
+    db.assert_count("SELECT COUNT(*) FROM letter WHERE state = 'sent'", 90)
+        .await;
     assert_eq!(
         receiver.requests().len(),
         3,
@@ -99,11 +93,8 @@ async fn an_sql_batch_too_large_to_send_runs_item_by_item() {
         .write(&files);
     let summary = drain(file, &db.url).await;
     assert_eq!(summary.counts("archiving").unwrap().done, 100);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM archive WHERE size = 50000")
-            .await,
-        100
-    );
+    db.assert_count("SELECT COUNT(*) FROM archive WHERE size = 50000", 100)
+        .await;
 }
 
 /// `check` scales the first waiting row by `batch` and warns when a batch scope's
@@ -133,11 +124,8 @@ async fn check_warns_when_a_batch_would_not_fit_in_a_packet() {
         "{warning}"
     );
     assert!(warning.contains("set batch = 20 or less"), "{warning}");
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM letter WHERE state = 'waiting'")
-            .await,
-        3
-    );
+    db.assert_count("SELECT COUNT(*) FROM letter WHERE state = 'waiting'", 3)
+        .await;
 }
 
 /// Item scope: one row whose statement alone would pass max_allowed_packet fails on
@@ -181,10 +169,7 @@ async fn a_row_too_large_to_send_alone_fails_on_its_own_and_the_queue_goes_on() 
 /// A private server whose `max_allowed_packet` is 1 MiB, with one 2 MB row (id 1,
 /// written while the server took 4 MiB) at the front of `rows` short ones.
 async fn one_oversized_row(rows: usize) -> (MariaDb, TestDb) {
-    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-allowed-packet=4M"]))
-        .await
-        .unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (server, db) = private_db(&["--max-allowed-packet=4M"]).await;
     db.exec(
         "CREATE TABLE letter (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
            body LONGTEXT NOT NULL, last_error VARCHAR(1000) NULL, KEY (state, id))
@@ -245,10 +230,8 @@ async fn archived_but_the_oversized_row(file: std::path::PathBuf, name: &str, db
         [("archived".to_string(), 299), ("failed".to_string(), 1)]
     );
     names_limit_and_size(&error);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM archive WHERE id = 1").await,
-        0
-    );
+    db.assert_count("SELECT COUNT(*) FROM archive WHERE id = 1", 0)
+        .await;
 }
 
 /// Item scope, `batch = 10`: a 2 MB row under a 1 MiB `max_allowed_packet` at the
@@ -288,13 +271,13 @@ async fn with_concurrency_a_row_too_large_to_read_fails_on_its_own() {
         .write(&files);
     archived_but_the_oversized_row(file, "oversized_keyed", &db).await;
     // Customer 1, whose row could not be read, had every other row done.
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM letter WHERE customer = 1 AND state = 'archived'")
-            .await,
+    db.assert_count(
+        "SELECT COUNT(*) FROM letter WHERE customer = 1 AND state = 'archived'",
         db.count("SELECT COUNT(*) FROM letter WHERE customer = 1")
             .await
-            - 1
-    );
+            - 1,
+    )
+    .await;
 }
 
 /// Batch scope, `batch = 10`, over HTTP: the row too large to read is left out of

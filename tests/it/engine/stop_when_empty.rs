@@ -6,6 +6,10 @@ use std::time::Duration;
 use crate::support::daemon::{run_to_end, tableq};
 use crate::support::{QueueFile, QueueFiles, TestDb};
 
+/// Jobs moving from state `a` to `b` to `c`, one queue a step.
+const CHAIN_JOB: &str =
+    "CREATE TABLE job (id INT PRIMARY KEY, state CHAR(1) NOT NULL DEFAULT 'a', KEY (state))";
+
 /// A queue of `job` that moves each row from state `from` to state `to`.
 fn mover(name: &str, from: &str, to: &str) -> QueueFile {
     QueueFile::new(name)
@@ -24,10 +28,7 @@ fn mover(name: &str, from: &str, to: &str) -> QueueFile {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_of_queues_drains_to_its_end() {
     let db = TestDb::new().await;
-    db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, state CHAR(1) NOT NULL DEFAULT 'a', KEY (state))",
-    )
-    .await;
+    db.exec(CHAIN_JOB).await;
     db.fill("job", "id", 200, |i| i.to_string()).await;
     let files = QueueFiles::new();
     mover("chain_a", "a", "b").write(&files);

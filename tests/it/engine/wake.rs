@@ -12,7 +12,7 @@ use crate::support::check::check;
 use crate::support::daemon::{run_to_end, tableq, Daemon};
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
-use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, MariaDb, QueueFile, QueueFiles, TestDb};
 
 const FOLLOWING: &str = "following the binary log";
 
@@ -257,12 +257,9 @@ async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
             written
         })
     };
-    eventually(
-        "the writer is under way",
-        Duration::from_secs(30),
-        || async { db.count("SELECT COUNT(*) FROM job").await >= 20 },
-    )
-    .await;
+    // The writer is under way.
+    db.until_count_at_least("SELECT COUNT(*) FROM job", 20, 30)
+        .await;
     let dump: Vec<u64> = db
         .rows("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
         .await;
@@ -271,13 +268,10 @@ async fn a_killed_binlog_connection_loses_no_row_and_comes_back() {
     following(&daemon, 2).await;
     back.cancel();
     let written = writer.await.unwrap();
-    eventually("every row done", Duration::from_secs(120), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state <> 'done'")
-            .await
-            == 0
-    })
-    .await;
-    assert_eq!(db.count("SELECT COUNT(*) FROM job").await, written);
+    // Every row done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state <> 'done'", 0, 120)
+        .await;
+    db.assert_count("SELECT COUNT(*) FROM job", written).await;
     assert!(daemon
         .stderr()
         .contains("the queues poll every poll_interval until the binary log can be followed"));
@@ -304,7 +298,7 @@ async fn a_transaction_of_10000_rows_is_one_wake_up() {
          START TRANSACTION; INSERT INTO job (state) SELECT 'waiting' FROM seq_1_to_10000; COMMIT",
     )
     .await;
-    assert_eq!(db.count("SELECT COUNT(*) FROM job").await, 10_000);
+    db.assert_count("SELECT COUNT(*) FROM job", 10_000).await;
     eventually(
         "the bulk insert woke the queue",
         Duration::from_secs(30),
@@ -409,12 +403,8 @@ async fn a_user_without_the_grants_polls_or_is_refused() {
     cmd.arg(&file).env("TABLEQ_DATABASE_URL", &url);
     let ran = run_to_end(cmd, Duration::from_secs(60)).await;
     assert_eq!(ran.code(), Some(2), "{}", ran.stderr);
-    assert!(
-        ran.stderr.contains("`wake = \"binlog\"`, but user"),
-        "{}",
-        ran.stderr
-    );
-    assert!(ran.stderr.contains(&grant), "{}", ran.stderr);
+    assert_has(&ran.stderr, "`wake = \"binlog\"`, but user");
+    assert_has(&ran.stderr, &grant);
 }
 
 /// `check` says which source each queue would use, and why; `wake = "binlog"`
@@ -434,35 +424,21 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
     jobs("polled").set("wake", "poll").write(&files);
     let ran = check(&[], &[&files.path()], Some(&db.url)).await;
     assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
-    assert!(
-        ran.stdout.contains(
-            "wake-ups: polled by polling every 5s\nwake-ups: woken on the binary log (polls every 1m)\nchecked "
-        ),
-        "{}",
-        ran.stdout
-    );
+    assert_has(&ran.stdout, "wake-ups: polled by polling every 5s\nwake-ups: woken on the binary log (polls every 1m)\nchecked ");
 
     let ran = check(&[], &[&files.path()], Some(&plain)).await;
     let grant = grants_for(&db, &user).await;
-    assert!(
-        ran.stdout.contains(&format!(
-            "wake-ups: woken by polling every 5s, as user '{user}'@'%' may not read"
-        )),
-        "{}",
-        ran.stdout
+    assert_has(
+        &ran.stdout,
+        &format!("wake-ups: woken by polling every 5s, as user '{user}'@'%' may not read"),
     );
-    assert!(ran.stdout.contains(&grant), "{}", ran.stdout);
+    assert_has(&ran.stdout, &grant);
 
     // Two queues of the one user: the grant is said once in the summary.
     jobs("woken_too").write(&files);
     let ran = check(&[], &[&files.path()], Some(&plain)).await;
     assert_eq!(ran.stdout.matches(&grant).count(), 1, "{}", ran.stdout);
-    assert!(
-        ran.stdout
-            .contains("woken, woken_too by polling every 5s, as user"),
-        "{}",
-        ran.stdout
-    );
+    assert_has(&ran.stdout, "woken, woken_too by polling every 5s, as user");
     // TABLEQ_WAKE=poll: the queues that set no `wake` poll on purpose, and nothing
     // speaks of the binary log.
     let mut cmd = tableq(&["check"]);
@@ -471,11 +447,9 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
         .env("TABLEQ_WAKE", "poll");
     let ran = run_to_end(cmd, Duration::from_secs(60)).await;
     assert_eq!(ran.code(), Some(0), "{}", ran.stdout);
-    assert!(
-        ran.stdout
-            .contains("wake-ups: polled, woken, woken_too by polling every 5s\nchecked "),
-        "{}",
-        ran.stdout
+    assert_has(
+        &ran.stdout,
+        "wake-ups: polled, woken, woken_too by polling every 5s\nchecked ",
     );
     assert!(!ran.stdout.contains("binary log"), "{}", ran.stdout);
 
@@ -483,11 +457,9 @@ async fn check_says_where_each_queues_wake_ups_come_from() {
     jobs("insisting").set("wake", "binlog").write(&insisting);
     let ran = check(&[], &[&insisting.path()], Some(&plain)).await;
     assert_eq!(ran.code(), Some(1), "{}", ran.stdout);
-    assert!(
-        ran.stdout
-            .contains("queue insisting: error: `wake = \"binlog\"`, but user"),
-        "{}",
-        ran.stdout
+    assert_has(
+        &ran.stdout,
+        "queue insisting: error: `wake = \"binlog\"`, but user",
     );
 }
 
@@ -512,12 +484,9 @@ async fn a_resume_is_seen_at_once() {
     db.exec("INSERT INTO job () VALUES ()").await;
     assert_eq!(run(&["resume", "--queue", "jobs"]).await.code(), Some(0));
     let resumed = std::time::Instant::now();
-    eventually("the row is done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 1
-    })
-    .await;
+    // The row is done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 1, 30)
+        .await;
     assert!(
         resumed.elapsed() < Duration::from_secs(2),
         "done {:?} after the resume",

@@ -9,7 +9,7 @@ use crate::support::daemon::{run_to_end, tableq};
 use crate::support::process::{is_gone, read_pid, wait_for_pid};
 use crate::support::queue_file::Sql;
 use crate::support::{
-    claimable, eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb,
+    assert_has, claimable, eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb,
 };
 
 const JOB_TABLE: &str =
@@ -32,13 +32,37 @@ fn queue(command: &[&str]) -> QueueFile {
         .on_failure("UPDATE job SET state = 'failed', exit_code = :status, error = :error, output = :output WHERE id = :id")
 }
 
-async fn job(db: &TestDb, id: u32) -> (String, Option<i32>, Option<String>, Option<Vec<u8>>) {
+async fn job(db: &TestDb, id: u32) -> Job {
     db.rows(&format!(
         "SELECT state, exit_code, error, output FROM job WHERE id = {id}"
     ))
     .await
     .pop()
     .unwrap()
+}
+
+/// A job's row: its state, exit code, error and output.
+type Job = (String, Option<i32>, Option<String>, Option<Vec<u8>>);
+
+/// Job 1 run by the script `name` (`body`), with the action's `timeout` when given,
+/// until the queue is empty: its database, files and row afterwards.
+async fn one_job_run_by(
+    name: &str,
+    body: &str,
+    timeout: Option<&str>,
+) -> (TestDb, QueueFiles, Job) {
+    let db = TestDb::new().await;
+    db.exec(JOB_TABLE).await;
+    db.exec("INSERT INTO job (id) VALUES (1)").await;
+    let files = QueueFiles::new();
+    files.script(name, body);
+    let mut queue = queue(&[&format!("./{name}")]);
+    if let Some(timeout) = timeout {
+        queue = queue.action_set("timeout", timeout);
+    }
+    run_until_empty(load(&[queue.write(&files)]), &db.url).await;
+    let row = job(&db, 1).await;
+    (db, files, row)
 }
 
 /// Quotes, semicolons and `$(…)` reach the program as literal argv elements; the row
@@ -88,17 +112,8 @@ printf '%s %s %s' "$TABLEQ_QUEUE" "$TABLEQ_KEY" "$(pwd)"
 /// A non-zero exit is a failure with its code and the last lines of stderr.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_command_reports_its_exit_code_and_stderr() {
-    let db = TestDb::new().await;
-    db.exec(JOB_TABLE).await;
-    db.exec("INSERT INTO job (id) VALUES (1)").await;
-    let files = QueueFiles::new();
-    files.script(
-        "fail.sh",
-        "echo partial\necho 'warming up' >&2\necho 'mailbox full' >&2\nexit 3",
-    );
-    let file = queue(&["./fail.sh"]).write(&files);
-    run_until_empty(load(&[file]), &db.url).await;
-    let (state, code, error, output) = job(&db, 1).await;
+    let script = "echo partial\necho 'warming up' >&2\necho 'mailbox full' >&2\nexit 3";
+    let (_db, _files, (state, code, error, output)) = one_job_run_by("fail.sh", script, None).await;
     assert_eq!((state.as_str(), code), ("failed", Some(3)));
     assert_eq!(
         error.as_deref(),
@@ -110,19 +125,8 @@ async fn a_failing_command_reports_its_exit_code_and_stderr() {
 /// At the timeout the whole process group is killed — the grandchild too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_kills_the_grandchildren_too() {
-    let db = TestDb::new().await;
-    db.exec(JOB_TABLE).await;
-    db.exec("INSERT INTO job (id) VALUES (1)").await;
-    let files = QueueFiles::new();
-    files.script(
-        "hang.sh",
-        "sleep 300 &\necho $! > grandchild.pid\nsleep 300",
-    );
-    let file = queue(&["./hang.sh"])
-        .action_set("timeout", "1s")
-        .write(&files);
-    run_until_empty(load(&[file]), &db.url).await;
-    let (state, code, error, _) = job(&db, 1).await;
+    let script = "sleep 300 &\necho $! > grandchild.pid\nsleep 300";
+    let (_db, files, (state, code, error, _)) = one_job_run_by("hang.sh", script, Some("1s")).await;
     assert_eq!(
         (state.as_str(), code, error.as_deref()),
         ("failed", None, Some("timed out after 1s"))
@@ -140,16 +144,9 @@ async fn a_timeout_kills_the_grandchildren_too() {
 /// A command cut off at its deadline keeps what it printed before in `:output`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_command_keeps_its_partial_output() {
-    let db = TestDb::new().await;
-    db.exec(JOB_TABLE).await;
-    db.exec("INSERT INTO job (id) VALUES (1)").await;
-    let files = QueueFiles::new();
-    files.script("slow.sh", "echo 'sent 3 of 10'\nexec sleep 300");
-    let file = queue(&["./slow.sh"])
-        .action_set("timeout", "1s")
-        .write(&files);
-    run_until_empty(load(&[file]), &db.url).await;
-    let (state, _, error, output) = job(&db, 1).await;
+    let script = "echo 'sent 3 of 10'\nexec sleep 300";
+    let (_db, _files, (state, _, error, output)) =
+        one_job_run_by("slow.sh", script, Some("1s")).await;
     assert_eq!(
         (state.as_str(), error.as_deref()),
         ("failed", Some("timed out after 1s"))
@@ -160,22 +157,11 @@ async fn a_timed_out_command_keeps_its_partial_output() {
 /// 10 MB of output neither blocks the child nor the worker; `:output` keeps 64 KiB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_megabytes_of_output_are_capped() {
-    let db = TestDb::new().await;
-    db.exec(JOB_TABLE).await;
-    db.exec("INSERT INTO job (id) VALUES (1)").await;
-    let files = QueueFiles::new();
-    files.script(
-        "loud.sh",
-        "head -c 10485760 /dev/zero | tr '\\0' 'x'\nhead -c 10485760 /dev/zero >&2",
-    );
-    let file = queue(&["./loud.sh"]).write(&files);
-    run_until_empty(load(&[file]), &db.url).await;
-    assert_eq!(job(&db, 1).await.0, "done");
-    assert_eq!(
-        db.count("SELECT LENGTH(output) FROM job WHERE id = 1")
-            .await,
-        64 * 1024
-    );
+    let script = "head -c 10485760 /dev/zero | tr '\\0' 'x'\nhead -c 10485760 /dev/zero >&2";
+    let (db, _files, (state, ..)) = one_job_run_by("loud.sh", script, None).await;
+    assert_eq!(state, "done");
+    db.assert_count("SELECT LENGTH(output) FROM job WHERE id = 1", 64 * 1024)
+        .await;
 }
 
 /// A program that does not exist: `run` refuses to start, naming the queue and path;
@@ -192,11 +178,7 @@ async fn a_missing_program() {
     cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
     let done = run_to_end(cmd, Duration::from_secs(30)).await;
     assert_eq!(done.code(), Some(2), "{}", done.stderr);
-    assert!(
-        done.stderr.contains("queue jobs: error: `action.command`: cannot run /nonexistent/mailer: No such file or directory"),
-        "{}",
-        done.stderr
-    );
+    assert_has(&done.stderr, "queue jobs: error: `action.command`: cannot run /nonexistent/mailer: No such file or directory");
     let file = queue(&["{arg}"]).write(&files);
     run_until_empty(load(&[file]), &db.url).await;
     let (state, _, error, _) = job(&db, 1).await;
@@ -230,20 +212,12 @@ async fn losing_the_connection_cancels_the_command() {
     let engine = Engine::start(load(&[file]), &db.url);
     let first = wait_for_pid(&files.path().join("first.pid")).await;
     // Kill the session that holds the row's lock, as a failover or a DBA would.
-    // INNODB_TRX is a cache the server refreshes at most every 0.1 s: ask until it
-    // shows the worker's transaction.
     let holder_query = format!(
         "SELECT t.trx_mysql_thread_id FROM information_schema.INNODB_TRX t
          JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = '{}'",
         db.name
     );
-    eventually(
-        "the worker's transaction is listed",
-        Duration::from_secs(30),
-        || async { !db.rows::<(u64,)>(&holder_query).await.is_empty() },
-    )
-    .await;
-    let holder: u64 = db.scalar(&holder_query).await;
+    let holder: u64 = support::listed_transaction(&db, &holder_query).await;
     db.exec(&format!("KILL CONNECTION {holder}")).await;
 
     eventually(
@@ -252,22 +226,12 @@ async fn losing_the_connection_cancels_the_command() {
         || async move { is_gone(first) },
     )
     .await;
-    eventually(
-        "the job is done by the next claim",
-        Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-                .await
-                == 1
-        },
-    )
-    .await;
+    // The job is done by the next claim.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 1, 30)
+        .await;
     engine.stop().await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM done_log").await,
-        1,
-        "done exactly once"
-    );
+    db.assert_count_because("SELECT COUNT(*) FROM done_log", 1, "done exactly once")
+        .await;
 }
 
 /// A burst reaches every worker within one claim, even when a batch takes seconds:
@@ -287,19 +251,7 @@ async fn a_burst_of_slow_commands_starts_on_every_worker_at_once() {
         .on_success(MARK_DONE)
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually(
-        "all but the watcher sleep",
-        Duration::from_secs(30),
-        || async { support::connections(&db).await == 1 },
-    )
-    .await;
-    db.fill("job", "id", 20, |i| i.to_string()).await;
-    eventually("the burst is done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 20
-    })
-    .await;
+    support::burst_after_idle(&db, 20).await;
     engine.stop().await;
     let starts: Vec<u128> = (1..=20)
         .map(|id| {
@@ -341,12 +293,9 @@ async fn a_failing_outcome_leaves_only_its_item_waiting() {
             .on_success(on_success.clone())
             .write(&files);
         let engine = Engine::start(load(&[file]), &db.url);
-        eventually("jobs 1 and 3 are done", Duration::from_secs(30), || async {
-            db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-                .await
-                == 2
-        })
-        .await;
+        // Jobs 1 and 3 are done.
+        db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 2, 30)
+            .await;
         let counts = engine.stop().await.counts("jobs").unwrap();
         assert!(counts.returned >= 1, "{counts:?}");
         let states: Vec<(u32, String, Option<i32>)> = db
@@ -399,22 +348,19 @@ async fn a_busy_watcher_hands_the_watch_on() {
     )
     .await;
     db.exec("INSERT INTO job (id) VALUES (2)").await;
-    eventually(
-        "job 2 is done while job 1 still runs",
-        Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM job WHERE id = 2 AND state = 'done'")
-                .await
-                == 1
-        },
+    // Job 2 is done while job 1 still runs.
+    db.until_count(
+        "SELECT COUNT(*) FROM job WHERE id = 2 AND state = 'done'",
+        1,
+        30,
     )
     .await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE id = 1 AND state = 'done'")
-            .await,
+    db.assert_count_because(
+        "SELECT COUNT(*) FROM job WHERE id = 1 AND state = 'done'",
         0,
-        "job 2 waited for job 1"
-    );
+        "job 2 waited for job 1",
+    )
+    .await;
     engine.stop().await;
 }
 
@@ -451,11 +397,11 @@ async fn actions_ending_during_a_ping_keep_the_connection_in_step() {
     let slow_url = db.url.replacen(&server.to_string(), &proxy.to_string(), 1);
     let summary = run_until_empty(load(&[file]), &slow_url).await;
     assert_eq!(summary.counts("in_step").unwrap().done, 6);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done' AND exit_code = 0")
-            .await,
-        6
-    );
+    db.assert_count(
+        "SELECT COUNT(*) FROM job WHERE state = 'done' AND exit_code = 0",
+        6,
+    )
+    .await;
     let troubles: Vec<String> = logs
         .text()
         .lines()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::support;
 use crate::support::check::jobs_file;
 use crate::support::daemon::{run_to_end, tableq};
-use crate::support::{QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
 
 const SIGNING_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -77,16 +77,8 @@ async fn a_command_sees_only_the_allowlist_and_what_env_names() {
         );
     }
     assert!(!outputs[0].1.contains("SMTP_HOST"), "{}", outputs[0].1);
-    assert!(
-        outputs[1].1.contains("SMTP_HOST=mail.example"),
-        "{}",
-        outputs[1].1
-    );
-    assert!(
-        outputs[2].1.contains("GREETING=hello mail.example"),
-        "{}",
-        outputs[2].1
-    );
+    assert_has(&outputs[1].1, "SMTP_HOST=mail.example");
+    assert_has(&outputs[2].1, "GREETING=hello mail.example");
     assert!(!outputs[2].1.contains("SMTP_HOST="), "{}", outputs[2].1);
 }
 
@@ -118,19 +110,16 @@ async fn check_warns_when_env_passes_a_secret() {
              {why}: the command (and its `:output`) would see it; pass only what the command needs"
         )
     };
-    assert!(
-        done.stdout.contains(&warning(
+    assert_has(
+        &done.stdout,
+        &warning(
             "APP_DATABASE_URL",
-            "this file puts it into `database_url` or a signing secret"
-        )),
-        "{}",
-        done.stdout
+            "this file puts it into `database_url` or a signing secret",
+        ),
     );
-    assert!(
-        done.stdout
-            .contains(&warning("API_TOKEN", "its name says it holds a secret")),
-        "{}",
-        done.stdout
+    assert_has(
+        &done.stdout,
+        &warning("API_TOKEN", "its name says it holds a secret"),
     );
     assert!(!done.stdout.contains("`SMTP_HOST`"), "{}", done.stdout);
     assert!(

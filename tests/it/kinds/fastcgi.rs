@@ -10,7 +10,9 @@ use std::time::Duration;
 use crate::support::check::{check, jobs_file, JOBS};
 use crate::support::fpm::Fpm;
 use crate::support::queue_file::table;
-use crate::support::{eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb};
+use crate::support::{
+    assert_has, eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb,
+};
 
 /// A PHP job that checks what it was given (the row as JSON, `TABLEQ_KEY`,
 /// `TABLEQ_QUEUE`), appends the row's id to `done.log`, and answers `sent <id>`.
@@ -34,6 +36,15 @@ pub(super) async fn job_table(db: &TestDb, rows: usize) {
     )
     .await;
     db.fill("job", "id", rows, |i| i.to_string()).await;
+}
+
+/// A private PHP-FPM pool of `children`, and a database with [`job_table`]'s `rows`
+/// waiting; none where PHP-FPM is missing (the test is skipped, loudly).
+async fn pool_and_jobs(children: u32, rows: usize) -> Option<(Fpm, TestDb)> {
+    let fpm = Fpm::start(children)?;
+    let db = TestDb::new().await;
+    job_table(&db, rows).await;
+    Some((fpm, db))
 }
 
 /// The queue `name` running `script` on the job table, every outcome recorded.
@@ -60,9 +71,9 @@ pub(super) fn appended(fpm: &Fpm) -> Vec<u32> {
 /// params, and the script's answer reaches `[on_success]` as `:status` and `:output`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_row_reaches_the_script_once() {
-    let Some(fpm) = Fpm::start(3) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 300).await;
+    let Some((fpm, db)) = pool_and_jobs(3, 300).await else {
+        return;
+    };
     let script = fpm.script("append.php", APPEND);
     let files = QueueFiles::new();
     let file = jobs("fcgi_once", &fpm, &script).workers(4).write(&files);
@@ -87,9 +98,9 @@ async fn every_row_reaches_the_script_once() {
 /// serves them all with the one child that holds it, of the pool's three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_keeps_its_connection() {
-    let Some(fpm) = Fpm::start(3) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 30).await;
+    let Some((fpm, db)) = pool_and_jobs(3, 30).await else {
+        return;
+    };
     let script = fpm.script(
         "pid.php",
         "file_put_contents(__DIR__ . '/pids.log', getmypid() . \"\\n\", FILE_APPEND | LOCK_EX);",
@@ -107,9 +118,9 @@ async fn a_worker_keeps_its_connection() {
 /// `$_SERVER`, and they verify over the body with an independent implementation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signed_requests_verify_independently() {
-    let Some(fpm) = Fpm::start(1) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 1).await;
+    let Some((fpm, db)) = pool_and_jobs(1, 1).await else {
+        return;
+    };
     let script = fpm.script(
         "signed.php",
         "echo json_encode([$_SERVER['HTTP_WEBHOOK_ID'], $_SERVER['HTTP_WEBHOOK_TIMESTAMP'], \
@@ -142,9 +153,9 @@ async fn signed_requests_verify_independently() {
 /// message from stderr.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_script_is_recorded_with_its_message() {
-    let Some(fpm) = Fpm::start(2) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 3).await;
+    let Some((fpm, db)) = pool_and_jobs(2, 3).await else {
+        return;
+    };
     let script = fpm.script(
         "picky.php",
         r#"ini_set('display_errors', '0'); ini_set('log_errors', '1');
@@ -181,9 +192,9 @@ echo 'ok';"#,
 /// no attempt spent, and the log says what to fix.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_script_leaves_the_rows_waiting() {
-    let Some(fpm) = Fpm::start(1) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 3).await;
+    let Some((fpm, db)) = pool_and_jobs(1, 3).await else {
+        return;
+    };
     let files = QueueFiles::new();
     let file = jobs("fcgi_missing", &fpm, &fpm.dir().join("nope.php")).write(&files);
     let logs = crate::support::logs::capture();
@@ -202,20 +213,20 @@ async fn a_missing_script_leaves_the_rows_waiting() {
         ),
         "{line}"
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting' AND attempts = 0")
-            .await,
-        3
-    );
+    db.assert_count(
+        "SELECT COUNT(*) FROM job WHERE state = 'waiting' AND attempts = 0",
+        3,
+    )
+    .await;
 }
 
 /// A script that answers 503 with Retry-After is trouble downstream: the circuit
 /// opens after `min_items`, `:retry_after` is recorded, and no row fails for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_503_with_retry_after_opens_the_circuit() {
-    let Some(fpm) = Fpm::start(2) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 50).await;
+    let Some((fpm, db)) = pool_and_jobs(2, 50).await else {
+        return;
+    };
     let script = fpm.script(
         "busy.php",
         "header('Status: 503 Service Unavailable'); header('Retry-After: 30'); echo 'try later';",
@@ -246,11 +257,8 @@ async fn a_503_with_retry_after_opens_the_circuit() {
         .pop()
         .unwrap();
     assert_eq!((retry_after, error.as_str()), (30, "try later"));
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state <> 'waiting'")
-            .await,
-        0
-    );
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state <> 'waiting'", 0)
+        .await;
 }
 
 /// PHP-FPM stopped under a backlog, with `[circuit]` off: the queue stops claiming
@@ -259,9 +267,9 @@ async fn a_503_with_retry_after_opens_the_circuit() {
 /// once, within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_fpm_outage_spends_no_attempt_and_gives_no_row_up() {
-    let Some(fpm) = Fpm::start(2) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 40).await;
+    let Some((fpm, db)) = pool_and_jobs(2, 40).await else {
+        return;
+    };
     let script = fpm.script("append.php", APPEND);
     let files = QueueFiles::new();
     let file = jobs("fcgi_down", &fpm, &script)
@@ -285,17 +293,14 @@ async fn an_fpm_outage_spends_no_attempt_and_gives_no_row_up() {
     let said_in = went.elapsed();
     tokio::time::sleep(OUTAGE).await;
     let spent = "SELECT COUNT(*) FROM job WHERE attempts > 0 OR state NOT IN ('waiting', 'done')";
-    assert_eq!(
-        db.count(spent).await,
-        0,
-        "an attempt spent while FPM was down"
-    );
+    db.assert_count_because(spent, 0, "an attempt spent while FPM was down")
+        .await;
     fpm.start_again();
     let back = std::time::Instant::now();
     crate::support::jobs_done(&db, 100).await;
     let drained_in = back.elapsed();
     engine.stop().await;
-    assert_eq!(db.count(spent).await, 0);
+    db.assert_count(spent, 0).await;
     assert_eq!(
         appended(&fpm),
         (1..=100).collect::<Vec<_>>(),
@@ -329,9 +334,9 @@ const OUTAGE: Duration = Duration::from_secs(6);
 /// printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_actions_than_children_wait_in_tableq_not_in_fpm() {
-    let Some(fpm) = Fpm::start(4) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 120).await;
+    let Some((fpm, db)) = pool_and_jobs(4, 120).await else {
+        return;
+    };
     let script = fpm.script("slow.php", &format!("usleep(300000);\n{APPEND}"));
     let files = QueueFiles::new();
     let file = jobs("fcgi_crowd", &fpm, &script)
@@ -344,11 +349,8 @@ async fn more_actions_than_children_wait_in_tableq_not_in_fpm() {
     let summary = run_until_empty(load(&[file]), &db.url).await;
     let took = started.elapsed();
     assert_eq!(summary.counts("fcgi_crowd").unwrap().done, 120);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE attempts > 0")
-            .await,
-        0
-    );
+    db.assert_count("SELECT COUNT(*) FROM job WHERE attempts > 0", 0)
+        .await;
     assert_eq!(
         appended(&fpm),
         (1..=120).collect::<Vec<_>>(),
@@ -381,9 +383,9 @@ async fn more_actions_than_children_wait_in_tableq_not_in_fpm() {
 /// child is free every row is done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_wait_while_every_child_is_busy() {
-    let Some(fpm) = Fpm::start(1) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 20).await;
+    let Some((fpm, db)) = pool_and_jobs(1, 20).await else {
+        return;
+    };
     // Row 1's first run holds the only child until the test says go, and is
     // abandoned at its timeout (it appends nothing); its second run appends.
     let go = fpm.dir().join("go");
@@ -423,18 +425,12 @@ if ($row['id'] == 1 && !file_exists(__DIR__ . '/hogged')) {{
         .scalar("SELECT error FROM job WHERE attempts > 0 LIMIT 1")
         .await;
     assert!(error.contains("waiting for PHP-FPM at unix:"), "{error}");
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'failed'")
-            .await,
-        0
-    );
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'failed'", 0)
+        .await;
     std::fs::write(&go, "").unwrap();
-    eventually("every row done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 20
-    })
-    .await;
+    // Every row done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 20, 60)
+        .await;
     engine.stop().await;
     // A request abandoned in FPM's backlog still runs once a child takes it (FPM
     // reads it whole from the socket): at least once, as the docs say.
@@ -446,9 +442,9 @@ if ($row['id'] == 1 && !file_exists(__DIR__ . '/hogged')) {{
 /// keys in `TABLEQ_KEYS`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_scope_sends_the_rows_as_one_array() {
-    let Some(fpm) = Fpm::start(2) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 95).await;
+    let Some((fpm, db)) = pool_and_jobs(2, 95).await else {
+        return;
+    };
     let script = fpm.script(
         "batch.php",
         r#"$rows = json_decode(file_get_contents('php://input'), true);
@@ -478,9 +474,9 @@ file_put_contents(__DIR__ . '/done.log', $lines, FILE_APPEND | LOCK_EX);"#,
 /// (`error_log("progress: …"); flush();`) reaches the row through `:progress`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_mode_hears_the_scripts_progress() {
-    let Some(fpm) = Fpm::start(2) else { return };
-    let db = TestDb::new().await;
-    job_table(&db, 2).await;
+    let Some((fpm, db)) = pool_and_jobs(2, 2).await else {
+        return;
+    };
     db.exec("ALTER TABLE job ADD lease_until DATETIME(3) NULL, ADD lease_id CHAR(32) NULL, ADD progress VARCHAR(100) NULL")
         .await;
     let go = fpm.dir().join("go");
@@ -506,22 +502,16 @@ echo 'rendered';"#,
         .on_failure("UPDATE job SET state = 'failed', error = :error WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually(
-        "the progress reaches the row",
-        Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM job WHERE progress = 'halfway'")
-                .await
-                >= 1
-        },
-    )
-    .await;
+    // The progress reaches the row.
+    db.until_count_at_least("SELECT COUNT(*) FROM job WHERE progress = 'halfway'", 1, 30)
+        .await;
     std::fs::write(&go, "").unwrap();
-    eventually("both rows done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done' AND output = 'rendered'")
-            .await
-            == 2
-    })
+    // Both rows done.
+    db.until_count(
+        "SELECT COUNT(*) FROM job WHERE state = 'done' AND output = 'rendered'",
+        2,
+        30,
+    )
     .await;
     engine.stop().await;
 }
@@ -545,19 +535,13 @@ async fn check_looks_at_the_address_and_the_script() {
     let (_files, path, _) = jobs_file(&queue("127.0.0.1", "jobs/send.php"));
     let offline = check(&["--offline"], &[&path], None).await;
     assert_eq!(offline.code(), Some(1), "{offline:?}");
-    assert!(
-        offline
-            .stdout
-            .contains("`action.address` = \"127.0.0.1\" names no port"),
-        "{}",
-        offline.stdout
+    assert_has(
+        &offline.stdout,
+        "`action.address` = \"127.0.0.1\" names no port",
     );
-    assert!(
-        offline
-            .stdout
-            .contains("`action.script` = \"jobs/send.php\" must be the script's absolute path"),
-        "{}",
-        offline.stdout
+    assert_has(
+        &offline.stdout,
+        "`action.script` = \"jobs/send.php\" must be the script's absolute path",
     );
 
     let Some(fpm) = Fpm::start(1) else { return };
@@ -571,11 +555,7 @@ async fn check_looks_at_the_address_and_the_script() {
         "{}",
         online.stdout
     );
-    assert!(
-        online.stdout.contains("is not a file on this host"),
-        "{}",
-        online.stdout
-    );
+    assert_has(&online.stdout, "is not a file on this host");
     // PHP-FPM -n: PHP's own defaults, display_errors on; asked of PHP in the pool.
     for said in [
         "the pool displays PHP's errors (display_errors on): a fatal error answers 200",
@@ -592,11 +572,7 @@ async fn check_looks_at_the_address_and_the_script() {
     fpm.stop();
     let down = check(&[], &[&path], Some(&db.url)).await;
     assert_ne!(down.code(), Some(0), "{down:?}");
-    assert!(
-        down.stdout.contains("cannot connect to PHP-FPM at unix:"),
-        "{}",
-        down.stdout
-    );
+    assert_has(&down.stdout, "cannot connect to PHP-FPM at unix:");
 }
 
 /// The new keys checked as every key is: a `done_header` that is no header's name
@@ -633,12 +609,9 @@ async fn done_header_and_max_connections_are_checked() {
         .action_set("max_connections", 4)
         .write(&files);
     let warned = check(&["--offline"], &[&crowded], None).await;
-    assert!(
-        warned.stdout.contains(
-            "warning: the queue runs up to 40 requests at once (workers × batch, within \
-             max_in_flight), but `action.max_connections` = 4: 36 of them wait in tableq"
-        ),
-        "{}",
-        warned.stdout
+    assert_has(
+        &warned.stdout,
+        "warning: the queue runs up to 40 requests at once (workers × batch, within \
+             max_in_flight), but `action.max_connections` = 4: 36 of them wait in tableq",
     );
 }

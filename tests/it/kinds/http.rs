@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::support;
 use crate::support::web::{closed_port, silent_server, Reply, WebServer};
-use crate::support::{eventually, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, load, run_until_empty, Engine, QueueFile, QueueFiles, TestDb};
 
 /// The outcome columns every test table records.
 const OUTCOME_COLUMNS: &str = "state VARCHAR(10) NOT NULL DEFAULT 'waiting', http_status INT NULL,
@@ -62,6 +62,51 @@ async fn outcome(
     .expect("the row exists")
 }
 
+/// The one request of [`delivers_the_row_as_json_with_headers`]: a POST to the
+/// URL with its placeholders percent-encoded, the headers (the queue's, tableq's,
+/// `webhook-id` unsigned), and the row as JSON in the select's column order.
+fn the_request_carries_the_row(request: &crate::support::web::Recorded) {
+    assert_eq!(request.method, "POST");
+    assert_eq!(
+        request.uri.to_string(),
+        "/in/a%20b%2Fc%3Fd?id=7",
+        "placeholders are percent-encoded"
+    );
+    assert_eq!(request.header("content-type"), "application/json");
+    assert_eq!(
+        request.header("user-agent"),
+        concat!("tableq/", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(request.header("x-queue"), "hooks");
+    assert_eq!(request.header("x-token"), "t0ken");
+    assert_eq!(
+        request.header("webhook-id"),
+        "hooks_7",
+        "the row's identity, on an unsigned request too"
+    );
+    assert!(!request.headers.contains_key("webhook-signature"));
+    assert_eq!(
+        request.json(),
+        json!({
+            "id": 7, "big": 18446744073709551615u64, "price": "12.500", "ratio": 0.25, "small": 1.5,
+            "note": null, "day": "2024-05-01", "moment": "2024-05-01T13:45:00.000120", "span": "-838:59:59",
+            "raw": "/wA=", "text": "héllo 🎉", "mood": "meh", "who": "a b/c?d"
+        })
+    );
+    let keys: Vec<String> = request
+        .json()
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        keys[..3],
+        ["id", "big", "price"],
+        "the select's column order"
+    );
+}
+
 /// Every column type arrives in the JSON body as the book's table says (docs/src/reference/actions.md); headers
 /// (`webhook-id` unsigned too), placeholders and the response reach `[on_success]`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,46 +149,7 @@ async fn delivers_the_row_as_json_with_headers() {
 
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
-    let request = &requests[0];
-    assert_eq!(request.method, "POST");
-    assert_eq!(
-        request.uri.to_string(),
-        "/in/a%20b%2Fc%3Fd?id=7",
-        "placeholders are percent-encoded"
-    );
-    assert_eq!(request.header("content-type"), "application/json");
-    assert_eq!(
-        request.header("user-agent"),
-        concat!("tableq/", env!("CARGO_PKG_VERSION"))
-    );
-    assert_eq!(request.header("x-queue"), "hooks");
-    assert_eq!(request.header("x-token"), "t0ken");
-    assert_eq!(
-        request.header("webhook-id"),
-        "hooks_7",
-        "the row's identity, on an unsigned request too"
-    );
-    assert!(!request.headers.contains_key("webhook-signature"));
-    assert_eq!(
-        request.json(),
-        json!({
-            "id": 7, "big": 18446744073709551615u64, "price": "12.500", "ratio": 0.25, "small": 1.5,
-            "note": null, "day": "2024-05-01", "moment": "2024-05-01T13:45:00.000120", "span": "-838:59:59",
-            "raw": "/wA=", "text": "héllo 🎉", "mood": "meh", "who": "a b/c?d"
-        })
-    );
-    let keys: Vec<String> = request
-        .json()
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect();
-    assert_eq!(
-        keys[..3],
-        ["id", "big", "price"],
-        "the select's column order"
-    );
+    the_request_carries_the_row(&requests[0]);
     assert_eq!(
         outcome(&db, 7).await,
         (
@@ -299,12 +305,9 @@ async fn signatures_verify_independently_across_a_retry() {
         .on_failure("UPDATE hook SET retry_at = UNIX_TIMESTAMP() + 1, attempts = attempts + 1 WHERE id = :id")
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
-    eventually("the retry succeeded", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
-            .await
-            == 1
-    })
-    .await;
+    // The retry succeeded.
+    db.until_count("SELECT COUNT(*) FROM hook WHERE state = 'done'", 1, 30)
+        .await;
     engine.stop().await;
 
     let requests = server.requests();
@@ -393,11 +396,8 @@ async fn private_destinations_from_rows_are_refused() {
         &db.url,
     )
     .await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
-            .await,
-        2
-    );
+    db.assert_count("SELECT COUNT(*) FROM hook WHERE state = 'done'", 2)
+        .await;
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -555,15 +555,8 @@ async fn check_warns_when_the_sample_row_sends_to_a_private_address() {
             .lines()
             .any(|l| l.contains("warning: the sample row (1)") && l.contains(says));
         assert!(warned, "{target}: {}", done.stdout);
-        assert!(
-            done.stdout.contains("allow_private_networks"),
-            "{}",
-            done.stdout
-        );
+        assert_has(&done.stdout, "allow_private_networks");
     }
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'waiting'")
-            .await,
-        1
-    );
+    db.assert_count("SELECT COUNT(*) FROM hook WHERE state = 'waiting'", 1)
+        .await;
 }

@@ -7,9 +7,25 @@ use std::time::Duration;
 use crate::support;
 use crate::support::daemon::{tableq, Daemon};
 use crate::support::web::{Reply, WebServer};
-use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+use crate::support::{QueueFile, QueueFiles, TestDb};
 
 const ROW_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+/// Runs the queue file `file` (logging JSON) until its three hooks failed and each
+/// failure is logged.
+async fn run_until_the_three_failed(file: &std::path::Path, db: &TestDb) -> Daemon {
+    let mut cmd = tableq(&["run"]);
+    cmd.arg(file)
+        .env("TABLEQ_DATABASE_URL", &db.url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let daemon = Daemon::spawn(cmd);
+    db.until_count("SELECT COUNT(*) FROM hook WHERE state = 'failed'", 3, 60)
+        .await;
+    daemon
+        .wait_for_log_times("\"item failed\"", 3, Duration::from_secs(10))
+        .await;
+    daemon
+}
 
 /// Three rows: two without a trace get two new ones, the third continues its
 /// row's `traceparent` under a new span; each failed delivery's log line names the
@@ -33,24 +49,7 @@ async fn each_delivery_sends_a_traceparent_and_logs_its_trace_id() {
         .on_success("UPDATE hook SET state = 'done' WHERE id = :id")
         .on_failure("UPDATE hook SET state = 'failed' WHERE id = :id")
         .write(&files);
-    let mut cmd = tableq(&["run"]);
-    cmd.arg(&file)
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let mut daemon = Daemon::spawn(cmd);
-    eventually(
-        "the three are delivered",
-        Duration::from_secs(60),
-        || async {
-            db.count("SELECT COUNT(*) FROM hook WHERE state = 'failed'")
-                .await
-                == 3
-        },
-    )
-    .await;
-    daemon
-        .wait_for_log_times("\"item failed\"", 3, Duration::from_secs(10))
-        .await;
+    let mut daemon = run_until_the_three_failed(&file, &db).await;
 
     let mut traces = Vec::new();
     for request in server.requests() {
@@ -110,20 +109,7 @@ async fn a_batch_request_has_a_trace_and_so_has_each_item_after() {
             "UPDATE hook JOIN {batch} USING (id) SET hook.state = 'failed'"
         ))
         .write(&files);
-    let mut cmd = tableq(&["run"]);
-    cmd.arg(&file)
-        .env("TABLEQ_DATABASE_URL", &db.url)
-        .env("TABLEQ_LOG_FORMAT", "json");
-    let mut daemon = Daemon::spawn(cmd);
-    eventually("the three failed", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'failed'")
-            .await
-            == 3
-    })
-    .await;
-    daemon
-        .wait_for_log_times("\"item failed\"", 3, Duration::from_secs(10))
-        .await;
+    let mut daemon = run_until_the_three_failed(&file, &db).await;
 
     let requests = server.requests();
     assert_eq!(requests.len(), 4, "the batch, then each item");

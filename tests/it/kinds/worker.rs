@@ -430,18 +430,15 @@ done"#,
         .write(&files);
     let engine = Engine::start(load(&[file]), &db.url);
     let progress = "SELECT COUNT(*) FROM job WHERE progress = 'half way' AND state = 'working'";
-    eventually(
-        "the progress reaches the row",
-        Duration::from_secs(30),
-        || async { db.count(progress).await == 1 },
-    )
-    .await;
+    // The progress reaches the row.
+    db.until_count(progress, 1, 30).await;
     std::fs::write(files.path().join("go"), "").unwrap();
-    eventually("the job is done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done' AND output = 'rendered'")
-            .await
-            == 1
-    })
+    // The job is done.
+    db.until_count(
+        "SELECT COUNT(*) FROM job WHERE state = 'done' AND output = 'rendered'",
+        1,
+        30,
+    )
     .await;
     let counts = engine.stop().await.counts("leased_worker").unwrap();
     assert_eq!(counts.done, 1);

@@ -13,7 +13,7 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::support;
 use crate::support::daemon::{run_to_end, tableq, Daemon};
-use crate::support::{free_port, job_table, waiting_jobs, QueueFiles, TestDb};
+use crate::support::{assert_has, free_port, job_table, waiting_jobs, QueueFiles, TestDb};
 
 fn repo(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -252,9 +252,5 @@ async fn tableq_health_asks_a_running_tableq() {
     daemon.terminate().await;
     let gone = health(&[]).await;
     assert_eq!(gone.code(), Some(1));
-    assert!(
-        gone.stderr.contains(&format!("127.0.0.1:{port}/healthz")),
-        "{}",
-        gone.stderr
-    );
+    assert_has(&gone.stderr, &format!("127.0.0.1:{port}/healthz"));
 }

@@ -148,28 +148,34 @@ async fn email_database(rows: usize, invalid_every: usize) -> TestDb {
     db
 }
 
+/// The emails scheduled for a retry after one failed attempt.
+const RETRYING: &str = "SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 \
+                        AND retry_at > UNIX_TIMESTAMP()";
+
+/// The example `file` of the repository, run until its queue `queue` is drained on
+/// [`email_database`]`(rows, invalid_every)`: the database, and the rows done and
+/// failed.
+async fn run_email_example(
+    file: &str,
+    queue: &str,
+    rows: usize,
+    invalid_every: usize,
+) -> (TestDb, (u64, u64)) {
+    let db = email_database(rows, invalid_every).await;
+    let summary = run_until_empty(load_with(&[repo(file)], &config_env), &db.url).await;
+    let counts = summary.counts(queue).unwrap();
+    (db, (counts.done, counts.failed))
+}
+
 /// config/email.toml with its stand-in mailer: sendable mail is sent, the rest is
 /// scheduled for a retry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_email_example_runs() {
-    let db = email_database(200, 50).await;
-    let summary = run_until_empty(
-        load_with(&[repo("config/email.toml")], &config_env),
-        &db.url,
-    )
-    .await;
-    let counts = summary.counts("email").unwrap();
-    assert_eq!((counts.done, counts.failed), (196, 4));
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
-            .await,
-        196
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
-            .await,
-        4
-    );
+    let (db, counts) = run_email_example("config/email.toml", "email", 200, 50).await;
+    assert_eq!(counts, (196, 4));
+    db.assert_count("SELECT COUNT(*) FROM email WHERE status = 'sent'", 196)
+        .await;
+    db.assert_count(RETRYING, 4).await;
 }
 
 /// config/email-worker.toml with its plain-PHP worker: sendable mail is sent, the
@@ -183,19 +189,11 @@ async fn the_email_worker_example_runs() {
     ) else {
         return;
     };
-    let db = email_database(200, 50).await;
-    let summary = run_until_empty(
-        load_with(&[repo("config/email-worker.toml")], &config_env),
-        &db.url,
-    )
-    .await;
-    let counts = summary.counts("email-worker").unwrap();
-    assert_eq!((counts.done, counts.failed), (196, 4));
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
-            .await,
-        196
-    );
+    let example = "config/email-worker.toml";
+    let (db, counts) = run_email_example(example, "email-worker", 200, 50).await;
+    assert_eq!(counts, (196, 4));
+    db.assert_count("SELECT COUNT(*) FROM email WHERE status = 'sent'", 196)
+        .await;
 }
 
 /// config/email-fastcgi.toml with config/php/send_email.php, run by a private
@@ -216,36 +214,20 @@ async fn the_fastcgi_email_example_runs() {
     let summary = run_until_empty(load_with(&[file], &config_env), &db.url).await;
     let counts = summary.counts("email-fastcgi").unwrap();
     assert_eq!((counts.done, counts.failed), (196, 4));
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
-            .await,
-        4
-    );
+    db.assert_count(RETRYING, 4).await;
 }
 
 /// config/email-outbox.toml on config/email.sql: sendable mail reaches the outbox
 /// once, the rest is scheduled for a retry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_email_outbox_example_runs() {
-    let db = email_database(500, 50).await;
-    let summary = run_until_empty(
-        load_with(&[repo("config/email-outbox.toml")], &config_env),
-        &db.url,
-    )
-    .await;
-    let counts = summary.counts("email-outbox").unwrap();
-    assert_eq!((counts.done, counts.failed), (490, 10));
-    assert_eq!(db.count("SELECT COUNT(*) FROM outbox").await, 490);
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT email_id) FROM outbox")
-            .await,
-        490
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
-            .await,
-        10
-    );
+    let example = "config/email-outbox.toml";
+    let (db, counts) = run_email_example(example, "email-outbox", 500, 50).await;
+    assert_eq!(counts, (490, 10));
+    db.assert_count("SELECT COUNT(*) FROM outbox", 490).await;
+    db.assert_count("SELECT COUNT(DISTINCT email_id) FROM outbox", 490)
+        .await;
+    db.assert_count(RETRYING, 10).await;
 }
 
 /// config/render.toml, the lease-mode sibling: every video is rendered once, its
@@ -266,32 +248,20 @@ async fn the_render_example_runs() {
     .unwrap();
     assert_eq!((counts.done, counts.failed, counts.leases_lost), (6, 0, 0));
     let done = "SELECT COUNT(*) FROM video WHERE state = 'done' AND attempts = 1 AND progress = '100%' AND lease_id IS NULL";
-    assert_eq!(db.count(done).await, 6);
+    db.assert_count(done, 6).await;
 }
 
 /// config/email-outbox-batch.toml: each batch reaches the outbox in one statement;
 /// the two undeliverable emails fail alone and are scheduled for a retry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_batch_scope_outbox_example_runs() {
-    let db = email_database(500, 250).await;
-    let summary = run_until_empty(
-        load_with(&[repo("config/email-outbox-batch.toml")], &config_env),
-        &db.url,
-    )
-    .await;
-    let counts = summary.counts("email-outbox-batch").unwrap();
-    assert_eq!((counts.done, counts.failed), (498, 2));
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT email_id) FROM outbox")
-            .await,
-        498
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM outbox").await, 498);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'waiting' AND attempts = 1 AND retry_at > UNIX_TIMESTAMP()")
-            .await,
-        2
-    );
+    let example = "config/email-outbox-batch.toml";
+    let (db, counts) = run_email_example(example, "email-outbox-batch", 500, 250).await;
+    assert_eq!(counts, (498, 2));
+    db.assert_count("SELECT COUNT(DISTINCT email_id) FROM outbox", 498)
+        .await;
+    db.assert_count("SELECT COUNT(*) FROM outbox", 498).await;
+    db.assert_count(RETRYING, 2).await;
 }
 
 /// The commented example runs too, pointed at a test database.

@@ -20,7 +20,7 @@ use mysql_async::prelude::Queryable;
 
 use crate::support::daemon::{run_to_end, tableq};
 use crate::support::server::with_database;
-use crate::support::{row_binlog_server, TestDb};
+use crate::support::{assert_has, row_binlog_server, TestDb};
 
 const ACCOUNT: &str = "'tableq'@'%'";
 const DATABASE: &str = "app";
@@ -281,11 +281,7 @@ async fn the_install_pages_grants_are_all_tableq_needs() {
         checked.stdout,
         checked.stderr
     );
-    assert!(
-        checked.stdout.contains("wake-ups: email on the binary log"),
-        "{}",
-        checked.stdout
-    );
+    assert_has(&checked.stdout, "wake-ups: email on the binary log");
     for command in ["pause", "resume"] {
         let done = tableq_as_user(&[command, "--queue", "email"]).await;
         assert_eq!(done.code(), Some(0), "{command}: {}", done.stderr);

@@ -169,26 +169,9 @@ fn the_generated_manifests_are_not_stale() {
     assert_eq!(rule["spec"]["groups"], alerts["groups"]);
 }
 
-/// The Deployment stops tableq with time to drain, probes /healthz and /readyz on
-/// the metrics port, runs it without root on a read-only root file system with
-/// limits, and mounts the queue files and the URL file where its environment says.
-#[test]
-fn the_deployment_agrees_with_the_code() {
-    let deployment = object("kubernetes/deployment.yaml", "Deployment");
-    let pod = &deployment["spec"]["template"]["spec"];
-    let container = &pod["containers"][0];
-    let shutdown =
-        humantime::parse_duration(env_value(container, "TABLEQ_SHUTDOWN_TIMEOUT")).unwrap();
-    assert_eq!(
-        shutdown,
-        humantime::parse_duration(DEFAULT_SHUTDOWN_TIMEOUT).unwrap()
-    );
-    let grace = pod["terminationGracePeriodSeconds"].as_i64().unwrap();
-    assert!(
-        grace as u64 > shutdown.as_secs(),
-        "Kubernetes would SIGKILL mid-drain"
-    );
-
+/// The container's port is the metrics port; the probes, the Service and the
+/// PodMonitor name it.
+fn the_probes_and_the_service_use_the_metrics_port(container: &Yaml) {
     let port = &container["ports"][0];
     assert_eq!(port["containerPort"].as_i64(), Some(metrics_port()));
     let port_name = text(&port["name"], "the port's name");
@@ -213,7 +196,29 @@ fn the_deployment_agrees_with_the_code() {
         monitor["spec"]["podMetricsEndpoints"][0]["port"].as_str(),
         Some(port_name)
     );
+}
 
+/// The Deployment stops tableq with time to drain, probes /healthz and /readyz on
+/// the metrics port, runs it without root on a read-only root file system with
+/// limits, and mounts the queue files and the URL file where its environment says.
+#[test]
+fn the_deployment_agrees_with_the_code() {
+    let deployment = object("kubernetes/deployment.yaml", "Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let shutdown =
+        humantime::parse_duration(env_value(container, "TABLEQ_SHUTDOWN_TIMEOUT")).unwrap();
+    assert_eq!(
+        shutdown,
+        humantime::parse_duration(DEFAULT_SHUTDOWN_TIMEOUT).unwrap()
+    );
+    let grace = pod["terminationGracePeriodSeconds"].as_i64().unwrap();
+    assert!(
+        grace as u64 > shutdown.as_secs(),
+        "Kubernetes would SIGKILL mid-drain"
+    );
+
+    the_probes_and_the_service_use_the_metrics_port(container);
     assert_eq!(pod["securityContext"]["runAsNonRoot"].as_bool(), Some(true));
     assert_eq!(
         container["securityContext"]["readOnlyRootFilesystem"].as_bool(),

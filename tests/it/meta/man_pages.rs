@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::support::assert_has;
 use crate::support::daemon::{run_to_end, tableq};
 use clap::CommandFactory;
 use tableq::commands::cli::Cli;
@@ -66,7 +67,7 @@ async fn man_writes_a_page_per_subcommand() {
 async fn man_alone_prints_the_main_page() {
     let done = run_to_end(tableq(&["man"]), Duration::from_secs(30)).await;
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
-    assert!(done.stdout.contains(".TH tableq 1 "), "{}", done.stdout);
+    assert_has(&done.stdout, ".TH tableq 1 ");
     assert!(done.stdout.contains("tableq\\-run(1)") || done.stdout.contains("tableq-run(1)"));
     assert!(done.stdout.contains(".SH \"EXIT STATUS\""));
 }

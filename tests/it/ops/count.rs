@@ -5,7 +5,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 
 use crate::support::daemon::{run_binary_until_empty, run_to_end, tableq, Finished};
-use crate::support::{email_table, eventually, QueueFiles, TestDb};
+use crate::support::{assert_has, email_table, eventually, QueueFiles, TestDb};
 
 const EMAIL_QUEUE: &str = r#"
 select = "SELECT id FROM email WHERE status = 'waiting' ORDER BY id"
@@ -115,15 +115,8 @@ async fn stop_when_empty_exits_zero_once_drained() {
         &format!("workers = 4\nbatch = 10\n{EMAIL_QUEUE}"),
     );
     let finished = run_binary_until_empty(&file, &db.url).await;
-    assert!(
-        finished.stderr.contains("queue stopped"),
-        "{}",
-        finished.stderr
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM email WHERE status = 'sent'")
-            .await,
-        300
-    );
+    assert_has(&finished.stderr, "queue stopped");
+    db.assert_count("SELECT COUNT(*) FROM email WHERE status = 'sent'", 300)
+        .await;
     assert_eq!(count(&file, &db.url, &[]).await.stdout, "email\t0\n");
 }

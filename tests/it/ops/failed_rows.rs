@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::support::daemon::{run_binary_until_empty, run_to_end, tableq, Finished};
-use crate::support::{QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
 
 const RETRY: &str =
     "UPDATE job SET state = 'waiting', attempts = 0 WHERE id = :id AND state = 'failed'";
@@ -105,11 +105,9 @@ async fn retry_and_discard_change_exactly_the_rows_named() {
     )
     .await;
     assert_eq!(dry.code(), Some(0), "{}", dry.stderr);
-    assert!(
-        dry.stdout
-            .contains("mail: would retry 4 of 4 keys (dry run: nothing changed)"),
-        "{}",
-        dry.stdout
+    assert_has(
+        &dry.stdout,
+        "mail: would retry 4 of 4 keys (dry run: nothing changed)",
     );
     assert_eq!(states(&db).await, before, "--dry-run changed nothing");
 
@@ -125,31 +123,13 @@ async fn retry_and_discard_change_exactly_the_rows_named() {
         "key 3 has not given up: {}",
         discard.stdout
     );
-    assert!(
-        discard
-            .stdout
-            .contains("mail: key 8: discarded (1 row changed)"),
-        "{}",
-        discard.stdout
-    );
-    assert!(
-        discard.stdout.contains("mail: key 3: matched no row"),
-        "{}",
-        discard.stdout
-    );
-    assert!(
-        discard.stderr.contains("1 key matched no row"),
-        "{}",
-        discard.stderr
-    );
+    assert_has(&discard.stdout, "mail: key 8: discarded (1 row changed)");
+    assert_has(&discard.stdout, "mail: key 3: matched no row");
+    assert_has(&discard.stderr, "1 key matched no row");
 
     let retry = operate(&db, &file, &["retry", "--queue", "mail", "--all"]).await;
     assert_eq!(retry.code(), Some(0), "{}", retry.stderr);
-    assert!(
-        retry.stdout.contains("mail: retried 3 of 3 keys"),
-        "{}",
-        retry.stdout
-    );
+    assert_has(&retry.stdout, "mail: retried 3 of 3 keys");
     let done = run_binary_until_empty(&file, &db.url).await;
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
     let expected: Vec<(u32, String)> = (1..=10)
@@ -196,11 +176,7 @@ async fn inspect_shows_a_row_and_where_it_is() {
     assert_eq!(missing.code(), Some(1), "{}", missing.stderr);
     assert_eq!(shown(&missing)["where"], "no such row");
     assert_eq!(shown(&missing)["exists"], false);
-    assert!(
-        missing.stderr.contains("queue mail: key 99: no such row"),
-        "{}",
-        missing.stderr
-    );
+    assert_has(&missing.stderr, "queue mail: key 99: no such row");
 }
 
 /// `check` proves `retry` and `discard` on a row that gave up, and leaves it as it
@@ -222,12 +198,9 @@ async fn check_proves_retry_and_discard() {
     );
     let refused = operate(&db, &wrong, &["check"]).await;
     assert_eq!(refused.code(), Some(1), "{}", refused.stdout);
-    assert!(
-        refused.stdout.contains(
-            "error: `failed.retry` on row id = 10: leaves the row out of the queue's select"
-        ),
-        "{}",
-        refused.stdout
+    assert_has(
+        &refused.stdout,
+        "error: `failed.retry` on row id = 10: leaves the row out of the queue's select",
     );
     assert_eq!(states(&db).await, before, "check changed nothing");
     // A [failed] select without the key: check says so, and retry --all refuses
@@ -244,21 +217,12 @@ async fn check_proves_retry_and_discard() {
     );
     let keyless = files.write("mail.toml", &keyless.to_string());
     let refused = operate(&db, &keyless, &["check"]).await;
-    assert!(
-        refused
-            .stdout
-            .contains("error: `failed.select` does not return `id`"),
-        "{}",
-        refused.stdout
+    assert_has(
+        &refused.stdout,
+        "error: `failed.select` does not return `id`",
     );
     let retry = operate(&db, &keyless, &["retry", "--queue", "mail", "--all"]).await;
     assert_eq!(retry.code(), Some(1), "{}", retry.stdout);
-    assert!(
-        retry
-            .stderr
-            .contains("`id` is not among the columns it returns"),
-        "{}",
-        retry.stderr
-    );
+    assert_has(&retry.stderr, "`id` is not among the columns it returns");
     assert_eq!(states(&db).await, before, "nothing changed");
 }

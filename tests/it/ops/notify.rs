@@ -11,7 +11,7 @@ use mysql_async::prelude::Queryable;
 use tokio::net::UnixDatagram;
 
 use crate::support::daemon::{tableq, Daemon};
-use crate::support::{eventually, job_table, waiting_jobs, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, job_table, waiting_jobs, QueueFiles, TestDb};
 
 /// What tableq sent to the socket, one datagram per entry.
 #[derive(Clone, Default)]
@@ -77,15 +77,20 @@ async fn notifying(env: &[(&str, &str)]) -> (TestDb, QueueFiles, PathBuf, Receiv
     (db, files, file, received, daemon)
 }
 
+/// Waits for the first READY=1, and for the queue to have started.
+async fn ready_and_started(received: &Received, daemon: &Daemon) {
+    received.wait_for("READY=1", 1).await;
+    daemon
+        .wait_for_log("queue started", Duration::from_secs(10))
+        .await;
+}
+
 /// READY after start, RELOADING with MONOTONIC_USEC then READY around a reload,
 /// ERRNO and a STATUS when a reload is refused, STOPPING at SIGTERM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tells_systemd_ready_reloading_and_stopping() {
     let (_db, _files, file, received, mut daemon) = notifying(&[]).await;
-    received.wait_for("READY=1", 1).await;
-    daemon
-        .wait_for_log("queue started", Duration::from_secs(10))
-        .await;
+    ready_and_started(&received, &daemon).await;
     assert_eq!(received.count("WATCHDOG=1"), 0, "no watchdog was asked for");
 
     daemon.signal(libc::SIGHUP);
@@ -116,10 +121,7 @@ async fn a_reload_feeds_the_watchdog_when_it_is_done() {
     // Ten minutes: the first tick would come long after the test.
     let (_db, _files, _file, received, mut daemon) =
         notifying(&[("WATCHDOG_USEC", "600000000")]).await;
-    received.wait_for("READY=1", 1).await;
-    daemon
-        .wait_for_log("queue started", Duration::from_secs(10))
-        .await;
+    ready_and_started(&received, &daemon).await;
     assert_eq!(received.count("WATCHDOG=1"), 0, "no tick yet");
 
     daemon.signal(libc::SIGHUP);
@@ -174,11 +176,7 @@ async fn feeds_the_watchdog_only_while_the_queue_makes_progress() {
     )
     .await;
     assert_eq!(received.count("WATCHDOG=1"), fed, "no WATCHDOG while stuck");
-    assert!(
-        daemon.stderr().contains("the watchdog is no longer fed"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "the watchdog is no longer fed");
 
     lock.query_drop("UNLOCK TABLES").await.unwrap();
     received.wait_for("WATCHDOG=1", fed + 2).await;

@@ -13,7 +13,7 @@ use mysql_async::prelude::Queryable;
 use crate::support::daemon::{run_to_end, tableq, Daemon, Finished};
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
-use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, private_db, QueueFile, QueueFiles, TestDb};
 
 const POLL: Duration = Duration::from_secs(2);
 /// The promise: every copy stops claiming within `poll_interval` plus this.
@@ -25,6 +25,13 @@ async fn job_table(db: &TestDb) {
          KEY (state)) DEFAULT CHARSET=utf8mb4",
     )
     .await;
+}
+
+/// A database with an empty [`job_table`], and a directory for queue files.
+async fn jobs_and_files() -> (TestDb, QueueFiles) {
+    let db = TestDb::new().await;
+    job_table(&db).await;
+    (db, QueueFiles::new())
 }
 
 /// Adds jobs `from..to`, waiting.
@@ -56,6 +63,16 @@ async fn operate(url: &str, file: &Path, args: &[&str]) -> Finished {
     run_to_end(cmd, Duration::from_secs(60)).await
 }
 
+/// [`operate`], which must succeed and, where `says` is given, print it.
+async fn operate_ok(url: &str, file: &Path, args: &[&str], says: Option<&str>) -> Finished {
+    let done = operate(url, file, args).await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    if let Some(says) = says {
+        assert_has(&done.stdout, says);
+    }
+    done
+}
+
 async fn claims(base: &str, queue: &str) -> Option<f64> {
     let text = get(&format!("{base}/metrics")).await.1;
     sample(
@@ -77,13 +94,49 @@ fn logged_at(daemon: &Daemon, phrase: &str) -> SystemTime {
     humantime::parse_rfc3339(event["timestamp"].as_str().expect("a timestamp")).unwrap()
 }
 
+/// Waits until each copy logs that it is paused; the longest it took after
+/// `written` (by their logs) is within `poll_interval` + 1 s.
+async fn every_copy_pauses(copies: &[(Daemon, String)], written: SystemTime) {
+    let mut reached = Duration::ZERO;
+    for (daemon, _) in copies {
+        daemon
+            .wait_for_log("the queue is paused", POLL + Duration::from_secs(30))
+            .await;
+        let at = logged_at(daemon, "the queue is paused");
+        reached = reached.max(at.duration_since(written).unwrap_or_default());
+    }
+    println!("both copies paused {reached:?} after the pause was written (by their logs)");
+    assert!(
+        reached <= POLL + REACHED_WITHIN,
+        "both copies stop claiming within poll_interval + 1 s: took {reached:?}"
+    );
+}
+
+/// Rows added while paused: three polls of each copy later, none is done and no
+/// copy claimed; each shows the paused gauge.
+async fn nothing_is_claimed_while_paused(db: &TestDb, copies: &[(Daemon, String)]) {
+    let mut before = Vec::new();
+    for (_, base) in copies {
+        assert_eq!(paused_gauge(base, "outbox").await, Some(1.0));
+        before.push(claims(base, "outbox").await);
+    }
+    add_jobs(db, 11, 41).await;
+    tokio::time::sleep(3 * POLL).await;
+    assert_eq!(done(db).await, 10, "nothing is done while paused");
+    for ((_, base), before) in copies.iter().zip(&before) {
+        assert_eq!(
+            &claims(base, "outbox").await,
+            before,
+            "no claim while paused"
+        );
+    }
+}
+
 /// Two copies of a queue: `pause` stops both within `poll_interval` + 1 s, nothing
 /// is claimed while paused, `resume` lets both go on and every row is done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_stops_every_copy_and_resume_lets_them_go_on() {
-    let db = TestDb::new().await;
-    job_table(&db).await;
-    let files = QueueFiles::new();
+    let (db, files) = jobs_and_files().await;
     let file = queue("outbox").write(&files);
     let copies = [
         start_with_metrics(&files, &db.url).await,
@@ -96,58 +149,12 @@ async fn pause_stops_every_copy_and_resume_lets_them_go_on() {
         || async { done(&db).await == 10 },
     )
     .await;
-
-    let paused = operate(
-        &db.url,
-        &file,
-        &["pause", "--queue", "outbox", "--reason", "deploy"],
-    )
-    .await;
-    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
-    assert!(
-        paused.stdout.contains("queue outbox paused on "),
-        "{}",
-        paused.stdout
-    );
-    let written = SystemTime::now();
-    let mut reached = Duration::ZERO;
-    for (daemon, _) in &copies {
-        daemon
-            .wait_for_log("the queue is paused", POLL + Duration::from_secs(30))
-            .await;
-        let at = logged_at(daemon, "the queue is paused");
-        reached = reached.max(at.duration_since(written).unwrap_or_default());
-    }
-    println!("both copies paused {reached:?} after the pause was written (by their logs)");
-    assert!(
-        reached <= POLL + REACHED_WITHIN,
-        "both copies stop claiming within poll_interval + 1 s: took {reached:?}"
-    );
-
-    let mut before = Vec::new();
-    for (_, base) in &copies {
-        assert_eq!(paused_gauge(base, "outbox").await, Some(1.0));
-        before.push(claims(base, "outbox").await);
-    }
-    add_jobs(&db, 11, 41).await;
-    // Three polls of each copy: none claims.
-    tokio::time::sleep(3 * POLL).await;
-    assert_eq!(done(&db).await, 10, "nothing is done while paused");
-    for ((_, base), before) in copies.iter().zip(&before) {
-        assert_eq!(
-            &claims(base, "outbox").await,
-            before,
-            "no claim while paused"
-        );
-    }
-
-    let resumed = operate(&db.url, &file, &["resume", "--queue", "outbox"]).await;
-    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
-    assert!(
-        resumed.stdout.contains("queue outbox resumed on "),
-        "{}",
-        resumed.stdout
-    );
+    let pause = ["pause", "--queue", "outbox", "--reason", "deploy"];
+    operate_ok(&db.url, &file, &pause, Some("queue outbox paused on ")).await;
+    every_copy_pauses(&copies, SystemTime::now()).await;
+    nothing_is_claimed_while_paused(&db, &copies).await;
+    let resume = ["resume", "--queue", "outbox"];
+    operate_ok(&db.url, &file, &resume, Some("queue outbox resumed on ")).await;
     for (daemon, _) in &copies {
         daemon
             .wait_for_log(
@@ -166,47 +173,29 @@ async fn pause_stops_every_copy_and_resume_lets_them_go_on() {
         assert_eq!(paused_gauge(&base, "outbox").await, Some(0.0));
         daemon.terminate().await;
     }
-    let again = operate(&db.url, &file, &["resume", "--queue", "outbox"]).await;
-    assert_eq!(again.code(), Some(0), "{}", again.stderr);
-    assert!(
-        again.stdout.contains("queue outbox was not paused"),
-        "{}",
-        again.stdout
-    );
+    operate_ok(&db.url, &file, &resume, Some("queue outbox was not paused")).await;
 }
 
 /// `--for` runs out by itself; meanwhile the status page, `/status.json`, the
 /// metrics and `/readyz` (ready, with a note) show the pause.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_for_a_while_runs_out_and_is_shown_meanwhile() {
-    let db = TestDb::new().await;
-    job_table(&db).await;
-    let files = QueueFiles::new();
+    let (db, files) = jobs_and_files().await;
     let file = queue("digest").write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     daemon
         .wait_for_log("queue started", Duration::from_secs(30))
         .await;
-    let paused = operate(
-        &db.url,
-        &file,
-        &[
-            "pause",
-            "--queue",
-            "digest",
-            "--for",
-            "10s",
-            "--reason",
-            "db <maintenance>",
-        ],
-    )
-    .await;
-    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
-    assert!(
-        paused.stdout.contains("for 10s (until "),
-        "{}",
-        paused.stdout
-    );
+    let pause = [
+        "pause",
+        "--queue",
+        "digest",
+        "--for",
+        "10s",
+        "--reason",
+        "db <maintenance>",
+    ];
+    operate_ok(&db.url, &file, &pause, Some("for 10s (until ")).await;
     daemon
         .wait_for_log("the queue is paused", Duration::from_secs(30))
         .await;
@@ -286,8 +275,7 @@ async fn settled(conn: &mut mysql_async::Conn) {
 /// read of the pause in the claim's transaction: three statements per poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_queue_reads_once_per_poll_and_locks_nothing() {
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (_server, db) = private_db(&[]).await;
     job_table(&db).await;
     add_jobs(&db, 1, 21).await;
     let files = QueueFiles::new();
@@ -296,8 +284,7 @@ async fn a_paused_queue_reads_once_per_poll_and_locks_nothing() {
         .poll_interval("1s")
         .set("stats_interval", "1h")
         .write(&files);
-    let paused = operate(&db.url, &file, &["pause", "--queue", "quiet"]).await;
-    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
+    operate_ok(&db.url, &file, &["pause", "--queue", "quiet"], None).await;
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     daemon
         .wait_for_log("the queue is paused", Duration::from_secs(30))
@@ -332,8 +319,7 @@ async fn a_paused_queue_reads_once_per_poll_and_locks_nothing() {
 
     // Not paused, and empty: the claim and the read of the pause in its transaction.
     db.exec("UPDATE job SET state = 'done'").await;
-    let resumed = operate(&db.url, &file, &["resume", "--queue", "quiet"]).await;
-    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    operate_ok(&db.url, &file, &["resume", "--queue", "quiet"], None).await;
     daemon
         .wait_for_log("the queue is resumed", Duration::from_secs(30))
         .await;
@@ -404,10 +390,8 @@ async fn a_missing_grant_is_named() {
 
     // The grant as said: the user's pause creates the table.
     db.exec(&create).await;
-    let paused = operate(&as_user, &file, &["pause", "--queue", "grants"]).await;
-    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
-    let resumed = operate(&as_user, &file, &["resume", "--queue", "grants"]).await;
-    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    operate_ok(&as_user, &file, &["pause", "--queue", "grants"], None).await;
+    operate_ok(&as_user, &file, &["resume", "--queue", "grants"], None).await;
 
     // Read-only on the table: writing is refused, naming the grant.
     db.exec(&format!(
@@ -430,13 +414,8 @@ async fn a_missing_grant_is_named() {
     }
     // The grant as said: the user pauses again.
     db.exec(&grant).await;
-    let paused = operate(
-        &as_user,
-        &file,
-        &["pause", "--queue", "grants", "--for", "1h"],
-    )
-    .await;
-    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
+    let pause = ["pause", "--queue", "grants", "--for", "1h"];
+    operate_ok(&as_user, &file, &pause, None).await;
     db.exec(&format!("DROP USER '{user}'@'%'")).await;
 }
 
@@ -444,24 +423,17 @@ async fn a_missing_grant_is_named() {
 /// the command names them and asks for one.
 #[tokio::test]
 async fn queue_may_be_left_out_of_a_file_of_one_queue() {
-    let db = TestDb::new().await;
-    job_table(&db).await;
-    let files = QueueFiles::new();
+    let (db, files) = jobs_and_files().await;
     let file = queue("solo").write(&files);
-    let paused = operate(&db.url, &file, &["pause", "--reason", "deploy"]).await;
-    assert_eq!(paused.code(), Some(0), "{}", paused.stderr);
+    let paused = operate_ok(&db.url, &file, &["pause", "--reason", "deploy"], None).await;
     assert!(
         paused.stdout.starts_with("queue solo paused"),
         "{}",
         paused.stdout
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM tableq_paused WHERE queue = 'solo'")
-            .await,
-        1
-    );
-    let resumed = operate(&db.url, &file, &["resume"]).await;
-    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    db.assert_count("SELECT COUNT(*) FROM tableq_paused WHERE queue = 'solo'", 1)
+        .await;
+    let resumed = operate_ok(&db.url, &file, &["resume"], None).await;
     assert!(
         resumed.stdout.starts_with("queue solo resumed"),
         "{}",
@@ -471,11 +443,8 @@ async fn queue_may_be_left_out_of_a_file_of_one_queue() {
     queue("other").write(&files);
     let refused = operate(&db.url, &files.path(), &["pause"]).await;
     assert_eq!(refused.code(), Some(2), "{}", refused.stderr);
-    assert!(
-        refused
-            .stderr
-            .contains("these files hold 2 queues (other, solo): choose one with --queue NAME"),
-        "{}",
-        refused.stderr
+    assert_has(
+        &refused.stderr,
+        "these files hold 2 queues (other, solo): choose one with --queue NAME",
     );
 }

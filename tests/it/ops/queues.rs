@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::support;
 use crate::support::daemon::{run_to_end, tableq};
 use crate::support::web::closed_port;
-use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, load, Engine, QueueFile, QueueFiles, TestDb};
 
 /// A queue named after `table` whose action marks the row done, or failed.
 fn queue(table: &str) -> QueueFile {
@@ -42,16 +42,9 @@ async fn an_unreachable_queue_does_not_hold_up_the_others() {
         .error_backoff("100ms")
         .write(&files);
     let engine = Engine::start(load(&[files.path()]), &db.url);
-    eventually(
-        "queue a is worked down",
-        Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM a WHERE state = 'done'")
-                .await
-                == 3
-        },
-    )
-    .await;
+    // Queue a is worked down.
+    db.until_count("SELECT COUNT(*) FROM a WHERE state = 'done'", 3, 30)
+        .await;
     let summary = engine.stop().await;
     assert_eq!(summary.counts("a").unwrap().done, 3);
     assert_eq!(summary.counts("b").unwrap().done, 0);
@@ -69,27 +62,22 @@ async fn queue_flag_picks_queues() {
     cmd.arg(files.path()).env("TABLEQ_DATABASE_URL", &db.url);
     let done = run_to_end(cmd, Duration::from_secs(60)).await;
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM b WHERE state = 'done'")
-            .await,
-        2
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM a WHERE state = 'waiting'")
-            .await,
+    db.assert_count("SELECT COUNT(*) FROM b WHERE state = 'done'", 2)
+        .await;
+    db.assert_count_because(
+        "SELECT COUNT(*) FROM a WHERE state = 'waiting'",
         3,
-        "queue a ran"
-    );
+        "queue a ran",
+    )
+    .await;
 
     let mut cmd = tableq(&["run", "--queue", "c"]);
     cmd.arg(files.path()).env("TABLEQ_DATABASE_URL", &db.url);
     let done = run_to_end(cmd, Duration::from_secs(60)).await;
     assert_eq!(done.code(), Some(2));
-    assert!(
-        done.stderr
-            .contains("--queue c: no queue has that name; the files define: a, b"),
-        "{}",
-        done.stderr
+    assert_has(
+        &done.stderr,
+        "--queue c: no queue has that name; the files define: a, b",
     );
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use std::path::Path;
 
 use crate::support::daemon::{tableq, Daemon};
-use crate::support::{eventually, running, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, running, QueueFile, QueueFiles, TestDb};
 
 fn version(label: &str, sleep: u32) -> String {
     format!(
@@ -38,6 +38,14 @@ async fn state(db: &TestDb, id: u32) -> String {
         .await
 }
 
+/// Waits until job `id` is done by the file of version `version` (`what` says why).
+async fn done_by(db: &TestDb, id: u32, version: &str, what: &str) {
+    eventually(what, Duration::from_secs(30), || async {
+        state(db, id).await == version
+    })
+    .await;
+}
+
 /// SIGHUP mid-item: the item finishes under the old file, new rows use the new one,
 /// and a broken file is refused while the queue keeps running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,20 +68,16 @@ async fn sighup_reloads_without_dropping_work_in_flight() {
     .await;
     files.write("jobs.toml", &version("v2", 0));
     hangup(&daemon, "reloaded").await;
-    eventually(
+    done_by(
+        &db,
+        1,
+        "v1",
         "the item in flight finishes under the old file",
-        Duration::from_secs(30),
-        || async { state(&db, 1).await == "v1" },
     )
     .await;
 
     db.exec("INSERT INTO job (id) VALUES (2)").await;
-    eventually(
-        "job 2 is done by the new file",
-        Duration::from_secs(30),
-        || async { state(&db, 2).await == "v2" },
-    )
-    .await;
+    done_by(&db, 2, "v2", "job 2 is done by the new file").await;
 
     // A broken file is refused; the running queue carries on.
     files.write(
@@ -81,18 +85,9 @@ async fn sighup_reloads_without_dropping_work_in_flight() {
         &version("v3", 0).replace("UPDATE job", "UPDTE job"),
     );
     hangup(&daemon, "reload refused").await;
-    assert!(
-        daemon.stderr().contains("ERROR 1064"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "ERROR 1064");
     db.exec("INSERT INTO job (id) VALUES (3)").await;
-    eventually(
-        "job 3 is done by the running queue",
-        Duration::from_secs(30),
-        || async { state(&db, 3).await == "v2" },
-    )
-    .await;
+    done_by(&db, 3, "v2", "job 3 is done by the running queue").await;
 
     daemon.terminate().await;
 }
@@ -118,18 +113,9 @@ async fn a_reload_without_a_database_is_refused() {
 
     files.write("other.toml", &version("v9", 0));
     hangup(&daemon, "reload refused").await;
-    assert!(
-        daemon.stderr().contains("no database"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "no database");
     db.exec("INSERT INTO job (id) VALUES (1)").await;
-    eventually(
-        "job 1 is done by the running queue",
-        Duration::from_secs(30),
-        || async { state(&db, 1).await == "v1" },
-    )
-    .await;
+    done_by(&db, 1, "v1", "job 1 is done by the running queue").await;
     daemon.terminate().await;
 }
 
@@ -199,11 +185,7 @@ async fn a_reload_with_unchanged_files_leaves_a_long_command_running_once() {
     .await;
 
     hangup(&daemon, "reloaded").await;
-    assert!(
-        daemon.stderr().contains("queue unchanged"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "queue unchanged");
     eventually("the item is done", Duration::from_secs(30), || async {
         state_of(&db, "job").await == "done"
     })

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::daemon::{run_binary_until_empty, tableq, Daemon};
 use crate::support::process::{is_gone, wait_for_pid};
-use crate::support::{claimable, eventually, running, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, claimable, eventually, running, QueueFile, QueueFiles, TestDb};
 
 /// A queue over the job table that marks a job done when its action succeeds.
 fn job_queue(name: &str) -> QueueFile {
@@ -43,6 +43,16 @@ fn start(file: &std::path::Path, db: &TestDb, extra: &[&str]) -> Daemon {
     Daemon::spawn(cmd)
 }
 
+/// [`start`], then waits until an item is in flight (its action sleeping).
+async fn start_until_in_flight(file: &std::path::Path, db: &TestDb, extra: &[&str]) -> Daemon {
+    let daemon = start(file, db, extra);
+    eventually("an item is in flight", Duration::from_secs(30), || {
+        running(db, "DO SLEEP")
+    })
+    .await;
+    daemon
+}
+
 /// Every job is either done with exactly one log line, or waiting with none.
 async fn assert_consistent(db: &TestDb) {
     let inconsistent = db
@@ -61,11 +71,7 @@ async fn sigkill_mid_item_loses_nothing() {
     // Long enough that the item is still in flight when it is looked at, however
     // slow the machine; the second run's items sleep no time.
     let (db, files, file) = setup(5).await;
-    let mut daemon = start(&file, &db, &[]);
-    eventually("an item is in flight", Duration::from_secs(30), || {
-        running(&db, "DO SLEEP")
-    })
-    .await;
+    let mut daemon = start_until_in_flight(&file, &db, &[]).await;
     assert!(
         !claimable(&db, "job", "id = 1").await,
         "job 1 is locked by the worker"
@@ -96,16 +102,10 @@ async fn sigkill_mid_item_loses_nothing() {
 
     let file = log_and_sleep(job_queue("jobs").poll_interval("100ms"), 0).write(&files);
     run_binary_until_empty(&file, &db.url).await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await,
-        3
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job_log").await,
-        3,
-        "a job was done twice"
-    );
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 3)
+        .await;
+    db.assert_count_because("SELECT COUNT(*) FROM job_log", 3, "a job was done twice")
+        .await;
     assert_consistent(&db).await;
 }
 
@@ -113,25 +113,15 @@ async fn sigkill_mid_item_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_the_item_in_flight_finish() {
     let (db, _files, file) = setup(2).await;
-    let mut daemon = start(&file, &db, &[]);
-    eventually("an item is in flight", Duration::from_secs(30), || {
-        running(&db, "DO SLEEP")
-    })
-    .await;
+    let mut daemon = start_until_in_flight(&file, &db, &[]).await;
     daemon.terminate().await;
-    assert!(
-        daemon
-            .stderr()
-            .contains("no new claims; finishing the items in flight"),
-        "{}",
-        daemon.stderr()
+    assert_has(
+        &daemon.stderr(),
+        "no new claims; finishing the items in flight",
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await,
-        1
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, 1);
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 1)
+        .await;
+    db.assert_count("SELECT COUNT(*) FROM job_log", 1).await;
     assert_consistent(&db).await;
 }
 
@@ -139,11 +129,7 @@ async fn sigterm_lets_the_item_in_flight_finish() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_past_the_shutdown_timeout_rolls_the_item_back() {
     let (db, _files, file) = setup(60).await;
-    let mut daemon = start(&file, &db, &["--shutdown-timeout", "300ms"]);
-    eventually("an item is in flight", Duration::from_secs(30), || {
-        running(&db, "DO SLEEP")
-    })
-    .await;
+    let mut daemon = start_until_in_flight(&file, &db, &["--shutdown-timeout", "300ms"]).await;
     let signalled = Instant::now();
     daemon.signal(libc::SIGTERM);
     let status = daemon.wait(Duration::from_secs(30)).await;
@@ -152,20 +138,17 @@ async fn sigterm_past_the_shutdown_timeout_rolls_the_item_back() {
         signalled.elapsed() < Duration::from_secs(30),
         "it waited for the 60 s item"
     );
-    assert!(
-        daemon.stderr().contains("rolling back the items in flight"),
-        "{}",
-        daemon.stderr()
-    );
+    assert_has(&daemon.stderr(), "rolling back the items in flight");
     eventually("the item is waiting again", Duration::from_secs(10), || {
         claimable(&db, "job", "id = 1 AND state = 'waiting'")
     })
     .await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job_log").await,
+    db.assert_count_because(
+        "SELECT COUNT(*) FROM job_log",
         0,
-        "the rolled-back item left a trace"
-    );
+        "the rolled-back item left a trace",
+    )
+    .await;
     assert_consistent(&db).await;
 }
 
@@ -173,11 +156,7 @@ async fn sigterm_past_the_shutdown_timeout_rolls_the_item_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_exits_at_once() {
     let (db, _files, file) = setup(60).await;
-    let mut daemon = start(&file, &db, &[]);
-    eventually("an item is in flight", Duration::from_secs(30), || {
-        running(&db, "DO SLEEP")
-    })
-    .await;
+    let mut daemon = start_until_in_flight(&file, &db, &[]).await;
     daemon.signal(libc::SIGTERM);
     daemon
         .wait_for_log("stop requested", Duration::from_secs(10))
@@ -185,16 +164,9 @@ async fn a_second_sigterm_exits_at_once() {
     daemon.signal(libc::SIGTERM);
     let status = daemon.wait(Duration::from_secs(10)).await;
     assert_eq!(status.code(), Some(1), "{}", daemon.stderr());
-    assert!(
-        daemon.stderr().contains("second stop signal"),
-        "{}",
-        daemon.stderr()
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await,
-        0
-    );
+    assert_has(&daemon.stderr(), "second stop signal");
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 0)
+        .await;
     eventually("the item is waiting again", Duration::from_secs(70), || {
         claimable(&db, "job", "id = 1 AND state = 'waiting'")
     })

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon};
 use crate::support::endpoint::{get, start_with_metrics};
-use crate::support::{eventually, free_port, job_table, waiting_jobs, QueueFiles, TestDb};
+use crate::support::{
+    assert_has, eventually, free_port, job_table, waiting_jobs, QueueFiles, TestDb,
+};
 
 fn queue(files: &QueueFiles) -> std::path::PathBuf {
     waiting_jobs("jobs").action_sql("DO 1").write(files)
@@ -70,12 +72,8 @@ async fn a_refused_login_exits_2_naming_user_host_and_database() {
         let checked = run_to_end(cmd, Duration::from_secs(30)).await;
         assert_eq!(checked.code(), Some(1), "{why}: {}", checked.stdout);
         let refused = format!("refused user `{user}` for database `{}`", db.name);
-        assert!(checked.stdout.contains(&refused), "{}", checked.stdout);
-        assert!(
-            checked.stdout.contains("check the user and password"),
-            "{}",
-            checked.stdout
-        );
+        assert_has(&checked.stdout, &refused);
+        assert_has(&checked.stdout, "check the user and password");
         assert!(
             !checked.stdout.contains("cannot reach"),
             "{}",
@@ -102,12 +100,7 @@ async fn a_connection_error_names_host_and_port() {
     );
     let done = run_to_end(cmd, Duration::from_secs(30)).await;
     assert_eq!(done.code(), Some(1), "{}", done.stderr);
-    assert!(
-        done.stderr
-            .contains(&format!("cannot connect to 127.0.0.1:{port}")),
-        "{}",
-        done.stderr
-    );
+    assert_has(&done.stderr, &format!("cannot connect to 127.0.0.1:{port}"));
     assert!(!done.stderr.contains("s3cret"), "{}", done.stderr);
 }
 

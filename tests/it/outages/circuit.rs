@@ -112,11 +112,8 @@ async fn an_outage_downstream_spends_no_attempts_with_the_breaker() {
     .await;
     let drained_in = recovered.elapsed();
     engine.stop().await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM guarded WHERE state = 'failed'")
-            .await,
-        0
-    );
+    db.assert_count("SELECT COUNT(*) FROM guarded WHERE state = 'failed'", 0)
+        .await;
     let unguarded_attempts: u64 = db.scalar("SELECT SUM(attempts) FROM unguarded").await;
     let unguarded_failed = db
         .count("SELECT COUNT(*) FROM unguarded WHERE state = 'failed'")
@@ -126,6 +123,36 @@ async fn an_outage_downstream_spends_no_attempts_with_the_breaker() {
          delivered {drained_in:.1?} after the recovery; without: {unguarded_attempts} attempts, \
          {unguarded_failed} rows failed for good"
     );
+}
+
+/// The status page says since when `tempfail`'s circuit is open, why, and when the
+/// next probe is due.
+async fn the_status_page_says_when_the_next_probe_is_due(base: &str) {
+    let json: serde_json::Value =
+        serde_json::from_str(&get(&format!("{base}/status.json")).await.1).unwrap();
+    let tempfail = json["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "tempfail")
+        .unwrap();
+    let open = &tempfail["circuit_open"];
+    let (since, probe) = (open["since_at"].as_u64(), open["next_probe_at"].as_u64());
+    assert!(
+        open["reason"]
+            .as_str()
+            .unwrap()
+            .contains("3 of the last 3 items failed downstream"),
+        "{open}"
+    );
+    // A cool-down of 10 minutes, jittered.
+    assert!(probe > since.map(|s| s + 60), "{open}");
+    let page = get(&format!("{base}/")).await.1;
+    assert!(
+        page.contains("data-field=\"circuit_open\">since "),
+        "{page}"
+    );
+    assert!(page.contains("; next probe in "), "{page}");
 }
 
 /// A command's transient exit code (75, EX_TEMPFAIL, by default) opens the circuit:
@@ -152,16 +179,9 @@ async fn a_transient_exit_code_opens_the_circuit_and_readyz_says_so() {
     daemon
         .wait_for_log("the circuit is open", Duration::from_secs(30))
         .await;
-    eventually(
-        "the broken queue records failures well past min_items",
-        Duration::from_secs(60),
-        || async {
-            db.count("SELECT COUNT(*) FROM broken WHERE attempts > 0")
-                .await
-                >= 200
-        },
-    )
-    .await;
+    // The broken queue records failures well past min_items.
+    db.until_count_at_least("SELECT COUNT(*) FROM broken WHERE attempts > 0", 200, 60)
+        .await;
     let (status, ready) = get(&format!("{base}/readyz")).await;
     assert_eq!(status, 200, "{ready}");
     assert!(ready.contains("queue tempfail: circuit open"), "{ready}");
@@ -180,32 +200,7 @@ async fn a_transient_exit_code_opens_the_circuit_and_readyz_says_so() {
             "no {line} in\n{metrics}"
         );
     }
-    // The status page says since when, why, and when the next probe is due.
-    let json: serde_json::Value =
-        serde_json::from_str(&get(&format!("{base}/status.json")).await.1).unwrap();
-    let tempfail = json["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == "tempfail")
-        .unwrap();
-    let open = &tempfail["circuit_open"];
-    let (since, probe) = (open["since_at"].as_u64(), open["next_probe_at"].as_u64());
-    assert!(
-        open["reason"]
-            .as_str()
-            .unwrap()
-            .contains("3 of the last 3 items failed downstream"),
-        "{open}"
-    );
-    // A cool-down of 10 minutes, jittered.
-    assert!(probe > since.map(|s| s + 60), "{open}");
-    let page = get(&format!("{base}/")).await.1;
-    assert!(
-        page.contains("data-field=\"circuit_open\">since "),
-        "{page}"
-    );
-    assert!(page.contains("; next probe in "), "{page}");
+    the_status_page_says_when_the_next_probe_is_due(&base).await;
     let spent: u64 = db.scalar("SELECT SUM(attempts) FROM tempfail").await;
     assert_eq!(
         spent, 3,

@@ -4,7 +4,9 @@ use std::time::{Duration, Instant};
 
 use crate::support;
 use crate::support::daemon::{tableq, Daemon};
-use crate::support::{eventually, load, Engine, MariaDb, QueueFiles, TestDb};
+use crate::support::{
+    each_job_done_and_logged_once, eventually, load, logged_jobs, private_db, Engine, QueueFiles,
+};
 
 const ROWS: usize = 400;
 
@@ -26,14 +28,8 @@ fn lost_the_database(logs: &support::logs::Logs) -> bool {
 async fn the_daemon_rides_out_a_database_restart() {
     let logs = support::logs::capture();
     // Always a server of this test's own: it is going to be stopped.
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
-    db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
-         CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
-    )
-    .await;
-    db.fill("job", "id", ROWS, |i| i.to_string()).await;
+    let (server, db) = private_db(&[]).await;
+    logged_jobs(&db, ROWS).await;
     let files = QueueFiles::new();
     let file = files.write(
         &format!("{QUEUE}.toml"),
@@ -56,10 +52,9 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     };
     let engine = Engine::start_with(load(&[file]), options);
 
-    eventually("some jobs are done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job_log").await >= 40
-    })
-    .await;
+    // Some jobs are done.
+    db.until_count_at_least("SELECT COUNT(*) FROM job_log", 40, 60)
+        .await;
     tokio::task::block_in_place(|| server.stop());
     // The server stays down until the daemon has seen it go: an item rolled back, or
     // a connection refused.
@@ -82,20 +77,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
     );
 
     let summary = engine.finish().await;
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await,
-        ROWS as u64
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job_log").await,
-        ROWS as u64,
-        "a job was done twice"
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
-        ROWS as u64
-    );
+    each_job_done_and_logged_once(&db, ROWS).await;
     assert!(summary.counts(QUEUE).unwrap().done > 0);
     assert!(
         !logs
@@ -114,8 +96,7 @@ sql = "UPDATE job SET state = 'done' WHERE id = :id"
 /// worked until lately is tried again promptly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_back_after_an_outage_is_used_within_seconds() {
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (server, db) = private_db(&[]).await;
     db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting')")
         .await;
     let files = QueueFiles::new();

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::daemon::{tableq, Daemon};
-use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{eventually, private_db, QueueFile, QueueFiles, TestDb};
 
 /// The queues, each on a table of its own: item scope one row at a time, item
 /// scope and batch scope 100 rows at a time, and lease mode.
@@ -71,8 +71,7 @@ async fn add_rows(db: &TestDb, from: usize, rows: usize) {
 /// every row within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_queue_resumes_within_seconds_of_a_read_only_spell() {
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (_server, db) = private_db(&[]).await;
     let files = QueueFiles::new();
     for name in QUEUES {
         db.exec(&format!(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::support::daemon::{tableq, Daemon};
-use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{eventually, private_db, QueueFile, QueueFiles};
 
 const WORKERS: usize = 16;
 
@@ -30,8 +30,7 @@ fn micros(line: &str) -> i64 {
 /// they came within 8–65 ms of each other; jittered, 0.5–3 s.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn workers_reconnect_spread_out_after_a_restart() {
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (server, db) = private_db(&[]).await;
     db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4")
         .await;
     db.fill("job", "id", 5_000, |i| i.to_string()).await;
@@ -50,12 +49,9 @@ async fn workers_reconnect_spread_out_after_a_restart() {
         .env("TABLEQ_LOG_FORMAT", "json")
         .env("TABLEQ_LOG", "debug");
     let mut daemon = Daemon::spawn(cmd);
-    eventually("every worker is busy", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            >= 200
-    })
-    .await;
+    // Every worker is busy.
+    db.until_count_at_least("SELECT COUNT(*) FROM job WHERE state = 'done'", 200, 60)
+        .await;
     tokio::task::block_in_place(|| server.stop());
     // Each worker meets the loss in a claim or, between two claims, in reading
     // whether the queue is paused.

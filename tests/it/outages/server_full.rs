@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use crate::support::check::check;
 use crate::support::daemon::{run_to_end, tableq, Daemon};
-use crate::support::{MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{
+    assert_has, each_job_done_and_logged_once, logged_jobs, private_db, QueueFile, QueueFiles,
+};
 
 const ROWS: usize = 100;
 const WORKERS: u32 = 30;
@@ -17,16 +19,8 @@ const WORKERS: u32 = 30;
 /// more than half of `max_connections`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_workers_than_connections_is_said_and_checked() {
-    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-connections=10"]))
-        .await
-        .unwrap();
-    let db = TestDb::on(&server.base_url()).await;
-    db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
-         CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
-    )
-    .await;
-    db.fill("job", "id", ROWS, |i| i.to_string()).await;
+    let (_server, db) = private_db(&["--max-connections=10"]).await;
+    logged_jobs(&db, ROWS).await;
     let files = QueueFiles::new();
     let file = QueueFile::new("jobs")
         .workers(WORKERS)
@@ -41,12 +35,9 @@ async fn more_workers_than_connections_is_said_and_checked() {
         .write(&files);
 
     let checked = check(&[], &[&file], Some(&db.url)).await;
-    assert!(
-        checked.stdout.contains(&format!(
-            "run {WORKERS} workers, more than half of the server's max_connections (10)"
-        )),
-        "{}",
-        checked.stdout
+    assert_has(
+        &checked.stdout,
+        &format!("run {WORKERS} workers, more than half of the server's max_connections (10)"),
     );
 
     let mut cmd = tableq(&["run", "--stop-when-empty"]);
@@ -74,16 +65,7 @@ async fn more_workers_than_connections_is_said_and_checked() {
         warnings.len() <= 2,
         "once a minute per queue, not per attempt: {warnings:#?}"
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await,
-        ROWS as u64
-    );
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
-        ROWS as u64
-    );
-    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, ROWS as u64);
+    each_job_done_and_logged_once(&db, ROWS).await;
 }
 
 /// A server whose every connection is taken when the queue starts: its first
@@ -92,10 +74,7 @@ async fn more_workers_than_connections_is_said_and_checked() {
 /// and does every row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_full_at_start_is_said_with_the_advice() {
-    let server = tokio::task::spawn_blocking(|| MariaDb::start_with(&["--max-connections=4"]))
-        .await
-        .unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (_server, db) = private_db(&["--max-connections=4"]).await;
     db.exec(&format!(
         "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting');
          INSERT INTO job (id) VALUES (1), (2), (3);

@@ -4,9 +4,16 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::support::daemon::Daemon;
 use crate::support::endpoint::{get, start_with_metrics, start_with_metrics_logging};
 use crate::support::proxy::StallingProxy;
-use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+use crate::support::{
+    each_job_done_and_logged_once, eventually, logged_jobs, QueueFile, QueueFiles, TestDb,
+};
+
+/// Jobs, waiting until done.
+const JOB: &str =
+    "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4";
 
 const ROWS: usize = 300;
 const WORKERS: usize = 4;
@@ -28,22 +35,29 @@ fn through(url: &str, proxy: SocketAddr) -> (SocketAddr, String) {
     (target, url.replacen(&authority, &proxy.to_string(), 1))
 }
 
+/// A proxy in front of `db`'s server, to stall, and `db`'s URL through it.
+async fn stalling_path(db: &TestDb) -> (StallingProxy, String) {
+    let placeholder: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let (target, _) = through(&db.url, placeholder);
+    let proxy = StallingProxy::start(target).await;
+    let (_, proxied) = through(&db.url, proxy.addr);
+    (proxy, proxied)
+}
+
+/// Waits until at least `rows` jobs are done.
+async fn rows_done(db: &TestDb, rows: u64) {
+    db.until_count_at_least("SELECT COUNT(*) FROM job WHERE state = 'done'", rows, 30)
+        .await;
+}
+
 /// A silent stall between tableq and MariaDB: every worker gives its connection up
 /// at `database_timeout`, logging what it waited for; /readyz is 503 during the stall
 /// and 200 after; every row is done exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_silent_stall_is_cut_at_the_deadline_and_nothing_is_lost_or_doubled() {
     let db = TestDb::new().await;
-    db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
-         CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
-    )
-    .await;
-    db.fill("job", "id", ROWS, |i| i.to_string()).await;
-    let placeholder: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    let (target, _) = through(&db.url, placeholder);
-    let proxy = StallingProxy::start(target).await;
-    let (_, proxied) = through(&db.url, proxy.addr);
+    logged_jobs(&db, ROWS).await;
+    let (proxy, proxied) = stalling_path(&db).await;
     let files = QueueFiles::new();
     QueueFile::new("jobs")
         .workers(WORKERS as u32)
@@ -60,12 +74,7 @@ async fn a_silent_stall_is_cut_at_the_deadline_and_nothing_is_lost_or_doubled() 
         .write(&files);
     let (mut daemon, base) = start_with_metrics_logging(&files, &proxied, "debug").await;
     let readyz = format!("{base}/readyz");
-    eventually("some rows done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            >= 20
-    })
-    .await;
+    rows_done(&db, 20).await;
     assert_eq!(get(&readyz).await.0, 200, "ready before the stall");
 
     proxy.stall();
@@ -88,23 +97,19 @@ async fn a_silent_stall_is_cut_at_the_deadline_and_nothing_is_lost_or_doubled() 
     .await;
 
     proxy.resume();
-    eventually("every row done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == ROWS as u64
-    })
+    // Every row done.
+    db.until_count(
+        "SELECT COUNT(*) FROM job WHERE state = 'done'",
+        ROWS as u64,
+        60,
+    )
     .await;
     eventually("ready again", Duration::from_secs(20), || async {
         get(&readyz).await.0 == 200
     })
     .await;
     daemon.terminate().await;
-    assert_eq!(db.count("SELECT COUNT(*) FROM job_log").await, ROWS as u64);
-    assert_eq!(
-        db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
-        ROWS as u64,
-        "no job's SQL effect applied twice"
-    );
+    each_job_done_and_logged_once(&db, ROWS).await;
 }
 
 /// A stall while a long SQL action runs (its timeout the default minute) shows on
@@ -113,15 +118,9 @@ async fn a_silent_stall_is_cut_at_the_deadline_and_nothing_is_lost_or_doubled() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stall_during_an_sql_action_shows_at_once() {
     let db = TestDb::new().await;
-    db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4",
-    )
-    .await;
+    db.exec(JOB).await;
     db.fill("job", "id", 2000, |i| i.to_string()).await;
-    let placeholder: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    let (target, _) = through(&db.url, placeholder);
-    let proxy = StallingProxy::start(target).await;
-    let (_, proxied) = through(&db.url, proxy.addr);
+    let (proxy, proxied) = stalling_path(&db).await;
     let files = QueueFiles::new();
     QueueFile::new("slow_sql")
         .set("database_timeout", "2s")
@@ -131,12 +130,7 @@ async fn a_stall_during_an_sql_action_shows_at_once() {
         .write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &proxied).await;
     let readyz = format!("{base}/readyz");
-    eventually("a row is done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            >= 1
-    })
-    .await;
+    rows_done(&db, 1).await;
     proxy.stall();
     let stalled_at = std::time::Instant::now();
     eventually(
@@ -194,46 +188,14 @@ async fn a_claim_abandoned_at_its_deadline_is_killed_on_the_server() {
     assert!(longest < 3000.0, "a claim ran on for {longest} ms");
 }
 
-/// Lease mode behind a path that goes silent: /readyz turns 503 within
-/// `database_timeout` and a little, a warning is logged, and
-/// `tableq_db_errors_total` counts the errors; ready again once the path moves.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_stall_in_lease_mode_is_seen_within_the_deadline() {
-    let db = TestDb::new().await;
-    db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
-           lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL) DEFAULT CHARSET=utf8mb4",
-    )
-    .await;
-    db.fill("job", "id", 100_000, |i| i.to_string()).await;
-    let placeholder: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    let (target, _) = through(&db.url, placeholder);
-    let proxy = StallingProxy::start(target).await;
-    let (_, proxied) = through(&db.url, proxy.addr);
-    let files = QueueFiles::new();
-    QueueFile::new("leased_stall")
-        .set("mode", "lease")
-        .workers(4)
-        .poll_interval("100ms")
-        .error_backoff("100ms")
-        .set("database_timeout", "2s")
-        .select(
-            "SELECT id FROM job WHERE state = 'waiting' \
-             OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id",
-        )
-        .lease_set("sql", "UPDATE job SET state = 'leased', lease_id = :lease_id, lease_until = NOW(3) + INTERVAL 30 SECOND WHERE id = :id")
-        .action_command(&["sleep", "0.05"])
-        .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
-        .write(&files);
-    let (mut daemon, base) = start_with_metrics(&files, &proxied).await;
+/// Stalls the path of `daemon`'s queue `leased_stall`; how soon /readyz turns 503,
+/// a warning is logged, and `tableq_db_errors_total` counts errors.
+async fn how_soon_the_stall_is_seen(
+    proxy: &StallingProxy,
+    daemon: &Daemon,
+    base: &str,
+) -> (Duration, Duration, Duration) {
     let readyz = format!("{base}/readyz");
-    eventually("some rows done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            >= 20
-    })
-    .await;
-    assert_eq!(get(&readyz).await.0, 200, "ready before the stall");
     let errors = || async {
         let metrics = get(&format!("{base}/metrics")).await.1;
         metrics
@@ -266,6 +228,42 @@ async fn a_stall_in_lease_mode_is_seen_within_the_deadline() {
     })
     .await;
     let counted = stalled_at.elapsed();
+    (noticed, warned, counted)
+}
+
+/// Lease mode behind a path that goes silent: /readyz turns 503 within
+/// `database_timeout` and a little, a warning is logged, and
+/// `tableq_db_errors_total` counts the errors; ready again once the path moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stall_in_lease_mode_is_seen_within_the_deadline() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting',
+           lease_until DATETIME(3) NULL, lease_id CHAR(32) NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", 100_000, |i| i.to_string()).await;
+    let (proxy, proxied) = stalling_path(&db).await;
+    let files = QueueFiles::new();
+    QueueFile::new("leased_stall")
+        .set("mode", "lease")
+        .workers(4)
+        .poll_interval("100ms")
+        .error_backoff("100ms")
+        .set("database_timeout", "2s")
+        .select(
+            "SELECT id FROM job WHERE state = 'waiting' \
+             OR (state = 'leased' AND lease_until < NOW(3)) ORDER BY id",
+        )
+        .lease_set("sql", "UPDATE job SET state = 'leased', lease_id = :lease_id, lease_until = NOW(3) + INTERVAL 30 SECOND WHERE id = :id")
+        .action_command(&["sleep", "0.05"])
+        .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
+        .write(&files);
+    let (mut daemon, base) = start_with_metrics(&files, &proxied).await;
+    let readyz = format!("{base}/readyz");
+    rows_done(&db, 20).await;
+    assert_eq!(get(&readyz).await.0, 200, "ready before the stall");
+    let (noticed, warned, counted) = how_soon_the_stall_is_seen(&proxy, &daemon, &base).await;
     eprintln!(
         "lease mode, database_timeout 2s: /readyz 503 after {noticed:?}, a warning after \
          {warned:?}, the errors counted after {counted:?}"

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::support::logs;
 use crate::support::queue_file::table;
 use crate::support::web::{closed_port, Reply, WebServer};
-use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
+use crate::support::{load, Engine, QueueFile, QueueFiles, TestDb};
 
 const ROWS: usize = 50;
 
@@ -45,22 +45,20 @@ async fn a_closed_port_spends_no_attempt_and_gives_no_row_up() {
     let said_in = started.elapsed();
     tokio::time::sleep(Duration::from_secs(4)).await;
     let spent = "SELECT COUNT(*) FROM hook WHERE attempts > 0 OR state = 'failed'";
-    assert_eq!(
-        db.count(spent).await,
-        0,
-        "an attempt spent on a closed port"
-    );
+    db.assert_count_because(spent, 0, "an attempt spent on a closed port")
+        .await;
     let _receiver = WebServer::start_on(receiver, |_| Reply::status(204)).await;
     let back = Instant::now();
-    eventually("every row delivered", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM hook WHERE state = 'done'")
-            .await
-            == ROWS as u64
-    })
+    // Every row delivered.
+    db.until_count(
+        "SELECT COUNT(*) FROM hook WHERE state = 'done'",
+        ROWS as u64,
+        60,
+    )
     .await;
     let drained_in = back.elapsed();
     engine.stop().await;
-    assert_eq!(db.count(spent).await, 0);
+    db.assert_count(spent, 0).await;
     let warned = logs.lines_of("hooks", "the handler cannot be reached");
     assert_eq!(warned.len(), 1, "said once: {warned:?}");
     assert!(
@@ -106,18 +104,16 @@ async fn in_lease_mode_a_closed_port_releases_the_lease_unspent() {
         .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let spent = "SELECT COUNT(*) FROM leased_hook WHERE attempts > 0";
-    assert_eq!(
-        db.count(spent).await,
-        0,
-        "an attempt spent on a closed port"
-    );
+    db.assert_count_because(spent, 0, "an attempt spent on a closed port")
+        .await;
     let _receiver = WebServer::start_on(receiver, |_| Reply::status(204)).await;
-    eventually("every row delivered", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM leased_hook WHERE state = 'done'")
-            .await
-            == 20
-    })
+    // Every row delivered.
+    db.until_count(
+        "SELECT COUNT(*) FROM leased_hook WHERE state = 'done'",
+        20,
+        60,
+    )
     .await;
     engine.stop().await;
-    assert_eq!(db.count(spent).await, 0);
+    db.assert_count(spent, 0).await;
 }

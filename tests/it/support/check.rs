@@ -78,6 +78,14 @@ pub async fn check_online(db: &TestDb, contents: &str) -> (Finished, String) {
     (check(&[], &[&path], Some(&db.url)).await, shown)
 }
 
+/// Checks `contents` against `db` and asserts the report is one error, `finding`:
+/// its line as check prints it, after the file's path (`5: queue jobs: error: …`).
+pub async fn assert_one_error_online(db: &TestDb, contents: &str, finding: &str) {
+    let (done, shown) = check_online(db, contents).await;
+    let finding = format!("{shown}:{finding}");
+    assert_report(&done, &[finding], ": 1 error, 0 warnings", 1);
+}
+
 /// Writes `jobs.toml` with `contents` and checks it with `--offline`, no database;
 /// returns the report and the file's path as check prints it.
 pub async fn check_offline(contents: &str) -> (Finished, String) {

@@ -132,6 +132,34 @@ impl TestDb {
         self.scalar::<u64>(sql).await
     }
 
+    /// Asserts that `sql` counts `expected`.
+    pub async fn assert_count(&self, sql: &str, expected: u64) {
+        assert_eq!(self.count(sql).await, expected, "{sql}");
+    }
+
+    /// Asserts that `sql` counts `expected`, saying `why` when it does not.
+    pub async fn assert_count_because(&self, sql: &str, expected: u64, why: &str) {
+        assert_eq!(self.count(sql).await, expected, "{why}: {sql}");
+    }
+
+    /// Waits until `sql` counts `rows`, checking every 50 ms; panics after `seconds`.
+    pub async fn until_count(&self, sql: &str, rows: u64, seconds: u64) {
+        let what = format!("{sql} = {rows}");
+        eventually(&what, Duration::from_secs(seconds), || async {
+            self.count(sql).await == rows
+        })
+        .await;
+    }
+
+    /// Waits until `sql` counts `rows` or more; panics after `seconds`.
+    pub async fn until_count_at_least(&self, sql: &str, rows: u64, seconds: u64) {
+        let what = format!("{sql} >= {rows}");
+        eventually(&what, Duration::from_secs(seconds), || async {
+            self.count(sql).await >= rows
+        })
+        .await;
+    }
+
     /// Inserts `rows` rows into `table` from `values(i)` (1-based), in chunks.
     pub async fn fill(
         &self,
@@ -296,6 +324,13 @@ pub async fn run_until_empty(queues: Vec<tableq::QueueConfig>, url: &str) -> tab
     .unwrap_or_else(|f| panic!("{f}"))
 }
 
+/// Asserts that `text` (a command's output, a page, a log) contains `needle`,
+/// showing the whole text when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, needle: &str) {
+    assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+}
+
 /// Waits until `condition` holds, checking every 50 ms; panics after `timeout`.
 pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut condition: F)
 where
@@ -342,6 +377,33 @@ pub async fn connections(db: &TestDb) -> u64 {
     .await
 }
 
+/// The worker's transaction, as `query` (a SELECT of `information_schema.INNODB_TRX`)
+/// reads it: asked until it is listed, as the server refreshes that table at most
+/// every 0.1 s.
+pub async fn listed_transaction<T: FromValue + Send + 'static>(db: &TestDb, query: &str) -> T {
+    eventually(
+        "the worker's transaction is listed",
+        Duration::from_secs(30),
+        || async { !db.rows::<(T,)>(query).await.is_empty() },
+    )
+    .await;
+    db.scalar(query).await
+}
+
+/// Waits until every worker but the watcher sleeps without a connection, then
+/// inserts the jobs 1 to `rows` into `job` and waits until they are done.
+pub async fn burst_after_idle(db: &TestDb, rows: usize) {
+    eventually(
+        "all but the watcher sleep, without a connection",
+        Duration::from_secs(30),
+        || async { connections(db).await == 1 },
+    )
+    .await;
+    db.fill("job", "id", rows, |i| i.to_string()).await;
+    let done = "SELECT COUNT(*) FROM job WHERE state = 'done'";
+    db.until_count(done, rows as u64, 60).await;
+}
+
 /// True if a claim right now could lock `condition`'s row (it is waiting and unlocked).
 pub async fn claimable(db: &TestDb, table: &str, condition: &str) -> bool {
     let mut conn = db.conn().await;
@@ -366,12 +428,57 @@ pub async fn job_table(db: &TestDb, ids: &[u32]) {
     }
 }
 
+/// Creates `job (id, state)` with the rows 1 to `rows` waiting, and `job_log (job_id)`
+/// for actions to log the job they ran in (`INSERT INTO job_log (job_id) VALUES (:id)`).
+pub async fn logged_jobs(db: &TestDb, rows: usize) {
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE job_log (job_id INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.fill("job", "id", rows, |i| i.to_string()).await;
+}
+
+/// Each of [`logged_jobs`]' `rows` jobs is done, and was run (logged) exactly once.
+pub async fn each_job_done_and_logged_once(db: &TestDb, rows: usize) {
+    let rows = rows as u64;
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
+            .await,
+        rows
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM job_log").await,
+        rows,
+        "a job was done twice"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(DISTINCT job_id) FROM job_log").await,
+        rows,
+        "no job's SQL effect applied twice"
+    );
+}
+
 /// The queue `name` on [`job_table`]'s rows: waiting ones in id order, marked done on
 /// success; the caller sets the action.
 pub fn waiting_jobs(name: &str) -> QueueFile {
     QueueFile::new(name)
         .select("SELECT id FROM job WHERE state = 'waiting' ORDER BY id")
         .on_success("UPDATE job SET state = 'done' WHERE id = :id")
+}
+
+/// A private MariaDB of the test's own, started with `args` (a test that stops it,
+/// fills it, or reads its server-wide counters), and a database on it.
+pub async fn private_db(args: &[&str]) -> (MariaDb, TestDb) {
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    let server = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        MariaDb::start_with(&args)
+    })
+    .await
+    .expect("start a private MariaDB");
+    let db = TestDb::on(&server.base_url()).await;
+    (server, db)
 }
 
 /// A server writing a row-based binary log, as a URL without a database: the shared

@@ -54,6 +54,15 @@ pub fn queues(files: &QueueFiles) {
         .write(files);
 }
 
+/// A database of [`jobs`], and the queue files of [`queues`].
+async fn jobs_and_queues() -> (TestDb, QueueFiles) {
+    let db = TestDb::new().await;
+    jobs(&db).await;
+    let files = QueueFiles::new();
+    queues(&files);
+    (db, files)
+}
+
 /// `tableq run --metrics-addr … --console-token-file FILE` (the file holding
 /// [`TOKEN`]); the daemon and its base URL.
 pub async fn start_with_console(files: &QueueFiles, url: &str) -> (Daemon, String) {
@@ -126,10 +135,7 @@ async fn paused(db: &TestDb) -> Vec<(String, String)> {
 /// Without `--console-token-file`, every action answers 403 and nothing changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_token_file_the_console_refuses_every_action() {
-    let db = TestDb::new().await;
-    jobs(&db).await;
-    let files = QueueFiles::new();
-    queues(&files);
+    let (db, files) = jobs_and_queues().await;
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
     waiting_jobs_done(&db).await;
     let before = states(&db).await;
@@ -153,19 +159,9 @@ async fn without_a_token_file_the_console_refuses_every_action() {
     daemon.terminate().await;
 }
 
-/// With a token file: no token or a wrong one → 401 (a wrong one after a pause)
-/// and nothing changes; the bearer pauses, resumes, retries one key, discards all,
-/// looks rows up; a queue without `[failed]` → 409; each action logged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_bearer_of_the_token_acts_and_no_one_else() {
-    let db = TestDb::new().await;
-    jobs(&db).await;
-    let files = QueueFiles::new();
-    queues(&files);
-    let (mut daemon, base) = start_with_console(&files, &db.url).await;
-    let api = |path: &str| format!("{base}/api/queues/{path}");
-    waiting_jobs_done(&db).await;
-    let before = states(&db).await;
+/// No token or a wrong one → 401 (a wrong one after a pause), and nothing changes.
+async fn no_token_or_a_wrong_one_is_refused(db: &TestDb, api: &impl Fn(&str) -> String) {
+    let before = states(db).await;
     let (status, _) = post(&api("mail/failed/retry"), None, r#"{"all": true}"#).await;
     assert_eq!(status, 401);
     let started = Instant::now();
@@ -180,13 +176,16 @@ async fn the_bearer_of_the_token_acts_and_no_one_else() {
         started.elapsed() >= Duration::from_millis(900),
         "a wrong token waits"
     );
-    assert_eq!(states(&db).await, before, "nothing changed");
+    assert_eq!(states(db).await, before, "nothing changed");
+}
 
+/// The bearer pauses (a row in `tableq_paused`) and resumes (the row gone).
+async fn the_bearer_pauses_and_resumes(db: &TestDb, api: &impl Fn(&str) -> String) {
     let body = r#"{"reason": "deploy", "for": "1h"}"#;
     let (status, answer) = post(&api("mail/pause"), Some(TOKEN), body).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(
-        paused(&db).await,
+        paused(db).await,
         [("mail".to_string(), "deploy".to_string())]
     );
     let (status, answer) = post(&api("mail/resume"), Some(TOKEN), "").await;
@@ -195,8 +194,11 @@ async fn the_bearer_of_the_token_acts_and_no_one_else() {
         (200, true),
         "{answer}"
     );
-    assert!(paused(&db).await.is_empty());
+    assert!(paused(db).await.is_empty());
+}
 
+/// The bearer retries one key (then done) and discards every row that gave up.
+async fn the_bearer_retries_and_discards(db: &TestDb, api: &impl Fn(&str) -> String) {
     let (status, answer) = post(&api("mail/failed/retry"), Some(TOKEN), r#"{"keys": [9]}"#).await;
     assert_eq!(status, 200, "{answer}");
     let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
@@ -207,19 +209,22 @@ async fn the_bearer_of_the_token_acts_and_no_one_else() {
     eventually(
         "job 9, retried, is done",
         Duration::from_secs(30),
-        || async { states(&db).await.contains(&(9, "done".to_string())) },
+        || async { states(db).await.contains(&(9, "done".to_string())) },
     )
     .await;
     let (status, answer) = post(&api("mail/failed/discard"), Some(TOKEN), r#"{"all": true}"#).await;
     assert_eq!(status, 200, "{answer}");
-    let discarded: Vec<u32> = states(&db)
+    let discarded: Vec<u32> = states(db)
         .await
         .into_iter()
         .filter(|(_, s)| s == "discarded")
         .map(|(id, _)| id)
         .collect();
     assert_eq!(discarded, [7, 8, 10]);
+}
 
+/// A queue without `[failed]` → 409, an unknown queue → 404; rows are looked up.
+async fn the_bearer_is_told_what_cannot_be_done(api: &impl Fn(&str) -> String) {
     let (status, answer) = post(&api("plain/failed/retry"), Some(TOKEN), r#"{"all": true}"#).await;
     assert_eq!(status, 409, "{answer}");
     assert!(
@@ -228,7 +233,6 @@ async fn the_bearer_of_the_token_acts_and_no_one_else() {
     );
     let (status, _) = post(&api("nosuch/pause"), Some(TOKEN), "").await;
     assert_eq!(status, 404);
-
     let (status, found) = get_with(&api("mail/inspect?key=9"), TOKEN).await;
     assert_eq!(status, 200);
     assert_eq!(found["where"], "exists; not in the select, not in [failed]");
@@ -237,8 +241,10 @@ async fn the_bearer_of_the_token_acts_and_no_one_else() {
         (status, found["where"].as_str()),
         (404, Some("no such row"))
     );
+}
 
-    let log = daemon.stderr();
+/// Each action is logged with its queue, rows and client; the token never is.
+fn each_action_is_logged(log: &str) {
     let acted: Vec<serde_json::Value> = log
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -261,5 +267,21 @@ async fn the_bearer_of_the_token_acts_and_no_one_else() {
         .iter()
         .all(|l| l["queue"] == "mail" && l["from"].as_str().unwrap().starts_with("127.0.0.1:")));
     assert!(!log.contains(TOKEN), "the token is never logged");
+}
+
+/// With a token file: no token or a wrong one → 401 (a wrong one after a pause)
+/// and nothing changes; the bearer pauses, resumes, retries one key, discards all,
+/// looks rows up; a queue without `[failed]` → 409; each action logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bearer_of_the_token_acts_and_no_one_else() {
+    let (db, files) = jobs_and_queues().await;
+    let (mut daemon, base) = start_with_console(&files, &db.url).await;
+    let api = |path: &str| format!("{base}/api/queues/{path}");
+    waiting_jobs_done(&db).await;
+    no_token_or_a_wrong_one_is_refused(&db, &api).await;
+    the_bearer_pauses_and_resumes(&db, &api).await;
+    the_bearer_retries_and_discards(&db, &api).await;
+    the_bearer_is_told_what_cannot_be_done(&api).await;
+    each_action_is_logged(&daemon.stderr());
     daemon.terminate().await;
 }

@@ -63,6 +63,13 @@ impl Browser {
         assert!(answer.get("error").is_none(), "{command}: {answer}");
         answer
     }
+
+    /// Does `command`, a form the console answers with a notice; checks the notice
+    /// says `notice`.
+    async fn act(&mut self, command: serde_json::Value, notice: &str) {
+        let done = self.step(command).await;
+        assert!(done["notice"].as_str().unwrap().contains(notice), "{done}");
+    }
 }
 
 /// Orders 1–4 fail with "order N not found in ledger 7" and 5–6 with "ledger 0x1fN
@@ -147,6 +154,162 @@ fn screenshot() -> PathBuf {
     folder.join("status-page.png")
 }
 
+/// At 1280 × 800 nothing scrolls sideways, every heading of the list is in the
+/// window, the long note is on the page, and the screenshot is written.
+async fn the_list_fits_the_window(browser: &mut Browser) {
+    let layout = browser.step(serde_json::json!({"op": "layout"})).await;
+    assert!(
+        layout["body"].as_str().unwrap().contains("ticket-ticket-"),
+        "the long note is there"
+    );
+    assert!(
+        layout["scroll_width"].as_u64() <= layout["client_width"].as_u64(),
+        "{layout}"
+    );
+    assert_eq!(layout["sideways"], serde_json::json!([]), "{layout}");
+    let width = layout["inner_width"].as_f64().unwrap();
+    for heading in layout["headings"].as_array().unwrap() {
+        let (left, right) = (
+            heading["left"].as_f64().unwrap(),
+            heading["right"].as_f64().unwrap(),
+        );
+        assert!(
+            left >= 0.0 && right <= width,
+            "{heading} outside 0..{width}"
+        );
+    }
+    assert_eq!(layout["headings"].as_array().unwrap().len(), 10);
+    let rightmost = layout["headings"][9]["right"].as_f64().unwrap();
+    println!(
+        "at 1280 x 800: page {} px wide in a {} px window; the last heading ends at {rightmost:.0} px",
+        layout["scroll_width"], layout["client_width"]
+    );
+    assert!(std::fs::metadata(screenshot()).is_ok_and(|m| m.len() > 1000));
+}
+
+/// No button before signing in, the failure kinds listed; a wrong token is refused,
+/// the right one signs in; a form posted without its CSRF token changes nothing.
+async fn only_the_token_signs_in(browser: &mut Browser, db: &TestDb) {
+    let page = browser
+        .step(serde_json::json!({"op": "page", "queue": "mail"}))
+        .await;
+    assert_eq!(page["buttons"], 0, "no button before signing in: {page}");
+    let kinds = page["body"].as_str().unwrap();
+    assert!(
+        kinds.contains("order # not found in ledger #") && kinds.contains("ledger # locked"),
+        "{kinds}"
+    );
+    let wrong = browser
+        .step(serde_json::json!({"op": "sign_in", "token": "wrong"}))
+        .await;
+    assert!(
+        wrong["body"]
+            .as_str()
+            .unwrap()
+            .contains("not the console token"),
+        "{wrong}"
+    );
+    let signed = browser.step(serde_json::json!({"op": "sign_in"})).await;
+    assert!(
+        signed["body"].as_str().unwrap().contains("signed in"),
+        "{signed}"
+    );
+    let forged = browser
+        .step(serde_json::json!({"op": "post_without_csrf", "queue": "mail"}))
+        .await;
+    assert_eq!(forged["status"], 403, "{forged}");
+    assert_eq!(
+        paused(db, "mail").await,
+        None,
+        "a form without its CSRF token changes nothing"
+    );
+}
+
+/// Pausing is seen in the database and on the page; resuming in the database.
+async fn pause_and_resume(browser: &mut Browser, db: &TestDb, base: &str) {
+    let pause = serde_json::json!({"op": "pause", "queue": "mail", "reason": "deploy"});
+    browser.act(pause, "queue mail paused").await;
+    assert_eq!(paused(db, "mail").await.as_deref(), Some("deploy"));
+    eventually(
+        "the page says it is paused",
+        Duration::from_secs(30),
+        || async {
+            let page = browser_free_get(&format!("{base}/queues/mail")).await;
+            page.contains("paused (deploy)")
+        },
+    )
+    .await;
+    let resume = serde_json::json!({"op": "resume", "queue": "mail"});
+    browser.act(resume, "queue mail resumed").await;
+    assert_eq!(paused(db, "mail").await, None);
+}
+
+/// The states of orders 1–6 once 1–4 are done, 5 discarded and 6 `six`.
+fn after_discarding_five(six: &str) -> Vec<(u32, String)> {
+    (1..=6)
+        .map(|id| {
+            let state = match id {
+                5 => "discarded",
+                6 => six,
+                _ => "done",
+            };
+            (id, state.to_string())
+        })
+        .collect()
+}
+
+/// A failure kind retried (its four orders then done), one row discarded, then every
+/// row that gave up: asked first with the count, discarding nothing until confirmed.
+async fn retry_and_discard(browser: &mut Browser, db: &TestDb) {
+    let kind = "order # not found in ledger #";
+    let retry = serde_json::json!({"op": "retry_group", "queue": "mail", "kind": kind});
+    browser.act(retry, "retried 4 of 4 keys").await;
+    eventually(
+        "orders 1–4, retried, are done",
+        Duration::from_secs(30),
+        || async { states(db).await[..4].iter().all(|(_, s)| s == "done") },
+    )
+    .await;
+    let discard = serde_json::json!({"op": "discard_key", "queue": "mail", "key": "5"});
+    browser.act(discard, "discarded 1 of 1 key").await;
+    assert_eq!(states(db).await, after_discarding_five("failed"));
+    // Every row that gave up: asked first, with the count; nothing discarded yet.
+    let asked = browser
+        .step(serde_json::json!({"op": "discard_all", "queue": "mail"}))
+        .await;
+    let body = asked["body"].as_str().unwrap();
+    assert!(body.contains("Discard 1 row?"), "{asked}");
+    assert!(
+        body.contains("every row that gave up now — 1 row"),
+        "{asked}"
+    );
+    assert_eq!(
+        states(db).await,
+        after_discarding_five("failed"),
+        "asking discards nothing"
+    );
+    browser
+        .act(serde_json::json!({"op": "confirm"}), "discarded 1 of 1 key")
+        .await;
+    assert_eq!(states(db).await, after_discarding_five("discarded"));
+}
+
+/// Signed in, a queue's page has its forms; its screenshot is the docs'.
+async fn the_queue_page_signed_in(browser: &mut Browser) {
+    let page = browser
+        .step(serde_json::json!({"op": "page", "queue": "mail"}))
+        .await;
+    assert!(
+        page["buttons"].as_u64().unwrap() > 4,
+        "signed in: the forms: {page}"
+    );
+    let shot = screenshot().with_file_name("console-queue.png");
+    let path = shot.to_str().unwrap();
+    let command = serde_json::json!({"op": "screenshot", "queue": "mail", "path": path});
+    browser.step(command).await;
+    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000));
+}
+
 /// At 1280 × 800 the list fits; a browser signs in, pauses, resumes, retries a kind,
 /// discards a row, and every row that gave up once a page said how many (each in
 /// the database and on the page); a form without its CSRF token is refused.
@@ -178,180 +341,11 @@ async fn the_console_in_a_browser() {
         .await;
     std::fs::create_dir_all(screenshot().parent().unwrap()).unwrap();
     let mut browser = Browser::start(&python, &chromium, &base, &screenshot());
-
-    let layout = browser.step(serde_json::json!({"op": "layout"})).await;
-    assert!(
-        layout["body"].as_str().unwrap().contains("ticket-ticket-"),
-        "the long note is there"
-    );
-    assert!(
-        layout["scroll_width"].as_u64() <= layout["client_width"].as_u64(),
-        "{layout}"
-    );
-    assert_eq!(layout["sideways"], serde_json::json!([]), "{layout}");
-    let width = layout["inner_width"].as_f64().unwrap();
-    for heading in layout["headings"].as_array().unwrap() {
-        let (left, right) = (
-            heading["left"].as_f64().unwrap(),
-            heading["right"].as_f64().unwrap(),
-        );
-        assert!(
-            left >= 0.0 && right <= width,
-            "{heading} outside 0..{width}"
-        );
-    }
-    assert_eq!(layout["headings"].as_array().unwrap().len(), 10);
-    let rightmost = layout["headings"][9]["right"].as_f64().unwrap();
-    println!(
-        "at 1280 x 800: page {} px wide in a {} px window; the last heading ends at {rightmost:.0} px",
-        layout["scroll_width"], layout["client_width"]
-    );
-    assert!(std::fs::metadata(screenshot()).is_ok_and(|m| m.len() > 1000));
-
-    let page = browser
-        .step(serde_json::json!({"op": "page", "queue": "mail"}))
-        .await;
-    assert_eq!(page["buttons"], 0, "no button before signing in: {page}");
-    let kinds = page["body"].as_str().unwrap();
-    assert!(
-        kinds.contains("order # not found in ledger #") && kinds.contains("ledger # locked"),
-        "{kinds}"
-    );
-    let wrong = browser
-        .step(serde_json::json!({"op": "sign_in", "token": "wrong"}))
-        .await;
-    assert!(
-        wrong["body"]
-            .as_str()
-            .unwrap()
-            .contains("not the console token"),
-        "{wrong}"
-    );
-    let signed = browser.step(serde_json::json!({"op": "sign_in"})).await;
-    assert!(
-        signed["body"].as_str().unwrap().contains("signed in"),
-        "{signed}"
-    );
-
-    let forged = browser
-        .step(serde_json::json!({"op": "post_without_csrf", "queue": "mail"}))
-        .await;
-    assert_eq!(forged["status"], 403, "{forged}");
-    assert_eq!(
-        paused(&db, "mail").await,
-        None,
-        "a form without its CSRF token changes nothing"
-    );
-
-    let done = browser
-        .step(serde_json::json!({"op": "pause", "queue": "mail", "reason": "deploy"}))
-        .await;
-    assert!(
-        done["notice"]
-            .as_str()
-            .unwrap()
-            .contains("queue mail paused"),
-        "{done}"
-    );
-    assert_eq!(paused(&db, "mail").await.as_deref(), Some("deploy"));
-    eventually(
-        "the page says it is paused",
-        Duration::from_secs(30),
-        || async {
-            let page = browser_free_get(&format!("{base}/queues/mail")).await;
-            page.contains("paused (deploy)")
-        },
-    )
-    .await;
-    let done = browser
-        .step(serde_json::json!({"op": "resume", "queue": "mail"}))
-        .await;
-    assert!(
-        done["notice"]
-            .as_str()
-            .unwrap()
-            .contains("queue mail resumed"),
-        "{done}"
-    );
-    assert_eq!(paused(&db, "mail").await, None);
-
-    let kind = "order # not found in ledger #";
-    let done = browser
-        .step(serde_json::json!({"op": "retry_group", "queue": "mail", "kind": kind}))
-        .await;
-    assert!(
-        done["notice"]
-            .as_str()
-            .unwrap()
-            .contains("retried 4 of 4 keys"),
-        "{done}"
-    );
-    eventually(
-        "orders 1–4, retried, are done",
-        Duration::from_secs(30),
-        || async { states(&db).await[..4].iter().all(|(_, s)| s == "done") },
-    )
-    .await;
-    let done = browser
-        .step(serde_json::json!({"op": "discard_key", "queue": "mail", "key": "5"}))
-        .await;
-    assert!(
-        done["notice"]
-            .as_str()
-            .unwrap()
-            .contains("discarded 1 of 1 key"),
-        "{done}"
-    );
-    let expected = |six: &str| -> Vec<(u32, String)> {
-        (1..=6)
-            .map(|id| {
-                let state = match id {
-                    5 => "discarded",
-                    6 => six,
-                    _ => "done",
-                };
-                (id, state.to_string())
-            })
-            .collect()
-    };
-    assert_eq!(states(&db).await, expected("failed"));
-    // Every row that gave up: asked first, with the count; nothing discarded yet.
-    let asked = browser
-        .step(serde_json::json!({"op": "discard_all", "queue": "mail"}))
-        .await;
-    let body = asked["body"].as_str().unwrap();
-    assert!(body.contains("Discard 1 row?"), "{asked}");
-    assert!(
-        body.contains("every row that gave up now — 1 row"),
-        "{asked}"
-    );
-    assert_eq!(
-        states(&db).await,
-        expected("failed"),
-        "asking discards nothing"
-    );
-    let done = browser.step(serde_json::json!({"op": "confirm"})).await;
-    assert!(
-        done["notice"]
-            .as_str()
-            .unwrap()
-            .contains("discarded 1 of 1 key"),
-        "{done}"
-    );
-    assert_eq!(states(&db).await, expected("discarded"));
-    let page = browser
-        .step(serde_json::json!({"op": "page", "queue": "mail"}))
-        .await;
-    assert!(
-        page["buttons"].as_u64().unwrap() > 4,
-        "signed in: the forms: {page}"
-    );
-    // A queue's page, signed in: the docs show it.
-    let shot = screenshot().with_file_name("console-queue.png");
-    let path = shot.to_str().unwrap();
-    let command = serde_json::json!({"op": "screenshot", "queue": "mail", "path": path});
-    browser.step(command).await;
-    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000));
+    the_list_fits_the_window(&mut browser).await;
+    only_the_token_signs_in(&mut browser, &db).await;
+    pause_and_resume(&mut browser, &db, &base).await;
+    retry_and_discard(&mut browser, &db).await;
+    the_queue_page_signed_in(&mut browser).await;
     drop(browser.stdin);
     let _ = browser.child.wait().await;
     let log = daemon.stderr();

@@ -4,14 +4,15 @@
 use crate::support::endpoint::start_with_metrics;
 use crate::support::{QueueFile, QueueFiles, TestDb};
 
+/// The table of the queue whose listener is asked: no row waits.
+const SNIFF_JOB: &str =
+    "CREATE TABLE sniff_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'done')";
+
 /// Every path the listener answers — and one it does not know — says nosniff.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_answer_says_nosniff() {
     let db = TestDb::new().await;
-    db.exec(
-        "CREATE TABLE sniff_job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'done')",
-    )
-    .await;
+    db.exec(SNIFF_JOB).await;
     let files = QueueFiles::new();
     QueueFile::new("sniff")
         .select("SELECT id FROM sniff_job WHERE state = 'waiting' ORDER BY id")

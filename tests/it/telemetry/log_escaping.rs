@@ -45,11 +45,8 @@ async fn control_characters_in_values_are_escaped_in_the_text_log() {
     let finished = run_to_end(cmd, Duration::from_secs(60)).await;
     let log = finished.stderr;
     assert_eq!(finished.status.code(), Some(0), "{log}");
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM esc_job WHERE state = 'failed'")
-            .await,
-        1
-    );
+    db.assert_count("SELECT COUNT(*) FROM esc_job WHERE state = 'failed'", 1)
+        .await;
     // The values were logged: escaped.
     assert!(log.contains(r"evil\r\n2026-01-01T00:00:00Z"), "{log}");
     assert!(log.contains(r"\u{1b}[2J"), "{log}");

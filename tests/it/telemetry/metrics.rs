@@ -10,7 +10,7 @@ use crate::support;
 use crate::support::daemon::tableq;
 use crate::support::endpoint::{exporting_every_family, get, start_with_metrics};
 use crate::support::web::closed_port;
-use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, QueueFile, QueueFiles, TestDb};
 
 /// A queue `name` over the job table whose action marks the job done.
 fn queue(name: &str) -> QueueFile {
@@ -38,12 +38,9 @@ async fn metrics_health_and_readiness() {
         .write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
 
-    eventually("the jobs are done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 3
-    })
-    .await;
+    // The jobs are done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 3, 30)
+        .await;
     let (status, text) = get(&format!("{base}/metrics")).await;
     assert_eq!(status, 200);
     assert!(
@@ -97,11 +94,9 @@ async fn a_taken_metrics_port_fails_the_start() {
         .env("TABLEQ_DATABASE_URL", "mysql://root@127.0.0.1:1/x");
     let done = support::daemon::run_to_end(cmd, Duration::from_secs(30)).await;
     assert_eq!(done.code(), Some(1), "{}", done.stderr);
-    assert!(
-        done.stderr
-            .contains(&format!("--metrics-addr {addr}: cannot listen")),
-        "{}",
-        done.stderr
+    assert_has(
+        &done.stderr,
+        &format!("--metrics-addr {addr}: cannot listen"),
     );
 }
 

@@ -8,7 +8,15 @@ use std::time::Duration;
 use crate::support;
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
-use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
+use crate::support::{eventually, load, private_db, Engine, QueueFile, QueueFiles, TestDb};
+
+/// Ten jobs, 5 and 10 marked to fail, and the table `seen` their action inserts
+/// into (holding the key 0 a failing job inserts).
+const TEN_JOBS: &str =
+    "CREATE TABLE job (id INT PRIMARY KEY, fail BOOL NOT NULL, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
+         CREATE TABLE seen (id INT PRIMARY KEY) DEFAULT CHARSET=utf8mb4;
+         INSERT INTO seen VALUES (0);
+         INSERT INTO job (id, fail) VALUES (1,0),(2,0),(3,0),(4,0),(5,1),(6,0),(7,0),(8,0),(9,0),(10,1)";
 
 /// Scrapes until `series` has `value`, then returns the whole scrape.
 async fn scrape_until(base: &str, series: &str, value: f64) -> String {
@@ -27,6 +35,35 @@ async fn scrape_until(base: &str, series: &str, value: f64) -> String {
     }
 }
 
+/// The counts of [`outcomes_and_histograms_account_for_every_item`]'s run.
+const EVERY_ITEM_COUNTED: [(&str, f64); 9] = [
+    (r#"tableq_items_total{queue="jobs",outcome="done"}"#, 8.0),
+    (r#"tableq_items_total{queue="jobs",outcome="failed"}"#, 2.0),
+    (
+        r#"tableq_items_total{queue="jobs",outcome="returned"}"#,
+        0.0,
+    ),
+    (
+        r#"tableq_items_total{queue="jobs",outcome="rolled_back"}"#,
+        2.0,
+    ),
+    (
+        r#"tableq_action_duration_seconds_count{queue="jobs"}"#,
+        12.0,
+    ),
+    (
+        r#"tableq_transaction_duration_seconds_count{queue="jobs"}"#,
+        12.0,
+    ),
+    (
+        r#"tableq_action_duration_seconds_bucket{le="+Inf",queue="jobs"}"#,
+        12.0,
+    ),
+    // 10 rows + 2 claimed again + the empty claim that found the queue drained.
+    (r#"tableq_claims_total{queue="jobs"}"#, 13.0),
+    (r#"tableq_claim_duration_seconds_count{queue="jobs"}"#, 13.0),
+];
+
 /// Ten rows, two of whose actions fail, one worker claiming one row at a time: 8
 /// done, 2 failed, and the 2 optimistic transactions that had the failure rolled
 /// back (then claimed again with a savepoint); an action and a transaction timed
@@ -34,13 +71,7 @@ async fn scrape_until(base: &str, series: &str, value: f64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outcomes_and_histograms_account_for_every_item() {
     let db = TestDb::new().await;
-    db.exec(
-        "CREATE TABLE job (id INT PRIMARY KEY, fail BOOL NOT NULL, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4;
-         CREATE TABLE seen (id INT PRIMARY KEY) DEFAULT CHARSET=utf8mb4;
-         INSERT INTO seen VALUES (0);
-         INSERT INTO job (id, fail) VALUES (1,0),(2,0),(3,0),(4,0),(5,1),(6,0),(7,0),(8,0),(9,0),(10,1)",
-    )
-    .await;
+    db.exec(TEN_JOBS).await;
     let files = QueueFiles::new();
     QueueFile::new("jobs")
         .select("SELECT id, fail FROM job WHERE state = 'waiting' ORDER BY id")
@@ -60,40 +91,9 @@ async fn outcomes_and_histograms_account_for_every_item() {
     )
     .await;
     let value = |series: &str| sample(&text, series).unwrap_or_else(|| panic!("{series}: {text}"));
-    assert_eq!(
-        value(r#"tableq_items_total{queue="jobs",outcome="done"}"#),
-        8.0
-    );
-    assert_eq!(
-        value(r#"tableq_items_total{queue="jobs",outcome="failed"}"#),
-        2.0
-    );
-    assert_eq!(
-        value(r#"tableq_items_total{queue="jobs",outcome="returned"}"#),
-        0.0
-    );
-    assert_eq!(
-        value(r#"tableq_items_total{queue="jobs",outcome="rolled_back"}"#),
-        2.0
-    );
-    assert_eq!(
-        value(r#"tableq_action_duration_seconds_count{queue="jobs"}"#),
-        12.0
-    );
-    assert_eq!(
-        value(r#"tableq_transaction_duration_seconds_count{queue="jobs"}"#),
-        12.0
-    );
-    assert_eq!(
-        value(r#"tableq_action_duration_seconds_bucket{le="+Inf",queue="jobs"}"#),
-        12.0
-    );
-    // 10 rows + 2 claimed again + the empty claim that found the queue drained.
-    assert_eq!(value(r#"tableq_claims_total{queue="jobs"}"#), 13.0);
-    assert_eq!(
-        value(r#"tableq_claim_duration_seconds_count{queue="jobs"}"#),
-        13.0
-    );
+    for (series, expected) in EVERY_ITEM_COUNTED {
+        assert_eq!(value(series), expected, "{series}");
+    }
     assert_eq!(value(r#"tableq_workers_busy{queue="jobs"}"#), 0.0);
     for kind in [
         "connect",
@@ -180,11 +180,8 @@ async fn waiting_rows_are_counted_up_to_the_cap_with_the_oldest_age() {
     let text = scrape_until(&base, r#"tableq_waiting{queue="backlog"}"#, 10.0).await;
     let oldest = sample(&text, r#"tableq_oldest_waiting_seconds{queue="backlog"}"#).unwrap();
     assert!((250.0..260.0).contains(&oldest), "250 s old, read {oldest}");
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
-            .await,
-        25
-    );
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'waiting'", 25)
+        .await;
     assert_eq!(
         sample(
             &text,
@@ -282,11 +279,8 @@ async fn items_rolled_back_at_the_shutdown_timeout_are_counted() {
         stopped.iter().any(|line| line.contains("rolled_back=3")),
         "{stopped:?}"
     );
-    assert_eq!(
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'waiting'")
-            .await,
-        3
-    );
+    db.assert_count("SELECT COUNT(*) FROM job WHERE state = 'waiting'", 3)
+        .await;
 }
 
 /// A database restart, counted by kind: the watcher's claim on the connection the
@@ -295,10 +289,7 @@ async fn items_rolled_back_at_the_shutdown_timeout_are_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_errors_are_counted_by_kind_across_a_restart() {
     // A server of this test's own: it is going to be stopped.
-    let server = tokio::task::spawn_blocking(support::MariaDb::start)
-        .await
-        .unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (server, db) = private_db(&[]).await;
     support::job_table(&db, &[1]).await;
     let files = QueueFiles::new();
     support::waiting_jobs("jobs")

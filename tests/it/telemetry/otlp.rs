@@ -45,6 +45,24 @@ fn received(collector: &WebServer) -> Vec<(String, Span)> {
     spans
 }
 
+/// Runs the queue file `file` exporting to `endpoint` until `collector` has
+/// received two spans.
+async fn run_until_two_spans(
+    file: &std::path::Path,
+    db: &TestDb,
+    endpoint: &str,
+    collector: &WebServer,
+) -> Daemon {
+    let mut cmd = tableq(&["run", "--otlp-endpoint", endpoint]);
+    cmd.arg(file).env("TABLEQ_DATABASE_URL", &db.url);
+    let daemon = Daemon::spawn(cmd);
+    eventually("two spans arrive", Duration::from_secs(60), || async {
+        received(collector).len() >= 2
+    })
+    .await;
+    daemon
+}
+
 /// A string attribute's value.
 fn text(attributes: &[KeyValue], key: &str) -> Option<String> {
     attributes.iter().find(|kv| kv.key == key).and_then(|kv| {
@@ -110,49 +128,57 @@ async fn each_item_span_arrives_in_its_rows_trace_with_queue_key_and_outcome() {
         .collect();
     for (service, span) in &spans {
         assert_eq!(service, "otlp-test");
-        assert_eq!(span.name, "process otlp_hooks");
-        let attribute = |key| text(&span.attributes, key);
-        assert_eq!(attribute("tableq.queue").as_deref(), Some("otlp_hooks"));
-        let key = attribute("tableq.key").expect("the key");
-        let (_, trace, parent) = sent.iter().find(|(k, ..)| *k == key).expect("delivered");
-        assert_eq!(&hex(&span.trace_id), trace, "item {key}: the trace it sent");
-        assert_eq!(
-            &hex(&span.span_id),
-            parent,
-            "item {key}: the span it sent from"
-        );
-        assert!(span.end_time_unix_nano >= span.start_time_unix_nano);
-        let events: Vec<&str> = span.events.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(
-            events,
-            [
-                "claimed",
-                "action started",
-                "action finished",
-                "outcome recorded",
-                "committed"
-            ]
-        );
-        match key.as_str() {
-            "2" => {
-                assert_eq!(attribute("tableq.outcome").as_deref(), Some("failed"));
-                let error = attribute("tableq.error").expect("the error text");
-                assert!(error.contains("500"), "{error}");
-            }
-            _ => {
-                assert_eq!(attribute("tableq.outcome").as_deref(), Some("done"));
-                assert_eq!(attribute("tableq.error"), None);
-            }
-        }
-        if key == "3" {
-            assert_eq!(hex(&span.trace_id), ROW_TRACE, "the row's own trace");
-            assert_eq!(hex(&span.parent_span_id), ROW_SPAN, "under the row's span");
-        } else {
-            assert_ne!(hex(&span.trace_id), ROW_TRACE);
-            assert!(span.parent_span_id.is_empty(), "a root span");
-        }
+        the_item_span_says_what_it_sent(span, &sent);
     }
     daemon.terminate().await;
+}
+
+/// One item's span: named for its queue, with the key and outcome (and the error of
+/// item 2, which failed), its five events, in the trace and as the span its delivery
+/// sent (`sent`: key, trace and parent of each request) — the row's own trace for
+/// item 3, under the span that wrote it.
+fn the_item_span_says_what_it_sent(span: &Span, sent: &[(String, String, String)]) {
+    assert_eq!(span.name, "process otlp_hooks");
+    let attribute = |key| text(&span.attributes, key);
+    assert_eq!(attribute("tableq.queue").as_deref(), Some("otlp_hooks"));
+    let key = attribute("tableq.key").expect("the key");
+    let (_, trace, parent) = sent.iter().find(|(k, ..)| *k == key).expect("delivered");
+    assert_eq!(&hex(&span.trace_id), trace, "item {key}: the trace it sent");
+    assert_eq!(
+        &hex(&span.span_id),
+        parent,
+        "item {key}: the span it sent from"
+    );
+    assert!(span.end_time_unix_nano >= span.start_time_unix_nano);
+    let events: Vec<&str> = span.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        events,
+        [
+            "claimed",
+            "action started",
+            "action finished",
+            "outcome recorded",
+            "committed"
+        ]
+    );
+    match key.as_str() {
+        "2" => {
+            assert_eq!(attribute("tableq.outcome").as_deref(), Some("failed"));
+            let error = attribute("tableq.error").expect("the error text");
+            assert!(error.contains("500"), "{error}");
+        }
+        _ => {
+            assert_eq!(attribute("tableq.outcome").as_deref(), Some("done"));
+            assert_eq!(attribute("tableq.error"), None);
+        }
+    }
+    if key == "3" {
+        assert_eq!(hex(&span.trace_id), ROW_TRACE, "the row's own trace");
+        assert_eq!(hex(&span.parent_span_id), ROW_SPAN, "under the row's span");
+    } else {
+        assert_ne!(hex(&span.trace_id), ROW_TRACE);
+        assert!(span.parent_span_id.is_empty(), "a root span");
+    }
 }
 
 /// In `scope = "batch"` a batch is one span: its items are its events (key and
@@ -186,12 +212,9 @@ async fn a_batch_is_one_span_with_its_items_as_events_and_links() {
         collector.url("/v1/traces"),
     );
     let mut daemon = Daemon::spawn(cmd);
-    eventually("the batch is done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 3
-    })
-    .await;
+    // The batch is done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", 3, 60)
+        .await;
     eventually(
         "the batch's span arrives",
         Duration::from_secs(30),
@@ -256,12 +279,9 @@ async fn a_collector_that_never_answers_costs_the_workers_nothing() {
     let started = Instant::now();
     let mut daemon = Daemon::spawn(cmd);
     let metrics = format!("http://{}/metrics", metrics_address(&daemon).await);
-    eventually("every row done", Duration::from_secs(60), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == ROWS
-    })
-    .await;
+    // Every row done.
+    db.until_count("SELECT COUNT(*) FROM job WHERE state = 'done'", ROWS, 60)
+        .await;
     let drained = started.elapsed();
     let dropped = || async {
         let (_, scrape) = get(&metrics).await;
@@ -311,13 +331,8 @@ async fn a_leased_items_span_continues_its_rows_trace() {
         .action_command(&["true"])
         .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
-    let mut cmd = tableq(&["run", "--otlp-endpoint", &collector.url("/")]);
-    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
-    let mut daemon = Daemon::spawn(cmd);
-    eventually("two spans arrive", Duration::from_secs(60), || async {
-        received(&collector).len() >= 2
-    })
-    .await;
+    let endpoint = collector.url("/");
+    let mut daemon = run_until_two_spans(&file, &db, &endpoint, &collector).await;
 
     let spans = received(&collector);
     assert_eq!(spans.len(), 2, "one span per item");
@@ -415,13 +430,8 @@ async fn a_row_not_leased_has_its_span() {
         .action_command(&["true"])
         .on_success("UPDATE job SET state = 'done' WHERE id = :id AND lease_id = :lease_id")
         .write(&files);
-    let mut cmd = tableq(&["run", "--otlp-endpoint", &collector.url("")]);
-    cmd.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
-    let mut daemon = Daemon::spawn(cmd);
-    eventually("both spans arrive", Duration::from_secs(60), || async {
-        received(&collector).len() >= 2
-    })
-    .await;
+    let endpoint = collector.url("");
+    let mut daemon = run_until_two_spans(&file, &db, &endpoint, &collector).await;
     let not_leased = Some("[lease] sql matched no row: not leased".to_string());
     let expected = [
         ("1".to_string(), "done".to_string(), None),

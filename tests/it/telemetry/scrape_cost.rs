@@ -7,7 +7,7 @@ use mysql_async::prelude::Queryable;
 
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
-use crate::support::{eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{eventually, private_db, QueueFile, QueueFiles};
 
 const QUEUES: usize = 10;
 
@@ -26,8 +26,7 @@ async fn com_select(conn: &mut mysql_async::Conn) -> u64 {
 async fn scraping_sends_no_query() {
     // Always a server of this test's own: Com_select counts every session's SELECTs,
     // and the shared server serves every test of the crate at once.
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (_server, db) = private_db(&[]).await;
     db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(10) NOT NULL DEFAULT 'waiting') DEFAULT CHARSET=utf8mb4")
         .await;
     let files = QueueFiles::new();
