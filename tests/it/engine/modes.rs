@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::support::daemon::{run_to_end, tableq, Daemon};
 use crate::support::endpoint::{get, start_with_metrics};
 use crate::support::scrape::sample;
-use crate::support::{connections, eventually, MariaDb, QueueFile, QueueFiles, TestDb};
+use crate::support::{connections, eventually, private_db, MariaDb, QueueFile, QueueFiles, TestDb};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Mode {
@@ -409,6 +409,7 @@ pub async fn kill_9_loses_nothing(mode: Mode) {
 }
 
 /// How the database comes to refuse writes, and takes them again.
+#[derive(Clone, Copy)]
 struct Refusal {
     start: &'static str,
     end: &'static str,
@@ -441,19 +442,9 @@ pub async fn a_revoked_grant_repeats_nothing(mode: Mode) {
 }
 
 async fn refused_writes_repeat_nothing(mode: Mode, refusal: Refusal) {
-    let server = tokio::task::spawn_blocking(MariaDb::start).await.unwrap();
-    let db = TestDb::on(&server.base_url()).await;
+    let (_server, db) = private_db(&[]).await;
     job_table(&db, 40).await;
-    // An ordinary user: root's privileges write through `read_only`. UPDATE on the
-    // table is its own grant, so that taking it away counts at once.
-    db.exec(&format!(
-        "CREATE USER 'app'@'%' IDENTIFIED BY 'app';
-         GRANT SELECT, INSERT, DELETE ON `{0}`.* TO 'app'@'%';
-         GRANT UPDATE ON `{0}`.job TO 'app'@'%'",
-        db.name
-    ))
-    .await;
-    let app_url = db.url.replacen("root@", "app:app@", 1);
+    let app_url = app_user(&db).await;
     let files = QueueFiles::new();
     let runs = files.path().join("runs");
     let script = files.script(
@@ -465,54 +456,10 @@ async fn refused_writes_repeat_nothing(mode: Mode, refusal: Refusal) {
         .workers(3)
         .write(&files);
     let (mut daemon, base) = start_with_metrics(&files, &app_url).await;
-    let ran = || {
-        std::fs::read_to_string(&runs)
-            .unwrap_or_default()
-            .lines()
-            .count()
-    };
-    eventually("some rows are done", Duration::from_secs(30), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            >= 5
-    })
-    .await;
+    let done = "SELECT COUNT(*) FROM job WHERE state = 'done'";
+    db.until_count_at_least(done, 5, 30).await;
     db.exec(refusal.start).await;
-    eventually("/readyz says why", Duration::from_secs(30), || async {
-        get(&format!("{base}/readyz"))
-            .await
-            .1
-            .contains(refusal.said)
-    })
-    .await;
-    let before = ran();
-    let said = std::cell::RefCell::new(Vec::new());
-    let readyz = || async {
-        let answer = get(&format!("{base}/readyz")).await.1;
-        said.borrow_mut().push(answer);
-    };
-    eventually(
-        "the actions in flight have ended",
-        Duration::from_secs(10),
-        || async {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            readyz().await;
-            ran() == before
-        },
-    )
-    .await;
-    // Past the first backoffs, with every worker waiting unconnected at the gate:
-    // what /readyz says meanwhile (not in lease mode, whose 3 s leases would run
-    // out in a longer spell, and their jobs rightly run again).
-    let longer = match mode {
-        Mode::Transaction => 6,
-        Mode::Lease => 0,
-    };
-    for _ in 0..longer {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        readyz().await;
-    }
-    let said = said.into_inner();
+    let said = readyz_while_refused(mode, &base, refusal, &runs).await;
     db.exec(refusal.end).await;
     for answer in &said {
         assert!(
@@ -521,23 +468,80 @@ async fn refused_writes_repeat_nothing(mode: Mode, refusal: Refusal) {
             refusal.said
         );
     }
-    eventually("every row is done", Duration::from_secs(90), || async {
-        db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
-            .await
-            == 40
+    db.until_count(done, 40, 90).await;
+    daemon.terminate().await;
+    each_ran_once(&runs, 40, &daemon.stderr());
+}
+
+/// An ordinary user of `db`, whose URL it returns: root's privileges write through
+/// `read_only`. UPDATE on the table is its own grant, so that taking it away counts
+/// at once.
+async fn app_user(db: &TestDb) -> String {
+    db.exec(&format!(
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'app';
+         GRANT SELECT, INSERT, DELETE ON `{0}`.* TO 'app'@'%';
+         GRANT UPDATE ON `{0}`.job TO 'app'@'%'",
+        db.name
+    ))
+    .await;
+    db.url.replacen("root@", "app:app@", 1)
+}
+
+/// What `/readyz` says while the database refuses writes, from when it first says
+/// why until the actions in flight have ended (no new line in `runs`), and in
+/// transaction mode for 3 s more, past the first backoffs, with every worker
+/// waiting unconnected at the gate (not in lease mode, whose 3 s leases would run
+/// out in a longer spell, and their jobs rightly run again).
+async fn readyz_while_refused(
+    mode: Mode,
+    base: &str,
+    refusal: Refusal,
+    runs: &std::path::Path,
+) -> Vec<String> {
+    let readyz = || async { get(&format!("{base}/readyz")).await.1 };
+    eventually("/readyz says why", Duration::from_secs(30), || async {
+        readyz().await.contains(refusal.said)
     })
     .await;
-    daemon.terminate().await;
-    let log = std::fs::read_to_string(&runs).unwrap();
+    let ran = || {
+        std::fs::read_to_string(runs)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let before = ran();
+    let said = std::cell::RefCell::new(Vec::new());
+    let until_quiet = Duration::from_secs(10);
+    eventually("the actions in flight have ended", until_quiet, || async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let answer = readyz().await;
+        said.borrow_mut().push(answer);
+        ran() == before
+    })
+    .await;
+    let longer = match mode {
+        Mode::Transaction => 6,
+        Mode::Lease => 0,
+    };
+    let mut said = said.into_inner();
+    for _ in 0..longer {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        said.push(readyz().await);
+    }
+    said
+}
+
+/// Asserts that `runs` holds `rows` lines, each key once: every action ran once.
+fn each_ran_once(runs: &std::path::Path, rows: usize, stderr: &str) {
+    let log = std::fs::read_to_string(runs).unwrap();
     let mut keys: Vec<&str> = log.lines().collect();
     let all = keys.len();
     keys.sort();
     keys.dedup();
     assert_eq!(
         (all, keys.len()),
-        (40, 40),
-        "every action ran once:\n{}",
-        daemon.stderr()
+        (rows, rows),
+        "every action ran once:\n{stderr}"
     );
 }
 
@@ -550,13 +554,7 @@ pub async fn a_key_at_its_limit_is_counted(mode: Mode) {
     job_table(&db, 3).await;
     let files = QueueFiles::new();
     let go = files.path().join("go");
-    let script = files.script(
-        "waits",
-        &format!(
-            "for _ in $(seq 600); do [ -e '{}' ] && exit 0; sleep 0.1; done\nexit 1",
-            go.display()
-        ),
-    );
+    let script = files.script("waits", &until_exists(&go));
     let mut key = toml::Table::new();
     key.insert("key".into(), "customer".into());
     mode.queue("gauged", &[&script.to_string_lossy()], "state = 'done'")
@@ -592,6 +590,14 @@ pub async fn a_key_at_its_limit_is_counted(mode: Mode) {
     .await;
     eventually("no key counted at its limit", within, at_limit(0.0)).await;
     daemon.terminate().await;
+}
+
+/// A script's body that waits (up to a minute) until `go` exists, then succeeds.
+fn until_exists(go: &std::path::Path) -> String {
+    format!(
+        "for _ in $(seq 600); do [ -e '{}' ] && exit 0; sleep 0.1; done\nexit 1",
+        go.display()
+    )
 }
 
 /// A URL of two hosts whose first refused writes as the queue started: once the

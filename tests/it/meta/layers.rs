@@ -596,37 +596,13 @@ fn named_paths(code: &str, module: &[String]) -> Vec<Named> {
             continue;
         }
         if word == "use" {
-            let stop = (end..chars.len())
-                .find(|&j| chars[j] == ';')
-                .unwrap_or(chars.len());
-            let tree: String = chars[end..stop].iter().collect();
-            let before: String = chars[at.saturating_sub(16)..at].iter().collect();
-            let before = before.trim_end();
-            let reexport =
-                before.ends_with("pub") || (before.ends_with(')') && before.contains("pub("));
-            for (path, alias) in use_leaves(&tree) {
-                let (alias, scope) = (Some(alias), scope.clone());
-                found.push(Named {
-                    line,
-                    path,
-                    reexport,
-                    alias,
-                    scope,
-                });
-            }
-            line += tree.matches('\n').count();
+            let (named, stop) = use_declaration(&chars, at, end, line, &scope);
+            line += chars[end..stop].iter().filter(|&&c| c == '\n').count();
+            found.extend(named);
             at = stop;
             continue;
         }
-        let mut path = vec![word];
-        let mut next = end;
-        while chars.get(next..next + 2) == Some(&[':', ':'])
-            && chars.get(next + 2).is_some_and(|&c| is_ident(c))
-        {
-            let segment_end = ident_end(next + 2);
-            path.push(chars[next + 2..segment_end].iter().collect());
-            next = segment_end;
-        }
+        let (path, next) = path_at(&chars, word, end);
         if path.len() > 1 {
             found.push(Named {
                 line,
@@ -639,6 +615,53 @@ fn named_paths(code: &str, module: &[String]) -> Vec<Named> {
         at = next;
     }
     found
+}
+
+/// The leaves of the `use` declaration whose keyword spans `at..end` (named on
+/// `line`, in `scope`), and where it ends (its `;`).
+fn use_declaration(
+    chars: &[char],
+    at: usize,
+    end: usize,
+    line: usize,
+    scope: &[String],
+) -> (Vec<Named>, usize) {
+    let stop = (end..chars.len())
+        .find(|&j| chars[j] == ';')
+        .unwrap_or(chars.len());
+    let tree: String = chars[end..stop].iter().collect();
+    let before: String = chars[at.saturating_sub(16)..at].iter().collect();
+    let before = before.trim_end();
+    let reexport = before.ends_with("pub") || (before.ends_with(')') && before.contains("pub("));
+    let named = use_leaves(&tree)
+        .into_iter()
+        .map(|(path, alias)| Named {
+            line,
+            path,
+            reexport,
+            alias: Some(alias),
+            scope: scope.to_vec(),
+        })
+        .collect();
+    (named, stop)
+}
+
+/// The path that starts with `word` (which ends at `end`): its segments, and where
+/// it ends.
+fn path_at(chars: &[char], word: String, end: usize) -> (Vec<String>, usize) {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut path = vec![word];
+    let mut next = end;
+    while chars.get(next..next + 2) == Some(&[':', ':'])
+        && chars.get(next + 2).is_some_and(|&c| is_ident(c))
+    {
+        let segment_end = (next + 2..chars.len())
+            .find(|&j| !is_ident(chars[j]))
+            .unwrap_or(chars.len());
+        path.push(chars[next + 2..segment_end].iter().collect());
+        next = segment_end;
+    }
+    (path, next)
 }
 
 /// `code` without its `use` and `mod …;` declarations: where names are used.

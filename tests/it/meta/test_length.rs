@@ -7,13 +7,6 @@ use std::path::{Path, PathBuf};
 /// The most lines a function of the tests may take.
 const MOST_LINES: usize = 80;
 
-/// Functions the lead's files still hold over the limit, as `path::name`: each goes
-/// when its file is split, and this test fails while one listed is short already.
-const NOT_YET_SPLIT: &[&str] = &[
-    "engine/modes.rs::refused_writes_repeat_nothing",
-    "meta/layers.rs::named_paths",
-];
-
 /// Every `.rs` file below `dir`.
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
@@ -87,24 +80,14 @@ fn too_long() -> Vec<(String, usize)> {
 
 #[test]
 fn no_test_function_is_longer_than_80_lines() {
-    let long = too_long();
-    let new: Vec<String> = long
+    let long: Vec<String> = too_long()
         .iter()
-        .filter(|(name, _)| !NOT_YET_SPLIT.contains(&name.as_str()))
         .map(|(name, lines)| format!("{name} ({lines} lines)"))
         .collect();
     assert!(
-        new.is_empty(),
+        long.is_empty(),
         "longer than {MOST_LINES} lines: split each into named steps or a behaviour run \
-         per variant: {new:#?}"
-    );
-    let split: Vec<&&str> = NOT_YET_SPLIT
-        .iter()
-        .filter(|listed| !long.iter().any(|(name, _)| name == *listed))
-        .collect();
-    assert!(
-        split.is_empty(),
-        "{split:?} no longer exceed {MOST_LINES} lines: take them off NOT_YET_SPLIT"
+         per variant: {long:#?}"
     );
 }
 
