@@ -14,9 +14,8 @@ use crate::engine::modes::transaction::{external, sql};
 use crate::engine::policy::concurrency::SessionKeys;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::admit::{admit, Admitted};
-use crate::engine::turn::record::item::{ItemStore, Undo};
-use crate::engine::turn::record::record;
-use crate::engine::turn::record::set::SetStore;
+use crate::engine::turn::record::item::Undo;
+use crate::engine::turn::record::{record, TransactionStore};
 use crate::engine::turn::report::BatchReport;
 use crate::engine::turn::Turn;
 
@@ -110,21 +109,6 @@ async fn fail_unreadable(
         .zip(&outcomes)
         .map(|(u, outcome)| (&u.item, Some(outcome)))
         .collect();
-    let undo = Undo::Savepoint;
-    if queue.batch_scope() {
-        let mut store = SetStore {
-            session,
-            queue,
-            undo,
-        };
-        return record(queue, &mut store, &entries, report).await;
-    }
-    let action_wrote = false;
-    let mut store = ItemStore {
-        session,
-        queue,
-        undo,
-        action_wrote,
-    };
+    let mut store = TransactionStore::new(session, queue, Undo::Savepoint, false);
     record(queue, &mut store, &entries, report).await
 }

@@ -14,9 +14,8 @@ use crate::config::QueueConfig;
 use crate::db::{DbError, Item, Session};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::execute::Work;
-use crate::engine::turn::record::item::{ItemStore, Undo};
-use crate::engine::turn::record::record;
-use crate::engine::turn::record::set::SetStore;
+use crate::engine::turn::record::item::Undo;
+use crate::engine::turn::record::{record, TransactionStore};
 use crate::engine::turn::report::BatchReport;
 use crate::engine::turn::settle::item_span;
 use crate::sql::statement::{first_word, ParsedStatement};
@@ -34,28 +33,15 @@ pub async fn process(
     report: &mut BatchReport,
 ) -> Result<(), DbError> {
     let single_statements = outcomes_are_single_statements(&queue.config);
-    if queue.batch_scope() {
-        let outcomes = while_pinging(session, run_as_batch(queue, action, items)).await?;
-        let entries: Vec<_> = items
-            .iter()
-            .zip(outcomes.iter().map(Option::as_ref))
-            .collect();
-        let undo = match single_statements {
-            true => Undo::Statement,
-            false => Undo::Savepoint,
-        };
-        let mut store = SetStore {
-            session,
-            queue,
-            undo,
-        };
-        return record(queue, &mut store, &entries, report).await;
-    }
-    let outcomes = while_pinging(session, run_each(queue, action, items)).await?;
+    let batch = queue.batch_scope();
+    let outcomes = match batch {
+        true => while_pinging(session, run_as_batch(queue, action, items)).await?,
+        false => while_pinging(session, run_each(queue, action, items)).await?,
+    };
     // The actions wrote nothing to the database; only outcome SQL may need
     // undoing, and one statement that fails undoes itself.
     let undo = match (items.len(), single_statements) {
-        (1, _) => Undo::Rollback,
+        (1, _) if !batch => Undo::Rollback,
         (_, true) => Undo::Statement,
         (_, false) => Undo::Savepoint,
     };
@@ -63,12 +49,7 @@ pub async fn process(
         .iter()
         .zip(outcomes.iter().map(Option::as_ref))
         .collect();
-    let mut store = ItemStore {
-        session,
-        queue,
-        undo,
-        action_wrote: false,
-    };
+    let mut store = TransactionStore::new(session, queue, undo, false);
     record(queue, &mut store, &entries, report).await
 }
 

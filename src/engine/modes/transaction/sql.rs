@@ -8,8 +8,7 @@ use crate::db::{DbError, Item, Session, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::execute::Work;
 use crate::engine::turn::record::item::{ItemStore, Undo};
-use crate::engine::turn::record::set::SetStore;
-use crate::engine::turn::record::{record, Store, Written};
+use crate::engine::turn::record::{record, Store, TransactionStore, Written};
 use crate::engine::turn::report::{BatchReport, Fate, Returned};
 use crate::engine::turn::settle::item_span;
 
@@ -101,27 +100,8 @@ async fn succeeds(
         return Ok(None);
     };
     let set: Vec<(&Item, &Outcome)> = work.items.iter().map(|item| (item, &outcome)).collect();
-    let undo = Undo::Batch;
-    let written = match work.batch {
-        true => {
-            let mut store = SetStore {
-                session,
-                queue,
-                undo,
-            };
-            store.write(Statements::OnSuccess, &set).await?
-        }
-        false => {
-            let action_wrote = false;
-            let mut store = ItemStore {
-                session,
-                queue,
-                undo,
-                action_wrote,
-            };
-            store.write(Statements::OnSuccess, &set).await?
-        }
-    };
+    let mut store = TransactionStore::new(session, queue, Undo::Batch, false);
+    let written = store.write(Statements::OnSuccess, &set).await?;
     let all = written.iter().all(|w| matches!(w, Written::Recorded));
     Ok(all.then_some(outcome))
 }
