@@ -11,7 +11,7 @@
 //! a kind's `config` is in the config layer, though its folder is under `action`):
 //!
 //! ```text
-//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
+//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
 //! ```
 //!
 //! - [`commands`]: the command line and what each subcommand does, with its exit
@@ -51,7 +51,7 @@
 //!     pause` holds the queue, read by one worker for all), `engine::stop_when_empty` (one queue
 //!     found itself empty), `engine::drain` (every queue of the process is),
 //!     `engine::loops` (rows that come straight back), `engine::retry` (the one
-//!     retry helper, with backoff), `engine::restart` (a worker that panicked runs
+//!     retry helper, over `backoff`), `engine::restart` (a worker that panicked runs
 //!     again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
 //!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
@@ -113,14 +113,17 @@
 //!   `mod.rs`; registered by one line of `config::action`'s `kinds!` and one of
 //!   `config::kinds`. `action::message` (a broker message made from a
 //!   row, and its keys, for amqp and nats); `action::process` (a program tableq
-//!   starts, for command and worker: its environment, its process group, its keys
-//!   `workdir` and `env`); `action::outcome` (what an action came
+//!   starts, for command and worker: its environment, its process group, the one
+//!   grace it is given to end, its keys `workdir` and `env`); `action::deadline`
+//!   (the deadlines a kind keeps itself, outside an item's, which is the engine's:
+//!   a connect, a question, `check`'s look downstream); `action::outcome` (what an action came
 //!   to, and whose fault a failure is), `action::progress` (lease mode's
 //!   `:progress`), `action::capture` (bounded output, and what a run had captured
 //!   when its deadline came), `action::php` (PHP's death recognised in what a PHP
 //!   handler sent back, for fastcgi and worker).
 //! - `db`: the only place outside `check` that talks to the driver —
-//!   `db::connect` (a database, KILL), `db::account` (the account a session is
+//!   `db::connect` (a database, KILL), `db::deadline` (the one deadline on a call
+//!   to the database), `db::account` (the account a session is
 //!   logged in as, quoted for a GRANT: `'tableq'@'%'`), `db::error` and `db::error_kind` (error
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
@@ -165,9 +168,15 @@
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 //! - `lock`: a mutex's guard even after a holder panicked; `duration`: a duration
 //!   as a message says it (`651ms`, `1.7s`, `2m 5s`), the one rounding every line
-//!   uses.
+//!   uses; `backoff`: waiting before trying again — the one `jitter`, and waits
+//!   that double from a first to a ceiling, each caller's own (the engine's
+//!   retries, a broker's reconnections, a worker process started again);
+//!   `trace_context`: W3C Trace Context (`traceparent`) as text — a row's, read by
+//!   `db::item`, continued by an HTTP delivery's header and by `telemetry::trace`'s
+//!   spans.
 
 mod action;
+mod backoff;
 mod check;
 pub mod commands;
 pub mod config;
@@ -179,6 +188,7 @@ mod engine;
 mod lock;
 mod sql;
 pub mod telemetry;
+mod trace_context;
 
 pub use check::{check, CheckOptions, CheckReport};
 pub use config::{load_paths, ActionConfig, QueueConfig};

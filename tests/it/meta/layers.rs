@@ -6,7 +6,7 @@
 //! ```text
 //! main → commands (the CLI, signals, one function per subcommand)
 //!   → engine | check | count
-//!   → telemetry → action → db → config → sql → diagnostic → lock | duration
+//!   → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
 //! ```
 //!
 //! A kind of action is one folder, `src/action/<kind>/`, whose `config.rs` (its
@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sql"],
     &["diagnostic"],
-    &["lock", "duration"],
+    &["lock", "duration", "backoff", "trace_context"],
 ];
 
 /// Where the database driver may be named.
