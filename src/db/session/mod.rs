@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use super::budget::{Place, Seat};
 use super::connect::{Database, Kill, QUICK_TIMEOUT};
+use super::deadline::within;
 use super::due::{self, DueQuery};
 use super::error::DbError;
 use super::item::Item;
@@ -354,15 +355,10 @@ async fn answer<T>(
 ) -> Result<T, DbError> {
     watch.unanswered.begin(what);
     watch.abandoned.sent();
-    let result = match tokio::time::timeout(limit, call).await {
-        Ok(result) => result.map_err(DbError::from),
-        Err(_) => {
-            return Err(DbError::Deadline {
-                waiting_for: what,
-                limit,
-            })
-        }
-    };
+    let result = within(what, limit, call).await;
+    if matches!(result, Err(DbError::Deadline { .. })) {
+        return result;
+    }
     if result.is_ok() || matches!(&result, Err(e) if e.server_code().is_some()) {
         watch.unanswered.answered();
         watch.abandoned.answered();
