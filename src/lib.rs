@@ -11,7 +11,7 @@
 //! a kind's `config` is in the config layer, though its folder is under `action`):
 //!
 //! ```text
-//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
+//! commands → engine | check | count | console → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
 //! ```
 //!
 //! - [`commands`]: the command line and what each subcommand does, with its exit
@@ -71,6 +71,11 @@
 //!   `check::proof::lease`, `check::proof::words`), `check::failed` (the proof
 //!   of `[failed]` retry and discard) and `check::packet` (a batch that would not
 //!   fit in `max_allowed_packet`), all rolled back.
+//! - `console`: the status page's actions, behind the console token — it acts on
+//!   the queues (it writes to the database), so it is no part of telemetry, which
+//!   only observes; the metrics endpoint serves its routes — `console::auth`
+//!   (token, sessions, CSRF), `console::act` (pause, resume, retry, discard,
+//!   inspect), `console::request` (what a JSON body or a form asks).
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
 //! - [`telemetry`]: what the process tells about itself. `telemetry::events`
@@ -97,10 +102,7 @@
 //!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`,
 //!     `telemetry::http::status::response` (the page's and its data's answers),
 //!     `telemetry::http::status::queue_page` (a queue's own page, the sign-in and
-//!     inspect pages)); `telemetry::http::console` (the actions, behind the console
-//!     token: `telemetry::http::console::auth` (token, sessions, CSRF),
-//!     `telemetry::http::console::act` (pause, resume, retry, discard, inspect),
-//!     `telemetry::http::console::request` (what a JSON body or a form asks));
+//!     inspect pages)), serving beside them the routes of what acts (the console's);
 //!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).
@@ -180,6 +182,7 @@ mod backoff;
 mod check;
 pub mod commands;
 pub mod config;
+mod console;
 mod count;
 mod db;
 pub mod diagnostic;

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! main → commands (the CLI, signals, one function per subcommand)
-//!   → engine | check | count
+//!   → engine | check | count | console
 //!   → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
 //! ```
 //!
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 /// is the same top-level module, and any module of a lower layer.
 const LAYERS: &[&[&str]] = &[
     &["main", "lib", "commands"],
-    &["engine", "check", "count"],
+    &["engine", "check", "count", "console"],
     &["telemetry"],
     &["action"],
     &["db"],
