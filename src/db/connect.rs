@@ -346,17 +346,13 @@ impl Database {
             let _ = conn.disconnect().await;
             match result {
                 // It ended by itself meanwhile.
-                Err(mysql_async::Error::Server(e)) if e.code == ER_NO_SUCH_THREAD => Ok(()),
+                Err(mysql_async::Error::Server(e)) if e.code == ER_NO_SUCH_THREAD => {
+                    Ok::<_, DbError>(())
+                }
                 other => Ok(other?),
             }
         };
-        match tokio::time::timeout(limit * 2, kill).await {
-            Ok(result) => result,
-            Err(_) => Err(DbError::Deadline {
-                waiting_for: "a KILL",
-                limit,
-            }),
-        }
+        within("a KILL", limit * 2, kill).await
     }
 }
 
