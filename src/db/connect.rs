@@ -390,8 +390,8 @@ impl Database {
                 Some(place)
             }
             Some(Seat::Handed(mut conn, place)) => {
-                let reset = tokio::time::timeout(limit.min(QUICK_TIMEOUT), conn.reset()).await;
-                if let Ok(Ok(true)) = reset {
+                let reset = within(CONNECTING, limit.min(QUICK_TIMEOUT), conn.reset()).await;
+                if let Ok(true) = reset {
                     return Ok((conn, Some(place)));
                 }
                 Some(place)

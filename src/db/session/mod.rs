@@ -288,10 +288,9 @@ impl Session {
 
     /// ROLLBACK within [`QUICK_TIMEOUT`]; false if the connection cannot be trusted.
     pub async fn rollback_quickly(&mut self) -> bool {
-        matches!(
-            tokio::time::timeout(QUICK_TIMEOUT, self.rollback()).await,
-            Ok(Ok(()))
-        )
+        within("a ROLLBACK", QUICK_TIMEOUT, self.rollback())
+            .await
+            .is_ok()
     }
 
     /// COMMIT; a deadlock it answers is a certification conflict (a multi-primary
