@@ -42,17 +42,24 @@ pub fn probe_limit(timeout: Duration) -> Duration {
 }
 
 /// What `look` found within [`probe_limit`] of `timeout`; past it, what the kind
-/// says of a server that did not answer (`unanswered` hears how long it waited:
-/// "10s").
+/// says of a server that did not answer, `unanswered`, ended with how long it
+/// waited ("no answer from … within 10s").
 pub async fn probe(
     timeout: Duration,
     look: impl Future<Output = Vec<Probed>>,
-    unanswered: impl FnOnce(String) -> Probed,
+    unanswered: Probed,
 ) -> Vec<Probed> {
     let limit = probe_limit(timeout);
     match within(limit, look).await {
         Ok(found) => found,
-        Err(_) => vec![unanswered(humantime::format_duration(limit).to_string())],
+        Err(late) => vec![Probed {
+            message: format!(
+                "{} within {}",
+                unanswered.message,
+                humantime::format_duration(late.0)
+            ),
+            ..unanswered
+        }],
     }
 }
 
@@ -70,9 +77,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_unanswered_look_is_the_kinds_word() {
         let never = std::future::pending::<Vec<Probed>>();
-        let found = probe(Duration::from_secs(1), never, |waited| {
-            Probed::error("url", format!("no answer within {waited}"))
-        });
+        let found = probe(
+            Duration::from_secs(1),
+            never,
+            Probed::error("url", "no answer"),
+        );
         assert_eq!(found.await, [Probed::error("url", "no answer within 5s")]);
     }
 }

@@ -16,10 +16,8 @@ use crate::db::Item;
 
 impl Probe for Amqp {
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        let unanswered = |waited| {
-            let server = &self.link.server;
-            Probed::error("url", format!("no answer from RabbitMQ at {server} within {waited}"))
-        };
+        let unanswered = format!("no answer from RabbitMQ at {}", self.link.server);
+        let unanswered = Probed::error("url", unanswered);
         Box::pin(deadline::probe(self.config.common.timeout, look(self, queue, sample), unanswered))
     }
 }

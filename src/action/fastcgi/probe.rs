@@ -17,20 +17,21 @@ impl Probe for Fastcgi {
     fn probe<'a>(&'a self, _queue: &'a str, _sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
         Box::pin(async move {
             let timeout = self.config.common.timeout;
-            let mut found = deadline::probe(timeout, look(self), |waited| busy(self, &waited)).await;
+            let mut found = deadline::probe(timeout, look(self), busy(self)).await;
             found.extend(script(self));
             found
         })
     }
 }
 
-/// The server took the connection, but did not answer within `waited`.
-fn busy(fastcgi: &Fastcgi, waited: &str) -> Probed {
+/// The server took the connection, but no child answered (within the look's
+/// limit, which [`deadline::probe`] adds).
+fn busy(fastcgi: &Fastcgi) -> Probed {
     Probed::warning(
         "address",
         format!(
-            "PHP-FPM at {} took the connection but no child answered within {waited}: every \
-             child busy (pm.max_children)?",
+            "PHP-FPM at {}: every child busy (pm.max_children)? It took the connection but \
+             no child answered",
             fastcgi.server
         ),
     )

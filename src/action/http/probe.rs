@@ -16,8 +16,7 @@ use crate::db::Item;
 /// networks are refused: a warning if every address it resolves to is private.
 impl Probe for Http {
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        let unanswered =
-            |waited| Probed::error("url", format!("no answer from downstream within {waited}"));
+        let unanswered = Probed::error("url", "no answer from downstream");
         Box::pin(deadline::probe(self.config.common.timeout, look(self, queue, sample), unanswered))
     }
 }

@@ -14,10 +14,8 @@ use crate::db::Item;
 
 impl Probe for Nats {
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        let unanswered = |waited| {
-            let servers = &self.config.servers;
-            Probed::error("url", format!("cannot reach NATS at {servers}: no answer within {waited}"))
-        };
+        let unanswered = format!("cannot reach NATS at {}: no answer", self.config.servers);
+        let unanswered = Probed::error("url", unanswered);
         Box::pin(deadline::probe(self.config.common.timeout, look(self, queue, sample), unanswered))
     }
 }
