@@ -11,7 +11,7 @@
 //! a kind's `config` is in the config layer, though its folder is under `action`):
 //!
 //! ```text
-//! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
+//! commands → engine | check | count | console → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
 //! ```
 //!
 //! - [`commands`]: the command line and what each subcommand does, with its exit
@@ -49,7 +49,7 @@
 //!     `engine::policy::sharing` (kept shared), `engine::policy::pausing` (whether
 //!     `tableq pause` holds the queue, read by one worker for all),
 //!     `engine::policy::loops` (rows that come straight back),
-//!     `engine::policy::retry` (the one retry helper, with backoff).
+//!     `engine::policy::retry` (the one retry helper, over `backoff`).
 //!   - `engine::queue` (what a queue's workers share), and a queue's life:
 //!     `engine::queue::supervisor` (one version per queue: start, reload without
 //!     harm, the watchdog, graceful shutdown), `engine::queue::launch` (prepare,
@@ -79,6 +79,11 @@
 //!   `check::proof::lease`, `check::proof::words`), `check::failed` (the proof
 //!   of `[failed]` retry and discard) and `check::packet` (a batch that would not
 //!   fit in `max_allowed_packet`), all rolled back.
+//! - `console`: the status page's actions, behind the console token — it acts on
+//!   the queues (it writes to the database), so it is no part of telemetry, which
+//!   only observes; the metrics endpoint serves its routes — `console::auth`
+//!   (token, sessions, CSRF), `console::act` (pause, resume, retry, discard,
+//!   inspect), `console::request` (what a JSON body or a form asks).
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
 //! - [`telemetry`]: what the process tells about itself. `telemetry::events`
@@ -105,10 +110,7 @@
 //!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`,
 //!     `telemetry::http::status::response` (the page's and its data's answers),
 //!     `telemetry::http::status::queue_page` (a queue's own page, the sign-in and
-//!     inspect pages)); `telemetry::http::console` (the actions, behind the console
-//!     token: `telemetry::http::console::auth` (token, sessions, CSRF),
-//!     `telemetry::http::console::act` (pause, resume, retry, discard, inspect),
-//!     `telemetry::http::console::request` (what a JSON body or a form asks));
+//!     inspect pages)), serving beside them the routes of what acts (the console's);
 //!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).
@@ -121,14 +123,17 @@
 //!   `mod.rs`; registered by one line of `config::action`'s `kinds!` and one of
 //!   `config::kinds`. `action::message` (a broker message made from a
 //!   row, and its keys, for amqp and nats); `action::process` (a program tableq
-//!   starts, for command and worker: its environment, its process group, its keys
-//!   `workdir` and `env`); `action::outcome` (what an action came
+//!   starts, for command and worker: its environment, its process group, the one
+//!   grace it is given to end, its keys `workdir` and `env`); `action::deadline`
+//!   (the deadlines a kind keeps itself, outside an item's, which is the engine's:
+//!   a connect, a question, `check`'s look downstream); `action::outcome` (what an action came
 //!   to, and whose fault a failure is), `action::progress` (lease mode's
 //!   `:progress`), `action::capture` (bounded output, and what a run had captured
 //!   when its deadline came), `action::php` (PHP's death recognised in what a PHP
 //!   handler sent back, for fastcgi and worker).
 //! - `db`: the only place outside `check` that talks to the driver —
-//!   `db::connect` (a database, KILL), `db::account` (the account a session is
+//!   `db::connect` (a database, KILL), `db::deadline` (the one deadline on a call
+//!   to the database), `db::account` (the account a session is
 //!   logged in as, quoted for a GRANT: `'tableq'@'%'`), `db::error` and `db::error_kind` (error
 //!   classes and kinds), `db::session` (the worker's session: `db::session::setup`, `db::session::claim`,
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
@@ -173,12 +178,19 @@
 //! - [`diagnostic`]: findings, `FILE:LINE: queue NAME: error: message`.
 //! - `lock`: a mutex's guard even after a holder panicked; `duration`: a duration
 //!   as a message says it (`651ms`, `1.7s`, `2m 5s`), the one rounding every line
-//!   uses.
+//!   uses; `backoff`: waiting before trying again — the one `jitter`, and waits
+//!   that double from a first to a ceiling, each caller's own (the engine's
+//!   retries, a broker's reconnections, a worker process started again);
+//!   `trace_context`: W3C Trace Context (`traceparent`) as text — a row's, read by
+//!   `db::item`, continued by an HTTP delivery's header and by `telemetry::trace`'s
+//!   spans.
 
 mod action;
+mod backoff;
 mod check;
 pub mod commands;
 pub mod config;
+mod console;
 mod count;
 mod db;
 pub mod diagnostic;
@@ -187,6 +199,7 @@ mod engine;
 mod lock;
 mod sql;
 pub mod telemetry;
+mod trace_context;
 
 pub use check::{check, CheckOptions, CheckReport};
 pub use config::{load_paths, ActionConfig, QueueConfig};

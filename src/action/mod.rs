@@ -11,6 +11,7 @@
 //! connection alive.
 
 pub mod capture;
+pub mod deadline;
 pub mod message;
 mod outcome;
 pub mod php;

@@ -3,8 +3,6 @@
 //! a sample row's message would look like, where its request would go. The sample is the first waiting row,
 //! claimed and at once rolled back; nothing is sent.
 
-use std::time::Duration;
-
 use mysql_async::prelude::Queryable;
 use mysql_async::Row;
 
@@ -26,24 +24,14 @@ pub async fn sample_row(queue: &QueueConfig, session: &mut Session) -> Option<It
     claimed.ok().flatten().map(|row| prepared.item(row))
 }
 
-/// What `action` finds downstream, as findings on `queue`'s `[action]` keys. It
-/// gets the action's timeout (at least five seconds) to answer.
+/// What `action` finds downstream, as findings on `queue`'s `[action]` keys (each
+/// kind's look keeps `action::deadline::probe`'s limit).
 pub async fn probe(
     queue: &QueueConfig,
     action: &dyn External,
     sample: Option<&Item>,
 ) -> Vec<Finding> {
-    let within = queue.action.timeout().max(Duration::from_secs(5));
-    let found = match tokio::time::timeout(within, action.probe(&queue.name, sample)).await {
-        Ok(found) => found,
-        Err(_) => vec![crate::action::Probed::error(
-            "url",
-            format!(
-                "no answer from downstream within {}",
-                humantime::format_duration(within)
-            ),
-        )],
-    };
+    let found = action.probe(&queue.name, sample).await;
     found
         .into_iter()
         .map(|probed| queue.finding(probed.severity, &["action", probed.key], probed.message))

@@ -134,7 +134,8 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     let metrics_stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
         let token = console_token.as_deref();
-        crate::telemetry::http::start(addr, options.monitor.clone(), token, metrics_stop.clone())
+        let acting = crate::console::acting(options.monitor.clone(), token);
+        crate::telemetry::http::start(addr, options.monitor.clone(), acting, metrics_stop.clone())
             .await
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
     }

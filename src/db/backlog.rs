@@ -16,6 +16,7 @@ use mysql_async::{Conn, Params, Row, Value};
 
 use super::clock::DbClock;
 use super::connect::{Database, Kill, QUICK_TIMEOUT};
+use super::deadline::within;
 use super::error::DbError;
 use super::error_kind::ErrorKind;
 use super::failed::{positional, queue_params};
@@ -23,6 +24,9 @@ use super::session::OpenError;
 use crate::config::names::find_column;
 use crate::config::QueueConfig;
 use crate::sql::statement::{string_literal, with_parameters_written_in};
+
+/// What a count waits for, as its deadline says.
+const COUNTING: &str = "the count of waiting rows";
 
 /// What one look at the backlog found.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,13 +117,13 @@ async fn read_on(
     );
     let here = SystemTime::now();
     let row: Option<(u64, Value, Value)> =
-        within(limit, conn.exec_first(count, params.clone())).await?;
+        within(COUNTING, limit, conn.exec_first(count, params.clone())).await?;
     let (found, now, unix) = row.unwrap_or((0, Value::NULL, Value::NULL));
     let found = found as usize;
     let oldest_since = match &queue.monitoring.waiting_since {
         Some(since) if found > 0 => {
             let first = conn.exec_first::<Row, _, _>(format!("{select}\nLIMIT 1"), params);
-            within(limit, first)
+            within(COUNTING, limit, first)
                 .await?
                 .and_then(|row| column(row, since))
         }
@@ -148,7 +152,7 @@ async fn gave_up(
     let cap = queue.monitoring.waiting_cap;
     let count = count_statement(&failed.select.positional, cap);
     let params = positional(queue_params(&failed.select, &queue.name));
-    match within(limit, conn.exec_first::<u64, _, _>(count, params)).await {
+    match within(COUNTING, limit, conn.exec_first::<u64, _, _>(count, params)).await {
         Ok(found) => Ok(Some((found.unwrap_or(0) as usize).min(cap))),
         Err(e) if e.is_statement_error() => Ok(None),
         Err(e) => Err(e),
@@ -161,6 +165,7 @@ async fn gave_up(
 pub async fn count_on(conn: &mut Conn, queue: &QueueConfig, cap: usize) -> Result<usize, DbError> {
     let count = count_statement(&queue.select.positional, cap);
     let found: Option<u64> = within(
+        COUNTING,
         queue.database_timeout,
         conn.exec_first(count, select_params(queue)),
     )
@@ -204,17 +209,4 @@ fn column(mut row: Row, name: &str) -> Option<Value> {
         .map(|c| c.name_str().into_owned())
         .collect();
     row.take::<Value, _>(find_column(&names, name)?)
-}
-
-async fn within<T>(
-    limit: Duration,
-    call: impl std::future::Future<Output = Result<T, mysql_async::Error>>,
-) -> Result<T, DbError> {
-    tokio::time::timeout(limit, call)
-        .await
-        .map_err(|_| DbError::Deadline {
-            waiting_for: "the count of waiting rows",
-            limit,
-        })?
-        .map_err(DbError::from)
 }

@@ -9,6 +9,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Value};
 
 use super::connect::QUICK_TIMEOUT;
+use super::deadline::within;
 use super::error::DbError;
 use super::session::Session;
 
@@ -33,12 +34,7 @@ impl DbClock {
     pub async fn read_on(conn: &mut Conn) -> Result<DbClock, DbError> {
         let query = conn.query_first::<(Value, Value), _>("SELECT NOW(6), UNIX_TIMESTAMP(NOW(6))");
         let here = unix_micros(SystemTime::now());
-        let row = tokio::time::timeout(QUICK_TIMEOUT, query)
-            .await
-            .map_err(|_| DbError::Deadline {
-                waiting_for: "the database's clock",
-                limit: QUICK_TIMEOUT,
-            })??;
+        let row = within("the database's clock", QUICK_TIMEOUT, query).await?;
         let (now, unix) = row.unwrap_or((Value::NULL, Value::NULL));
         Ok(DbClock::offsets(&now, &unix, here))
     }

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::budget::{Budget, Place, Seat};
+use super::deadline::within;
 use super::error::{describe_error, DbError, Refusal, ER_NO_SUCH_THREAD};
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
@@ -292,14 +293,13 @@ impl Database {
                     continue;
                 }
             };
-            match tokio::time::timeout(limit, refuses_writes(&mut conn)).await {
-                Ok(Ok(None)) => return Ok(self.using(index, answered, conn).await),
-                Ok(Ok(Some(_))) if answered.is_none() => answered = Some((index, conn)),
-                Ok(Ok(Some(_))) => {
+            match within(CONNECTING, limit, refuses_writes(&mut conn)).await {
+                Ok(None) => return Ok(self.using(index, answered, conn).await),
+                Ok(Some(_)) if answered.is_none() => answered = Some((index, conn)),
+                Ok(Some(_)) => {
                     let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
                 }
-                Ok(Err(e)) => failed = Some(e.into()),
-                Err(_) => failed = Some(deadline(limit)),
+                Err(e) => failed = Some(e),
             }
         }
         match answered {
@@ -307,7 +307,10 @@ impl Database {
                 self.hosts.in_use.store(index, Ordering::Relaxed);
                 Ok(conn)
             }
-            None => Err(failed.unwrap_or_else(|| deadline(limit))),
+            None => Err(failed.unwrap_or(DbError::Deadline {
+                waiting_for: CONNECTING,
+                limit,
+            })),
         }
     }
 
@@ -368,17 +371,13 @@ impl Database {
             let _ = conn.disconnect().await;
             match result {
                 // It ended by itself meanwhile.
-                Err(mysql_async::Error::Server(e)) if e.code == ER_NO_SUCH_THREAD => Ok(()),
+                Err(mysql_async::Error::Server(e)) if e.code == ER_NO_SUCH_THREAD => {
+                    Ok::<_, DbError>(())
+                }
                 other => Ok(other?),
             }
         };
-        match tokio::time::timeout(limit * 2, kill).await {
-            Ok(result) => result,
-            Err(_) => Err(DbError::Deadline {
-                waiting_for: "a KILL",
-                limit,
-            }),
-        }
+        within("a KILL", limit * 2, kill).await
     }
 }
 
@@ -416,8 +415,8 @@ impl Database {
                 Some(place)
             }
             Some(Seat::Handed(mut conn, place)) => {
-                let reset = tokio::time::timeout(limit.min(QUICK_TIMEOUT), conn.reset()).await;
-                if let Ok(Ok(true)) = reset {
+                let reset = within(CONNECTING, limit.min(QUICK_TIMEOUT), conn.reset()).await;
+                if let Ok(true) = reset {
                     return Ok((conn, Some(place)));
                 }
                 Some(place)
@@ -477,30 +476,26 @@ fn server_of(opts: &Opts) -> String {
     format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port())
 }
 
-/// No answer within `limit` while connecting.
-fn deadline(limit: Duration) -> DbError {
-    DbError::Deadline {
-        waiting_for: "a connection",
-        limit,
-    }
-}
+/// What connecting waits for, as its deadline says.
+const CONNECTING: &str = "a connection";
 
 /// Opens a connection to one host, giving up after `limit`. A failure that is not
 /// the server's own answer names the address it could not reach.
 async fn connect_to(opts: &Opts, limit: Duration) -> Result<Conn, DbError> {
-    match tokio::time::timeout(limit, Conn::new(opts.clone())).await {
-        Ok(Ok(conn)) => Ok(conn),
-        Ok(Err(e @ mysql_async::Error::Server(_))) => Err(e.into()),
-        Ok(Err(e)) => Err(DbError::Driver(mysql_async::Error::Other(
-            format!(
-                "cannot connect to {}: {}",
-                server_of(opts),
-                describe_error(&e)
-            )
-            .into(),
-        ))),
-        Err(_) => Err(deadline(limit)),
-    }
+    let opening = async {
+        Conn::new(opts.clone()).await.map_err(|e| match e {
+            e @ mysql_async::Error::Server(_) => e,
+            e => mysql_async::Error::Other(
+                format!(
+                    "cannot connect to {}: {}",
+                    server_of(opts),
+                    describe_error(&e)
+                )
+                .into(),
+            ),
+        })
+    };
+    within(CONNECTING, limit, opening).await
 }
 
 /// Why the server on `conn` takes no writes now, if it does not: read-only

@@ -7,6 +7,7 @@ use mysql_async::Value;
 
 use super::value::{value_bytes, value_text};
 use crate::config::names::find_column;
+use crate::trace_context::{self, Parent};
 
 /// The select's columns: what every item of a queue looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +62,16 @@ impl Item {
             Some(index) => value_bytes(&self.values[index], self.columns.types[index]).into_owned(),
             None => Vec::new(),
         }
+    }
+
+    /// The trace the row continues: its `traceparent` column, if the select returns
+    /// one holding a valid value.
+    pub fn trace_parent(&self) -> Option<Parent> {
+        let column = trace_context::COLUMN;
+        self.columns.find(column)?;
+        trace_context::parse(&String::from_utf8_lossy(
+            &self.placeholder_bytes(column, ""),
+        ))
     }
 }
 

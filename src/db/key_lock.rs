@@ -13,9 +13,11 @@ use std::collections::HashMap;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Value};
 
+use super::connect::QUICK_TIMEOUT;
+use super::deadline::within;
 use super::error::DbError;
 use super::item::{Columns, Item};
-use super::named_lock::{within, LockNames, LockSession};
+use super::named_lock::{LockNames, LockSession, NAMED_LOCK};
 use super::value::value_text;
 use crate::config::limits::Concurrency;
 use crate::config::template::Part;
@@ -276,7 +278,12 @@ impl KeyLocks {
         session: &mut LockSession,
         items: &[Item],
     ) -> Result<Vec<bool>, DbError> {
-        within(self.take_all(session.conn(), items)).await
+        within(
+            NAMED_LOCK,
+            QUICK_TIMEOUT,
+            self.take_all(session.conn(), items),
+        )
+        .await
     }
 
     /// As [`KeyLocks::release_one`], on a copy's own lock session.
@@ -285,7 +292,12 @@ impl KeyLocks {
         session: &mut LockSession,
         item: &Item,
     ) -> Result<(), DbError> {
-        within(self.release_one(session.conn(), item)).await
+        within(
+            NAMED_LOCK,
+            QUICK_TIMEOUT,
+            self.release_one(session.conn(), item),
+        )
+        .await
     }
 
     /// Forgets every slot: the connection that held them is gone.

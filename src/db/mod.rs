@@ -12,6 +12,7 @@ pub mod budget;
 pub mod clock;
 pub mod cluster;
 pub mod connect;
+pub mod deadline;
 pub mod due;
 pub mod error;
 pub mod error_kind;

@@ -10,7 +10,12 @@ use mysql_async::Conn;
 use sha2::{Digest, Sha256};
 
 use super::connect::{Database, QUICK_TIMEOUT};
+use super::deadline::within;
 use super::error::DbError;
+
+/// What a call on a lock session waits for, as its deadline says: it is given up
+/// after [`QUICK_TIMEOUT`], as none of them waits for a lock.
+pub const NAMED_LOCK: &str = "a named lock";
 
 /// The most copies of one queue counted: each takes the first free place.
 pub const MAX_COPIES: usize = 256;
@@ -86,7 +91,7 @@ impl LockSession {
     /// Gives `name` back (once).
     pub async fn release(&mut self, name: &str) -> Result<(), DbError> {
         let release = self.conn.exec_drop("DO RELEASE_LOCK(?)", (name,));
-        within(release).await
+        within(NAMED_LOCK, QUICK_TIMEOUT, release).await
     }
 
     /// How many of `names` some session holds (this one's included).
@@ -103,7 +108,12 @@ impl LockSession {
             "SELECT CONCAT({})",
             vec!["IF(IS_FREE_LOCK(?), '1', '0')"; names.len()].join(", ")
         );
-        let answer: Option<String> = within(self.conn.exec_first(sql, names.to_vec())).await?;
+        let answer: Option<String> = within(
+            NAMED_LOCK,
+            QUICK_TIMEOUT,
+            self.conn.exec_first(sql, names.to_vec()),
+        )
+        .await?;
         Ok(answer
             .unwrap_or_default()
             .bytes()
@@ -114,21 +124,11 @@ impl LockSession {
 
 /// Takes `name` on `conn` if it is free, without waiting: true if it holds it now.
 pub async fn try_lock(conn: &mut Conn, name: &str) -> Result<bool, DbError> {
-    let got: Option<Option<i64>> =
-        within(conn.exec_first("SELECT GET_LOCK(?, 0)", (name,))).await?;
+    let got: Option<Option<i64>> = within(
+        NAMED_LOCK,
+        QUICK_TIMEOUT,
+        conn.exec_first("SELECT GET_LOCK(?, 0)", (name,)),
+    )
+    .await?;
     Ok(got.flatten() == Some(1))
-}
-
-/// A call on a lock session, given up after [`QUICK_TIMEOUT`]: none of them waits
-/// for a lock.
-pub(super) async fn within<T>(
-    call: impl std::future::Future<Output = Result<T, mysql_async::Error>>,
-) -> Result<T, DbError> {
-    match tokio::time::timeout(QUICK_TIMEOUT, call).await {
-        Ok(answer) => Ok(answer?),
-        Err(_) => Err(DbError::Deadline {
-            waiting_for: "a named lock",
-            limit: QUICK_TIMEOUT,
-        }),
-    }
 }

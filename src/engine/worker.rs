@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, Instrument};
 
+use crate::backoff::doubled;
 use crate::db::due::DueQuery;
 use crate::db::{DbError, OpenError, Refusal};
 use crate::duration::rounded;
@@ -434,8 +435,8 @@ impl<M: Mode> Worker<'_, M> {
 /// doubling, never more than `ceiling`, with jitter so two deadlocked workers do not
 /// collide again in step.
 fn contention_wait(streak: u32, ceiling: Duration) -> Duration {
-    let base = Duration::from_millis(10u64 << streak.min(10));
-    jitter(base).min(ceiling)
+    let first = Duration::from_millis(10);
+    jitter(doubled(first, streak.saturating_add(1), first * 1024)).min(ceiling)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::judge::describe;
+use crate::backoff::Backoff;
 use crate::duration::rounded;
 use crate::lock::lock;
 
@@ -35,7 +36,8 @@ pub(super) struct Link {
     /// `amqp://host:5672`, for messages: no password.
     pub server: String,
     ca_pem: Option<String>,
-    state: tokio::sync::Mutex<State>,
+    /// The connection's state, and the waits between failed attempts.
+    state: tokio::sync::Mutex<(State, Backoff)>,
     /// Channels of the current connection that no publisher holds.
     idle: Mutex<Vec<Channel>>,
     channels: Semaphore,
@@ -47,11 +49,7 @@ enum State {
     Up(Arc<Connection>),
     /// The last attempt failed (or the connection was lost): the next one waits
     /// until `retry_at`.
-    Down {
-        retry_at: Instant,
-        wait: Duration,
-        error: String,
-    },
+    Down { retry_at: Instant, error: String },
 }
 
 /// A channel lent to one publisher; it goes back to the idle ones when dropped,
@@ -76,7 +74,7 @@ impl Link {
             uri,
             server,
             ca_pem,
-            state: tokio::sync::Mutex::new(State::Unopened),
+            state: tokio::sync::Mutex::new((State::Unopened, Backoff::new(FIRST_WAIT, MAX_WAIT))),
             idle: Mutex::new(Vec::new()),
             channels: Semaphore::new(MAX_CHANNELS),
         }
@@ -143,19 +141,18 @@ impl Link {
 
     /// The connection: the open one, or a new one if the backoff allows.
     async fn connection(&self) -> Result<Arc<Connection>, String> {
-        let mut state = self.state.lock().await;
-        let wait = match &*state {
+        let mut guard = self.state.lock().await;
+        let (state, backoff) = &mut *guard;
+        match &*state {
             State::Up(connection) if connection.status().connected() => {
                 return Ok(connection.clone())
             }
             State::Up(_) => {
                 warn!(server = %self.server, "lost the connection to RabbitMQ; connecting again");
                 lock(&self.idle).clear();
-                FIRST_WAIT
+                backoff.reset();
             }
-            State::Down {
-                retry_at, error, ..
-            } if Instant::now() < *retry_at => {
+            State::Down { retry_at, error } if Instant::now() < *retry_at => {
                 let left = retry_at.saturating_duration_since(Instant::now());
                 return Err(format!(
                     "cannot reach RabbitMQ at {}: {error} (trying again in {})",
@@ -163,13 +160,11 @@ impl Link {
                     rounded(left)
                 ));
             }
-            State::Down { wait, .. } => *wait,
-            State::Unopened => FIRST_WAIT,
-        };
+            State::Down { .. } | State::Unopened => {}
+        }
         // Until this attempt succeeds, the next waits: one attempt at a time.
         *state = State::Down {
-            retry_at: Instant::now() + jitter(wait),
-            wait: (wait * 2).min(MAX_WAIT),
+            retry_at: Instant::now() + backoff.next_wait(),
             error: "connecting".to_string(),
         };
         match self.connect().await {
@@ -177,11 +172,12 @@ impl Link {
                 info!(server = %self.server, "connected to RabbitMQ");
                 let connection = Arc::new(connection);
                 *state = State::Up(connection.clone());
+                backoff.reset();
                 Ok(connection)
             }
             Err(e) => {
                 let error = describe(&e);
-                if let State::Down { error: last, .. } = &mut *state {
+                if let State::Down { error: last, .. } = state {
                     *last = error.clone();
                 }
                 Err(format!("cannot reach RabbitMQ at {}: {error}", self.server))
@@ -204,9 +200,4 @@ impl Link {
     fn failed(&self, what: &str, e: &lapin::Error) -> String {
         format!("{what} on RabbitMQ at {}: {}", self.server, describe(e))
     }
-}
-
-/// `wait`, jittered by ±50%, so that many processes do not knock at once.
-fn jitter(wait: Duration) -> Duration {
-    wait.mul_f64(0.5 + fastrand::f64())
 }

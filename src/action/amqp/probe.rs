@@ -10,12 +10,15 @@ use super::judge::describe;
 use super::Amqp;
 use futures::future::BoxFuture;
 
+use crate::action::deadline;
 use crate::action::{Probe, Probed};
 use crate::db::Item;
 
 impl Probe for Amqp {
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        Box::pin(look(self, queue, sample))
+        let unanswered = format!("no answer from RabbitMQ at {}", self.link.server);
+        let unanswered = Probed::error("url", unanswered);
+        Box::pin(deadline::probe(self.config.common.timeout, look(self, queue, sample), unanswered))
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Child;
 
 use super::capture::{clip_error, last_lines, read_into, read_tail, Captured};
-use super::process::{ended, prepare, ProcessGroup};
+use super::process::{ended, grace, prepare, ProcessGroup};
 use super::progress::{Listening, Progress};
 use super::{Action, ActionError, Blame, External, Job, Outcome, Probe, Ready};
 use crate::db::row_json::{item_json, items_json, keys_json};
@@ -214,8 +214,8 @@ async fn supervise(
 /// What `reader` read, once it is done (or [`DRAIN_GRACE`] has passed).
 async fn collect<T>(reader: Option<tokio::task::JoinHandle<T>>) -> Option<T> {
     let mut handle = reader?;
-    match tokio::time::timeout(DRAIN_GRACE, &mut handle).await {
-        Ok(Ok(read)) => Some(read),
+    match grace(DRAIN_GRACE, &mut handle).await {
+        Some(Ok(read)) => Some(read),
         _ => {
             handle.abort();
             None

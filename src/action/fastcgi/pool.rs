@@ -18,6 +18,7 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio::time::Instant;
 
 use super::config::Address;
+use crate::action::deadline::within;
 use crate::action::CONNECT_TIMEOUT;
 use crate::lock::lock;
 
@@ -44,7 +45,7 @@ pub async fn connect(address: &Address) -> std::io::Result<Conn> {
         }
     };
     let late = || std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer to the connect");
-    tokio::time::timeout(CONNECT_TIMEOUT, opening)
+    within(CONNECT_TIMEOUT, opening)
         .await
         .unwrap_or_else(|_| Err(late()))
 }

@@ -4,46 +4,50 @@
 //! does with PHP's errors (`settings`). Nothing is sent to the script.
 
 use std::path::Path;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 use super::record::get_values;
 use super::{pool, settings, Fastcgi};
+use crate::action::deadline;
 use crate::action::{Probe, Probed};
 use crate::db::Item;
 
 impl Probe for Fastcgi {
     fn probe<'a>(&'a self, _queue: &'a str, _sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        Box::pin(look(self))
+        Box::pin(async move {
+            let timeout = self.config.common.timeout;
+            let mut found = deadline::probe(timeout, look(self), busy(self)).await;
+            found.extend(script(self));
+            found
+        })
     }
+}
+
+/// The server took the connection, but no child answered (within the look's
+/// limit, which [`deadline::probe`] adds).
+fn busy(fastcgi: &Fastcgi) -> Probed {
+    Probed::warning(
+        "address",
+        format!(
+            "PHP-FPM at {}: every child busy (pm.max_children)? It took the connection but \
+             no child answered",
+            fastcgi.server
+        ),
+    )
 }
 
 async fn look(fastcgi: &Fastcgi) -> Vec<Probed> {
     let server = &fastcgi.server;
-    let within = fastcgi.config.common.timeout.min(Duration::from_secs(10));
-    let waited = humantime::format_duration(within);
-    let mut found = Vec::new();
-    match tokio::time::timeout(within, answers(fastcgi)).await {
-        Err(_) => found.push(Probed::warning(
-            "address",
-            format!(
-                "PHP-FPM at {server} took the connection but no child answered within {waited}: \
-                 every child busy (pm.max_children)?"
-            ),
-        )),
-        Ok(Err(why)) => found.push(Probed::error("address", why)),
-        Ok(Ok(values)) => {
-            found.push(Probed::note(
-                "address",
-                format!("the FastCGI server at {server} answers ({values})"),
-            ));
-            if let Ok(said) = tokio::time::timeout(within, settings::look(&fastcgi.config, server)).await {
-                found.extend(said);
-            }
-        }
-    }
-    found.extend(script(fastcgi));
+    let values = match answers(fastcgi).await {
+        Ok(values) => values,
+        Err(why) => return vec![Probed::error("address", why)],
+    };
+    let mut found = vec![Probed::note(
+        "address",
+        format!("the FastCGI server at {server} answers ({values})"),
+    )];
+    found.extend(settings::look(&fastcgi.config, server).await);
     found
 }
 

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use super::record::{exchange, request};
 use super::config::FastcgiAction;
 use super::{judge, pool};
+use crate::action::deadline::within;
 use crate::action::Probed;
 
 /// The probe: the settings that decide where a fatal error goes, as JSON.
@@ -52,7 +53,7 @@ impl ErrorLog {
     /// The pool's error_log file: once the question is answered (it may still be
     /// under way: up to [`ASK_WITHIN`]); `None` when the pool cannot say.
     pub async fn file(&self) -> Option<&str> {
-        tokio::time::timeout(ASK_WITHIN, self.0.get_or_init(|| async { None }))
+        within(ASK_WITHIN, self.0.get_or_init(|| async { None }))
             .await
             .ok()?
             .as_deref()
@@ -62,8 +63,7 @@ impl ErrorLog {
 /// The pool's error_log file, asked of PHP there.
 async fn error_log(config: &FastcgiAction) -> Option<String> {
     let server = config.address.to_string();
-    let asked = tokio::time::timeout(ASK_WITHIN, ask(config, &server)).await;
-    let settings = asked.ok()?.ok()?;
+    let settings = asked(config, &server).await.ok()?;
     settings.error_log.filter(|file| !file.is_empty())
 }
 
@@ -85,7 +85,7 @@ pub async fn look(config: &FastcgiAction, server: &str) -> Vec<Probed> {
          max_execution_time and display_errors can suit jobs without touching the web \
          application's",
     )];
-    found.push(match ask(config, server).await {
+    found.push(match asked(config, server).await {
         Ok(settings) => settings.meaning(config.done_header.is_some()),
         Err(why) => Probed::note(
             "address",
@@ -95,8 +95,15 @@ pub async fn look(config: &FastcgiAction, server: &str) -> Vec<Probed> {
     found
 }
 
+/// [`ask`], within [`ASK_WITHIN`].
+async fn asked(config: &FastcgiAction, server: &str) -> Result<ErrorSettings, String> {
+    within(ASK_WITHIN, ask(config, server))
+        .await
+        .map_err(|late| late.to_string())?
+}
+
 /// Runs the probe in the pool: its answer, or why there is none.
-pub async fn ask(config: &FastcgiAction, server: &str) -> Result<ErrorSettings, String> {
+async fn ask(config: &FastcgiAction, server: &str) -> Result<ErrorSettings, String> {
     if !config.address.is_local() {
         return Err(format!("PHP-FPM at {server} is on another host"));
     }

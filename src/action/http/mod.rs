@@ -6,7 +6,8 @@
 //! - [`client`]: the client a queue's deliveries share.
 //! - [`request`]: one request — its URL from the row, headers, signature, body.
 //! - [`judge`]: what the answer means, and whose fault a failure is.
-//! - `signing`, `ssrf` (private destinations refused), [`traceparent`] (the W3C trace context a delivery sends).
+//! - `signing`, `ssrf` (private destinations refused); the W3C trace context a
+//!   delivery sends is `crate::trace_context`'s.
 //! - `probe`: what `check` tells from a sample row's URL.
 
 mod client;
@@ -16,7 +17,6 @@ mod probe;
 mod request;
 pub mod signing;
 mod ssrf;
-pub mod traceparent;
 
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ use super::{Action, ActionError, External, Job, Outcome, Ready, TraceNotes};
 use crate::db::row_json::{item_json, items_json};
 use crate::db::Item;
 use config::HttpAction;
-use traceparent::Traceparent;
+use crate::trace_context::{self, Traceparent};
 
 /// An HTTP action with its client, shared by all the queue's workers.
 pub struct Http {
@@ -67,7 +67,7 @@ impl Http {
             return Outcome::success();
         };
         let traceparent = self.sends_traceparent().then(|| match job.items {
-            [item] => Traceparent::for_item(item),
+            [item] => Traceparent::under(item.trace_parent()),
             _ => Traceparent::new(),
         });
         if let Some(sent) = &traceparent {
@@ -112,7 +112,7 @@ impl Http {
     /// Whether tableq sends the trace context: unless the queue's `headers` set
     /// `traceparent` themselves.
     fn sends_traceparent(&self) -> bool {
-        !self.sets_header(traceparent::COLUMN)
+        !self.sets_header(trace_context::COLUMN)
     }
 
     /// Whether the queue's `headers` set `name`.

@@ -8,6 +8,7 @@ use super::ssrf::is_public;
 use super::Http;
 use futures::future::BoxFuture;
 
+use crate::action::deadline;
 use crate::action::{Probe, Probed};
 use crate::db::Item;
 
@@ -15,7 +16,8 @@ use crate::db::Item;
 /// networks are refused: a warning if every address it resolves to is private.
 impl Probe for Http {
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        Box::pin(look(self, queue, sample))
+        let unanswered = Probed::error("url", "no answer from downstream");
+        Box::pin(deadline::probe(self.config.common.timeout, look(self, queue, sample), unanswered))
     }
 }
 

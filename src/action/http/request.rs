@@ -11,7 +11,7 @@ use reqwest::{Method, RequestBuilder, Response, Url};
 use super::judge::{describe, not_connected, refused_destination};
 use super::signing::signature;
 use super::ssrf::check_literal;
-use super::traceparent;
+use crate::trace_context;
 use super::{Delivery, Http};
 use crate::action::capture::OUTPUT_LIMIT;
 use crate::action::Outcome;
@@ -62,7 +62,7 @@ impl Http {
             request = request.header(CONTENT_TYPE, "application/json");
         }
         if let Some(sent) = &delivery.traceparent {
-            request = request.header(traceparent::COLUMN, sent.header());
+            request = request.header(trace_context::COLUMN, sent.header());
         }
         let (item, queue) = (delivery.item, delivery.queue);
         for (name, template) in &self.config.headers {

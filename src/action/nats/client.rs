@@ -9,10 +9,11 @@ use std::time::Duration;
 use async_nats::{Client, ConnectErrorKind, ConnectOptions, ServerAddr};
 
 use super::config::NatsAction;
+use crate::backoff::{doubled, jitter};
 
 /// The longest wait between two reconnection attempts: a second, as the queue
 /// tries an unreached server every second (`engine::circuit`).
-const MAX_WAIT: Duration = Duration::from_secs(1);
+pub(super) const MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// Why there is no client: the queue's own (credentials that do not read or are
 /// refused), or the server not reached.
@@ -66,26 +67,15 @@ pub(super) async fn connect(config: &NatsAction) -> Result<Client, Failed> {
     })
 }
 
-/// The wait before the next first attempt, after `wait`: doubled up to
-/// [`MAX_WAIT`].
-pub(super) fn next_wait(wait: Duration) -> Duration {
-    (wait * 2).min(MAX_WAIT)
-}
-
-/// `wait`, jittered by ±50%, so that many processes do not knock at once.
-pub(super) fn jitter(wait: Duration) -> Duration {
-    wait.mul_f64(0.5 + fastrand::f64())
-}
-
 /// The wait before reconnection attempt `attempts`: at once for the first, then
-/// 100 ms doubling up to [`MAX_WAIT`], each jittered by ±50% so that many processes
-/// do not knock at once.
+/// 100 ms doubling up to [`MAX_WAIT`], each jittered so that many processes do not
+/// knock at once.
 fn reconnect_wait(attempts: usize) -> Duration {
     if attempts <= 1 {
         return Duration::ZERO;
     }
-    let doubled = Duration::from_millis(100).saturating_mul(1 << (attempts - 2).min(16) as u32);
-    jitter(doubled.min(MAX_WAIT))
+    let retries = u32::try_from(attempts - 1).unwrap_or(u32::MAX);
+    jitter(doubled(Duration::from_millis(100), retries, MAX_WAIT))
 }
 
 #[cfg(test)]
@@ -95,8 +85,8 @@ mod tests {
     #[test]
     fn waits_grow_to_a_ceiling_with_jitter() {
         assert_eq!(reconnect_wait(1), Duration::ZERO);
-        assert!(reconnect_wait(2) <= Duration::from_millis(150));
-        assert!(reconnect_wait(40) <= MAX_WAIT.mul_f64(1.5));
+        assert!(reconnect_wait(2) <= Duration::from_millis(100));
+        assert!(reconnect_wait(40) <= MAX_WAIT);
         assert!(reconnect_wait(40) >= MAX_WAIT / 2);
     }
 }

@@ -34,11 +34,13 @@ use tokio::time::Instant;
 
 use super::message::{each_or_one, render, Rendered};
 use super::{Action, ActionError, Blame, External, Job, Outcome, Ready};
+use crate::backoff::Backoff;
 use crate::db::Item;
 use client::Failed;
 use config::{subject_problem, NatsAction};
 
-/// The first wait after a failed first connection; it doubles from there.
+/// The first wait after a failed first connection; it doubles from there, up to
+/// [`client::MAX_WAIT`].
 const FIRST_WAIT: Duration = Duration::from_millis(500);
 
 /// A NATS action with its client, shared by all the queue's workers.
@@ -52,7 +54,7 @@ pub struct Nats {
 
 struct FirstAttempts {
     retry: Option<(Instant, String)>,
-    wait: Duration,
+    backoff: Backoff,
 }
 
 /// The client, and with `jetstream = true` its JetStream context (whose
@@ -80,7 +82,7 @@ impl Nats {
             connected: OnceCell::new(),
             first: Mutex::new(FirstAttempts {
                 retry: None,
-                wait: FIRST_WAIT,
+                backoff: Backoff::new(FIRST_WAIT, client::MAX_WAIT),
             }),
         })
     }
@@ -110,8 +112,8 @@ impl Nats {
                 })
             }
             Err(Failed::Unreachable(error)) => {
-                first.retry = Some((Instant::now() + client::jitter(first.wait), error.clone()));
-                first.wait = client::next_wait(first.wait);
+                let retry_at = Instant::now() + first.backoff.next_wait();
+                first.retry = Some((retry_at, error.clone()));
                 return Err(Outcome::unreached(error));
             }
         };

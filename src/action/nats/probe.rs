@@ -3,19 +3,20 @@
 //! window), and what the sample row's message would look like. Nothing is
 //! published.
 
-use std::time::Duration;
-
 use async_nats::jetstream::Context;
 
 use super::Nats;
 use futures::future::BoxFuture;
 
+use crate::action::deadline;
 use crate::action::{Probe, Probed};
 use crate::db::Item;
 
 impl Probe for Nats {
     fn probe<'a>(&'a self, queue: &'a str, sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
-        Box::pin(look(self, queue, sample))
+        let unanswered = format!("cannot reach NATS at {}: no answer", self.config.servers);
+        let unanswered = Probed::error("url", unanswered);
+        Box::pin(deadline::probe(self.config.common.timeout, look(self, queue, sample), unanswered))
     }
 }
 
@@ -26,14 +27,8 @@ async fn look(nats: &Nats, queue: &str, sample: Option<&Item>) -> Vec<Probed> {
         Err(outcome) => return vec![Probed::error("url", outcome.error.unwrap_or_default())],
     };
     // A flush is answered once the client is connected (a PING and its PONG).
-    let within = nats.config.common.timeout.min(Duration::from_secs(10));
-    let answered = tokio::time::timeout(within, connected.client.flush()).await;
-    if !matches!(answered, Ok(Ok(()))) {
-        let waited = humantime::format_duration(within);
-        return vec![Probed::error(
-            "url",
-            format!("cannot reach NATS at {servers}: no answer within {waited}"),
-        )];
+    if let Err(e) = connected.client.flush().await {
+        return vec![Probed::error("url", format!("cannot reach NATS at {servers}: {e}"))];
     }
     let message = sample.map(|item| (item, nats.message(item, queue)));
     let subject = match &message {

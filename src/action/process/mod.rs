@@ -12,8 +12,10 @@ pub use crate::config::kinds::process as config;
 mod group;
 
 use std::ffi::OsStr;
+use std::future::Future;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
 
 use tokio::process::Command as Process;
 
@@ -84,6 +86,14 @@ pub fn dies_with_tableq(process: &mut Process) {
             Ok(())
         });
     }
+}
+
+/// Waits for what follows a program's end — its exit once its input or output
+/// ended, the rest of what it wrote — for at most `grace`; `None` if it did not
+/// come (the caller kills its group, or does without the rest). The one grace
+/// every program tableq starts is given.
+pub async fn grace<T>(grace: Duration, what: impl Future<Output = T>) -> Option<T> {
+    tokio::time::timeout(grace, what).await.ok()
 }
 
 /// How a process ended, in one phrase: `exit status 3`, `killed by signal 9 (SIGKILL)`.

@@ -33,6 +33,7 @@ use futures::future::BoxFuture;
 use tracing::{info, warn};
 
 use super::{Action, ActionError, External, Job, Outcome, Ready};
+use crate::backoff::doubled;
 use crate::db::row_json::{item_json, items_json};
 use crate::lock::lock;
 use config::WorkerAction;
@@ -133,8 +134,7 @@ impl Worker {
 /// How long to wait before starting a process after `troubles` ended badly in a
 /// row: 100 ms, doubling, at most [`MOST_BACKOFF`].
 fn backoff(troubles: u32) -> Duration {
-    let doubled = Duration::from_millis(100).saturating_mul(1 << troubles.min(16).saturating_sub(1));
-    doubled.min(MOST_BACKOFF)
+    doubled(Duration::from_millis(100), troubles, MOST_BACKOFF)
 }
 
 /// What a process did, for a message: `exited (exit status 3: …)`.

@@ -19,7 +19,7 @@ use super::config::WorkerAction;
 use super::protocol::{self, Line, NotProtocol};
 use crate::action::capture::OUTPUT_LIMIT;
 use crate::action::php;
-use crate::action::process::{dies_with_tableq, ended, prepare, ProcessGroup};
+use crate::action::process::{dies_with_tableq, ended, grace, prepare, ProcessGroup};
 use crate::action::progress::Progress;
 use crate::action::Outcome;
 use crate::lock::lock;
@@ -152,8 +152,8 @@ impl Running {
     async fn not_protocol(&mut self, mut line: Vec<u8>, not: NotProtocol) -> Ended {
         line.push(b'\n');
         let mut rest = (&mut self.stdout).take(OUTPUT_LIMIT as u64);
-        let drained = tokio::time::timeout(DRAIN, rest.read_to_end(&mut line)).await;
-        let ended = matches!(drained, Ok(Ok(_)));
+        let drained = grace(DRAIN, rest.read_to_end(&mut line)).await;
+        let ended = matches!(drained, Some(Ok(_)));
         if let Some(php) = php::died_in_output(&line) {
             return Ended::Died(php);
         }
@@ -216,12 +216,12 @@ impl Running {
     /// its group is killed — and how it ended in words, with the last lines of
     /// its stderr.
     async fn exit(&mut self) -> (Option<ExitStatus>, String) {
-        let status = tokio::time::timeout(EXIT_GRACE, self.child.wait()).await;
+        let status = grace(EXIT_GRACE, self.child.wait()).await;
         self.group.kill();
         let (status, how) = match status {
-            Ok(Ok(status)) => (Some(status), ended(status)),
-            Ok(Err(e)) => (None, format!("cannot be waited for: {e}")),
-            Err(_) => (None, "closed its stdout but did not exit".to_string()),
+            Some(Ok(status)) => (Some(status), ended(status)),
+            Some(Err(e)) => (None, format!("cannot be waited for: {e}")),
+            None => (None, "closed its stdout but did not exit".to_string()),
         };
         let tail = self.stderr.tail().await;
         match tail.is_empty() {
@@ -234,10 +234,10 @@ impl Running {
     /// at it), within `within`.
     pub async fn without_input(&mut self, within: Duration) -> WithoutInput {
         self.close_stdin();
-        match tokio::time::timeout(within, self.read_line()).await {
-            Err(_) => WithoutInput::KeptRunning,
-            Ok(Some(line)) => WithoutInput::Wrote(protocol::excerpt(&line)),
-            Ok(None) => match self.exit().await {
+        match grace(within, self.read_line()).await {
+            None => WithoutInput::KeptRunning,
+            Some(Some(line)) => WithoutInput::Wrote(protocol::excerpt(&line)),
+            Some(None) => match self.exit().await {
                 (Some(status), _) if status.success() => WithoutInput::Ended,
                 (_, how) => WithoutInput::Failed(how),
             },
@@ -254,10 +254,10 @@ impl Running {
         !matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Ends the process kindly: stdin closed, `grace` to exit, then its group killed.
-    pub async fn retire(mut self, grace: Duration) {
+    /// Ends the process kindly: stdin closed, `within` to exit, then its group killed.
+    pub async fn retire(mut self, within: Duration) {
         self.close_stdin();
-        let _ = tokio::time::timeout(grace, self.child.wait()).await;
+        let _ = grace(within, self.child.wait()).await;
     }
 }
 
@@ -323,7 +323,7 @@ impl Stderr {
     /// [`EXIT_GRACE`] has passed).
     async fn tail(&mut self) -> String {
         if let Some(task) = self.task.take() {
-            let _ = tokio::time::timeout(EXIT_GRACE, task).await;
+            let _ = grace(EXIT_GRACE, task).await;
         }
         let kept = lock(&self.tail);
         kept.iter().map(String::as_str).collect::<Vec<_>>().join(" | ")

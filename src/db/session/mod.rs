@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use super::budget::{Place, Seat};
 use super::connect::{Database, Kill, QUICK_TIMEOUT};
+use super::deadline::within;
 use super::due::{self, DueQuery};
 use super::error::DbError;
 use super::item::Item;
@@ -313,10 +314,9 @@ impl Session {
 
     /// ROLLBACK within [`QUICK_TIMEOUT`]; false if the connection cannot be trusted.
     pub async fn rollback_quickly(&mut self) -> bool {
-        matches!(
-            tokio::time::timeout(QUICK_TIMEOUT, self.rollback()).await,
-            Ok(Ok(()))
-        )
+        within("a ROLLBACK", QUICK_TIMEOUT, self.rollback())
+            .await
+            .is_ok()
     }
 
     /// COMMIT; a deadlock it answers is a certification conflict (a multi-primary
@@ -380,15 +380,10 @@ async fn answer<T>(
 ) -> Result<T, DbError> {
     watch.unanswered.begin(what);
     watch.abandoned.sent();
-    let result = match tokio::time::timeout(limit, call).await {
-        Ok(result) => result.map_err(DbError::from),
-        Err(_) => {
-            return Err(DbError::Deadline {
-                waiting_for: what,
-                limit,
-            })
-        }
-    };
+    let result = within(what, limit, call).await;
+    if matches!(result, Err(DbError::Deadline { .. })) {
+        return result;
+    }
     if result.is_ok() || matches!(&result, Err(e) if e.server_code().is_some()) {
         watch.unanswered.answered();
         watch.abandoned.answered();

@@ -8,6 +8,7 @@ use mysql_async::Conn;
 
 use crate::config::QueueConfig;
 use crate::db::connect::Database;
+use crate::db::deadline::within;
 use crate::db::error::{DbError, ER_UNKNOWN_SYSTEM_VARIABLE};
 
 /// How far the session's `wait_timeout` sits above the longest expected silence.
@@ -76,13 +77,7 @@ pub async fn set_up(mut conn: Conn, settings: &SessionSettings) -> Result<Conn, 
         conn.query_drop(settings.statement()).await?;
         isolation_level(&mut conn).await
     };
-    let isolation = tokio::time::timeout(settings.database_timeout, setup)
-        .await
-        .map_err(|_| DbError::Deadline {
-            waiting_for: "the session's settings",
-            limit: settings.database_timeout,
-        })?
-        .map_err(DbError::from)?;
+    let isolation = within("the session's settings", settings.database_timeout, setup).await?;
     if isolation != "READ-COMMITTED" {
         return Err(SessionError::Isolation(isolation));
     }

@@ -14,6 +14,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::backoff::jitter;
+use crate::backoff::Backoff;
 use crate::config::MAX_ERROR_BACKOFF;
 
 /// The longest wait before reconnecting to a database that worked until lately
@@ -63,7 +65,7 @@ impl<'s> Retry<'s> {
     /// Waits from `first`, doubling; each cut short by `stop`.
     pub fn new(first: Duration, stop: &'s CancellationToken) -> Self {
         Retry {
-            backoff: Backoff::new(first),
+            backoff: Backoff::new(first, MAX_ERROR_BACKOFF),
             stop,
             ceiling: Duration::MAX,
             steady: None,
@@ -161,7 +163,7 @@ impl<'s> Retry<'s> {
         let backoff = self.next_wait();
         let since = *self.failing_since.get_or_insert_with(Instant::now);
         if since.elapsed() < LATELY {
-            backoff.min(jitter(PROMPTLY.max(self.backoff.first)))
+            backoff.min(jitter(PROMPTLY.max(self.backoff.first())))
         } else {
             backoff
         }
@@ -180,39 +182,6 @@ impl<'s> Retry<'s> {
     }
 }
 
-/// The waits between tries: doubling from the first, up to a minute, jittered.
-#[derive(Debug, Clone)]
-pub struct Backoff {
-    first: Duration,
-    next: Duration,
-}
-
-impl Backoff {
-    pub fn new(first: Duration) -> Self {
-        Backoff { first, next: first }
-    }
-
-    /// The wait to use now, jittered; the one after it is twice as long, up to a
-    /// minute.
-    pub fn next_wait(&mut self) -> Duration {
-        let now = self.next;
-        self.next = (self.next * 2).min(MAX_ERROR_BACKOFF.max(self.first));
-        jitter(now)
-    }
-
-    pub fn reset(&mut self) {
-        self.next = self.first;
-    }
-}
-
-/// "Equal jitter": half of `wait`, plus a random part of the other half. The waits
-/// still grow as they double, and never fall below half.
-pub fn jitter(wait: Duration) -> Duration {
-    let half = wait / 2;
-    let random = fastrand::u64(0..=half.as_nanos().min(u64::MAX as u128) as u64);
-    half + Duration::from_nanos(random)
-}
-
 /// Sleeps for `wait` unless `stop` comes first. Returns false if it was stopped.
 pub async fn sleep_unless_stopped(stop: &CancellationToken, wait: Duration) -> bool {
     tokio::select! {
@@ -229,24 +198,6 @@ mod tests {
     fn about(wait: Duration, base: u64) -> bool {
         let base = Duration::from_secs(base);
         wait >= base / 2 && wait <= base
-    }
-
-    #[test]
-    fn doubles_up_to_a_minute_and_resets() {
-        let mut b = Backoff::new(Duration::from_secs(20));
-        assert!(about(b.next_wait(), 20));
-        assert!(about(b.next_wait(), 40));
-        assert!(about(b.next_wait(), 60));
-        assert!(about(b.next_wait(), 60));
-        b.reset();
-        assert!(about(b.next_wait(), 20));
-    }
-
-    #[test]
-    fn jittered_waits_differ() {
-        let waits: std::collections::BTreeSet<Duration> =
-            (0..20).map(|_| jitter(Duration::from_secs(1))).collect();
-        assert!(waits.len() > 10, "{waits:?}");
     }
 
     /// `run` tries until the attempt succeeds, telling each failure with how many

@@ -7,7 +7,6 @@ use std::time::SystemTime;
 
 use tracing::{debug, warn, Level, Span};
 
-use crate::action::http::traceparent::Parent;
 use crate::action::Outcome;
 use crate::db::{DbError, Item, Statements};
 use crate::engine::queue::QueueRuntime;
@@ -133,7 +132,7 @@ fn note_span(report: &mut BatchReport, item: &Item, fate: &Fate, outcome: Option
     };
     report.traced.push(ItemTrace {
         key: item.key_text(),
-        parent: Parent::of(item),
+        parent: item.trace_parent(),
         sent: notes.and_then(|n| n.sent.clone()),
         outcome: name,
         error: why.or_else(|| outcome.and_then(|o| o.error.clone())),

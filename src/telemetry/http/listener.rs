@@ -6,10 +6,10 @@
 //! nosniff`, so a browser takes each for what its Content-Type says and nothing else.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::console::Peer;
 use crate::lock::lock;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
@@ -29,6 +29,11 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
 /// How long to wait before accepting again when accepting failed (out of file
 /// descriptors, say).
 const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
+
+/// The address a request came from (the reverse proxy's, behind one), for the
+/// console's log lines.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
 
 /// Serves `app` on `listener` until `shutdown`.
 pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken) {

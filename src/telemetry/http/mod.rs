@@ -4,7 +4,9 @@
 //! - `GET /healthz`: 200 while the process serves (liveness).
 //! - `GET /` and `GET /status.json`: the status page and its data (see [`status`]);
 //!   `GET /queues/{queue}`: a queue's own page.
-//! - The console's actions, sign-in and API (see [`console`]): only with a token.
+//! - The routes of what acts on the queues, handed in ([`Acting`]: the console's
+//!   actions, sign-in and API, `crate::console`), and who looks at a page as it
+//!   tells ([`Viewers`]).
 //! - `GET /readyz`: 200 when every running queue has a database connection (or,
 //!   with more queues than the connection budget has places, takes its turns: it
 //!   claimed within its window) and no worker has waited for the database past its
@@ -14,7 +16,6 @@
 //! (or behind a reverse proxy). Acting needs the console token. What a flood of
 //! clients can cost is bounded (see [`listener`]).
 
-pub mod console;
 pub mod listener;
 pub mod status;
 
@@ -32,26 +33,38 @@ use tracing::info;
 
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::stats::monitor::Monitor;
-use console::Console;
+use status::Viewer;
 
-/// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`.
-/// `console_token`: the token that lets the console act (`None`: it only reads).
+/// What acts on the queues through the endpoint (the console): its routes, who
+/// looks at a page, and whether it can act at all (it was given a token).
+pub struct Acting {
+    pub routes: Router,
+    pub viewers: Arc<dyn Viewers>,
+    pub can_act: bool,
+}
+
+/// Who looks at a page, from the request's headers: signed in or not.
+pub trait Viewers: Send + Sync {
+    fn viewer(&self, headers: &HeaderMap) -> Viewer;
+}
+
+/// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`,
+/// with `acting`'s routes beside the status pages and the metrics.
 pub async fn start(
     addr: SocketAddr,
     monitor: Arc<Monitor>,
-    console_token: Option<&str>,
+    acting: Acting,
     shutdown: CancellationToken,
 ) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz; status page on / and /status.json");
-    if console_token.is_some() {
+    if acting.can_act {
         info!(addr = %bound, "the console acts for whoever holds its token: pause, resume, retry and discard on the status page and POST /api/queues/…");
     }
-    let console = Arc::new(Console::new(monitor.clone(), console_token));
     let state = Arc::new(Endpoint {
         metrics: Metrics::new(monitor.clone()),
-        console: console.clone(),
+        viewers: acting.viewers,
         monitor,
     });
     let app = Router::new()
@@ -61,14 +74,14 @@ pub async fn start(
         .route("/", get(status_page))
         .route("/status.json", get(status_json))
         .with_state(state)
-        .merge(console::routes(console));
+        .merge(acting.routes);
     Ok(tokio::spawn(listener::serve(listener, app, shutdown)))
 }
 
 struct Endpoint {
     monitor: Arc<Monitor>,
     metrics: Metrics,
-    console: Arc<Console>,
+    viewers: Arc<dyn Viewers>,
 }
 
 async fn metrics(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> impl IntoResponse {
@@ -88,7 +101,7 @@ async fn status_page(
     uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> axum::response::Response {
-    let viewer = endpoint.console.viewer(&headers);
+    let viewer = endpoint.viewers.viewer(&headers);
     status::page_response(&endpoint.monitor, status::page_asked(uri.query()), &viewer)
 }
 

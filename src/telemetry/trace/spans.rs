@@ -14,7 +14,7 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use crate::action::http::traceparent::Parent;
+use crate::trace_context::Parent;
 
 /// What became of one item of a turn, as its span tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! main → commands (the CLI, signals, one function per subcommand)
-//!   → engine | check | count
-//!   → telemetry → action → db → config → sql → diagnostic → lock | duration
+//!   → engine | check | count | console
+//!   → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
 //! ```
 //!
 //! A kind of action is one folder, `src/action/<kind>/`, whose `config.rs` (its
@@ -23,14 +23,14 @@ use std::path::{Path, PathBuf};
 /// is the same top-level module, and any module of a lower layer.
 const LAYERS: &[&[&str]] = &[
     &["main", "lib", "commands"],
-    &["engine", "check", "count"],
+    &["engine", "check", "count", "console"],
     &["telemetry"],
     &["action"],
     &["db"],
     &["config"],
     &["sql"],
     &["diagnostic"],
-    &["lock", "duration"],
+    &["lock", "duration", "backoff", "trace_context"],
 ];
 
 /// Where the database driver may be named.

@@ -1,9 +1,9 @@
-//! W3C Traceparent Context for HTTP actions: each delivery sends a `traceparent` header —
-//! a child of the row's own `traceparent` column when the select returns a valid
-//! one, else the root of a new trace — and the item's log span carries its trace
-//! id, so a delivery can be followed into the receiver's logs.
-
-use crate::db::Item;
+//! W3C Trace Context, `traceparent`: the value a row's `traceparent` column may
+//! hold (read as the item's [`Parent`], `db::item`), continued by what tableq
+//! does with the item — an HTTP delivery's `traceparent` header (`action::http`),
+//! the committed turn's spans (`telemetry::trace`), the item's log span — so that
+//! an item can be followed from the code that queued it into the receiver's logs.
+//! Text only: it names no module of tableq, so every layer may build on it.
 
 /// The column a select may return to continue a trace.
 pub const COLUMN: &str = "traceparent";
@@ -20,17 +20,6 @@ pub struct Parent {
     pub flags: String,
 }
 
-impl Parent {
-    /// The row's `traceparent` column, if the select returns one holding a valid value.
-    pub fn of(item: &Item) -> Option<Parent> {
-        item.columns.find(COLUMN).and_then(|_| {
-            parse(&String::from_utf8_lossy(
-                &item.placeholder_bytes(COLUMN, ""),
-            ))
-        })
-    }
-}
-
 /// The trace context one delivery sends, as its `traceparent` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Traceparent {
@@ -43,10 +32,10 @@ pub struct Traceparent {
 }
 
 impl Traceparent {
-    /// The trace of `item`'s delivery: under the row's `traceparent` if it holds a
-    /// valid one, else a new trace.
-    pub fn for_item(item: &Item) -> Traceparent {
-        match Parent::of(item) {
+    /// A delivery's trace: under `parent` (the row's `traceparent`) if there is one,
+    /// else a new trace.
+    pub fn under(parent: Option<Parent>) -> Traceparent {
+        match parent {
             Some(Parent {
                 trace_id, flags, ..
             }) => Traceparent {
@@ -75,7 +64,7 @@ impl Traceparent {
 
 /// A valid `traceparent` (version 00, or a later one read as 00 allows); `None` for
 /// anything else.
-fn parse(text: &str) -> Option<Parent> {
+pub fn parse(text: &str) -> Option<Parent> {
     let mut parts = text.trim().split('-');
     let (version, trace_id, parent_id, flags) =
         (parts.next()?, parts.next()?, parts.next()?, parts.next()?);

@@ -12,7 +12,6 @@ pub mod auth;
 mod request;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -28,13 +27,22 @@ use act::{act, inspect, rows_count, ActError, Acted, Action, Rows};
 use auth::{bearer, cleared_cookie, csrf_matches, session_cookie, Sessions, Token};
 use request::{form_action, form_fields, json_action, query_value};
 
-use super::status::{self, Viewer};
 use crate::config::failed::Change;
+use crate::telemetry::http::listener::Peer;
+use crate::telemetry::http::status::{self, Viewer};
+use crate::telemetry::http::{Acting, Viewers};
 use crate::telemetry::stats::monitor::Monitor;
 
-/// The address a request came from (the reverse proxy's, behind one).
-#[derive(Debug, Clone, Copy)]
-pub struct Peer(pub SocketAddr);
+/// The console of `monitor`'s queues, acting for whoever holds `token` (`None`:
+/// it only reads), as the metrics endpoint serves it.
+pub fn acting(monitor: Arc<Monitor>, token: Option<&str>) -> Acting {
+    let console = Arc::new(Console::new(monitor, token));
+    Acting {
+        can_act: token.is_some(),
+        viewers: console.clone(),
+        routes: routes(console),
+    }
+}
 
 /// The console's state: its token (none: read-only), the signed-in browsers, and
 /// the queues.
@@ -55,10 +63,12 @@ impl Console {
             monitor,
         }
     }
+}
 
+impl Viewers for Console {
     /// Who is looking at a page: signed in (with the forms' CSRF token), or not,
     /// and whether signing in is possible at all.
-    pub fn viewer(&self, headers: &HeaderMap) -> Viewer {
+    fn viewer(&self, headers: &HeaderMap) -> Viewer {
         let session = self.token.as_ref().and(self.sessions.of(headers));
         Viewer {
             console: self.token.is_some(),
