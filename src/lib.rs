@@ -7,8 +7,7 @@
 //! # Layout
 //!
 //! Layers, whose imports point one way (`tests/it/meta/layers.rs` checks it, that no
-//! two files of a module import each other, and that this map names every module;
-//! a kind's `config` is in the config layer, though its folder is under `action`):
+//! two files of a module import each other, and that this map names every module):
 //!
 //! ```text
 //! commands → engine | check | count → telemetry → action → db → config → sql → diagnostic → lock | duration
@@ -104,14 +103,12 @@
 //!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).
-//! - `action`: what to do with one item. A kind is one folder — `action::sql`,
-//!   `action::http`, `action::command`, `action::amqp`, `action::nats`,
-//!   `action::worker` (long-lived processes, one JSON line per item),
-//!   `action::fastcgi` — holding its
-//!   `[action]` table (its `config.rs`, a module of the config layer:
-//!   `config::kinds`) and its runtime, each file named in the folder's own
-//!   `mod.rs`; registered by one line of `config::action`'s `kinds!` and one of
-//!   `config::kinds`. `action::message` (a broker message made from a
+//! - `action`: what to do with one item. A kind is one folder, `action::<kind>`,
+//!   holding its `[action]` table as written and validated (its `config.rs`) and
+//!   its runtime, each file named in the folder's own `mod.rs`; registered by one
+//!   line of the registry in `action`'s own `mod.rs` (`kinds!`), which is the list of
+//!   kinds (`tableq schema` and the reference list them too): it reads `[action]`
+//!   for the loader, which names no kind. `action::message` (a broker message made from a
 //!   row, and its keys, for amqp and nats); `action::process` (a program tableq
 //!   starts, for command and worker: its environment, its process group, its keys
 //!   `workdir` and `env`); `action::outcome` (what an action came
@@ -153,11 +150,10 @@
 //!   value), `config::scope`, `config::batch_scope` (what batch scope refuses of a
 //!   queue), `config::lease`, `config::limits` (`limits`, `[concurrency]`), `config::lease_queue` (a lease-mode queue as a whole:
 //!   statements that must check the lease, the session's clock), `config::circuit`, `config::failed`,
-//!   `config::monitoring`; `config::action` (the `[action]` table, and `kinds!`, the
-//!   registry of kinds), `config::kinds` (each kind's tables as a module of this
-//!   layer, their files in the kind's folder, `src/action/<kind>/config.rs`, so
-//!   that config names nothing of the action layer) and `config::kind` (what every kind's table has and answers: `Common`,
-//!   `ActionKind`).
+//!   `config::monitoring`; `config::action` (the `[action]` table as this layer sees
+//!   it, naming no kind: `Kinds`, what the action layer's registry hands the loader
+//!   to read it, and `ActionConfig`, a kind's validated table) and `config::kind`
+//!   (what every kind's table has and answers: `Common`, `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`, `sql::due` (a select's time conditions, and the
 //!   statement that asks when the next row falls due), `sql::condition` (a condition
@@ -181,7 +177,22 @@ mod sql;
 pub mod telemetry;
 
 pub use check::{check, CheckOptions, CheckReport};
-pub use config::{load_paths, ActionConfig, QueueConfig};
+pub use config::{ActionConfig, QueueConfig};
 pub use db::prepared::claim_sql;
 pub use engine::supervisor::{run, RunOptions, RunSummary};
 pub use telemetry::stats::Counts;
+
+/// Loads every queue file named by `paths` (files, or directories of `*.toml`),
+/// with the kinds of action this build has; `env` answers `${NAME}`. Every problem
+/// found, not just the first.
+pub fn load_paths(
+    paths: &[std::path::PathBuf],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<QueueConfig>, diagnostic::Findings> {
+    config::load_paths::<action::RawAction>(paths, env)
+}
+
+/// The queue file's JSON Schema, as `tableq schema` prints it.
+pub fn queue_file_schema() -> String {
+    config::schema::queue_file_schema::<action::RawAction>()
+}

@@ -70,7 +70,9 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
             clap_complete::generate(args.shell, &mut command, "tableq", out);
             Ok(())
         }),
-        Command::Schema => stdout::print(&crate::config::schema::queue_file_schema()),
+        Command::Schema => stdout::print(&crate::config::schema::queue_file_schema::<
+            crate::action::RawAction,
+        >()),
         Command::Man(args) => match &args.dir {
             None => stdout::write_with(man::print_page),
             Some(dir) => man::write_pages(dir).map_err(|e| {

@@ -1,98 +1,76 @@
-//! The `[action]` table of a queue file, and the registry of kinds: each kind is a
-//! folder of its own, `src/action/<kind>/`, whose `config.rs` holds its table as
-//! written and validated (in this layer, as `config::kinds::<kind>`: preparing a
-//! queue needs the SQL action's
-//! statements and every kind's placeholders), and whose other files hold its
-//! runtime. One line in [`kinds!`] registers a kind, for the loader here and for
-//! the runtimes in `crate::action`.
+//! The `[action]` table, as the config layer sees it: a seam that names no kind.
+//! The kinds, and the registry that lists them, are the action layer's
+//! (`crate::action`): it hands the loader a type that reads the table as written,
+//! by its `type` ([`Kinds`]), and validating it gives back the kind's table behind an
+//! [`ActionConfig`], whose answers ([`ActionKind`], and its [`Common`]) this layer
+//! and the others need to prepare and check a queue.
 
+use std::any::Any;
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use super::kind::{ActionKind, Common};
 use super::validator::Validator;
 
-/// The registry of kinds, one line each: its `type`, its variant, and the tables of
-/// its folder's `config.rs` as written and validated (the validated one embeds
-/// [`Common`] as `common` and implements [`ActionKind`]; a `validate` beside them
-/// makes it). `kinds!(then)` hands the
-/// lines to the macro `then`: [`tables!`] below makes this layer's enums of them,
-/// `crate::action` its modules and `Action::new`.
-macro_rules! kinds {
-    ($then:ident) => {
-        $then! {
-            "sql" => Sql(sql::{RawSqlAction, SqlAction}),
-            "http" => Http(http::{RawHttpAction, HttpAction}),
-            "command" => Command(command::{RawCommandAction, CommandAction}),
-            "amqp" => Amqp(amqp::{RawAmqpAction, AmqpAction}),
-            "nats" => Nats(nats::{RawNatsAction, NatsAction}),
-            "worker" => Worker(worker::{RawWorkerAction, WorkerAction}),
-            "fastcgi" => Fastcgi(fastcgi::{RawFastcgiAction, FastcgiAction}),
-        }
-    };
-}
-pub(crate) use kinds;
+/// The kinds a queue file's `[action]` may be: the registry's table as written,
+/// read by serde by its `type` (and described by the schema), which validates into
+/// its kind's table.
+pub(crate) trait Kinds: DeserializeOwned + JsonSchema {
+    /// Every `type`, as written in a queue file, in the registry's order.
+    const NAMES: &'static [&'static str];
 
-/// The loader's side of the registry: a variant of [`RawAction`] (read by serde
-/// from `type`) and of [`ActionConfig`] per kind, and the arms that reach the
-/// kind's [`ActionKind`], its [`Common`] and its `validate`.
-macro_rules! tables {
-    ($($name:literal => $variant:ident($module:ident::{$raw:ident, $config:ident}),)*) => {
-        /// The `[action]` table as written, by its `type`.
-        #[derive(Debug, Deserialize, JsonSchema)]
-        #[serde(tag = "type")]
-        pub enum RawAction {
-            $(#[serde(rename = $name)] $variant(crate::config::kinds::$module::$raw),)*
-        }
+    /// What a `type` that names no kind may have meant, in words said after the
+    /// kinds there are (another name a kind goes by).
+    fn meant(written: &str) -> Option<String>;
 
-        /// What to do with one item, validated.
-        #[derive(Debug, Clone, PartialEq)]
-        pub enum ActionConfig {
-            $($variant(crate::config::kinds::$module::$config),)*
-        }
-
-        /// Every `type`, as written in a queue file.
-        pub const KINDS: &[&str] = &[$($name),*];
-
-        impl ActionConfig {
-            /// The kind's answers about itself.
-            pub fn kind(&self) -> &dyn ActionKind {
-                match self {
-                    $(ActionConfig::$variant(action) => action,)*
-                }
-            }
-
-            /// What every kind has: the timeout, secrets and placeholders.
-            pub fn common(&self) -> &Common {
-                match self {
-                    $(ActionConfig::$variant(action) => &action.common,)*
-                }
-            }
-
-            /// The `type` of this action, as written.
-            pub fn type_name(&self) -> &'static str {
-                match self {
-                    $(ActionConfig::$variant(_) => $name,)*
-                }
-            }
-        }
-
-        /// Validates the `[action]` table of whichever kind it is.
-        pub(super) fn validate(raw: &RawAction, v: &mut Validator) -> ActionConfig {
-            match raw {
-                $(RawAction::$variant(raw) => {
-                    ActionConfig::$variant(crate::config::kinds::$module::validate(raw, v))
-                })*
-            }
-        }
-    };
+    /// The table, validated: its problems reported to `v`.
+    fn validate(&self, v: &mut Validator) -> ActionConfig;
 }
 
-kinds!(tables);
+/// What to do with one item, validated: a kind's table, and the `type` it was
+/// written as.
+#[derive(Clone)]
+pub struct ActionConfig {
+    type_name: &'static str,
+    table: Arc<dyn ActionKind>,
+    /// Whether two tables of this one's kind hold the same values.
+    same: fn(&dyn ActionKind, &dyn ActionKind) -> bool,
+}
 
 impl ActionConfig {
+    /// The table of the kind written `type = type_name`.
+    pub fn new<T: ActionKind + PartialEq>(type_name: &'static str, table: T) -> ActionConfig {
+        ActionConfig {
+            type_name,
+            table: Arc::new(table),
+            same: same_table::<T>,
+        }
+    }
+
+    /// The kind's table itself, when it is a `T`: for its runtime.
+    pub fn table<T: ActionKind>(&self) -> Option<&T> {
+        let table: &dyn Any = &*self.table;
+        table.downcast_ref()
+    }
+
+    /// The kind's answers about itself.
+    pub fn kind(&self) -> &dyn ActionKind {
+        &*self.table
+    }
+
+    /// What every kind has: the timeout, secrets and placeholders.
+    pub fn common(&self) -> &Common {
+        self.table.common()
+    }
+
+    /// The `type` of this action, as written.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
     /// How long one item's action may take before it counts as failed.
     pub fn timeout(&self) -> Duration {
         self.common().timeout
@@ -106,5 +84,25 @@ impl ActionConfig {
     /// True when the action runs in the item's transaction (see [`ActionKind`]).
     pub fn in_transaction(&self) -> bool {
         self.kind().in_transaction()
+    }
+}
+
+/// Whether `a` and `b` are both `T`s, and equal.
+fn same_table<T: ActionKind + PartialEq>(a: &dyn ActionKind, b: &dyn ActionKind) -> bool {
+    let (a, b): (&dyn Any, &dyn Any) = (a, b);
+    a.downcast_ref::<T>()
+        .zip(b.downcast_ref::<T>())
+        .is_some_and(|(a, b)| a == b)
+}
+
+impl PartialEq for ActionConfig {
+    fn eq(&self, other: &ActionConfig) -> bool {
+        self.type_name == other.type_name && (self.same)(&*self.table, &*other.table)
+    }
+}
+
+impl std::fmt::Debug for ActionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.table.fmt(f)
     }
 }

@@ -21,7 +21,7 @@ pub enum Mode {
 }
 
 /// Reads `mode`, `scope` and `[lease]`: transaction mode, item scope, by default.
-pub(super) fn validate(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Mode {
+pub(super) fn validate<A>(v: &mut Validator, raw: &RawQueue<A>, action: &ActionConfig) -> Mode {
     let scope = v.scope(raw.scope.as_deref());
     let lease_mode = match raw.mode.as_deref() {
         None | Some("transaction") => false,
@@ -55,7 +55,7 @@ pub(super) fn validate(v: &mut Validator, raw: &RawQueue, action: &ActionConfig)
 }
 
 /// What lease mode cannot go with.
-fn lease_refusals(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) {
+fn lease_refusals<A>(v: &mut Validator, raw: &RawQueue<A>, action: &ActionConfig) {
     if action.in_transaction() {
         v.error(
             &["action", "type"],

@@ -36,7 +36,7 @@ impl Default for Monitoring {
 }
 
 /// Checks `stats_interval`, `waiting_cap` and `waiting_since`.
-pub(super) fn monitoring(v: &mut Validator, raw: &RawQueue) -> Monitoring {
+pub(super) fn monitoring<A>(v: &mut Validator, raw: &RawQueue<A>) -> Monitoring {
     let stats_interval = v.positive(
         &["stats_interval"],
         raw.stats_interval,

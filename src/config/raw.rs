@@ -9,10 +9,11 @@ use serde::Deserialize;
 use super::duration::DurationText;
 use super::statements::Statements;
 
-/// A queue file: one queue.
+/// A queue file: one queue. `A` is its `[action]` table as written: the registry
+/// of kinds' type ([`super::action::Kinds`]), which this layer does not name.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawQueue {
+pub struct RawQueue<A> {
     /// The queue's name in logs and on the command line (--queue NAME). Default: the
     /// file name without .toml. Letters, digits, `_` and `-`; unique across the files.
     #[schemars(regex(pattern = r"^[A-Za-z0-9_-]+$"))]
@@ -114,9 +115,8 @@ pub struct RawQueue {
     /// The column that identifies one row: unique, and never NULL, among waiting
     /// rows (a primary key). Logs name items by it. Default: the first column.
     pub key: Option<String>,
-    /// What to do with one item: type = "sql", "http", "command", "amqp", "nats",
-    /// "worker" or "fastcgi".
-    pub action: super::action::RawAction,
+    /// What to do with one item: its `type` names the kind (the schema lists them).
+    pub action: A,
     /// Runs in the same transaction when the action succeeded. Touch the row by its
     /// key: range predicates here deadlock against other workers.
     pub on_success: Option<RawOutcome>,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::action::ActionConfig;
+use super::action::{ActionConfig, Kinds};
 use super::raw::RawQueue;
 use super::validator::Validator;
 use super::{
@@ -17,8 +17,8 @@ use super::{
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
-pub fn validate(
-    raw: RawQueue,
+pub fn validate<A: Kinds>(
+    raw: RawQueue<A>,
     file: &Path,
     source: Arc<str>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -37,7 +37,7 @@ pub fn validate(
     let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
-    let action = super::action::validate(&raw.action, &mut v);
+    let action = raw.action.validate(&mut v);
     let flow = flow(&mut v, &raw, &action);
     let mode = super::mode::validate(&mut v, &raw, &action);
     let (on_success, on_failure) = outcomes(&mut v, &raw);
@@ -91,9 +91,9 @@ pub fn validate(
 }
 
 /// `[on_success]` (none: no statement) and `[on_failure]`, validated.
-fn outcomes(
+fn outcomes<A>(
     v: &mut Validator,
-    raw: &RawQueue,
+    raw: &RawQueue<A>,
 ) -> (Vec<ParsedStatement>, Option<Vec<ParsedStatement>>) {
     let on_success = raw
         .on_success
@@ -121,7 +121,7 @@ struct Timings {
     database_timeout: Duration,
 }
 
-fn timings(v: &mut Validator, raw: &RawQueue) -> Timings {
+fn timings<A>(v: &mut Validator, raw: &RawQueue<A>) -> Timings {
     let poll_interval = v.positive(&["poll_interval"], raw.poll_interval, DEFAULT_POLL_INTERVAL);
     let error_backoff = v.positive(&["error_backoff"], raw.error_backoff, DEFAULT_ERROR_BACKOFF);
     if error_backoff > MAX_ERROR_BACKOFF {
@@ -153,7 +153,7 @@ struct Flow {
     circuit: Option<super::CircuitConfig>,
 }
 
-fn flow(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Flow {
+fn flow<A>(v: &mut Validator, raw: &RawQueue<A>, action: &ActionConfig) -> Flow {
     let loop_limit = raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT));
     Flow {
         loop_window: loop_window(v, raw),
@@ -170,7 +170,7 @@ fn flow(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Flow {
 }
 
 /// `loop_window`: zero turns the watch off; otherwise at most a day.
-fn loop_window(v: &mut Validator, raw: &RawQueue) -> Duration {
+fn loop_window<A>(v: &mut Validator, raw: &RawQueue<A>) -> Duration {
     match raw.loop_window {
         Some(window) if window.is_zero() => window,
         window => v.positive(&["loop_window"], window, DEFAULT_LOOP_WINDOW),
@@ -178,7 +178,7 @@ fn loop_window(v: &mut Validator, raw: &RawQueue) -> Duration {
 }
 
 /// `rate_limit = "N/s"` (or `/m`, `/h`).
-fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
+fn rate_limit<A>(v: &mut Validator, raw: &RawQueue<A>) -> Option<super::Rate> {
     let text = raw.rate_limit.as_deref()?;
     let rate = super::Rate::parse(text);
     if rate.is_none() {
@@ -191,7 +191,7 @@ fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
 }
 
 /// The variables `database_url` and the action's secrets name.
-fn secret_variables(raw: &RawQueue, action: &ActionConfig) -> Vec<String> {
+fn secret_variables<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<String> {
     let mut names = raw
         .database_url
         .as_deref()
@@ -202,7 +202,7 @@ fn secret_variables(raw: &RawQueue, action: &ActionConfig) -> Vec<String> {
 }
 
 /// The files `database_url`, `signing_secret` and the headers read (`${file:…}`).
-fn secret_files(raw: &RawQueue, action: &ActionConfig) -> Vec<SecretFile> {
+fn secret_files<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<SecretFile> {
     let mut found: Vec<SecretFile> = raw
         .database_url
         .as_deref()
@@ -219,7 +219,7 @@ fn secret_files(raw: &RawQueue, action: &ActionConfig) -> Vec<SecretFile> {
 }
 
 /// `name`, else the file's stem.
-fn queue_name(raw: &RawQueue, file: &Path) -> String {
+fn queue_name<A>(raw: &RawQueue<A>, file: &Path) -> String {
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
     raw.name.clone().or(stem).unwrap_or_default()
 }

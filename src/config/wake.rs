@@ -51,7 +51,7 @@ pub struct Wake {
 
 /// Reads `wake`; `poll_interval`, when the file sets it, is the poll on the binary
 /// log too.
-pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Wake {
+pub(super) fn validate<A>(v: &mut Validator, raw: &RawQueue<A>) -> Wake {
     let from_env = raw.wake.is_none().then(|| (v.env)(WAKE_ENV)).flatten();
     let written = raw.wake.as_deref().or(from_env.as_deref());
     let source = match written {

@@ -9,7 +9,8 @@
 //! Starting it, its environment and its process group are `crate::action::process`'s,
 //! shared with `type = "worker"`.
 
-pub use crate::config::kinds::command as config;
+pub mod config;
+
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::process::ExitStatus;

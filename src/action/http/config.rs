@@ -19,6 +19,10 @@ use crate::diagnostic::{Finding, Severity};
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("a webhook", &["webhook", "https"]);
+
 /// type = "http": one request per item; the body is the row as a JSON object. Any
 /// 2xx is success.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -121,6 +125,10 @@ pub fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
 }
 
 impl ActionKind for HttpAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn batch_scope_refusals(&self, queue: &Site<'_>) -> Vec<Finding> {
         if self.message_id.is_none() {
             return Vec::new();

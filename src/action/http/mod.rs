@@ -10,7 +10,7 @@
 //! - `probe`: what `check` tells from a sample row's URL.
 
 mod client;
-pub use crate::config::kinds::http as config;
+pub mod config;
 pub mod judge;
 mod probe;
 mod request;

@@ -15,6 +15,10 @@ use crate::sql::statement::ParsedStatement;
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("", &[]);
+
 /// type = "sql": statements run inside the item's transaction, with the row's
 /// columns bound as :column and the queue's name as :queue. The work commits
 /// together with the outcome SQL, so it happens exactly once.
@@ -47,6 +51,10 @@ pub fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
 }
 
 impl ActionKind for SqlAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn in_transaction(&self) -> bool {
         true
     }
