@@ -112,7 +112,8 @@
 //!   row, and its keys, for amqp and nats); `action::process` (a program tableq
 //!   starts, for command and worker: its environment, its process group, its keys
 //!   `workdir` and `env`); `action::outcome` (what an action came
-//!   to, and whose fault a failure is), `action::progress` (lease mode's
+//!   to, and whose fault a failure is), `action::answer` (what an HTTP status says
+//!   of an item, and `Retry-After`: for http and fastcgi), `action::progress` (lease mode's
 //!   `:progress`), `action::capture` (bounded output, and what a run had captured
 //!   when its deadline came), `action::php` (PHP's death recognised in what a PHP
 //!   handler sent back, for fastcgi and worker).

@@ -11,6 +11,7 @@
 //! command), where the items of a batch run concurrently while the worker keeps its
 //! connection alive.
 
+pub mod answer;
 pub mod capture;
 pub mod message;
 mod outcome;

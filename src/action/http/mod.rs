@@ -11,7 +11,7 @@
 
 mod client;
 pub mod config;
-pub mod judge;
+mod judge;
 mod probe;
 mod request;
 pub mod signing;
