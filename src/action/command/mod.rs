@@ -5,11 +5,13 @@
 //!
 //! - [`config`]: its `[action]` table — the argv, the working directory, the
 //!   environment it may see.
+//! - [`listening`]: its stdout, listened to for `progress: …` lines.
 //!
 //! Starting it, its environment and its process group are `crate::action::process`'s,
 //! shared with `type = "worker"`.
 
 pub mod config;
+mod listening;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -23,11 +25,12 @@ use tokio::process::Child;
 
 use super::capture::{clip_error, last_lines, read_into, read_tail, Captured};
 use super::process::{ended, prepare, ProcessGroup};
-use super::progress::{Listening, Progress};
+use super::progress::Progress;
 use super::{Action, ActionError, Blame, External, Job, Outcome, Probe, Ready};
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
 use config::CommandAction;
+use listening::Listening;
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;
