@@ -134,27 +134,35 @@
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
-//! - [`config`]: queue files — `config::queue` (`QueueConfig`: one queue, validated,
-//!   and the defaults), `config::load` (every file named, with every problem found),
-//!   `config::site` (where a queue's findings point, and what a kind's checks read of
-//!   it), `config::files` (which paths are queue files, and
-//!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
-//!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),
-//!   `config::parse` (every key's problem at once), `config::validate` (a whole
-//!   file), `config::validator` (what every check reports to), `config::duration`
-//!   and `config::statements` (a duration key, SQL keys: as written, and checked),
-//!   `config::wake` (`wake` and the polls it implies),
-//!   `config::names` (one rule for unknown names),
-//!   `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`),
-//!   `config::secret_file`,
-//!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
-//!   value), `config::scope`, `config::batch_scope` (what batch scope refuses of a
-//!   queue), `config::lease`, `config::limits` (`limits`, `[concurrency]`), `config::lease_queue` (a lease-mode queue as a whole:
-//!   statements that must check the lease, the session's clock), `config::circuit`, `config::failed`,
-//!   `config::monitoring`; `config::action` (the `[action]` table as this layer sees
-//!   it, naming no kind: `Kinds`, what the action layer's registry hands the loader
-//!   to read it, and `ActionConfig`, a kind's validated table) and `config::kind`
-//!   (what every kind's table has and answers: `Common`, `ActionKind`).
+//! - [`config`]: queue files, in five folders that say where a rule lives:
+//!   - `config::load`: a file read (every file named, with every problem found) —
+//!     `config::load::files` (which paths are queue files, and reading one: regular
+//!     files of at most 1 MiB), `config::load::raw` (the file as written),
+//!     `config::load::parse` (every key's problem at once), `config::load::locate`
+//!     (a key's line), `config::load::schema` (`tableq schema`: the JSON Schema
+//!     derived from `config::load::raw`'s types);
+//!   - `config::value`: one value of a key, whichever key holds it —
+//!     `config::value::duration` and `config::value::statements` (a duration key,
+//!     SQL keys: as written, and checked), `config::value::template` (`{column}`),
+//!     `config::value::interpolate` (`${ENV}`, `${file:…}`),
+//!     `config::value::secret_file`;
+//!   - `config::queue` (`QueueConfig`: one queue, validated, and the defaults) and
+//!     its tables — `config::queue::site` (where a queue's findings point, and what
+//!     a kind's checks read of it), `config::queue::wake` (`wake` and the polls it
+//!     implies), `config::queue::mode` (`mode` and `scope` as one value),
+//!     `config::queue::scope`, `config::queue::lease`, `config::queue::limits`
+//!     (`limits`, `[concurrency]`), `config::queue::circuit`,
+//!     `config::queue::failed`, `config::queue::monitoring`;
+//!   - `config::validate` (a whole file) and the rules across its tables —
+//!     `config::validate::validator` (what every check reports to),
+//!     `config::validate::names` (one rule for unknown names),
+//!     `config::validate::batch_scope` (what batch scope refuses of a queue),
+//!     `config::validate::lease_queue` (a lease-mode queue as a whole: statements
+//!     that must check the lease, the session's clock);
+//!   - `config::action` (the `[action]` table as this layer sees it, naming no kind:
+//!     `Kinds`, what the action layer's registry hands the loader to read it, and
+//!     `ActionConfig`, a kind's validated table) and `config::action::kind` (what
+//!     every kind's table has and answers: `Common`, `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`, `sql::due` (a select's time conditions, and the
 //!   statement that asks when the next row falls due), `sql::condition` (a condition
@@ -195,5 +203,5 @@ pub fn load_paths(
 
 /// The queue file's JSON Schema, as `tableq schema` prints it.
 pub fn queue_file_schema() -> String {
-    config::schema::queue_file_schema::<action::RawAction>()
+    config::load::schema::queue_file_schema::<action::RawAction>()
 }

@@ -26,7 +26,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::action::Kinds;
-use crate::config::validator::Validator;
+use crate::config::validate::validator::Validator;
 use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
 use crate::diagnostic::Severity;

@@ -6,7 +6,7 @@
 //! is proven as the queue's session opens: `db::key_lock`.)
 
 use super::server::{multi_primary, ServerFacts};
-use crate::config::limits::Across;
+use crate::config::queue::limits::Across;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 

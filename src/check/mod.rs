@@ -34,7 +34,7 @@ use std::path::PathBuf;
 
 use crate::action::{Action, RawAction};
 use crate::config::load_all;
-use crate::config::names::key_name;
+use crate::config::validate::names::key_name;
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
 pub use options::CheckOptions;

@@ -12,7 +12,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::copies::{Copies, Slot};
-use crate::config::limits::Across;
+use crate::config::queue::limits::Across;
 use crate::config::{QueueConfig, Rate};
 use crate::db::Database;
 use crate::lock::lock;

@@ -9,11 +9,11 @@ use lapin::uri::{AMQPScheme, AMQPUri};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, Common, Samples};
 use crate::action::message::config::{self as message, Message, RawMessage};
-use crate::config::template::{Part, Template};
-use crate::config::validator::Validator;
+use crate::config::value::template::{Part, Template};
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 

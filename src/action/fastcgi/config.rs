@@ -9,11 +9,11 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
+use crate::config::value::duration::DurationText;
 use crate::config::interpolate;
-use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::action::kind::{ActionKind, Common, Samples};
 use crate::action::http::config::{signing_secret, SigningKey};
-use crate::config::validator::Validator;
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 

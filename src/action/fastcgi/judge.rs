@@ -260,7 +260,7 @@ mod tests {
 
     fn script(path: &str, done_header: Option<&str>) -> FastcgiAction {
         FastcgiAction {
-            common: crate::config::kind::Common {
+            common: crate::config::action::kind::Common {
                 timeout: std::time::Duration::from_secs(30),
                 placeholders: Vec::new(),
                 secret_variables: Vec::new(),

@@ -6,10 +6,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, ActionStatements, Common};
-use crate::config::statements::Statements;
-use crate::config::validator::Validator;
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, ActionStatements, Common};
+use crate::config::value::statements::Statements;
+use crate::config::validate::validator::Validator;
 use crate::sql::statement::ParsedStatement;
 
 /// `[action] timeout` when the file does not set it.

@@ -7,13 +7,13 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, Common, Samples};
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, Common, Samples};
 use crate::action::process::config::{
     find_program, secrets_passed_on, surroundings, RawEnv, Surroundings,
 };
-use crate::config::template::Template;
-use crate::config::validator::Validator;
+use crate::config::value::template::Template;
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::Finding;
 

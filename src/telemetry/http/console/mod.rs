@@ -29,7 +29,7 @@ use auth::{bearer, cleared_cookie, csrf_matches, session_cookie, Sessions, Token
 use request::{form_action, form_fields, json_action, query_value};
 
 use super::status::{self, Viewer};
-use crate::config::failed::Change;
+use crate::config::queue::failed::Change;
 use crate::telemetry::stats::monitor::Monitor;
 
 /// The address a request came from (the reverse proxy's, behind one).

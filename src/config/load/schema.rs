@@ -1,5 +1,5 @@
 //! `tableq schema`: a JSON Schema of the queue file, derived from the serde types
-//! that read it ([`super::raw::RawQueue`] and the tables under it), so that an
+//! that read it ([`crate::config::load::raw::RawQueue`] and the tables under it), so that an
 //! editor (taplo, Even Better TOML) validates and completes queue files with the
 //! very keys the loader takes. The doc comments of those types are the schema's
 //! descriptions; `[action]`'s are the kinds' own, from the registry of kinds the
@@ -10,8 +10,8 @@ use schemars::generate::SchemaSettings;
 use schemars::transform::{transform_subschemas, Transform};
 use schemars::Schema;
 
-use super::action::Kinds;
-use super::raw::RawQueue;
+use crate::config::action::Kinds;
+use crate::config::load::raw::RawQueue;
 
 /// The file `tableq schema` writes in the repository, which the shipped examples
 /// name in their `#:schema` line (a test keeps it current).

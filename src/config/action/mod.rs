@@ -5,6 +5,8 @@
 //! [`ActionConfig`], whose answers ([`ActionKind`], and its [`Common`]) this layer
 //! and the others need to prepare and check a queue.
 
+pub mod kind;
+
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +14,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use super::kind::{ActionKind, Common};
-use super::validator::Validator;
+use crate::config::action::kind::{ActionKind, Common};
+use crate::config::validate::validator::Validator;
 
 /// The kinds a queue file's `[action]` may be: the registry's table as written,
 /// read by serde by its `type` (and described by the schema), which validates into

@@ -9,12 +9,12 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use super::action::Kinds;
-use super::failed::RawFailed;
-use super::lease::RawLease;
-use super::locate::{key_assigned_at, key_at, line_at, line_of};
-use super::raw::{RawOutcome, RawQueue};
-use super::schema::expected_value;
+use crate::config::action::Kinds;
+use crate::config::load::locate::{key_assigned_at, key_at, line_at, line_of};
+use crate::config::load::raw::{RawOutcome, RawQueue};
+use crate::config::load::schema::expected_value;
+use crate::config::queue::failed::RawFailed;
+use crate::config::queue::lease::RawLease;
 use crate::diagnostic::Finding;
 
 /// The keys a queue file must have.
@@ -259,10 +259,10 @@ mod tests {
 
     use schemars::JsonSchema;
 
-    use super::super::action::ActionConfig;
-    use super::super::duration::DurationText;
-    use super::super::validator::Validator;
     use super::*;
+    use crate::config::action::ActionConfig;
+    use crate::config::validate::validator::Validator;
+    use crate::config::value::duration::DurationText;
 
     /// Two kinds, as the action layer's registry would make them: parsing reads
     /// `[action]` through them, and never validates it.

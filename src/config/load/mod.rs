@@ -2,14 +2,20 @@
 //! parsed and validated, with every problem found rather than the first; and the
 //! `--queue` names to keep.
 
+pub mod files;
+pub(crate) mod locate;
+pub(crate) mod parse;
+pub(crate) mod raw;
+pub mod schema;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::action::Kinds;
-use super::files::{self, queue_files};
-use super::queue::QueueConfig;
-use super::{parse, validate};
+use crate::config::action::Kinds;
+use crate::config::queue::QueueConfig;
+use crate::config::validate;
 use crate::diagnostic::{Finding, Findings, Severity};
+use files::queue_files;
 
 /// Loads every queue file named by `paths` (files, or directories of `*.toml`).
 /// `env` answers `${NAME}` lookups; `A` reads the `[action]` table (the action

@@ -6,12 +6,11 @@
 
 use std::time::Duration;
 
-use super::interpolate::{interpolate_secret, variables};
-use super::secret_file::read_by;
-use super::secret_file::SecretFile;
-use super::site::Site;
-use super::template::Template;
-use super::validator::Validator;
+use crate::config::queue::site::Site;
+use crate::config::validate::validator::Validator;
+use crate::config::value::interpolate::{interpolate_secret, read_by, variables};
+use crate::config::value::secret_file::SecretFile;
+use crate::config::value::template::Template;
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 

@@ -1,16 +1,16 @@
 //! The queue file exactly as written: serde types with no meaning attached yet.
-//! `validate` turns them into a [`super::QueueConfig`].
+//! `validate` turns them into a [`crate::config::QueueConfig`].
 
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::duration::DurationText;
-use super::statements::Statements;
+use crate::config::value::duration::DurationText;
+use crate::config::value::statements::Statements;
 
 /// A queue file: one queue. `A` is its `[action]` table as written: the registry
-/// of kinds' type ([`super::action::Kinds`]), which this layer does not name.
+/// of kinds' type ([`crate::config::action::Kinds`]), which this layer does not name.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawQueue<A> {
@@ -73,16 +73,16 @@ pub struct RawQueue<A> {
     pub limits: Option<String>,
     /// At most `limit` rows of one key (say, one customer) worked on at once, across
     /// every copy; rows of other keys are claimed past a busy one.
-    pub concurrency: Option<super::limits::RawConcurrency>,
+    pub concurrency: Option<crate::config::queue::limits::RawConcurrency>,
     /// "transaction" (the default): one transaction per turn. "lease": for jobs of
     /// minutes or hours, a short claim that leases rows ([lease]), the action with
     /// no transaction held.
     #[schemars(extend("enum" = ["transaction", "lease"]))]
     pub mode: Option<String>,
     /// Lease mode's SQL: the claim's lease, renewals, the release.
-    pub lease: Option<super::lease::RawLease>,
+    pub lease: Option<crate::config::queue::lease::RawLease>,
     /// The circuit breaker, on by default for HTTP and command actions.
-    pub circuit: Option<super::circuit::RawCircuit>,
+    pub circuit: Option<crate::config::queue::circuit::RawCircuit>,
     /// "item" (default): every statement runs once per item, the columns as :column.
     /// "batch": every statement runs once per batch, with the items as a JSON array
     /// in :batch (only :batch and :queue).
@@ -126,7 +126,7 @@ pub struct RawQueue<A> {
     pub on_failure: Option<RawOutcome>,
     /// The rows that gave up, and how an operator retries or discards one (`tableq
     /// failed`, `inspect`, `retry`, `discard`).
-    pub failed: Option<super::failed::RawFailed>,
+    pub failed: Option<crate::config::queue::failed::RawFailed>,
 }
 
 /// `[on_success]` or `[on_failure]`.
