@@ -7,8 +7,7 @@
 //! # Layout
 //!
 //! Layers, whose imports point one way (`tests/it/meta/layers.rs` checks it, that no
-//! two files of a module import each other, and that this map names every module;
-//! a kind's `config` is in the config layer, though its folder is under `action`):
+//! two files of a module import each other, and that this map names every module):
 //!
 //! ```text
 //! commands → engine | check | count | console → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
@@ -114,20 +113,19 @@
 //!   - `telemetry::trace`: `telemetry::trace::spans` (a committed turn's
 //!     OpenTelemetry spans) and `telemetry::trace::otlp` (their export over OTLP:
 //!     bounded, batched, dropped and counted when the collector is away).
-//! - `action`: what to do with one item. A kind is one folder — `action::sql`,
-//!   `action::http`, `action::command`, `action::amqp`, `action::nats`,
-//!   `action::worker` (long-lived processes, one JSON line per item),
-//!   `action::fastcgi` — holding its
-//!   `[action]` table (its `config.rs`, a module of the config layer:
-//!   `config::kinds`) and its runtime, each file named in the folder's own
-//!   `mod.rs`; registered by one line of `config::action`'s `kinds!` and one of
-//!   `config::kinds`. `action::message` (a broker message made from a
+//! - `action`: what to do with one item. A kind is one folder, `action::<kind>`,
+//!   holding its `[action]` table as written and validated (its `config.rs`) and
+//!   its runtime, each file named in the folder's own `mod.rs`; registered by one
+//!   line of the registry in `action`'s own `mod.rs` (`kinds!`), which is the list of
+//!   kinds (`tableq schema` and the reference list them too): it reads `[action]`
+//!   for the loader, which names no kind. `action::message` (a broker message made from a
 //!   row, and its keys, for amqp and nats); `action::process` (a program tableq
 //!   starts, for command and worker: its environment, its process group, the one
 //!   grace it is given to end, its keys `workdir` and `env`); `action::deadline`
 //!   (the deadlines a kind keeps itself, outside an item's, which is the engine's:
 //!   a connect, a question, `check`'s look downstream); `action::outcome` (what an action came
-//!   to, and whose fault a failure is), `action::progress` (lease mode's
+//!   to, and whose fault a failure is), `action::answer` (what an HTTP status says
+//!   of an item, and `Retry-After`: for http and fastcgi), `action::progress` (lease mode's
 //!   `:progress`), `action::capture` (bounded output, and what a run had captured
 //!   when its deadline came), `action::php` (PHP's death recognised in what a PHP
 //!   handler sent back, for fastcgi and worker).
@@ -149,28 +147,35 @@
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
-//! - [`config`]: queue files — `config::queue` (`QueueConfig`: one queue, validated,
-//!   and the defaults), `config::load` (every file named, with every problem found),
-//!   `config::site` (where a queue's findings point, and what a kind's checks read of
-//!   it), `config::files` (which paths are queue files, and
-//!   reading one: regular files of at most 1 MiB), `config::raw`, `config::schema`
-//!   (`tableq schema`: the JSON Schema derived from `config::raw`'s types),
-//!   `config::parse` (every key's problem at once), `config::validate` (a whole
-//!   file), `config::validator` (what every check reports to), `config::duration`
-//!   and `config::statements` (a duration key, SQL keys: as written, and checked),
-//!   `config::wake` (`wake` and the polls it implies),
-//!   `config::names` (one rule for unknown names),
-//!   `config::locate`, `config::interpolate` (`${ENV}`, `${file:…}`),
-//!   `config::secret_file`,
-//!   `config::template` (`{column}`), `config::mode` (`mode` and `scope` as one
-//!   value), `config::scope`, `config::batch_scope` (what batch scope refuses of a
-//!   queue), `config::lease`, `config::limits` (`limits`, `[concurrency]`), `config::lease_queue` (a lease-mode queue as a whole:
-//!   statements that must check the lease, the session's clock), `config::circuit`, `config::failed`,
-//!   `config::monitoring`; `config::action` (the `[action]` table, and `kinds!`, the
-//!   registry of kinds), `config::kinds` (each kind's tables as a module of this
-//!   layer, their files in the kind's folder, `src/action/<kind>/config.rs`, so
-//!   that config names nothing of the action layer) and `config::kind` (what every kind's table has and answers: `Common`,
-//!   `ActionKind`).
+//! - [`config`]: queue files, in five folders that say where a rule lives:
+//!   - `config::load`: a file read (every file named, with every problem found) —
+//!     `config::load::files` (which paths are queue files, and reading one: regular
+//!     files of at most 1 MiB), `config::load::raw` (the file as written),
+//!     `config::load::parse` (every key's problem at once), `config::load::locate`
+//!     (a key's line), `config::load::schema` (`tableq schema`: the JSON Schema
+//!     derived from `config::load::raw`'s types);
+//!   - `config::value`: one value of a key, whichever key holds it —
+//!     `config::value::duration` and `config::value::statements` (a duration key,
+//!     SQL keys: as written, and checked), `config::value::template` (`{column}`),
+//!     `config::value::interpolate` (`${ENV}`, `${file:…}`),
+//!     `config::value::secret_file`;
+//!   - `config::queue` (`QueueConfig`: one queue, validated, and the defaults) and
+//!     its tables — `config::queue::site` (where a queue's findings point, and what
+//!     a kind's checks read of it), `config::queue::wake` (`wake` and the polls it
+//!     implies), `config::queue::mode` (`mode` and `scope` as one value),
+//!     `config::queue::scope`, `config::queue::lease`, `config::queue::limits`
+//!     (`limits`, `[concurrency]`), `config::queue::circuit`,
+//!     `config::queue::failed`, `config::queue::monitoring`;
+//!   - `config::validate` (a whole file) and the rules across its tables —
+//!     `config::validate::validator` (what every check reports to),
+//!     `config::validate::names` (one rule for unknown names),
+//!     `config::validate::batch_scope` (what batch scope refuses of a queue),
+//!     `config::validate::lease_queue` (a lease-mode queue as a whole: statements
+//!     that must check the lease, the session's clock);
+//!   - `config::action` (the `[action]` table as this layer sees it, naming no kind:
+//!     `Kinds`, what the action layer's registry hands the loader to read it, and
+//!     `ActionConfig`, a kind's validated table) and `config::action::kind` (what
+//!     every kind's table has and answers: `Common`, `ActionKind`).
 //! - `sql`: the user's SQL as text — `sql::lex` (the one lexer), `sql::statement`,
 //!   `sql::shape`, `sql::tables`, `sql::due` (a select's time conditions, and the
 //!   statement that asks when the next row falls due), `sql::condition` (a condition
@@ -202,7 +207,22 @@ pub mod telemetry;
 mod trace_context;
 
 pub use check::{check, CheckOptions, CheckReport};
-pub use config::{load_paths, ActionConfig, QueueConfig};
+pub use config::{ActionConfig, QueueConfig};
 pub use db::prepared::claim_sql;
 pub use engine::queue::supervisor::{run, RunOptions, RunSummary};
 pub use telemetry::stats::Counts;
+
+/// Loads every queue file named by `paths` (files, or directories of `*.toml`),
+/// with the kinds of action this build has; `env` answers `${NAME}`. Every problem
+/// found, not just the first.
+pub fn load_paths(
+    paths: &[std::path::PathBuf],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<QueueConfig>, diagnostic::Findings> {
+    config::load_paths::<action::RawAction>(paths, env)
+}
+
+/// The queue file's JSON Schema, as `tableq schema` prints it.
+pub fn queue_file_schema() -> String {
+    config::load::schema::queue_file_schema::<action::RawAction>()
+}

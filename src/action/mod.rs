@@ -1,8 +1,9 @@
 //! Actions: what tableq does with one item (or one batch). Each kind is a folder
 //! of its own, `src/action/<kind>/`: its `[action]` table as written and validated
-//! (`config.rs`, in the config layer), and its runtime, made from the table
-//! ([`Ready`]); it reports an [`Outcome`]. The kinds are those of the registry,
-//! `crate::config::action::kinds!`, which declares their modules here and makes
+//! (`config.rs`), and its runtime, made from the table ([`Ready`]); it reports an
+//! [`Outcome`]. The kinds are those of the registry below, one line each
+//! ([`kinds!`]): it declares their modules, reads `[action]` for the loader (which
+//! names no kind: `crate::config` is handed [`RawAction`]), and makes
 //! [`Action::new`].
 //!
 //! A kind runs either in the item's transaction, on the worker's session
@@ -10,6 +11,7 @@
 //! command), where the items of a batch run concurrently while the worker keeps its
 //! connection alive.
 
+pub mod answer;
 pub mod capture;
 pub mod deadline;
 pub mod message;
@@ -24,6 +26,8 @@ use futures::future::BoxFuture;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::action::Kinds;
+use crate::config::validate::validator::Validator;
 use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
 use crate::diagnostic::Severity;
@@ -55,23 +59,65 @@ pub trait Ready {
     fn ready(&self) -> Result<Action, ActionError>;
 }
 
-/// The runtimes' side of the registry: each kind's module, and `Action::new`'s arm.
-macro_rules! runtimes {
-    ($($name:literal => $variant:ident($module:ident::{$raw:ident, $config:ident}),)*) => {
+/// The registry of kinds: from each kind's line — its `type`, its variant, its
+/// folder, and the tables of its folder's `config.rs` as written and validated —
+/// it declares the kind's module, the variant of [`RawAction`] that serde reads
+/// from `type` (the loader's `Kinds`, handed to `crate::config`), and the arm of
+/// [`Action::new`]. The validated table implements `ActionKind` (in its
+/// `config.rs`: a `validate` beside it makes it, a `WRITTEN_AS` names what a queue
+/// file may write meaning it) and [`Ready`] (its runtime).
+macro_rules! kinds {
+    ($($name:literal => $variant:ident($module:ident::{$raw:ident, $table:ident}),)*) => {
         $(pub mod $module;)*
+
+        /// The `[action]` table as written, by its `type`.
+        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "type")]
+        pub enum RawAction {
+            $(#[serde(rename = $name)] $variant($module::config::$raw),)*
+        }
+
+        impl Kinds for RawAction {
+            const NAMES: &'static [&'static str] = &[$($name),*];
+
+            fn meant(written: &str) -> Option<String> {
+                $(let (called, written_as) = $module::config::WRITTEN_AS;
+                if written_as.contains(&written) {
+                    return Some(format!("{called} is `type = \"{}\"`", $name));
+                })*
+                None
+            }
+
+            fn validate(&self, v: &mut Validator) -> ActionConfig {
+                match self {
+                    $(RawAction::$variant(raw) => {
+                        ActionConfig::new($name, $module::config::validate(raw, v))
+                    })*
+                }
+            }
+        }
 
         impl Action {
             /// The kind's runtime, made from its table.
             pub fn new(config: &ActionConfig) -> Result<Action, ActionError> {
-                match config {
-                    $(ActionConfig::$variant(table) => table.ready(),)*
-                }
+                $(if let Some(table) = config.table::<$module::config::$table>() {
+                    return table.ready();
+                })*
+                Err(ActionError(format!("no kind of action is `{}`", config.type_name())))
             }
         }
     };
 }
 
-crate::config::action::kinds!(runtimes);
+kinds! {
+    "sql" => Sql(sql::{RawSqlAction, SqlAction}),
+    "http" => Http(http::{RawHttpAction, HttpAction}),
+    "command" => Command(command::{RawCommandAction, CommandAction}),
+    "amqp" => Amqp(amqp::{RawAmqpAction, AmqpAction}),
+    "nats" => Nats(nats::{RawNatsAction, NatsAction}),
+    "worker" => Worker(worker::{RawWorkerAction, WorkerAction}),
+    "fastcgi" => Fastcgi(fastcgi::{RawFastcgiAction, FastcgiAction}),
+}
 
 impl Action {
     fn in_transaction(kind: impl InTransaction + 'static) -> Action {

@@ -1,26 +1,26 @@
-//! A command's progress, for lease mode's `:progress`: the last line it appended to
-//! the file `TABLEQ_PROGRESS` names, or the last line it wrote to stdout as
-//! `progress: …`, whichever came last (a worker process's, the last
-//! `{"progress": …}` line it wrote).
+//! The seam through which a kind reports an item's progress, for lease mode's
+//! `:progress`: a [`Progress`] per run, which a kind that can report progress is
+//! handed (`Job::progress`) and tells what it hears, its own way, in its own folder
+//! — [`Progress::report`], or [`Progress::hear`] for a line in the `progress: …`
+//! form programs write. A program may also append lines to the run's own file
+//! ([`Progress::path`], when the kind tells it of it). The last said, either way,
+//! is the progress.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use crate::lock::lock;
-use tokio::io::{AsyncRead, ReadBuf};
 
-/// How much of the file's end is read for its last line, and the longest stdout
-/// line looked at.
-const TAIL: usize = 4096;
-/// What a stdout line that reports progress starts with.
+/// How much of the file's end is read for its last line, and the longest line a
+/// kind need look at.
+pub const TAIL: usize = 4096;
+/// What a line that reports progress starts with.
 const PREFIX: &str = "progress:";
 
-/// A command's progress: a file of tableq's own (removed when dropped), and the
-/// last progress line heard on stdout.
+/// One run's progress: a file of tableq's own (removed when dropped), and the last
+/// progress its kind reported.
 #[derive(Debug)]
 pub struct Progress {
     path: PathBuf,
@@ -43,7 +43,7 @@ impl Progress {
         })
     }
 
-    /// The file the command is told of in `TABLEQ_PROGRESS`.
+    /// The run's file, for a program told of it (a command's `TABLEQ_PROGRESS`).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -75,7 +75,7 @@ impl Progress {
         Some((metadata.modified().ok()?, line))
     }
 
-    /// Notes a stdout line, if it reports progress.
+    /// Notes a line a program wrote, if it reports progress (`progress: 40%`).
     pub fn hear(&self, line: &[u8]) {
         let line = String::from_utf8_lossy(line);
         if let Some(rest) = line.trim().strip_prefix(PREFIX) {
@@ -83,7 +83,7 @@ impl Progress {
         }
     }
 
-    /// Notes progress reported otherwise (a worker's `{"progress": …}` line).
+    /// Notes progress the kind heard its own way.
     pub fn report(&self, progress: &str) {
         *self.lock() = Some((SystemTime::now(), progress.trim().to_string()));
     }
@@ -99,58 +99,12 @@ impl Drop for Progress {
     }
 }
 
-/// A command's stdout, passed on unchanged, with each `progress: …` line heard.
-pub struct Listening<R> {
-    inner: R,
-    progress: Arc<Progress>,
-    /// The line read so far (at most [`TAIL`] bytes of it).
-    line: Vec<u8>,
-}
-
-impl<R> Listening<R> {
-    pub fn new(inner: R, progress: Arc<Progress>) -> Self {
-        Listening {
-            inner,
-            progress,
-            line: Vec::new(),
-        }
-    }
-
-    fn scan(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            if byte == b'\n' {
-                self.progress.hear(&self.line);
-                self.line.clear();
-            } else if self.line.len() < TAIL {
-                self.line.push(byte);
-            }
-        }
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Listening<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            let new = buf.filled()[before..].to_vec();
-            self.scan(&new);
-        }
-        polled
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
 
-    fn progress() -> Arc<Progress> {
-        Arc::new(Progress::create(&format!("unit-{}", fastrand::u64(..))).unwrap())
+    fn progress() -> Progress {
+        Progress::create(&format!("unit-{}", fastrand::u64(..))).unwrap()
     }
 
     #[test]
@@ -164,14 +118,14 @@ mod tests {
         assert!(!path.exists());
     }
 
-    #[tokio::test]
-    async fn hears_progress_lines_on_stdout_and_passes_everything_on() {
+    #[test]
+    fn hears_progress_lines_and_reports() {
         let progress = progress();
-        let stdout: &[u8] = b"starting\nprogress: 40%\nprogress:  90% \ndone\n";
-        let mut listening = Listening::new(stdout, progress.clone());
-        let mut passed = Vec::new();
-        listening.read_to_end(&mut passed).await.unwrap();
-        assert_eq!(passed, stdout);
+        progress.hear(b"starting");
+        assert_eq!(progress.last(), None);
+        progress.hear(b"progress:  90% ");
         assert_eq!(progress.last().as_deref(), Some("90%"));
+        progress.report("3 of 4");
+        assert_eq!(progress.last().as_deref(), Some("3 of 4"));
     }
 }

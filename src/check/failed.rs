@@ -7,7 +7,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Value};
 
 use super::queries::{WaitingRows, Xa};
-use crate::config::failed::{Change, FailedConfig};
+use crate::config::queue::failed::{Change, FailedConfig};
 use crate::config::QueueConfig;
 use crate::db::error::{describe_error, is_statement_error};
 use crate::db::failed::{positional, queue_params, row_params};

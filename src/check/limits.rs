@@ -6,7 +6,7 @@
 //! is proven as the queue's session opens: `db::key_lock`.)
 
 use super::server::{multi_primary, ServerFacts};
-use crate::config::limits::Across;
+use crate::config::queue::limits::Across;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 
@@ -83,7 +83,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("jobs.toml");
         std::fs::write(&path, file).expect("the queue file written");
-        crate::config::load_file(&path, &|_| None).expect("a valid queue file")
+        crate::config::load_file::<crate::action::RawAction>(&path, &|_| None)
+            .expect("a valid queue file")
     }
 
     const SHARED: &str = "select = \"SELECT id FROM job\"\nrate_limit = \"30/s\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n";

@@ -32,9 +32,9 @@ pub mod wake;
 
 use std::path::PathBuf;
 
-use crate::action::Action;
+use crate::action::{Action, RawAction};
 use crate::config::load_all;
-use crate::config::names::key_name;
+use crate::config::validate::names::key_name;
 use crate::db::Database;
 use crate::diagnostic::{Finding, Severity};
 pub use options::CheckOptions;
@@ -119,7 +119,7 @@ pub async fn check(
     env: &dyn Fn(&str) -> Option<String>,
     options: &CheckOptions,
 ) -> CheckReport {
-    let loaded = load_all(paths, env);
+    let loaded = load_all::<RawAction>(paths, env);
     let mut report = CheckReport {
         queues: loaded.files,
         findings: loaded.findings,

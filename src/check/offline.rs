@@ -1,9 +1,9 @@
 //! What `check` warns about from the queue file alone. (The errors the file alone
-//! reveals are the loader's — `run` refuses them too; see [`crate::config::names`].) These
+//! reveals are the loader's — `run` refuses them too; see [`crate::config::validate::names`].) These
 //! are warnings: `run` logs them and runs.
 
-use crate::config::secret_file::{others_can_read, readable_by_others};
 use crate::config::statement_path;
+use crate::config::value::secret_file::{others_can_read, readable_by_others};
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::shape::{from_tables, restricts_to_key, statement_target, TableRef};
@@ -16,7 +16,7 @@ pub fn warnings(queue: &QueueConfig, key: Option<&str>) -> Vec<Finding> {
         findings.extend(outcome_not_by_key(queue, key));
     }
     findings.extend(queue.action.kind().warnings(&queue.site()));
-    findings.extend(crate::config::lease_queue::session_clock_warnings(queue));
+    findings.extend(crate::config::validate::lease_queue::session_clock_warnings(queue));
     findings.extend(secret_files_others_can_read(queue));
     findings
 }

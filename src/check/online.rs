@@ -14,7 +14,7 @@ use super::server::{self, ServerFacts};
 use super::tables::Engines;
 use super::{downstream, index, offline, oldest, proof, self_test, tables};
 use crate::action::Action;
-use crate::config::names::key_name;
+use crate::config::validate::names::key_name;
 use crate::config::QueueConfig;
 use crate::db::error::{describe_error, is_expected_contention, is_statement_error};
 use crate::db::prepared::PreparedQueue;

@@ -63,12 +63,12 @@ pub async fn engines(
 /// The lease-mode statements that compare a DATETIME column of the select's tables
 /// with the session's clock (`NOW()`, …): warnings that name the column. A
 /// TIMESTAMP column or unix time is not warned about (see
-/// [`crate::config::lease_queue::session_clock`]).
+/// [`crate::config::validate::lease_queue::session_clock`]).
 pub async fn session_clock(
     conn: &mut Conn,
     queue: &QueueConfig,
 ) -> Result<Vec<Finding>, mysql_async::Error> {
-    let clocks = crate::config::lease_queue::session_clock(queue);
+    let clocks = crate::config::validate::lease_queue::session_clock(queue);
     if clocks.is_empty() {
         return Ok(Vec::new());
     }

@@ -2,7 +2,7 @@
 //! server writes one and its user may read it, else polls — told in the summary
 //! line, and an error for `wake = "binlog"` without it (which `run` refuses too).
 
-use crate::config::wake::binlog_refused;
+use crate::config::queue::wake::binlog_refused;
 use crate::config::{QueueConfig, WakeSource};
 use crate::db::binlog::Verdicts;
 use crate::db::Database;

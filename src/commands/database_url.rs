@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::secret_file::{others_can_read, read_secret, readable_by_others};
+use crate::config::value::secret_file::{others_can_read, read_secret, readable_by_others};
 use crate::diagnostic::Finding;
 
 /// The systemd credential that holds the URL (systemd/tableq.service loads it).
@@ -68,11 +68,11 @@ pub enum UrlError {
     )]
     Both,
     #[error("--database-url-file (TABLEQ_DATABASE_URL_FILE): {0}")]
-    File(crate::config::secret_file::SecretFileError),
+    File(crate::config::value::secret_file::SecretFileError),
     #[error("{file} is empty: it should hold the database URL, mysql://USER:PASSWORD@HOST:3306/DATABASE")]
     Empty { file: PathBuf },
     #[error("--console-token-file (TABLEQ_CONSOLE_TOKEN_FILE): {0}")]
-    ConsoleTokenFile(crate::config::secret_file::SecretFileError),
+    ConsoleTokenFile(crate::config::value::secret_file::SecretFileError),
     #[error("{file} is empty: it should hold the console's token (say, 32 random characters: openssl rand -hex 32)")]
     EmptyToken { file: PathBuf },
 }
@@ -144,7 +144,7 @@ pub fn console_token(
 fn from_file(
     path: &Path,
     what: &str,
-) -> Result<Option<DefaultUrl>, crate::config::secret_file::SecretFileError> {
+) -> Result<Option<DefaultUrl>, crate::config::value::secret_file::SecretFileError> {
     let url = read_secret(path)?;
     let warning = readable_by_others(path).map(|mode| {
         let message = others_can_read(&format!("{what} names this file"), path, mode);

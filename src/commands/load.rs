@@ -3,6 +3,7 @@
 //! exits with.
 
 use super::failure::Failure;
+use crate::action::RawAction;
 use crate::config::{LoadError, QueueConfig, QueueSource};
 
 /// `${NAME}` in a queue file: the process's environment.
@@ -12,7 +13,7 @@ pub fn env_lookup(name: &str) -> Option<String> {
 
 /// Loads the queues `source` names.
 pub fn load(source: &QueueSource) -> Result<Vec<QueueConfig>, Failure> {
-    source.load(&env_lookup).map_err(|e| match e {
+    source.load::<RawAction>(&env_lookup).map_err(|e| match e {
         LoadError::Files(findings) => Failure::Config(findings),
         unknown @ LoadError::UnknownQueue { .. } => Failure::Usage(unknown.to_string()),
     })

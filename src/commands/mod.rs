@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::check::format::render;
 use crate::check::{check, CheckOptions};
-use crate::config::failed::Change;
-use crate::config::names::key_name;
+use crate::config::queue::failed::Change;
+use crate::config::validate::names::key_name;
 use crate::config::{QueueConfig, QueueSource};
 use crate::count::{count_waiting, printable_count_statement};
 use crate::db::{OpenError, Session};
@@ -70,7 +70,9 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
             clap_complete::generate(args.shell, &mut command, "tableq", out);
             Ok(())
         }),
-        Command::Schema => stdout::print(&crate::config::schema::queue_file_schema()),
+        Command::Schema => stdout::print(&crate::config::load::schema::queue_file_schema::<
+            crate::action::RawAction,
+        >()),
         Command::Man(args) => match &args.dir {
             None => stdout::write_with(man::print_page),
             Some(dir) => man::write_pages(dir).map_err(|e| {

@@ -6,7 +6,7 @@ use super::cli::{ChangeArgs, FailedArgs, InspectArgs, RowsFormat};
 use super::failure::Failure;
 use super::load::load;
 use super::stdout;
-use crate::config::failed::{Change, FailedConfig};
+use crate::config::queue::failed::{Change, FailedConfig};
 use crate::config::{QueueConfig, QueueSource};
 use crate::db::failed::{self, Changed, Key, Rows};
 use crate::db::{Database, DbError};

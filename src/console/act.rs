@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::config::failed::Change;
+use crate::config::queue::failed::Change;
 use crate::db::failed::{self, Changed, Key, NoFailedSql};
 use crate::db::pause::{self, Paused};
 use crate::telemetry::stats::monitor::Setup;
@@ -121,7 +121,7 @@ pub async fn rows_count(
 async fn keys_of(
     setup: &Setup,
     stats: &QueueStats,
-    failed: &crate::config::failed::FailedConfig,
+    failed: &crate::config::queue::failed::FailedConfig,
     rows: &Rows,
 ) -> Result<Vec<Key>, ActError> {
     match rows {

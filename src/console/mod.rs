@@ -27,7 +27,7 @@ use act::{act, inspect, rows_count, ActError, Acted, Action, Rows};
 use auth::{bearer, cleared_cookie, csrf_matches, session_cookie, Sessions, Token};
 use request::{form_action, form_fields, json_action, query_value};
 
-use crate::config::failed::Change;
+use crate::config::queue::failed::Change;
 use crate::telemetry::http::listener::Peer;
 use crate::telemetry::http::status::{self, Viewer};
 use crate::telemetry::http::{Acting, Viewers};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::act::{Action, Rows};
-use crate::config::failed::Change;
+use crate::config::queue::failed::Change;
 
 /// The API's body: `{"keys": […]}`, `{"group": "…"}` or `{"all": true}`; a pause's
 /// `{"reason": "…", "for": "10m"}`. Every field may be left out.

@@ -21,7 +21,7 @@ use super::error::DbError;
 use super::error_kind::ErrorKind;
 use super::failed::{positional, queue_params};
 use super::session::OpenError;
-use crate::config::names::find_column;
+use crate::config::validate::names::find_column;
 use crate::config::QueueConfig;
 use crate::sql::statement::{string_literal, with_parameters_written_in};
 

@@ -6,7 +6,7 @@ use mysql_async::{Params, Value};
 
 use super::item::{Item, OutcomeParams};
 use super::row_json::batch_json;
-use crate::config::names::BuiltIn;
+use crate::config::validate::names::BuiltIn;
 
 /// Where a statement's `?` gets its value from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

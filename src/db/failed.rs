@@ -13,7 +13,7 @@ use super::item::{Columns, Item};
 use super::row_json::item_json;
 use super::value::{key_from_text, value_text};
 use super::Database;
-use crate::config::failed::{Change, FailedConfig};
+use crate::config::queue::failed::{Change, FailedConfig};
 use crate::config::QueueConfig;
 use crate::sql::lex::quote_identifier;
 use crate::sql::shape::rows_whatever_where;

@@ -6,7 +6,7 @@ use mysql_async::consts::ColumnType;
 use mysql_async::Value;
 
 use super::value::{value_bytes, value_text};
-use crate::config::names::find_column;
+use crate::config::validate::names::find_column;
 use crate::trace_context::{self, Parent};
 
 /// The select's columns: what every item of a queue looks like.

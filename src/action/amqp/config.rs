@@ -9,16 +9,20 @@ use lapin::uri::{AMQPScheme, AMQPUri};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, Common, Samples};
-use crate::config::kinds::message::{self as message, Message, RawMessage};
-use crate::config::template::{Part, Template};
-use crate::config::validator::Validator;
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, Common, Samples};
+use crate::action::message::config::{self as message, Message, RawMessage};
+use crate::config::value::template::{Part, Template};
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it: as for HTTP.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("RabbitMQ", &["rabbitmq"]);
 
 /// The longest exchange name or routing key AMQP can carry (a short string).
 const SHORT_STRING: usize = 255;
@@ -118,6 +122,10 @@ pub fn validate(raw: &RawAmqpAction, v: &mut Validator) -> AmqpAction {
 }
 
 impl ActionKind for AmqpAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn sends_each_item(&self) -> bool {
         true
     }

@@ -12,7 +12,7 @@
 //! In batch scope the batch's messages are all published, then every confirm is
 //! awaited: each item succeeds or fails on its own (a message per row).
 
-pub use crate::config::kinds::amqp as config;
+pub mod config;
 mod judge;
 mod link;
 mod probe;

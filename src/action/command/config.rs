@@ -7,18 +7,22 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, Common, Samples};
-use crate::config::kinds::process::{
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, Common, Samples};
+use crate::action::process::config::{
     find_program, secrets_passed_on, surroundings, RawEnv, Surroundings,
 };
-use crate::config::template::Template;
-use crate::config::validator::Validator;
+use crate::config::value::template::Template;
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::Finding;
 
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("a program", &["shell", "exec"]);
 
 /// type = "command": one process per item, no shell; the row arrives as JSON on
 /// stdin, with TABLEQ_QUEUE and TABLEQ_KEY in the environment. Exit 0 is success.
@@ -81,6 +85,10 @@ pub fn validate(raw: &RawCommandAction, v: &mut Validator) -> CommandAction {
 }
 
 impl ActionKind for CommandAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn has_exit_codes(&self) -> bool {
         true
     }

@@ -5,11 +5,14 @@
 //!
 //! - [`config`]: its `[action]` table — the argv, the working directory, the
 //!   environment it may see.
+//! - [`listening`]: its stdout, listened to for `progress: …` lines.
 //!
 //! Starting it, its environment and its process group are `crate::action::process`'s,
 //! shared with `type = "worker"`.
 
-pub use crate::config::kinds::command as config;
+pub mod config;
+mod listening;
+
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::process::ExitStatus;
@@ -22,11 +25,12 @@ use tokio::process::Child;
 
 use super::capture::{clip_error, last_lines, read_into, read_tail, Captured};
 use super::process::{ended, grace, prepare, ProcessGroup};
-use super::progress::{Listening, Progress};
+use super::progress::Progress;
 use super::{Action, ActionError, Blame, External, Job, Outcome, Probe, Ready};
 use crate::db::row_json::{item_json, items_json, keys_json};
 use crate::db::Item;
 use config::CommandAction;
+use listening::Listening;
 
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 8 * 1024;

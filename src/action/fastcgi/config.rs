@@ -9,16 +9,20 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
+use crate::config::value::duration::DurationText;
 use crate::config::interpolate;
-use crate::config::kind::{ActionKind, Common, Samples};
-use crate::config::kinds::http::{signing_secret, SigningKey};
-use crate::config::validator::Validator;
+use crate::config::action::kind::{ActionKind, Common, Samples};
+use crate::action::http::config::{signing_secret, SigningKey};
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("", &[]);
 
 /// `[action] max_connections` when the file does not set it: PHP-FPM's own default
 /// `pm.max_children`.
@@ -208,6 +212,10 @@ fn plain(v: &mut Validator, key: &str, text: &str) -> Option<String> {
 }
 
 impl ActionKind for FastcgiAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn reports_progress(&self) -> bool {
         true
     }

@@ -1,7 +1,7 @@
-//! What the script's answer means, as an HTTP answer would: its `Status:` header
-//! (200 when it sets none), any 2xx success; 429, 502, 503 and 504 trouble
-//! downstream, with their `Retry-After`; any other status the item's own failure,
-//! its body (else what the script wrote to stderr) as `:error`.
+//! What the script's answer means, as an HTTP answer would (`action::answer`): its
+//! `Status:` header (200 when it sets none), any 2xx success; 429, 502, 503 and 504
+//! trouble downstream, with their `Retry-After`; any other status the item's own
+//! failure, its body (else what the script wrote to stderr) as `:error`.
 //!
 //! A 2xx is not success when PHP died on the way (a fatal error, an uncaught
 //! exception, a limit, a parse error: `crate::action::php`), nor, with
@@ -13,13 +13,10 @@
 
 use super::config::FastcgiAction;
 use super::record::{Answer, ExchangeError};
+use crate::action::answer::{retry_after_seconds, Verdict};
 use crate::action::capture::{clip_error, OUTPUT_LIMIT};
 use crate::action::php;
-use crate::action::http::judge::retry_after_seconds;
 use crate::action::{Blame, Outcome};
-
-/// Statuses that say "not now" rather than "not this item".
-const DOWNSTREAM_STATUSES: [u16; 4] = [429, 502, 503, 504];
 
 /// The CGI answer split: its status, `Retry-After`, and body.
 #[derive(Debug, PartialEq, Eq)]
@@ -111,7 +108,7 @@ pub fn judge(
         outcome.error = Some(clip_error(why));
         return outcome;
     }
-    if (200..300).contains(&reply.status) {
+    if Verdict::of(reply.status) == Verdict::Success {
         return outcome;
     }
     if let Some(refused) = refused_script(&answer.stderr, server, &config.script) {
@@ -121,7 +118,7 @@ pub fn judge(
         };
     }
     outcome.error = Some(clip_error(error_text(&reply, &answer.stderr, error_log)));
-    if DOWNSTREAM_STATUSES.contains(&reply.status) {
+    if Verdict::of(reply.status) == Verdict::Downstream {
         outcome.blame = Blame::Downstream;
     }
     outcome
@@ -143,7 +140,7 @@ fn not_done(reply: &Reply<'_>, answer: &Answer, config: &FastcgiAction) -> Optio
         return died;
     }
     let header = config.done_header.as_deref()?;
-    let succeeded = (200..300).contains(&reply.status);
+    let succeeded = Verdict::of(reply.status) == Verdict::Success;
     (succeeded && !reply.has(header)).then(|| {
         format!(
             "the script answered Status {} without its `{header}` header (done_header): it \
@@ -263,7 +260,7 @@ mod tests {
 
     fn script(path: &str, done_header: Option<&str>) -> FastcgiAction {
         FastcgiAction {
-            common: crate::config::kind::Common {
+            common: crate::config::action::kind::Common {
                 timeout: std::time::Duration::from_secs(30),
                 placeholders: Vec::new(),
                 secret_variables: Vec::new(),

@@ -10,7 +10,7 @@
 //! - `probe`: what `check` finds at the address; `settings`: what the pool does
 //!   with PHP's errors, asked of PHP there.
 
-pub use crate::config::kinds::fastcgi as config;
+pub mod config;
 mod judge;
 mod pool;
 mod probe;

@@ -9,7 +9,7 @@ use reqwest::{redirect, Client, Method, Url};
 use super::ssrf::{check_literal, PublicOnly};
 use crate::action::CONNECT_TIMEOUT;
 use crate::action::ActionError;
-use crate::config::template::Part;
+use crate::config::value::template::Part;
 use super::config::HttpAction;
 
 /// The client, the method, and whether private destinations are refused (the row

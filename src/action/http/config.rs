@@ -9,15 +9,19 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, Common, Samples};
-use crate::config::template::{Part, Template};
-use crate::config::validator::Validator;
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, Common, Samples};
+use crate::config::value::template::{Part, Template};
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("a webhook", &["webhook", "https"]);
 
 /// type = "http": one request per item; the body is the row as a JSON object. Any
 /// 2xx is success.
@@ -121,6 +125,10 @@ pub fn validate(raw: &RawHttpAction, v: &mut Validator) -> HttpAction {
 }
 
 impl ActionKind for HttpAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn batch_scope_refusals(&self, queue: &Site<'_>) -> Vec<Finding> {
         if self.message_id.is_none() {
             return Vec::new();

@@ -1,15 +1,15 @@
-//! What an answer, or its absence, means: any 2xx is success; 429, 502, 503, 504,
-//! a timeout or an unreachable receiver are failures downstream (the circuit's
-//! business); any other status is the item's failure. Every failure in one line.
+//! What an answer, or its absence, means: its status as `action::answer` judges
+//! one (any 2xx success; 429, 502, 503, 504 failures downstream, the circuit's
+//! business; any other status the item's failure), and a timeout or an unreachable
+//! receiver failures downstream too. Every failure in one line.
 
 use std::error::Error as _;
-use std::time::{Duration, SystemTime};
-
 use reqwest::header::{LOCATION, RETRY_AFTER};
-use reqwest::{Response, StatusCode, Url};
+use reqwest::{Response, Url};
 
 use super::ssrf::PrivateDestination;
 use super::Http;
+use crate::action::answer::{retry_after_seconds, Verdict};
 use crate::action::capture::clip_error;
 use crate::action::{Blame, Outcome};
 
@@ -26,7 +26,8 @@ impl Http {
             blame: Blame::Item,
             each: None,
         };
-        if status.is_success() {
+        let verdict = Verdict::of(status.as_u16());
+        if verdict == Verdict::Success {
             return outcome;
         }
         let reason = status.canonical_reason().unwrap_or("");
@@ -47,7 +48,7 @@ impl Http {
             error.push_str(&format!(": redirect to {location} not followed{hint}"));
         }
         outcome.error = Some(clip_error(error));
-        if DOWNSTREAM_STATUSES.contains(&status) {
+        if verdict == Verdict::Downstream {
             outcome.blame = Blame::Downstream;
         }
         outcome.retry_after = response
@@ -58,29 +59,6 @@ impl Http {
         outcome
     }
 }
-
-/// `Retry-After` as seconds from now: delay-seconds, or an HTTP date.
-pub fn retry_after_seconds(value: &str) -> Option<u64> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(seconds);
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(
-        when.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO)
-            .as_secs(),
-    )
-}
-
-/// Answers that say "not now" rather than "not this item": the receiver is
-/// overloaded or its upstream is down.
-const DOWNSTREAM_STATUSES: [StatusCode; 4] = [
-    StatusCode::TOO_MANY_REQUESTS,
-    StatusCode::BAD_GATEWAY,
-    StatusCode::SERVICE_UNAVAILABLE,
-    StatusCode::GATEWAY_TIMEOUT,
-];
 
 /// True when the request was refused before it left: its destination is a private
 /// address the queue may not reach (the row's doing, not an outage).
@@ -166,21 +144,4 @@ fn tls_error(io: &std::io::Error) -> Option<&rustls::Error> {
         return Some(tls);
     }
     inner.downcast_ref::<std::io::Error>().and_then(tls_error)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_retry_after_as_seconds_or_a_date() {
-        assert_eq!(retry_after_seconds(" 120 "), Some(120));
-        assert_eq!(
-            retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT"),
-            Some(0)
-        );
-        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(600));
-        assert!(retry_after_seconds(&later).is_some_and(|s| (590..=600).contains(&s)));
-        assert_eq!(retry_after_seconds("soon"), None);
-    }
 }

@@ -11,8 +11,8 @@
 //! - `probe`: what `check` tells from a sample row's URL.
 
 mod client;
-pub use crate::config::kinds::http as config;
-pub mod judge;
+pub mod config;
+mod judge;
 mod probe;
 mod request;
 pub mod signing;

@@ -15,7 +15,7 @@ use crate::trace_context;
 use super::{Delivery, Http};
 use crate::action::capture::OUTPUT_LIMIT;
 use crate::action::Outcome;
-use crate::config::template::Part;
+use crate::config::value::template::Part;
 use crate::db::Item;
 
 /// Placeholder values keep only RFC 3986's unreserved characters unencoded.
@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn dots_are_refused_only_as_a_whole_path_segment() {
         let parts = |url: &str| {
-            crate::config::template::Template::parse(url, &|_| None)
+            crate::config::value::template::Template::parse(url, &|_| None)
                 .unwrap()
                 .parts
         };

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::kind::Common;
-use crate::config::template::Template;
-use crate::config::validator::Validator;
+use crate::config::action::kind::Common;
+use crate::config::validate::validator::Validator;
+use crate::config::value::template::Template;
 
 /// A message's body, headers and id, validated.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,8 @@
 //! - [`config`]: the message's keys (`body`, `headers`, `message_id`), which each
 //!   kind keeps in its own table.
 
-pub use crate::config::kinds::message as config;
+pub mod config;
+
 use std::sync::Arc;
 
 use super::{Blame, Outcome};

@@ -9,16 +9,20 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, Common};
-use crate::config::kinds::message::{self as message, Message, RawMessage};
-use crate::config::template::{Part, Template};
-use crate::config::validator::Validator;
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, Common};
+use crate::action::message::config::{self as message, Message, RawMessage};
+use crate::config::value::template::{Part, Template};
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 
 /// `[action] timeout` when the file does not set it: as for HTTP.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("", &[]);
 
 /// type = "nats": one message per item to NATS; with jetstream = true acknowledged
 /// by its stream, Nats-Msg-Id set.
@@ -112,6 +116,10 @@ pub fn validate(raw: &RawNatsAction, v: &mut Validator) -> NatsAction {
 }
 
 impl ActionKind for NatsAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn sends_each_item(&self) -> bool {
         true
     }

@@ -15,7 +15,7 @@
 //! awaited: each item succeeds or fails on its own (a message per row).
 
 mod client;
-pub use crate::config::kinds::nats as config;
+pub mod config;
 mod judge;
 mod probe;
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::validator::Validator;
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::{Finding, Severity};
 
@@ -79,7 +79,7 @@ fn environment(raw: Option<&RawEnv>, v: &mut Validator) -> Vec<(String, Option<S
     };
     let mut env = Vec::new();
     for (name, value) in wanted {
-        if !crate::config::interpolate::is_variable_name(&name) {
+        if !crate::config::value::interpolate::is_variable_name(&name) {
             let message = format!(
                 "`action.env`: {name:?} is not a variable name: use letters, digits and `_`"
             );

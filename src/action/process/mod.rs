@@ -8,7 +8,7 @@
 //! - `group`: the process group, and every group running now (for the reaper, and
 //!   for an exit that runs no destructors).
 
-pub use crate::config::kinds::process as config;
+pub mod config;
 mod group;
 
 use std::ffi::OsStr;

@@ -6,14 +6,18 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, ActionStatements, Common};
-use crate::config::statements::Statements;
-use crate::config::validator::Validator;
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, ActionStatements, Common};
+use crate::config::value::statements::Statements;
+use crate::config::validate::validator::Validator;
 use crate::sql::statement::ParsedStatement;
 
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("", &[]);
 
 /// type = "sql": statements run inside the item's transaction, with the row's
 /// columns bound as :column and the queue's name as :queue. The work commits
@@ -47,6 +51,10 @@ pub fn validate(raw: &RawSqlAction, v: &mut Validator) -> SqlAction {
 }
 
 impl ActionKind for SqlAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn in_transaction(&self) -> bool {
         true
     }

@@ -3,7 +3,8 @@
 //!
 //! - [`config`]: its `[action]` table (`sql`, `timeout`).
 
-pub use crate::config::kinds::sql as config;
+pub mod config;
+
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 

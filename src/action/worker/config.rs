@@ -7,18 +7,22 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::duration::DurationText;
-use crate::config::kind::{ActionKind, Common, Samples};
-use crate::config::kinds::process::{
+use crate::config::value::duration::DurationText;
+use crate::config::action::kind::{ActionKind, Common, Samples};
+use crate::action::process::config::{
     find_program, secrets_passed_on, surroundings, RawEnv, Surroundings,
 };
-use crate::config::template::Template;
-use crate::config::validator::Validator;
+use crate::config::value::template::Template;
+use crate::config::validate::validator::Validator;
 use crate::config::Site;
 use crate::diagnostic::Finding;
 
 /// `[action] timeout` when the file does not set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a queue file may write in `type` meaning this kind, and what it is called
+/// then: the registry answers `type = "webhook"` with "a webhook is `type = \"http\"`".
+pub const WRITTEN_AS: (&str, &[&str]) = ("", &[]);
 /// `[action] max_items` when the file does not set it.
 pub const DEFAULT_MAX_ITEMS: u64 = 10_000;
 
@@ -119,6 +123,10 @@ fn literal(element: &str, index: &str, v: &mut Validator) -> Option<String> {
 }
 
 impl ActionKind for WorkerAction {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
     fn reports_progress(&self) -> bool {
         true
     }

@@ -20,7 +20,7 @@
 //!   ended.
 //! - `probe`: `check`'s look: the command starts, and ends when its input does.
 
-pub use crate::config::kinds::worker as config;
+pub mod config;
 mod probe;
 mod process;
 mod protocol;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::config::limits::Across;
+use crate::config::queue::limits::Across;
 use crate::config::{QueueConfig, Rate};
 use crate::db::Database;
 use crate::engine::policy::copies::{Copies, Slot};

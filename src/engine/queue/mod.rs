@@ -222,7 +222,8 @@ impl QueueRuntime {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("test.toml");
         std::fs::write(&path, file).expect("the queue file written");
-        let config = crate::config::load_file(&path, &|_| None).expect("a valid queue file");
+        let config = crate::config::load_file::<crate::action::RawAction>(&path, &|_| None)
+            .expect("a valid queue file");
         let action = Action::new(&config.action).expect("its action");
         let database = Database::from_url("mysql://tableq@127.0.0.1:1/tests").expect("a URL");
         QueueRuntime::new(config, action, database, Arc::default())

@@ -9,6 +9,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
+use crate::action::RawAction;
 use crate::config::{LoadError, QueueConfig, QueueSource};
 use crate::diagnostic::{Finding, Findings};
 use crate::engine::queue::launch::one_line;
@@ -74,7 +75,7 @@ pub async fn run_with_reload(
 /// what changed before touching anything.
 async fn reload(supervisor: &mut Supervisor, source: &QueueSource) -> Result<bool, Findings> {
     let queues = source
-        .load(&|name| std::env::var(name).ok())
+        .load::<RawAction>(&|name| std::env::var(name).ok())
         .map_err(|e| match e {
             LoadError::Files(findings) => findings,
             unknown => Findings(vec![Finding::error(&source.paths[0], unknown.to_string())]),

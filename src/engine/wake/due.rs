@@ -174,7 +174,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("test.toml");
         std::fs::write(&path, file).expect("the queue file written");
-        Due::of(&crate::config::load_file(&path, &|_| None).expect("a valid queue file"))
+        Due::of(
+            &crate::config::load_file::<crate::action::RawAction>(&path, &|_| None)
+                .expect("a valid queue file"),
+        )
     }
 
     const MINUTE: Duration = Duration::from_secs(60);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
-use crate::config::wake::binlog_refused;
+use crate::config::queue::wake::binlog_refused;
 use crate::config::{QueueConfig, WakeSource};
 use crate::db::binlog;
 use crate::db::Database;

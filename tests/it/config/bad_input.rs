@@ -74,6 +74,25 @@ async fn unknown_key() {
     .await;
 }
 
+/// A `type` that names no kind is said at its line, with every kind there is and
+/// the one a common other name means.
+#[tokio::test]
+async fn unknown_kind() {
+    expect_rejected(
+        "select = \"SELECT 1\"\n[action]\ntype = \"webhook\"\nurl = \"http://x/\"\n",
+        3,
+        &["`action.type`: `webhook` is not a kind of action; expected one of \"sql\", \"http\", \
+           \"command\", \"amqp\", \"nats\", \"worker\", \"fastcgi\" (a webhook is `type = \"http\"`)"],
+    )
+    .await;
+    expect_rejected(
+        "select = \"SELECT 1\"\n[action]\ntype = \"rabbitmq\"\n",
+        3,
+        &["(RabbitMQ is `type = \"amqp\"`)"],
+    )
+    .await;
+}
+
 /// A value of the wrong type names the key and the type it should be.
 #[tokio::test]
 async fn wrong_type() {

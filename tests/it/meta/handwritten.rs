@@ -49,8 +49,7 @@ fn the_running_synopsis_names_every_flag() {
 /// actions.md.
 #[test]
 fn the_action_row_names_every_kind() {
-    let schema: serde_json::Value =
-        serde_json::from_str(&tableq::config::schema::queue_file_schema()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&tableq::queue_file_schema()).unwrap();
     let kinds: Vec<String> = schema["definitions"]["RawAction"]["oneOf"]
         .as_array()
         .expect("RawAction is one of the kinds")

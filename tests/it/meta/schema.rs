@@ -84,3 +84,37 @@ fn a_json_schema_validator_accepts_the_examples_and_refuses_a_typo() {
     assert!(said.contains("'timout' was unexpected"), "{said}");
     assert!(said.contains("misspelt keys fail the schema"), "{said}");
 }
+
+/// Every property of every table has a description (from its doc comment).
+#[test]
+fn every_key_is_documented() {
+    let schema: serde_json::Value = serde_json::from_str(&tableq::queue_file_schema()).unwrap();
+    let mut undocumented = Vec::new();
+    walk(&schema, "", &mut undocumented);
+    assert!(undocumented.is_empty(), "no description: {undocumented:?}");
+}
+
+fn walk(schema: &serde_json::Value, at: &str, undocumented: &mut Vec<String>) {
+    match schema {
+        serde_json::Value::Object(object) => {
+            if let Some(serde_json::Value::Object(properties)) = object.get("properties") {
+                for (name, property) in properties {
+                    // The tag of [action] is described by the variant it picks.
+                    let tagged = name == "type" && property.get("const").is_some();
+                    if property.get("description").is_none() && !tagged {
+                        undocumented.push(format!("{at}.{name}"));
+                    }
+                }
+            }
+            for (key, value) in object {
+                walk(value, &format!("{at}/{key}"), undocumented);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                walk(item, at, undocumented);
+            }
+        }
+        _ => {}
+    }
+}

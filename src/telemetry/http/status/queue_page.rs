@@ -390,7 +390,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("q.toml");
         std::fs::write(&path, file).expect("the queue file written");
-        crate::config::load_file(&path, &|_| None).expect("a valid queue file")
+        crate::config::load_file::<crate::action::RawAction>(&path, &|_| None)
+            .expect("a valid queue file")
     }
 
     const QUEUE: &str = r#"

@@ -39,17 +39,6 @@ pub fn others_can_read(what: &str, path: &Path, mode: u32) -> String {
     )
 }
 
-/// The files `value`, the value of `key`, reads its secrets from (`${file:…}`).
-pub fn read_by(key: &[&str], value: &str) -> Vec<super::SecretFile> {
-    super::files(value)
-        .into_iter()
-        .map(|path| super::SecretFile {
-            path,
-            key: key.iter().map(|k| k.to_string()).collect(),
-        })
-        .collect()
-}
-
 /// A file a secret was read from (`${file:/PATH}`), and the key that read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretFile {

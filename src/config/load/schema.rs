@@ -1,26 +1,29 @@
 //! `tableq schema`: a JSON Schema of the queue file, derived from the serde types
-//! that read it ([`super::raw::RawQueue`] and the tables under it), so that an
+//! that read it ([`crate::config::load::raw::RawQueue`] and the tables under it), so that an
 //! editor (taplo, Even Better TOML) validates and completes queue files with the
 //! very keys the loader takes. The doc comments of those types are the schema's
-//! descriptions. What the schema cannot say (a select's columns, a command that
+//! descriptions; `[action]`'s are the kinds' own, from the registry of kinds the
+//! action layer hands in ([`Kinds`]). What the schema cannot say (a select's columns, a command that
 //! exists) the loader and `tableq check` still say.
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::{transform_subschemas, Transform};
 use schemars::Schema;
 
-use super::raw::RawQueue;
+use crate::config::action::Kinds;
+use crate::config::load::raw::RawQueue;
 
 /// The file `tableq schema` writes in the repository, which the shipped examples
 /// name in their `#:schema` line (a test keeps it current).
 pub const SCHEMA_FILE: &str = "tableq.schema.json";
 
-/// The queue file's schema, as pretty-printed JSON (draft 7, which taplo reads).
-pub fn queue_file_schema() -> String {
+/// The queue file's schema, as pretty-printed JSON (draft 7, which taplo reads),
+/// with the kinds of `[action]` that `A` reads.
+pub(crate) fn queue_file_schema<A: Kinds>() -> String {
     let generator = SchemaSettings::draft07()
         .with_transform(NoNull)
         .into_generator();
-    let mut schema = generator.into_root_schema_for::<RawQueue>();
+    let mut schema = generator.into_root_schema_for::<RawQueue<A>>();
     schema.insert("title".into(), "tableq queue file".into());
     schema.insert(
         "description".into(),
@@ -28,15 +31,35 @@ pub fn queue_file_schema() -> String {
          that takes a row out of the select. See queues.example.toml and the README."
             .into(),
     );
+    name_the_kinds(&mut schema, A::NAMES);
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
 }
 
+/// The `action` key's description, with the `type`s there are.
+fn name_the_kinds(schema: &mut Schema, kinds: &[&str]) {
+    let quoted: Vec<String> = kinds.iter().map(|kind| format!("\"{kind}\"")).collect();
+    let list = match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => return,
+    };
+    let description = format!("What to do with one item: type = {list}.");
+    let action = schema
+        .get_mut("properties")
+        .and_then(|properties| properties.get_mut("action"))
+        .and_then(serde_json::Value::as_object_mut);
+    if let Some(action) = action {
+        action.insert("description".into(), description.into());
+    }
+}
+
 /// What the value of the dotted `key` (`workers`, `action.timeout`) must look like,
-/// in the queue file's words, read from the schema: `None` for a key it does not have.
-pub fn expected_value(key: &str) -> Option<String> {
-    let schema: serde_json::Value = serde_json::from_str(&queue_file_schema()).ok()?;
+/// in the queue file's words, read from the schema of a queue file whose `[action]`
+/// `A` reads: `None` for a key it does not have.
+pub(crate) fn expected_value<A: Kinds>(key: &str) -> Option<String> {
+    let schema: serde_json::Value = serde_json::from_str(&queue_file_schema::<A>()).ok()?;
     let mut node = &schema;
     for segment in key.split('.') {
         node = property(&schema, node, segment)?;
@@ -128,44 +151,5 @@ impl Transform for NoNull {
             }
         }
         transform_subschemas(self, schema);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every property of every table has a description (from its doc comment).
-    #[test]
-    fn every_key_is_documented() {
-        let schema: serde_json::Value = serde_json::from_str(&queue_file_schema()).unwrap();
-        let mut undocumented = Vec::new();
-        walk(&schema, "", &mut undocumented);
-        assert!(undocumented.is_empty(), "no description: {undocumented:?}");
-    }
-
-    fn walk(schema: &serde_json::Value, at: &str, undocumented: &mut Vec<String>) {
-        match schema {
-            serde_json::Value::Object(object) => {
-                if let Some(serde_json::Value::Object(properties)) = object.get("properties") {
-                    for (name, property) in properties {
-                        // The tag of [action] is described by the variant it picks.
-                        let tagged = name == "type" && property.get("const").is_some();
-                        if property.get("description").is_none() && !tagged {
-                            undocumented.push(format!("{at}.{name}"));
-                        }
-                    }
-                }
-                for (key, value) in object {
-                    walk(value, &format!("{at}/{key}"), undocumented);
-                }
-            }
-            serde_json::Value::Array(items) => {
-                for item in items {
-                    walk(item, at, undocumented);
-                }
-            }
-            _ => {}
-        }
     }
 }

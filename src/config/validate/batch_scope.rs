@@ -3,9 +3,9 @@
 //! the refusal shows that form, built from the queue's own key), and a kind's
 //! `{column}` placeholder when one action serves the whole batch.
 
-use super::names::key_name;
-use super::scope::{is_batch_param, Scope, BATCH_PARAMS};
-use super::{statement_path, QueueConfig};
+use crate::config::queue::scope::{is_batch_param, Scope, BATCH_PARAMS};
+use crate::config::validate::names::key_name;
+use crate::config::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::statement::ParsedStatement;
 use crate::sql::tables::from_tables;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::locate::line_of;
+use crate::config::load::locate::line_of;
 use crate::diagnostic::{Finding, Severity};
 
 /// A queue as its findings and its kind's checks see it.

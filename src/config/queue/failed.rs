@@ -6,8 +6,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::statements::Statements;
-use super::validator::Validator;
+use crate::config::validate::validator::Validator;
+use crate::config::value::statements::Statements;
 use crate::sql::statement::{first_word, parse_statement, top_level_words, ParsedStatement};
 
 /// `[failed]` as written.
@@ -63,7 +63,7 @@ impl FailedConfig {
 }
 
 /// Validates `[failed]`; `queue_key` is the queue's `key`, if the file sets one.
-pub(super) fn validate(
+pub(crate) fn validate(
     v: &mut Validator,
     raw: &RawFailed,
     queue_key: Option<&str>,

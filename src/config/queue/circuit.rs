@@ -9,9 +9,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::action::ActionConfig;
-use super::duration::DurationText;
-use super::validator::Validator;
+use crate::config::action::ActionConfig;
+use crate::config::validate::validator::Validator;
+use crate::config::value::duration::DurationText;
 
 /// `[circuit]`, the circuit breaker: when more than failure_ratio of the items
 /// finished within window (at least min_items) failed downstream — unreachable,
@@ -79,7 +79,7 @@ pub const DEFAULT_TRANSIENT_EXIT_CODES: [i32; 1] = [75];
 
 /// The queue's breaker, checked; `None` when it is off (an SQL action, or
 /// `enabled = false`).
-pub(super) fn validate(
+pub(crate) fn validate(
     v: &mut Validator,
     raw: Option<&RawCircuit>,
     action: &ActionConfig,

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::interpolate::{expand, Files};
+use crate::config::value::interpolate::{expand, Files};
 use crate::config::InterpolateError;
 
 /// One piece of a template.

@@ -152,7 +152,7 @@ pub fn unknown_literal_names(queue: &QueueConfig) -> Vec<Finding> {
 /// `columns` (nor a built-in parameter), as errors. The loader asks with the select's
 /// literal columns, `run` with the columns its database reports: one rule, one
 /// message for one mistake. (In batch scope, statements and placeholders name no
-/// columns: [`super::batch_scope::batch_scope_refusals`] says so.)
+/// columns: [`crate::config::validate::batch_scope::batch_scope_refusals`] says so.)
 pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     let mut found: Vec<(Vec<String>, String)> = Vec::new();
     let batch = queue.scope() == Scope::Batch;

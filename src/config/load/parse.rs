@@ -9,22 +9,23 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use super::action::RawAction;
-use super::failed::RawFailed;
-use super::lease::RawLease;
-use super::locate::{key_assigned_at, key_at, line_at, line_of};
-use super::raw::{RawOutcome, RawQueue};
-use super::schema::expected_value;
+use crate::config::action::Kinds;
+use crate::config::load::locate::{key_assigned_at, key_at, line_at, line_of};
+use crate::config::load::raw::{RawOutcome, RawQueue};
+use crate::config::load::schema::expected_value;
+use crate::config::queue::failed::RawFailed;
+use crate::config::queue::lease::RawLease;
 use crate::diagnostic::Finding;
 
 /// The keys a queue file must have.
 const REQUIRED: &[&str] = &["select", "action"];
 
 /// Parses `source` (the text of `file`) into a [`RawQueue`], or every problem found.
-pub fn parse(file: &Path, source: &str) -> Result<RawQueue, Vec<Finding>> {
-    let table: Table = toml::from_str(source).map_err(|e| vec![syntax_error(file, source, &e)])?;
+pub fn parse<A: Kinds>(file: &Path, source: &str) -> Result<RawQueue<A>, Vec<Finding>> {
+    let table: Table =
+        toml::from_str(source).map_err(|e| vec![syntax_error::<A>(file, source, &e)])?;
     let queue = queue_name(&table, file);
-    parse_table(file, source, table).map_err(|found| {
+    parse_table::<A>(file, source, table).map_err(|found| {
         found
             .into_iter()
             .map(|finding| Finding {
@@ -43,16 +44,20 @@ fn queue_name(table: &Table, file: &Path) -> Option<String> {
     }
 }
 
-fn parse_table(file: &Path, source: &str, table: Table) -> Result<RawQueue, Vec<Finding>> {
+fn parse_table<A: Kinds>(
+    file: &Path,
+    source: &str,
+    table: Table,
+) -> Result<RawQueue<A>, Vec<Finding>> {
     let mut problems = Vec::new();
     for key in table.keys() {
         match table.get(key) {
             Some(Value::Table(action)) if key == "action" && action.contains_key("type") => {
-                if let Some(problem) = unknown_kind(action) {
+                if let Some(problem) = unknown_kind::<A>(action) {
                     problems.push(problem);
                     continue;
                 }
-                problems.extend(table_problems::<RawAction>(action, "action", &["type"]));
+                problems.extend(table_problems::<A>(action, "action", &["type"]));
             }
             Some(Value::Table(lease)) if key == "lease" => {
                 problems.extend(table_problems::<RawLease>(lease, key, &[]));
@@ -63,7 +68,7 @@ fn parse_table(file: &Path, source: &str, table: Table) -> Result<RawQueue, Vec<
             Some(Value::Table(outcome)) if key == "on_success" || key == "on_failure" => {
                 problems.extend(table_problems::<RawOutcome>(outcome, key, &[]));
             }
-            _ => problems.extend(key_alone::<RawQueue>(&table, key, &[], &[])),
+            _ => problems.extend(key_alone::<RawQueue<A>>(&table, key, &[], &[])),
         }
     }
     for required in REQUIRED.iter().filter(|key| !table.contains_key(**key)) {
@@ -75,7 +80,7 @@ fn parse_table(file: &Path, source: &str, table: Table) -> Result<RawQueue, Vec<
     }
     if problems.is_empty() {
         // Nothing found key by key: the whole must read too.
-        return RawQueue::deserialize(Value::Table(table))
+        return RawQueue::<A>::deserialize(Value::Table(table))
             .map_err(|e| vec![Finding::error(file, plain_words(e.message().trim()))]);
     }
     // In the file's order: the parsed table holds its keys sorted by name.
@@ -89,20 +94,19 @@ fn parse_table(file: &Path, source: &str, table: Table) -> Result<RawQueue, Vec<
 
 /// An `[action] type` that names no kind: said at `type`'s own line, with the kinds
 /// there are (rather than at the first other key, as serde would).
-fn unknown_kind(action: &Table) -> Option<Problem> {
-    let kinds = super::action::KINDS;
+fn unknown_kind<A: Kinds>(action: &Table) -> Option<Problem> {
+    let kinds = A::NAMES;
     let written = match action.get("type") {
         Some(Value::String(kind)) if kinds.contains(&kind.as_str()) => return None,
         Some(Value::String(kind)) => format!("`{kind}`"),
         Some(other) => format!("{other}"),
         None => return None,
     };
-    let hint = match written.as_str() {
-        "`webhook`" | "`https`" => " (a webhook is `type = \"http\"`)",
-        "`rabbitmq`" => " (RabbitMQ is `type = \"amqp\"`)",
-        "`shell`" | "`exec`" => " (a program is `type = \"command\"`)",
-        _ => "",
+    let hint = match action.get("type") {
+        Some(Value::String(kind)) => A::meant(kind).map(|meant| format!(" ({meant})")),
+        _ => None,
     };
+    let hint = hint.unwrap_or_default();
     let list: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
     Some(Problem {
         path: vec!["action".into(), "type".into()],
@@ -215,13 +219,13 @@ fn closest<'a>(unknown: &str, message: &'a str) -> Option<&'a str> {
 }
 
 /// A file that is not TOML at all: the parser's one error, at its line.
-fn syntax_error(file: &Path, source: &str, e: &toml::de::Error) -> Finding {
+fn syntax_error<A: Kinds>(file: &Path, source: &str, e: &toml::de::Error) -> Finding {
     let start = e.span().map(|span| span.start);
     let line = start.map(|at| line_at(source, at));
     let mut message = plain_words(e.message().trim());
     let key = start.and_then(|at| key_at(source, at).or_else(|| key_assigned_at(source, at)));
     if let Some(key) = key {
-        message = match expected_value(&key).filter(|_| is_bare_value(&message)) {
+        message = match expected_value::<A>(&key).filter(|_| is_bare_value(&message)) {
             Some(expected) => format!("`{key}` must be {expected}"),
             None => format!("`{key}`: {message}"),
         };
@@ -251,18 +255,64 @@ fn plain_words(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use schemars::JsonSchema;
+
     use super::*;
+    use crate::config::action::ActionConfig;
+    use crate::config::validate::validator::Validator;
+    use crate::config::value::duration::DurationText;
+
+    /// Two kinds, as the action layer's registry would make them: parsing reads
+    /// `[action]` through them, and never validates it.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(tag = "type")]
+    #[allow(dead_code, reason = "read to see that it parses; nothing looks inside")]
+    enum Kinds2 {
+        #[serde(rename = "query")]
+        Query(Keys),
+        #[serde(rename = "program")]
+        Program(Keys),
+    }
+
+    /// A kind's keys.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code, reason = "read to see that it parses; nothing looks inside")]
+    struct Keys {
+        /// Its work.
+        sql: Option<String>,
+        /// Its program.
+        argv: Option<Vec<String>>,
+        /// How long it may take.
+        #[serde(default, with = "humantime_serde")]
+        #[schemars(with = "Option<DurationText>")]
+        timeout: Option<Duration>,
+    }
+
+    impl Kinds for Kinds2 {
+        const NAMES: &'static [&'static str] = &["query", "program"];
+
+        fn meant(written: &str) -> Option<String> {
+            (written == "shell").then(|| "a shell command is `type = \"program\"`".into())
+        }
+
+        fn validate(&self, _: &mut Validator) -> ActionConfig {
+            unreachable!("parsing does not validate")
+        }
+    }
 
     /// The findings for `source`, as lines.
     fn findings(source: &str) -> Vec<String> {
-        let found = parse(Path::new("q.toml"), source).unwrap_err();
+        let found = parse::<Kinds2>(Path::new("q.toml"), source).unwrap_err();
         found.iter().map(|f| f.to_string()).collect()
     }
 
     /// Four mistakes, four findings, each at its own line, in the file's order.
     #[test]
     fn every_problem_of_a_file_at_once() {
-        let source = "wrokers = 4\nbatch = \"ten\"\nselect = \"SELECT id FROM job\"\n\n[action]\ntype = \"command\"\ncommand = [\"true\"]\ntimeout = \"soon\"\nretries = 3\n";
+        let source = "wrokers = 4\nbatch = \"ten\"\nselect = \"SELECT id FROM job\"\n\n[action]\ntype = \"program\"\nargv = [\"true\"]\ntimeout = \"soon\"\nretries = 3\n";
         let lines = findings(source);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         for (finding, expected) in lines.iter().zip([
@@ -285,7 +335,7 @@ mod tests {
     /// when the file gives one.
     #[test]
     fn a_misspelt_key_gets_the_nearest_one() {
-        let source = "name = \"mail\"\npoll_intreval = \"1s\"\nselect = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n";
+        let source = "name = \"mail\"\npoll_intreval = \"1s\"\nselect = \"SELECT 1\"\n[action]\ntype = \"query\"\nsql = \"DO 1\"\n";
         let lines = findings(source);
         assert_eq!(lines.len(), 1, "{lines:#?}");
         assert!(lines[0].starts_with("q.toml:2: queue mail: error: unknown field `poll_intreval`"));
@@ -300,14 +350,14 @@ mod tests {
     #[test]
     fn a_bare_word_value_says_what_the_key_takes() {
         let lines = findings(
-            "workers = 4x\nselect = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n",
+            "workers = 4x\nselect = \"SELECT 1\"\n[action]\ntype = \"query\"\nsql = \"DO 1\"\n",
         );
         assert_eq!(
             lines,
             ["q.toml:1: error: `workers` must be a whole number, such as `workers = 4`"]
         );
         let lines = findings(
-            "select = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\ntimeout = 5s\n",
+            "select = \"SELECT 1\"\n[action]\ntype = \"query\"\nsql = \"DO 1\"\ntimeout = 5s\n",
         );
         assert_eq!(lines.len(), 1, "{lines:#?}");
         assert!(
@@ -319,22 +369,22 @@ mod tests {
         );
     }
 
-    /// `type = "webhook"` is said at `type`'s line, with the kinds there are.
+    /// `type = "shell"` is said at `type`'s line, with the kinds there are and the
+    /// one it may have meant.
     #[test]
     fn an_unknown_kind_names_action_type_and_the_kinds() {
-        let source = "select = \"SELECT 1\"\n[action]\ntype = \"webhook\"\nurl = \"http://x/\"\n";
+        let source = "select = \"SELECT 1\"\n[action]\ntype = \"shell\"\nurl = \"http://x/\"\n";
         assert_eq!(
             findings(source),
-            ["q.toml:3: queue q: error: `action.type`: `webhook` is not a kind of action; expected \
-              one of \"sql\", \"http\", \"command\", \"amqp\", \"nats\", \"worker\", \
-              \"fastcgi\" (a webhook is `type = \"http\"`)"]
+            ["q.toml:3: queue q: error: `action.type`: `shell` is not a kind of action; expected \
+              one of \"query\", \"program\" (a shell command is `type = \"program\"`)"]
         );
     }
 
     /// Outcome tables too: a value of the wrong kind at its line, a missing `sql`.
     #[test]
     fn outcome_tables_key_by_key() {
-        let source = "select = \"SELECT 1\"\n[action]\ntype = \"sql\"\nsql = \"DO 1\"\n[on_success]\nsql = 5\n[on_failure]\n";
+        let source = "select = \"SELECT 1\"\n[action]\ntype = \"query\"\nsql = \"DO 1\"\n[on_success]\nsql = 5\n[on_failure]\n";
         let lines = findings(source);
         assert_eq!(lines.len(), 2, "{lines:#?}");
         assert!(

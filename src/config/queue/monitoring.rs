@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::raw::RawQueue;
-use super::validator::Validator;
+use crate::config::load::raw::RawQueue;
+use crate::config::validate::validator::Validator;
 
 /// `stats_interval` when the file does not set it.
 pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(15);
@@ -36,7 +36,7 @@ impl Default for Monitoring {
 }
 
 /// Checks `stats_interval`, `waiting_cap` and `waiting_since`.
-pub(super) fn monitoring(v: &mut Validator, raw: &RawQueue) -> Monitoring {
+pub(crate) fn monitoring<A>(v: &mut Validator, raw: &RawQueue<A>) -> Monitoring {
     let stats_interval = v.positive(
         &["stats_interval"],
         raw.stats_interval,

@@ -9,8 +9,8 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::locate::statement_path;
-use super::validator::Validator;
+use crate::config::load::locate::statement_path;
+use crate::config::validate::validator::Validator;
 use crate::sql::statement::{
     first_word, parse_statement, sets_only_user_variables, top_level_words, ParsedStatement,
 };
@@ -102,7 +102,7 @@ const TRANSACTION_BREAKERS: &[&str] = &[
 
 impl Validator<'_> {
     /// The queue's select: one SELECT that tableq can append its claim clause to.
-    pub(super) fn select(&mut self, text: &str) -> Option<ParsedStatement> {
+    pub(crate) fn select(&mut self, text: &str) -> Option<ParsedStatement> {
         let v = self;
         let parsed = match parse_statement(text) {
             Ok(parsed) => parsed,

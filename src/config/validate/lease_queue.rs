@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use super::lease::LeaseConfig;
-use super::names::key_name;
-use super::{statement_path, QueueConfig};
+use crate::config::queue::lease::LeaseConfig;
+use crate::config::validate::names::key_name;
+use crate::config::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::lex::{ident, is_any_kw, lex, Lex};
 use crate::sql::shape::restricts_to_key;

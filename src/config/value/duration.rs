@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 
-use super::validator::Validator;
+use crate::config::validate::validator::Validator;
 
 /// The longest duration a queue file may give: a day.
 const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);

@@ -2,21 +2,29 @@
 //! parsed and validated, with every problem found rather than the first; and the
 //! `--queue` names to keep.
 
+pub mod files;
+pub(crate) mod locate;
+pub(crate) mod parse;
+pub(crate) mod raw;
+pub mod schema;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::files::{self, queue_files};
-use super::queue::QueueConfig;
-use super::{parse, validate};
+use crate::config::action::Kinds;
+use crate::config::queue::QueueConfig;
+use crate::config::validate;
 use crate::diagnostic::{Finding, Findings, Severity};
+use files::queue_files;
 
 /// Loads every queue file named by `paths` (files, or directories of `*.toml`).
-/// `env` answers `${NAME}` lookups. Returns every problem found, not just the first.
-pub fn load_paths(
+/// `env` answers `${NAME}` lookups; `A` reads the `[action]` table (the action
+/// layer's registry of kinds). Returns every problem found, not just the first.
+pub(crate) fn load_paths<A: Kinds>(
     paths: &[PathBuf],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<QueueConfig>, Findings> {
-    let loaded = load_all(paths, env);
+    let loaded = load_all::<A>(paths, env);
     if loaded.findings.iter().any(Finding::is_error) {
         Err(Findings(loaded.findings))
     } else {
@@ -35,12 +43,15 @@ pub struct Loaded {
 
 /// Loads every queue file named by `paths`, keeping the queues that load next to
 /// the problems of those that do not (so `check` can go on with the good ones).
-pub fn load_all(paths: &[PathBuf], env: &dyn Fn(&str) -> Option<String>) -> Loaded {
+pub(crate) fn load_all<A: Kinds>(
+    paths: &[PathBuf],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Loaded {
     let mut loaded = Loaded::default();
     let files = queue_files(paths, &mut loaded.findings);
     loaded.files = files.len();
     for file in files {
-        match load_file(&file, env) {
+        match load_file::<A>(&file, env) {
             Ok(queue) => {
                 if let Some(first) = loaded.queues.iter().find(|q| q.name == queue.name) {
                     let finding = queue.finding(
@@ -64,12 +75,12 @@ pub fn load_all(paths: &[PathBuf], env: &dyn Fn(&str) -> Option<String>) -> Load
 }
 
 /// Loads one queue file.
-pub fn load_file(
+pub(crate) fn load_file<A: Kinds>(
     file: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<QueueConfig, Vec<Finding>> {
     let source = files::read_queue_file(file).map_err(|finding| vec![finding])?;
-    let raw = parse::parse(file, &source)?;
+    let raw = parse::parse::<A>(file, &source)?;
     validate::validate(raw, file, Arc::from(source), env)
 }
 
@@ -95,11 +106,11 @@ pub enum LoadError {
 
 impl QueueSource {
     /// Loads the queue files, keeping the queues named.
-    pub fn load(
+    pub(crate) fn load<A: Kinds>(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Vec<QueueConfig>, LoadError> {
-        let queues = load_paths(&self.paths, env).map_err(LoadError::Files)?;
+        let queues = load_paths::<A>(&self.paths, env).map_err(LoadError::Files)?;
         if let Some(missing) = self
             .names
             .iter()

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::locate::line_of;
+use crate::config::load::locate::line_of;
 use crate::diagnostic::Finding;
 
 /// Collects the problems of one queue file, each pointing at its key's line.

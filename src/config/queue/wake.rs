@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::raw::RawQueue;
-use super::validator::Validator;
+use crate::config::load::raw::RawQueue;
+use crate::config::validate::validator::Validator;
 
 /// `poll_interval` of a queue that follows the binary log, when the file does not
 /// set it: a safety net for a missed event. Rows that become due by time alone (a
@@ -51,7 +51,7 @@ pub struct Wake {
 
 /// Reads `wake`; `poll_interval`, when the file sets it, is the poll on the binary
 /// log too.
-pub(super) fn validate(v: &mut Validator, raw: &RawQueue) -> Wake {
+pub(crate) fn validate<A>(v: &mut Validator, raw: &RawQueue<A>) -> Wake {
     let from_env = raw.wake.is_none().then(|| (v.env)(WAKE_ENV)).flatten();
     let written = raw.wake.as_deref().or(from_env.as_deref());
     let source = match written {

@@ -8,8 +8,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::template::{Part, Template};
-use super::validator::Validator;
+use crate::config::validate::validator::Validator;
+use crate::config::value::template::{Part, Template};
 
 /// The largest `[concurrency] limit`: each row claimed tries at most this many of
 /// its key's slots.
@@ -57,7 +57,7 @@ impl Concurrency {
 
 impl Validator<'_> {
     /// `limits = "global" | "per_process"`; global when not given.
-    pub(super) fn across(&mut self, text: Option<&str>) -> Across {
+    pub(crate) fn across(&mut self, text: Option<&str>) -> Across {
         match text {
             None | Some("global") => Across::Copies,
             Some("per_process") => Across::Process,
@@ -74,7 +74,7 @@ impl Validator<'_> {
     }
 
     /// `[concurrency]`: its key read as a column or a template, its limit in range.
-    pub(super) fn concurrency(&mut self, raw: Option<&RawConcurrency>) -> Option<Concurrency> {
+    pub(crate) fn concurrency(&mut self, raw: Option<&RawConcurrency>) -> Option<Concurrency> {
         let raw = raw?;
         let limit = raw.limit.map_or(1, |n| n as usize);
         if !(1..=MAX_KEY_LIMIT).contains(&limit) {

@@ -6,12 +6,11 @@
 
 use std::time::Duration;
 
-use super::interpolate::{interpolate_secret, variables};
-use super::secret_file::read_by;
-use super::secret_file::SecretFile;
-use super::site::Site;
-use super::template::Template;
-use super::validator::Validator;
+use crate::config::queue::site::Site;
+use crate::config::validate::validator::Validator;
+use crate::config::value::interpolate::{interpolate_secret, read_by, variables};
+use crate::config::value::secret_file::SecretFile;
+use crate::config::value::template::Template;
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
@@ -93,9 +92,13 @@ impl Common {
     }
 }
 
-/// What tableq asks of an action kind's table beyond [`Common`], whichever kind
-/// it is. Every answer has a default; a kind says only where it differs.
-pub trait ActionKind: std::fmt::Debug {
+/// What tableq asks of an action kind's validated table, whichever kind it is.
+/// Every answer but [`ActionKind::common`] has a default; a kind says only where
+/// it differs.
+pub trait ActionKind: std::fmt::Debug + std::any::Any + Send + Sync {
+    /// What every kind has: its `common` field.
+    fn common(&self) -> &Common;
+
     /// True when the action runs in the item's transaction, on the worker's session
     /// (its work commits with the row's change); false when it reaches outside the
     /// database, where nothing can be undone.

@@ -1,21 +1,31 @@
 //! One queue, validated: every value typed, every statement parsed — what `run`,
 //! `check` and `count` are handed — with the defaults its keys fall back to.
 
+pub mod circuit;
+pub mod failed;
+pub mod lease;
+pub mod limits;
+pub mod mode;
+pub mod monitoring;
+pub mod scope;
+pub mod site;
+pub mod wake;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::action::ActionConfig;
-use super::circuit::CircuitConfig;
-use super::failed::FailedConfig;
-use super::lease::LeaseConfig;
-use super::limits::{Across, Concurrency};
-use super::mode::Mode;
-use super::monitoring::Monitoring;
-use super::scope::Scope;
-use super::secret_file::SecretFile;
-use super::site::Site;
-use super::wake::{Wake, WakeSource};
+use crate::config::action::ActionConfig;
+use crate::config::queue::circuit::CircuitConfig;
+use crate::config::queue::failed::FailedConfig;
+use crate::config::queue::lease::LeaseConfig;
+use crate::config::queue::limits::{Across, Concurrency};
+use crate::config::queue::mode::Mode;
+use crate::config::queue::monitoring::Monitoring;
+use crate::config::queue::scope::Scope;
+use crate::config::queue::site::Site;
+use crate::config::queue::wake::{Wake, WakeSource};
+use crate::config::value::secret_file::SecretFile;
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::statement::ParsedStatement;
 

@@ -9,9 +9,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::duration::DurationText;
-use super::statements::Statements;
-use super::validator::Validator;
+use crate::config::validate::validator::Validator;
+use crate::config::value::duration::DurationText;
+use crate::config::value::statements::Statements;
 use crate::sql::lex::{is_kw, spans, Lex};
 use crate::sql::statement::ParsedStatement;
 
@@ -70,8 +70,8 @@ pub struct LeaseConfig {
     pub length: Option<Duration>,
 }
 
-/// The `[lease]` table, validated (`mode = "lease"`: see [`super::mode`]).
-pub(super) fn table(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
+/// The `[lease]` table, validated (`mode = "lease"`: see [`crate::config::queue::mode`]).
+pub(crate) fn table(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
     let sql = v.statements(&["lease", "sql"], &lease.sql);
     let renew_sql = lease
         .renew_sql

@@ -2,14 +2,19 @@
 //! `${ENV}` replaced. Every problem becomes a [`Finding`] naming the key and what
 //! would be right; all of them are collected, not just the first.
 
+mod batch_scope;
+pub mod lease_queue;
+pub mod names;
+pub(crate) mod validator;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::action::ActionConfig;
-use super::raw::RawQueue;
-use super::validator::Validator;
-use super::{
+use crate::config::action::{ActionConfig, Kinds};
+use crate::config::load::raw::RawQueue;
+use crate::config::validate::validator::Validator;
+use crate::config::{
     interpolate_secret, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
     DEFAULT_LOOP_LIMIT, DEFAULT_LOOP_WINDOW, DEFAULT_POLL_INTERVAL, MAX_BATCH, MAX_ERROR_BACKOFF,
     MAX_WORKERS,
@@ -17,8 +22,8 @@ use super::{
 use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
-pub fn validate(
-    raw: RawQueue,
+pub(crate) fn validate<A: Kinds>(
+    raw: RawQueue<A>,
     file: &Path,
     source: Arc<str>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -33,18 +38,18 @@ pub fn validate(
         error_backoff,
         database_timeout,
     } = timings(&mut v, &raw);
-    let wake = super::wake::validate(&mut v, &raw);
+    let wake = crate::config::queue::wake::validate(&mut v, &raw);
     let database_url = database_url(&mut v, raw.database_url.as_deref());
     let select = v.select(&raw.select);
     check_key(&mut v, raw.key.as_deref());
-    let action = super::action::validate(&raw.action, &mut v);
+    let action = raw.action.validate(&mut v);
     let flow = flow(&mut v, &raw, &action);
-    let mode = super::mode::validate(&mut v, &raw, &action);
+    let mode = crate::config::queue::mode::validate(&mut v, &raw, &action);
     let (on_success, on_failure) = outcomes(&mut v, &raw);
     let failed = raw
         .failed
         .as_ref()
-        .and_then(|f| super::failed::validate(&mut v, f, raw.key.as_deref()));
+        .and_then(|f| crate::config::queue::failed::validate(&mut v, f, raw.key.as_deref()));
 
     let mut findings = v.take_findings();
     let Some(select) = select else {
@@ -81,9 +86,13 @@ pub fn validate(
     };
     // With a literal column list, a name that is not a column is known now: the
     // same finding preparing the queue on its database would give.
-    findings.extend(super::names::unknown_literal_names(&queue));
-    findings.extend(super::lease_queue::unguarded(&queue));
-    findings.extend(super::batch_scope::batch_scope_refusals(&queue));
+    findings.extend(crate::config::validate::names::unknown_literal_names(
+        &queue,
+    ));
+    findings.extend(crate::config::validate::lease_queue::unguarded(&queue));
+    findings.extend(crate::config::validate::batch_scope::batch_scope_refusals(
+        &queue,
+    ));
     if !findings.is_empty() {
         return Err(findings);
     }
@@ -91,9 +100,9 @@ pub fn validate(
 }
 
 /// `[on_success]` (none: no statement) and `[on_failure]`, validated.
-fn outcomes(
+fn outcomes<A>(
     v: &mut Validator,
-    raw: &RawQueue,
+    raw: &RawQueue<A>,
 ) -> (Vec<ParsedStatement>, Option<Vec<ParsedStatement>>) {
     let on_success = raw
         .on_success
@@ -121,7 +130,7 @@ struct Timings {
     database_timeout: Duration,
 }
 
-fn timings(v: &mut Validator, raw: &RawQueue) -> Timings {
+fn timings<A>(v: &mut Validator, raw: &RawQueue<A>) -> Timings {
     let poll_interval = v.positive(&["poll_interval"], raw.poll_interval, DEFAULT_POLL_INTERVAL);
     let error_backoff = v.positive(&["error_backoff"], raw.error_backoff, DEFAULT_ERROR_BACKOFF);
     if error_backoff > MAX_ERROR_BACKOFF {
@@ -144,16 +153,16 @@ fn timings(v: &mut Validator, raw: &RawQueue) -> Timings {
 struct Flow {
     loop_window: Duration,
     loop_limit: u32,
-    rate_limit: Option<super::Rate>,
+    rate_limit: Option<crate::config::Rate>,
     max_in_flight: Option<usize>,
-    limits_across: super::limits::Across,
-    concurrency: Option<super::limits::Concurrency>,
+    limits_across: crate::config::queue::limits::Across,
+    concurrency: Option<crate::config::queue::limits::Concurrency>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
-    monitoring: super::Monitoring,
-    circuit: Option<super::CircuitConfig>,
+    monitoring: crate::config::Monitoring,
+    circuit: Option<crate::config::CircuitConfig>,
 }
 
-fn flow(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Flow {
+fn flow<A>(v: &mut Validator, raw: &RawQueue<A>, action: &ActionConfig) -> Flow {
     let loop_limit = raw.loop_limit.or(Some(DEFAULT_LOOP_LIMIT));
     Flow {
         loop_window: loop_window(v, raw),
@@ -164,13 +173,13 @@ fn flow(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Flow {
             .map(|n| v.in_range("max_in_flight", Some(n), 1, MAX_WORKERS)),
         limits_across: v.across(raw.limits.as_deref()),
         concurrency: v.concurrency(raw.concurrency.as_ref()),
-        monitoring: super::monitoring::monitoring(v, raw),
-        circuit: super::circuit::validate(v, raw.circuit.as_ref(), action),
+        monitoring: crate::config::queue::monitoring::monitoring(v, raw),
+        circuit: crate::config::queue::circuit::validate(v, raw.circuit.as_ref(), action),
     }
 }
 
 /// `loop_window`: zero turns the watch off; otherwise at most a day.
-fn loop_window(v: &mut Validator, raw: &RawQueue) -> Duration {
+fn loop_window<A>(v: &mut Validator, raw: &RawQueue<A>) -> Duration {
     match raw.loop_window {
         Some(window) if window.is_zero() => window,
         window => v.positive(&["loop_window"], window, DEFAULT_LOOP_WINDOW),
@@ -178,9 +187,9 @@ fn loop_window(v: &mut Validator, raw: &RawQueue) -> Duration {
 }
 
 /// `rate_limit = "N/s"` (or `/m`, `/h`).
-fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
+fn rate_limit<A>(v: &mut Validator, raw: &RawQueue<A>) -> Option<crate::config::Rate> {
     let text = raw.rate_limit.as_deref()?;
-    let rate = super::Rate::parse(text);
+    let rate = crate::config::Rate::parse(text);
     if rate.is_none() {
         let message = format!(
             "`rate_limit` = {text:?} is not a rate: write items per second, minute or hour, e.g. \"50/s\", \"600/m\""
@@ -191,22 +200,22 @@ fn rate_limit(v: &mut Validator, raw: &RawQueue) -> Option<super::Rate> {
 }
 
 /// The variables `database_url` and the action's secrets name.
-fn secret_variables(raw: &RawQueue, action: &ActionConfig) -> Vec<String> {
+fn secret_variables<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<String> {
     let mut names = raw
         .database_url
         .as_deref()
-        .map(super::variables)
+        .map(crate::config::variables)
         .unwrap_or_default();
     names.extend(action.common().secret_variables.iter().cloned());
     names
 }
 
 /// The files `database_url`, `signing_secret` and the headers read (`${file:…}`).
-fn secret_files(raw: &RawQueue, action: &ActionConfig) -> Vec<SecretFile> {
+fn secret_files<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<SecretFile> {
     let mut found: Vec<SecretFile> = raw
         .database_url
         .as_deref()
-        .map(super::files)
+        .map(crate::config::files)
         .unwrap_or_default()
         .into_iter()
         .map(|path| SecretFile {
@@ -219,7 +228,7 @@ fn secret_files(raw: &RawQueue, action: &ActionConfig) -> Vec<SecretFile> {
 }
 
 /// `name`, else the file's stem.
-fn queue_name(raw: &RawQueue, file: &Path) -> String {
+fn queue_name<A>(raw: &RawQueue<A>, file: &Path) -> String {
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
     raw.name.clone().or(stem).unwrap_or_default()
 }

@@ -1,18 +1,19 @@
 //! The queue file exactly as written: serde types with no meaning attached yet.
-//! `validate` turns them into a [`super::QueueConfig`].
+//! `validate` turns them into a [`crate::config::QueueConfig`].
 
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::duration::DurationText;
-use super::statements::Statements;
+use crate::config::value::duration::DurationText;
+use crate::config::value::statements::Statements;
 
-/// A queue file: one queue.
+/// A queue file: one queue. `A` is its `[action]` table as written: the registry
+/// of kinds' type ([`crate::config::action::Kinds`]), which this layer does not name.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawQueue {
+pub struct RawQueue<A> {
     /// The queue's name in logs and on the command line (--queue NAME). Default: the
     /// file name without .toml. Letters, digits, `_` and `-`; unique across the files.
     #[schemars(regex(pattern = r"^[A-Za-z0-9_-]+$"))]
@@ -72,16 +73,16 @@ pub struct RawQueue {
     pub limits: Option<String>,
     /// At most `limit` rows of one key (say, one customer) worked on at once, across
     /// every copy; rows of other keys are claimed past a busy one.
-    pub concurrency: Option<super::limits::RawConcurrency>,
+    pub concurrency: Option<crate::config::queue::limits::RawConcurrency>,
     /// "transaction" (the default): one transaction per turn. "lease": for jobs of
     /// minutes or hours, a short claim that leases rows ([lease]), the action with
     /// no transaction held.
     #[schemars(extend("enum" = ["transaction", "lease"]))]
     pub mode: Option<String>,
     /// Lease mode's SQL: the claim's lease, renewals, the release.
-    pub lease: Option<super::lease::RawLease>,
+    pub lease: Option<crate::config::queue::lease::RawLease>,
     /// The circuit breaker, on by default for HTTP and command actions.
-    pub circuit: Option<super::circuit::RawCircuit>,
+    pub circuit: Option<crate::config::queue::circuit::RawCircuit>,
     /// "item" (default): every statement runs once per item, the columns as :column.
     /// "batch": every statement runs once per batch, with the items as a JSON array
     /// in :batch (only :batch and :queue).
@@ -114,9 +115,8 @@ pub struct RawQueue {
     /// The column that identifies one row: unique, and never NULL, among waiting
     /// rows (a primary key). Logs name items by it. Default: the first column.
     pub key: Option<String>,
-    /// What to do with one item: type = "sql", "http", "command", "amqp", "nats",
-    /// "worker" or "fastcgi".
-    pub action: super::action::RawAction,
+    /// What to do with one item: its `type` names the kind (the schema lists them).
+    pub action: A,
     /// Runs in the same transaction when the action succeeded. Touch the row by its
     /// key: range predicates here deadlock against other workers.
     pub on_success: Option<RawOutcome>,
@@ -126,7 +126,7 @@ pub struct RawQueue {
     pub on_failure: Option<RawOutcome>,
     /// The rows that gave up, and how an operator retries or discards one (`tableq
     /// failed`, `inspect`, `retry`, `discard`).
-    pub failed: Option<super::failed::RawFailed>,
+    pub failed: Option<crate::config::queue::failed::RawFailed>,
 }
 
 /// `[on_success]` or `[on_failure]`.

@@ -4,11 +4,11 @@
 //! of this type; the loader refuses it (and lease mode with an action that runs in
 //! the transaction) with what to write instead.
 
-use super::action::ActionConfig;
-use super::lease::{self, LeaseConfig};
-use super::raw::RawQueue;
-use super::scope::Scope;
-use super::validator::Validator;
+use crate::config::action::ActionConfig;
+use crate::config::load::raw::RawQueue;
+use crate::config::queue::lease::{self, LeaseConfig};
+use crate::config::queue::scope::Scope;
+use crate::config::validate::validator::Validator;
 
 /// How a queue's workers claim rows and carry them to their end.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,7 +21,7 @@ pub enum Mode {
 }
 
 /// Reads `mode`, `scope` and `[lease]`: transaction mode, item scope, by default.
-pub(super) fn validate(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) -> Mode {
+pub(crate) fn validate<A>(v: &mut Validator, raw: &RawQueue<A>, action: &ActionConfig) -> Mode {
     let scope = v.scope(raw.scope.as_deref());
     let lease_mode = match raw.mode.as_deref() {
         None | Some("transaction") => false,
@@ -55,7 +55,7 @@ pub(super) fn validate(v: &mut Validator, raw: &RawQueue, action: &ActionConfig)
 }
 
 /// What lease mode cannot go with.
-fn lease_refusals(v: &mut Validator, raw: &RawQueue, action: &ActionConfig) {
+fn lease_refusals<A>(v: &mut Validator, raw: &RawQueue<A>, action: &ActionConfig) {
     if action.in_transaction() {
         v.error(
             &["action", "type"],

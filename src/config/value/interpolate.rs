@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::secret_file::{read_secret, SecretFileError};
+use crate::config::value::secret_file::{read_secret, SecretFile, SecretFileError};
 
 /// Why a value could not be interpolated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum InterpolateError {
 
 /// Whether a value may read `${file:…}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Files {
+pub(crate) enum Files {
     Read,
     Refuse,
 }
@@ -60,7 +60,7 @@ pub fn interpolate_secret(
 }
 
 /// Replaces `${NAME}`, and `${file:/PATH}` where `files` says so.
-pub(super) fn expand(
+pub(crate) fn expand(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     files: Files,
@@ -140,6 +140,17 @@ pub fn files(text: &str) -> Vec<PathBuf> {
         _ => None,
     });
     paths.collect()
+}
+
+/// The files `value`, the value of `key`, reads its secrets from (`${file:…}`).
+pub fn read_by(key: &[&str], value: &str) -> Vec<SecretFile> {
+    files(value)
+        .into_iter()
+        .map(|path| SecretFile {
+            path,
+            key: key.iter().map(|k| k.to_string()).collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! It joins the array by key instead (`JSON_TABLE(:batch, '$[*]' COLUMNS (…))`), and
 //! the refusal of a `:column` shows that form, built from the queue's own key.
 
-use super::validator::Validator;
+use crate::config::validate::validator::Validator;
 
 /// How many items one run of a queue's statements applies to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub const BATCH_PARAMS: &str = ":batch, :queue";
 
 impl Validator<'_> {
     /// `scope = "item" | "batch"`; item scope when not given.
-    pub(super) fn scope(&mut self, text: Option<&str>) -> Scope {
+    pub(crate) fn scope(&mut self, text: Option<&str>) -> Scope {
         match text {
             None | Some("item") => Scope::Item,
             Some("batch") => Scope::Batch,
