@@ -30,7 +30,8 @@
 //!     path for both modes), `engine::turn::execute` (the one place an action
 //!     runs, under the queue's policy), `engine::turn::record` (the one recorder
 //!     of outcomes, with its stores `engine::turn::record::item`,
-//!     `engine::turn::record::set` and `engine::turn::record::leased`),
+//!     `engine::turn::record::set`, `engine::turn::record::leased` and
+//!     `engine::turn::record::transaction`, transaction mode's pick of the first two),
 //!     `engine::turn::settle` (how an item's turn ends, in one call: counted,
 //!     noted for its trace span, said), `engine::turn::report` (what a turn did).
 //!   - `engine::modes`: `engine::modes::transaction` (one transaction per turn:

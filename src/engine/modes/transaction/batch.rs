@@ -15,7 +15,8 @@ use crate::engine::policy::concurrency::SessionKeys;
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::admit::{admit, Admitted};
 use crate::engine::turn::record::item::Undo;
-use crate::engine::turn::record::{record, TransactionStore};
+use crate::engine::turn::record::record;
+use crate::engine::turn::record::transaction::TransactionStore;
 use crate::engine::turn::report::BatchReport;
 use crate::engine::turn::Turn;
 

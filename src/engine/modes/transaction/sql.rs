@@ -8,7 +8,8 @@ use crate::db::{DbError, Item, Session, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::execute::Work;
 use crate::engine::turn::record::item::{ItemStore, Undo};
-use crate::engine::turn::record::{record, Store, TransactionStore, Written};
+use crate::engine::turn::record::transaction::TransactionStore;
+use crate::engine::turn::record::{record, Store, Written};
 use crate::engine::turn::report::{BatchReport, Fate, Returned};
 use crate::engine::turn::settle::item_span;
 

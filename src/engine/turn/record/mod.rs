@@ -15,6 +15,7 @@
 pub mod item;
 pub mod leased;
 pub mod set;
+pub mod transaction;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +23,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::action::{Blame, Outcome};
-use crate::db::{DbError, Item, Refusal, Session, Statements};
+use crate::db::{DbError, Item, Refusal, Statements};
 use crate::engine::policy::retry::{Next, Retry};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::report::{BatchReport, Fate, Returned};
@@ -59,61 +60,6 @@ pub trait Store {
     /// Leaves an item that will not be recorded as it was claimed: what its action
     /// wrote is undone, and in lease mode its lease released.
     async fn leave(&mut self, item: &Item) -> Result<(), Self::Error>;
-}
-
-/// Outcomes written on a worker's session, in its transaction, by the queue's
-/// scope: item by item ([`item::ItemStore`]), or in sets (`scope = "batch"`:
-/// [`set::SetStore`]).
-pub enum TransactionStore<'s> {
-    Items(item::ItemStore<'s>),
-    Sets(set::SetStore<'s>),
-}
-
-impl<'s> TransactionStore<'s> {
-    /// The store for `queue`'s scope, undoing a failed write by `undo`; with
-    /// `action_wrote`, the action ran SQL in each item's savepoint (item scope).
-    pub fn new(
-        session: &'s mut Session,
-        queue: &'s QueueRuntime,
-        undo: item::Undo,
-        action_wrote: bool,
-    ) -> Self {
-        match queue.batch_scope() {
-            true => TransactionStore::Sets(set::SetStore {
-                session,
-                queue,
-                undo,
-            }),
-            false => TransactionStore::Items(item::ItemStore {
-                session,
-                queue,
-                undo,
-                action_wrote,
-            }),
-        }
-    }
-}
-
-impl Store for TransactionStore<'_> {
-    type Error = DbError;
-
-    async fn write(
-        &mut self,
-        which: Statements,
-        set: &[(&Item, &Outcome)],
-    ) -> Result<Vec<Written>, DbError> {
-        match self {
-            TransactionStore::Items(store) => store.write(which, set).await,
-            TransactionStore::Sets(store) => store.write(which, set).await,
-        }
-    }
-
-    async fn leave(&mut self, item: &Item) -> Result<(), DbError> {
-        match self {
-            TransactionStore::Items(store) => store.leave(item).await,
-            TransactionStore::Sets(store) => store.leave(item).await,
-        }
-    }
 }
 
 /// Records each item's outcome through `store`, settling its fate in `report`. An
