@@ -54,9 +54,12 @@
 //!     retry helper, with backoff), `engine::restart` (a worker that panicked runs
 //!     again),
 //!     `engine::stats_refresher` (the background count of waiting rows),
-//!     `engine::wake` (waking idle queues on the binary log: `engine::wake::follower`,
+//!     `engine::wake` (waking idle queues: a queue's sources of wake-ups combined;
+//!     `engine::wake::source`, what a source is, `engine::wake::poll`, the poll,
+//!     `engine::wake::binlog`, the binary log for a queue, `engine::wake::follower`,
 //!     one per database, `engine::wake::tables`, which tables wake a queue, and
-//!     `engine::wake::blind`, a stream that shows none of the queue's own commits).
+//!     `engine::wake::blind`, a stream that shows none of the queue's own commits;
+//!     `engine::due`, the due-time timer, is a source too).
 //! - `check`: `tableq check` — `check::options`, `check::offline` (the files
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
@@ -126,7 +129,7 @@
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
 //!   `db::item` (the claimed row), `db::key_claim` (the claim, key
-//!   first: a row too large to read fails alone), `db::key_lock` (`[concurrency]`'s key slots and
+//!   first, after a row too large to read: it fails alone), `db::key_lock` (`[concurrency]`'s key slots and
 //!   the claim's condition), `db::bind` (the values a statement is bound
 //!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
 //!   placeholder's, a key's and back),

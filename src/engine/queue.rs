@@ -8,14 +8,13 @@ use tracing::warn;
 
 use super::circuit::Circuit;
 use super::drain::Drain;
-use super::due::Due;
 use super::gate::WriteGate;
 use super::idle::Idle;
 use super::limits::Limits;
 use super::loops::Loops;
 use super::pausing::Pausing;
 use super::stop_when_empty::StopWhenEmpty;
-use super::wake::QueueWake;
+use super::wake::Wake;
 use crate::action::Action;
 use crate::config::{QueueConfig, Scope};
 use crate::db::pause::Paused;
@@ -37,10 +36,8 @@ pub struct QueueRuntime {
     pub stop_when_empty: StopWhenEmpty,
     /// Who polls while the queue is empty.
     pub idle: Idle,
-    /// Whether the binary log wakes the queue now, and how often it polls.
-    pub wake: QueueWake,
-    /// How rows due by time alone are found.
-    pub due: Due,
+    /// What wakes the idle queue: the poll, the binary log, rows due by time.
+    pub wake: Wake,
     /// Stop claiming: the daemon is shutting down, or the queue is drained.
     pub stop: CancellationToken,
     /// Roll back whatever is in flight, now: the shutdown timeout has passed.
@@ -85,8 +82,7 @@ impl QueueRuntime {
             action,
             stop_when_empty: StopWhenEmpty::new(false, Arc::new(Drain::default()), &config.name),
             idle: Idle::default(),
-            wake: QueueWake::default(),
-            due: Due::of(&config),
+            wake: Wake::of(&config, &stats),
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config, &database),
             circuit: Circuit::new(&config, stats.clone()),

@@ -12,7 +12,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, Instrument};
 
-use super::due::Ask;
 use super::idle::{Role, Watch, Woke, SECOND_LOOKS};
 use super::pausing::Read;
 use super::queue::QueueRuntime;
@@ -22,6 +21,7 @@ use super::restart::restart_on_panic;
 use super::retry::{jitter, Retry};
 use super::stop_when_empty::{Attempt, Emptied};
 use super::turn::Turn;
+use super::wake::Ask;
 use crate::db::due::DueQuery;
 use crate::db::{DbError, OpenError, Refusal};
 use crate::duration::rounded;
@@ -308,7 +308,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             .stats
             .record(report.done, report.failed, returned);
         if let (true, Some(began)) = (report.done > 0, report.claimed_at) {
-            self.queue.wake.committed(began);
+            self.queue.wake.binlog().committed(began);
         }
         self.export_spans(&mut report);
         self.contention = 0;
@@ -393,8 +393,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             }
             // A second look too ends when a row falls due by time.
             None => {
-                let every =
-                    soon.unwrap_or_else(|| queue.wake.poll_interval(&queue.config, &queue.stats));
+                let every = queue.wake.every(soon);
                 self.until_due(every).await
             }
         };
@@ -408,7 +407,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             Woke::Polled => true,
             Woke::Nudged => {
                 self.second_looks = 0;
-                queue.due.changed();
+                queue.wake.nudged();
                 true
             }
         }
@@ -419,12 +418,12 @@ impl<M: Mode> Worker<'_, M> {
     /// When the watcher claims next: `every` from now, or sooner when a row falls
     /// due by time sooner (see [`super::due`]).
     async fn until_due(&mut self, every: Duration) -> Instant {
-        let due = &self.queue.due;
-        match due.ask(every) {
+        let wake = &self.queue.wake;
+        match wake.ask(every) {
             Ask::Until(until) => until,
-            Ask::Query(query) => {
-                let answer = self.mode.next_due(query).await;
-                due.answered(every, answer)
+            Ask::Query(question) => {
+                let answer = self.mode.next_due(question.query).await;
+                wake.answered(question, answer)
             }
         }
     }
