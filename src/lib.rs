@@ -59,12 +59,14 @@
 //!     that panicked runs again), `engine::queue::stats_refresher` (the background
 //!     count of waiting rows), `engine::queue::stop_when_empty` (one queue found
 //!     itself empty), `engine::queue::drain` (every queue of the process is).
-//!   - `engine::wake`, when an idle queue looks again: `engine::wake::idle` (one
-//!     worker polls an empty queue), `engine::wake::due` (rows due by time: the
-//!     watcher asks when the next one is), the binary log
-//!     (`engine::wake::follower`, one per database, `engine::wake::tables`, which
-//!     tables wake a queue, and `engine::wake::blind`, a stream that shows none of
-//!     the queue's own commits).
+//!   - `engine::wake`, when an idle queue looks again: a queue's sources of
+//!     wake-ups combined (`engine::wake::source`, what a source is), each one
+//!     file: `engine::wake::poll` (the poll), `engine::wake::binlog` (the binary
+//!     log, for a queue) and `engine::wake::due` (rows due by time: the watcher asks
+//!     when the next one is); `engine::wake::idle` (one worker polls an empty
+//!     queue); the binary log's `engine::wake::follower` (one per database),
+//!     `engine::wake::tables` (which tables wake a queue) and `engine::wake::blind`
+//!     (a stream that shows none of the queue's own commits).
 //! - `check`: `tableq check` — `check::options`, `check::offline` (the files
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
@@ -138,7 +140,7 @@
 //!   `db::session::run`, `db::session::interrupt`), `db::pool` (a lease-mode
 //!   queue's few shared sessions), `db::prepared` (a queue's SQL prepared),
 //!   `db::item` (the claimed row), `db::key_claim` (the claim, key
-//!   first: a row too large to read fails alone), `db::key_lock` (`[concurrency]`'s key slots and
+//!   first, after a row too large to read: it fails alone), `db::key_lock` (`[concurrency]`'s key slots and
 //!   the claim's condition), `db::bind` (the values a statement is bound
 //!   with), `db::row_json` (a row as JSON), `db::value` (a value as text: a
 //!   placeholder's, a key's and back),

@@ -37,6 +37,10 @@ const ER_DATA_TOO_LONG: u16 = 1406;
 /// The server got a packet larger than `max_allowed_packet`.
 const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
 
+/// How the driver says a packet it reads is larger than `max_allowed_packet`
+/// (mysql_common's `PacketCodecError::PacketTooLarge`, which it does not export).
+const DRIVER_PACKET_TOO_LARGE: &str = "Packet is larger than max_allowed_packet";
+
 /// Server errors after which the transaction, and with it the item's lock, cannot be
 /// trusted: deadlock, lock wait timeout, the session killed, the server shutting down,
 /// network trouble the server saw.
@@ -132,6 +136,18 @@ impl DbError {
     pub fn is_too_large(&self) -> bool {
         matches!(self, DbError::TooLarge { .. })
             || self.server_code() == Some(ER_NET_PACKET_TOO_LARGE)
+    }
+
+    /// The driver refused a packet from the server larger than `max_allowed_packet`
+    /// (a row too large to read): the rest of the packet is still on the wire, so
+    /// the connection is lost, and its transaction with it.
+    pub fn is_packet_refused(&self) -> bool {
+        match self {
+            DbError::Driver(mysql_async::Error::Io(mysql_async::IoError::Io(io))) => io
+                .get_ref()
+                .is_some_and(|inner| inner.to_string() == DRIVER_PACKET_TOO_LARGE),
+            _ => false,
+        }
     }
 
     /// The database refuses writes for now — it is read-only (a replica, a failover

@@ -1,18 +1,25 @@
 //! The claim, key first (the article's own pattern): lock the keys of up to `batch`
 //! waiting rows, then read those rows — the ones that fit in a packet. A row larger
-//! than the client takes in one packet (the server's `max_allowed_packet`) would end
-//! the connection as it arrived, and with it the claim: the same batch claimed again
-//! and again, the queue stuck behind one row. Here such a row is never sent: its key
-//! is claimed like any other, and it fails on its own ([`TooLargeToRead`]).
+//! than the client takes in one packet (the server's `max_allowed_packet`) ends the
+//! connection as it arrives, and with it the claim: claimed whole again and again,
+//! the queue would be stuck behind one row. Claimed key first, such a row is never
+//! sent: its key is claimed like any other, and it fails on its own
+//! ([`TooLargeToRead`]).
+//!
+//! The key-first claim costs a second round trip, and the oversized row is rare: a
+//! session claims whole (one statement) until a row is refused, then key first
+//! for a while ([`KeyFirst`]; see `db::session::claim`).
 //!
 //! A select whose columns cannot be swapped for its key without changing its rows
-//! (`DISTINCT`, `GROUP BY`, `UNION`, a `WITH` query, a computed key) keeps the
-//! one-statement claim.
+//! (`DISTINCT`, `GROUP BY`, `UNION`, a `WITH` query, a computed key) is always
+//! claimed whole.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Statement, Value};
+use tokio::time::Instant;
 use tracing::debug;
 
 use super::error::DbError;
@@ -20,6 +27,30 @@ use super::item::{Columns, Item};
 use crate::sql::lex::quote_identifier;
 use crate::sql::shape::with_select_list;
 use crate::sql::statement::ParsedStatement;
+
+/// After a row too large to read, a session claims key first for this long (and
+/// for this long after each such row it finds): the row may still wait, and every
+/// whole claim that met it would cost a connection.
+const KEY_FIRST_FOR: Duration = Duration::from_secs(60);
+
+/// Whether a session claims key first for now: until a while after the last row
+/// too large to read that it met.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyFirst {
+    until: Option<Instant>,
+}
+
+impl KeyFirst {
+    /// Whether to claim key first now.
+    pub fn now(&self) -> bool {
+        self.until.is_some_and(|until| Instant::now() < until)
+    }
+
+    /// A row too large to read was met: claim key first for [`KEY_FIRST_FOR`].
+    pub fn met_oversized_row(&mut self) {
+        self.until = Some(Instant::now() + KEY_FIRST_FOR);
+    }
+}
 
 /// What a claim locked: the rows read, and the rows too large to read.
 #[derive(Debug, Default)]

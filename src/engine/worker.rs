@@ -24,8 +24,8 @@ use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::record::REFUSED_RETRY;
 use crate::engine::turn::report::BatchReport;
 use crate::engine::turn::Turn;
-use crate::engine::wake::due::Ask;
 use crate::engine::wake::idle::{Role, Watch, Woke, SECOND_LOOKS};
+use crate::engine::wake::Ask;
 use crate::telemetry::events::{Event, LoopSeen, QueueLooping};
 use crate::telemetry::trace::{otlp, spans};
 
@@ -309,7 +309,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             .stats
             .record(report.done, report.failed, returned);
         if let (true, Some(began)) = (report.done > 0, report.claimed_at) {
-            self.queue.wake.committed(began);
+            self.queue.wake.binlog().committed(began);
         }
         self.export_spans(&mut report);
         self.contention = 0;
@@ -394,8 +394,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             }
             // A second look too ends when a row falls due by time.
             None => {
-                let every =
-                    soon.unwrap_or_else(|| queue.wake.poll_interval(&queue.config, &queue.stats));
+                let every = queue.wake.every(soon);
                 self.until_due(every).await
             }
         };
@@ -409,7 +408,7 @@ impl<'a, M: Mode> Worker<'a, M> {
             Woke::Polled => true,
             Woke::Nudged => {
                 self.second_looks = 0;
-                queue.due.changed();
+                queue.wake.nudged();
                 true
             }
         }
@@ -420,12 +419,12 @@ impl<M: Mode> Worker<'_, M> {
     /// When the watcher claims next: `every` from now, or sooner when a row falls
     /// due by time sooner (see [`crate::engine::wake::due`]).
     async fn until_due(&mut self, every: Duration) -> Instant {
-        let due = &self.queue.due;
-        match due.ask(every) {
+        let wake = &self.queue.wake;
+        match wake.ask(every) {
             Ask::Until(until) => until,
-            Ask::Query(query) => {
-                let answer = self.mode.next_due(query).await;
-                due.answered(every, answer)
+            Ask::Query(question) => {
+                let answer = self.mode.next_due(question.query).await;
+                wake.answered(question, answer)
             }
         }
     }

@@ -4,7 +4,7 @@
 //! commit. `run`, `count` and `check` all open sessions here.
 //!
 //! - [`setup`]: the connection set up as a worker's.
-//! - `claim`: the claim, key first where the select allows it.
+//! - `claim`: the claim, in one statement; key first after a row too large to read.
 //! - `run`: the queue's statements run on it, for an item or a batch, or until told
 //!   to stop.
 //! - `interrupt`: a statement told to stop, stopped from a side connection.
@@ -30,6 +30,7 @@ use super::deadline::within;
 use super::due::{self, DueQuery};
 use super::error::DbError;
 use super::item::Item;
+use super::key_claim::KeyFirst;
 use super::key_lock::KeyLocks;
 use super::pause::{self, Paused};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
@@ -50,6 +51,11 @@ pub struct Session {
     /// The largest packet the server takes (`max_allowed_packet`).
     max_packet: usize,
     prepared: PreparedQueue,
+    /// The queue and the claim's limit it was opened for, to open it again.
+    queue: Arc<QueueConfig>,
+    limit: usize,
+    /// Whether it claims key first for now (after a row too large to read).
+    key_first: KeyFirst,
     /// `[concurrency]`'s key slots this session takes and holds.
     keys: Option<KeyLocks>,
     last_used: Instant,
@@ -117,9 +123,18 @@ impl Session {
     ) -> Result<Session, OpenError> {
         // A seat in the budget first: waiting for one is no wait for the database.
         let seat = database.seat().await;
-        unanswered.begin("a connection");
         let opening = Session::opening(queue, database, limit, unanswered.clone(), seat);
-        match tokio::time::timeout(queue.database_timeout, opening).await {
+        Session::within_deadline(queue.database_timeout, &unanswered, opening).await
+    }
+
+    /// `opening`, waiting at most `limit`, keeping `unanswered` up to date.
+    async fn within_deadline(
+        limit: Duration,
+        unanswered: &Unanswered,
+        opening: impl Future<Output = Result<Session, OpenError>>,
+    ) -> Result<Session, OpenError> {
+        unanswered.begin("a connection");
+        match tokio::time::timeout(limit, opening).await {
             Ok(Ok(session)) => {
                 unanswered.answered();
                 Ok(session)
@@ -131,7 +146,7 @@ impl Session {
             Ok(Err(e)) => Err(e),
             Err(_) => Err(OpenError::Unreachable(DbError::Deadline {
                 waiting_for: "a connection",
-                limit: queue.database_timeout,
+                limit,
             })),
         }
     }
@@ -171,6 +186,9 @@ impl Session {
             .map_err(|finding| OpenError::Invalid(vec![finding]))?;
         Ok(Session {
             _place: place,
+            queue: Arc::new(queue.clone()),
+            limit,
+            key_first: KeyFirst::default(),
             database: database.clone(),
             max_packet,
             prepared,

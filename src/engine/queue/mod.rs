@@ -27,9 +27,8 @@ use crate::engine::policy::loops::Loops;
 use crate::engine::policy::pausing::Pausing;
 use crate::engine::queue::drain::Drain;
 use crate::engine::queue::stop_when_empty::StopWhenEmpty;
-use crate::engine::wake::due::Due;
 use crate::engine::wake::idle::Idle;
-use crate::engine::wake::QueueWake;
+use crate::engine::wake::Wake;
 use crate::telemetry::events::{DatabaseFull, Event, LoginRefused, NotConnected};
 use crate::telemetry::log::once::OncePerKey;
 use crate::telemetry::log::throttle::Throttle;
@@ -47,10 +46,8 @@ pub struct QueueRuntime {
     pub stop_when_empty: StopWhenEmpty,
     /// Who polls while the queue is empty.
     pub idle: Idle,
-    /// Whether the binary log wakes the queue now, and how often it polls.
-    pub wake: QueueWake,
-    /// How rows due by time alone are found.
-    pub due: Due,
+    /// What wakes the idle queue: the poll, the binary log, rows due by time.
+    pub wake: Wake,
     /// Stop claiming: the daemon is shutting down, or the queue is drained.
     pub stop: CancellationToken,
     /// Roll back whatever is in flight, now: the shutdown timeout has passed.
@@ -95,8 +92,7 @@ impl QueueRuntime {
             action,
             stop_when_empty: StopWhenEmpty::new(false, Arc::new(Drain::default()), &config.name),
             idle: Idle::default(),
-            wake: QueueWake::default(),
-            due: Due::of(&config),
+            wake: Wake::of(&config, &stats),
             loops: Loops::new(config.loop_window),
             limits: Limits::new(&config, &database),
             circuit: Circuit::new(&config, stats.clone()),

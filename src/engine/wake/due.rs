@@ -1,5 +1,6 @@
-//! Rows due by time alone (`send_after <= NOW()`, a retry's `retry_at`, an expired
-//! lease): nothing commits when one falls due, so nothing wakes the queue. The
+//! The due-time timer, a source of wake-ups ([`crate::engine::wake`]). Rows due by
+//! time alone (`send_after <= NOW()`, a retry's `retry_at`, an expired lease):
+//! nothing commits when one falls due, so nothing else wakes the queue. The
 //! watcher of an idle queue therefore asks the server when the next such row is due
 //! ([`crate::sql::due`] reads the select's time conditions; [`crate::db::due`]
 //! asks), and claims then — or at a wake-up, or its poll, whichever is first. Where
@@ -22,6 +23,7 @@ use tracing::{debug, warn};
 use crate::config::QueueConfig;
 use crate::db::due::DueQuery;
 use crate::db::DbError;
+use crate::engine::wake::source::{Cut, WakeSource};
 use crate::lock::lock;
 use crate::sql::due::{due_times, DueTimes};
 
@@ -71,14 +73,6 @@ impl Known {
     }
 }
 
-/// What the watcher does before its wait.
-pub enum Ask<'a> {
-    /// Wait until then; nothing to ask.
-    Until(Instant),
-    /// Ask this, then hand the answer to [`Due::answered`].
-    Query(&'a DueQuery),
-}
-
 impl Due {
     /// How `config`'s rows due by time are found.
     pub fn of(config: &QueueConfig) -> Due {
@@ -100,37 +94,38 @@ impl Due {
             }),
         }
     }
+}
 
-    /// Before the watcher waits up to `every`: what to ask, or until when to wait.
-    pub fn ask(&self, every: Duration) -> Ask<'_> {
-        let now = Instant::now();
+impl WakeSource for Due {
+    /// Before the watcher waits up to `every`: what to ask, or when to end the wait.
+    fn cut(&self, every: Duration, now: Instant) -> Cut<'_> {
         match &self.how {
-            How::Timeless => Ask::Until(now + every),
+            How::Timeless => Cut::Never,
             How::Asked(_) if self.failed.load(Ordering::Acquire) => {
-                Ask::Until(now + every.min(self.poll_interval))
+                Cut::At(now + self.poll_interval)
             }
             How::Asked(query) => {
                 let known = lock(&self.known);
                 match every > ASK_ABOVE || known.stale {
-                    true => Ask::Query(query),
-                    false => Ask::Until(known.cut(now + every.min(self.poll_interval), now)),
+                    true => Cut::Ask(query),
+                    false => Cut::At(known.cut(now + every.min(self.poll_interval), now)),
                 }
             }
-            How::Polled => Ask::Until(now + every.min(self.poll_interval)),
+            How::Polled => Cut::At(now + self.poll_interval),
         }
     }
 
-    /// Until when to wait, given the server's answer to [`Ask::Query`] (`None`: no
+    /// Until when to wait, given the server's answer to [`Cut::Ask`] (`None`: no
     /// session could be had to ask on). The due time counts from the answer's
     /// arrival, not from whenever the wait begins.
-    pub fn answered(
+    fn answered(
         &self,
         every: Duration,
         answer: Option<Result<Option<Duration>, DbError>>,
-    ) -> Instant {
+    ) -> Option<Instant> {
         let now = Instant::now();
         let polled = now + every.min(self.poll_interval);
-        match answer {
+        Some(match answer {
             Some(Ok(next)) => {
                 let mut known = lock(&self.known);
                 *known = Known {
@@ -151,12 +146,12 @@ impl Due {
                 polled
             }
             None => polled,
-        }
+        })
     }
 
     /// The queue's tables changed: a row may have come due sooner than the answer
     /// said, so the next wait asks.
-    pub fn changed(&self) {
+    fn changed(&self) {
         lock(&self.known).stale = true;
     }
 }
@@ -183,11 +178,13 @@ mod tests {
     const MINUTE: Duration = Duration::from_secs(60);
     const FIVE: Duration = Duration::from_secs(5);
 
-    /// How long from now `ask` waits (`None`: it asks).
+    /// How long from now a wait of `every` lasts (`None`: it asks first).
     fn waits(due: &Due, every: Duration) -> Option<Duration> {
-        match due.ask(every) {
-            Ask::Until(until) => Some(until - Instant::now()),
-            Ask::Query(_) => None,
+        let now = Instant::now();
+        match due.cut(every, now) {
+            Cut::Never => Some(every),
+            Cut::At(until) => Some(until.min(now + every) - now),
+            Cut::Ask(_) => None,
         }
     }
 
@@ -219,15 +216,15 @@ mod tests {
         let in_two = Duration::from_secs(2);
         let asked = Instant::now();
         assert_eq!(
-            read.answered(MINUTE, Some(Ok(Some(in_two)))),
+            read.answered(MINUTE, Some(Ok(Some(in_two)))).unwrap(),
             asked + in_two + MARGIN
         );
-        assert_eq!(read.answered(MINUTE, Some(Ok(None))), asked + MINUTE);
-        assert_eq!(read.answered(MINUTE, None), asked + FIVE);
+        assert_eq!(read.answered(MINUTE, Some(Ok(None))), Some(asked + MINUTE));
+        assert_eq!(read.answered(MINUTE, None), Some(asked + FIVE));
         let (log, _guard) = capture();
         let refused = || Some(Err(DbError::server(1054, "Unknown column 'run_at'")));
-        assert_eq!(read.answered(MINUTE, refused()), asked + FIVE);
-        assert_eq!(read.answered(MINUTE, refused()), asked + FIVE);
+        assert_eq!(read.answered(MINUTE, refused()), Some(asked + FIVE));
+        assert_eq!(read.answered(MINUTE, refused()), Some(asked + FIVE));
         assert_eq!(log.text().matches("cannot ask the database").count(), 1);
         assert_eq!(waits(&read, MINUTE), Some(FIVE));
     }

@@ -247,7 +247,7 @@ impl Follower {
                     queue.pausing.read_now();
                 }
                 queue.stats.record_wake_event();
-                queue.wake.saw_change(&queue.stats);
+                queue.wake.binlog().saw_change();
                 queue.idle.nudge();
             }
         }
@@ -308,7 +308,7 @@ fn names(queues: &[Arc<QueueRuntime>]) -> String {
 
 /// Tells `queue` where its wake-ups come from now.
 fn tell(queue: &QueueRuntime, polling: Option<&str>) {
-    queue.wake.set_following(polling.is_none());
+    queue.wake.binlog().set_following(polling.is_none());
     match polling {
         None => queue.stats.set_wake("binlog", None),
         Some(why) => queue.stats.set_wake("poll", Some(why.to_string())),

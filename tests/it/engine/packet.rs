@@ -324,3 +324,76 @@ async fn in_batch_scope_a_row_too_large_to_read_fails_on_its_own() {
         .sum();
     assert_eq!(sent, 99, "the row too large to read was never sent");
 }
+
+/// The claims the server ran, from its general log (turned on here): whole — the
+/// select's own columns, one statement — and key first (the keys, then a read).
+struct ClaimsRun {
+    whole: u64,
+    key_first: u64,
+}
+
+async fn log_statements(db: &TestDb) {
+    db.exec("SET GLOBAL log_output = 'TABLE'; SET GLOBAL general_log = 1")
+        .await;
+}
+
+async fn claims_run(db: &TestDb) -> ClaimsRun {
+    let executed = |like: &str| {
+        format!(
+            "SELECT COUNT(*) FROM mysql.general_log \
+             WHERE command_type = 'Execute' AND argument LIKE '{like}'"
+        )
+    };
+    ClaimsRun {
+        whole: db
+            .count(&executed("SELECT id, body FROM letter%SKIP LOCKED"))
+            .await,
+        key_first: db.count(&executed("SELECT q.* FROM%")).await,
+    }
+}
+
+/// Without a row too large to read, every claim is one statement: the rows come
+/// with their values, no key-first read after them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_row_too_large_to_read_a_claim_is_one_statement() {
+    let (_server, db) = one_oversized_row(29).await;
+    db.exec(
+        "DELETE FROM letter WHERE id = 1;
+         CREATE TABLE archive (id INT PRIMARY KEY, size INT NOT NULL)",
+    )
+    .await;
+    log_statements(&db).await;
+    let files = QueueFiles::new();
+    let select = "SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id";
+    let file = archiving("whole", select).write(&files);
+    let summary = drain(file, &db.url).await;
+    assert_eq!(summary.counts("whole").unwrap().done, 29);
+    let run = claims_run(&db).await;
+    assert!(run.whole >= 3, "{} whole claims", run.whole);
+    assert_eq!(run.key_first, 0, "no key-first read");
+}
+
+/// A whole claim that meets a row too large to read loses its connection; the
+/// claim is made again key first on a new one, and the queue claims key first
+/// while the row may still wait: each row is archived once (a row claimed twice
+/// would fail on the archive's key), none is left locked, the oversized one fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_refused_for_a_rows_size_is_made_again_key_first() {
+    let (_server, db) = one_oversized_row(299).await;
+    db.exec("CREATE TABLE archive (id INT PRIMARY KEY, size INT NOT NULL)")
+        .await;
+    log_statements(&db).await;
+    let files = QueueFiles::new();
+    let select = "SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id";
+    let file = archiving("refused", select).workers(2).write(&files);
+    archived_but_the_oversized_row(file, "refused", &db).await;
+    let run = claims_run(&db).await;
+    assert!(run.whole >= 1, "the first claim was whole");
+    assert!(run.key_first >= 1, "then key first");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM information_schema.innodb_trx")
+            .await,
+        0,
+        "no transaction is left holding a row"
+    );
+}

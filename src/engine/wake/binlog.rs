@@ -1,0 +1,101 @@
+//! The binary log as a queue's source of wake-ups: its database's [`super::follower`]
+//! nudges the queue when a commit changed its tables, and, while it streams, the
+//! queue polls seldom (`poll_on_binlog`) — every `poll_interval` again when the
+//! stream is not followed, or shows none of the queue's own commits
+//! ([`super::blind`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+use super::blind::{Look, OwnCommits, BLIND};
+use super::source::{Poll, WakeSource};
+use crate::config::QueueConfig;
+use crate::telemetry::stats::QueueStats;
+
+/// A queue's side of its follower: whether the follower streams now, and a signal
+/// for the background count that the queue's tables changed.
+#[derive(Debug)]
+pub struct BinlogWake {
+    following: AtomicBool,
+    changed: Notify,
+    /// Whether the stream shows the queue's own commits.
+    own: OwnCommits,
+    /// How often the queue polls while the stream is followed, and otherwise.
+    poll_on_binlog: Duration,
+    poll_interval: Duration,
+    stats: Arc<QueueStats>,
+}
+
+impl BinlogWake {
+    /// `config`'s binary log source, not followed yet, saying its state in `stats`.
+    pub fn of(config: &QueueConfig, stats: &Arc<QueueStats>) -> BinlogWake {
+        BinlogWake {
+            following: AtomicBool::new(false),
+            changed: Notify::new(),
+            own: OwnCommits::default(),
+            poll_on_binlog: config.wake.poll_on_binlog,
+            poll_interval: config.poll_interval,
+            stats: stats.clone(),
+        }
+    }
+
+    /// tableq committed a change to the queue's tables, in a transaction begun at
+    /// `began`: the stream should show it.
+    pub fn committed(&self, began: std::time::SystemTime) {
+        if self.following() {
+            self.own.committed(began);
+        }
+    }
+
+    /// The stream showed a change of the queue's tables: a blind stream sees again.
+    pub(super) fn saw_change(&self) {
+        if self.own.seen() && self.following() {
+            info!("the binary log shows the queue's own commits again: it is woken by them");
+            self.stats.set_wake("binlog", None);
+        }
+        self.changed.notify_one();
+    }
+
+    /// Whether the queue's follower streams the binary log now.
+    pub fn following(&self) -> bool {
+        self.following.load(Ordering::Acquire)
+    }
+
+    /// Waits until the queue's tables changed since the last wait (a change while
+    /// nobody waited is kept for the next).
+    pub async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    pub(super) fn set_following(&self, following: bool) {
+        // Commits made while the stream was not followed were never to be seen.
+        self.own.reset();
+        self.following.store(following, Ordering::Release);
+    }
+}
+
+impl WakeSource for BinlogWake {
+    /// While the stream is followed and shows the queue's own commits, it announces
+    /// every change (a blind stream is said once, and shown in `stats`).
+    fn poll(&self) -> Poll {
+        if !self.following() {
+            return Poll::Silent;
+        }
+        match self.own.look() {
+            Look::Seeing => Poll::Announces(self.poll_on_binlog),
+            Look::Unseen(left) => Poll::Announces(self.poll_on_binlog.min(left)),
+            Look::Blind { newly } => {
+                if newly {
+                    let every = humantime::format_duration(self.poll_interval);
+                    warn!("{BLIND}; the queue polls every poll_interval ({every}) until they show");
+                    self.stats.set_wake("poll", Some(BLIND.to_string()));
+                }
+                Poll::Silent
+            }
+        }
+    }
+}
