@@ -1,5 +1,5 @@
 //! Waiting before trying again, one policy for every loop that does — the engine's
-//! retries (`engine::retry`), a broker's reconnections (`action::amqp`,
+//! retries (`engine::policy::retry`), a broker's reconnections (`action::amqp`,
 //! `action::nats`), a worker process started again: waits that double from a
 //! first one up to a ceiling ([`Backoff`], [`doubled`]), each [`jitter`]ed so that
 //! workers (of one copy or of many) that failed together do not all try again in

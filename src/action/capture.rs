@@ -26,7 +26,7 @@ pub fn clip_error(mut error: String) -> String {
 }
 
 /// The output a run has read so far (its first [`OUTPUT_LIMIT`] bytes), shared
-/// with `engine::execute`: a run dropped at its deadline cannot return what it
+/// with `engine::turn::execute`: a run dropped at its deadline cannot return what it
 /// read, so the deadline takes it from here for `:output`. `None` until the kind
 /// starts capturing: a kind with no output to speak of leaves `:output` NULL.
 #[derive(Debug, Default)]

@@ -1,5 +1,5 @@
 //! The deadlines a kind keeps itself. An item's is the engine's
-//! (`engine::execute`: the action's `timeout` cancels the item's run), and a
+//! (`engine::turn::execute`: the action's `timeout` cancels the item's run), and a
 //! program's grace to end is `action::process`'s ([`grace`](super::process::grace));
 //! what remains is a step with a limit of its own, outside any item's — a connect
 //! to a handler, a question to PHP-FPM's pool — and `check`'s look downstream

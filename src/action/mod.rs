@@ -139,7 +139,7 @@ impl std::fmt::Debug for Action {
 }
 
 /// What one run of an action works on. Its deadline is not here: the run is
-/// ended at it from outside (`engine::execute`), and a kind only honours that.
+/// ended at it from outside (`engine::turn::execute`), and a kind only honours that.
 pub struct Job<'a> {
     /// One item; in batch scope, the batch (or one of its items, alone).
     pub items: &'a [Item],

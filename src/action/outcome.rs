@@ -34,7 +34,7 @@ pub struct TraceNotes {
     /// span, so the receiver's spans are its children.
     pub sent: Option<(String, String)>,
     /// When the action started and ended, by the wall clock (set where it runs,
-    /// `engine::execute`, while spans are exported).
+    /// `engine::turn::execute`, while spans are exported).
     pub ran: Option<(std::time::SystemTime, std::time::SystemTime)>,
 }
 
@@ -54,7 +54,7 @@ pub enum Blame {
     /// The action cannot have reached its handler: a connection refused, a socket
     /// or program missing, a server that said it was overloaded before taking the
     /// request. The item is left as claimed, its attempt not spent, and the queue
-    /// stops claiming until the handler answers again (`engine::circuit`), with
+    /// stops claiming until the handler answers again (`engine::policy::circuit`), with
     /// or without `[circuit]`.
     Unreached,
     /// The queue's own: its SQL names a column, table or procedure that is not

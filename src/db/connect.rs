@@ -129,8 +129,8 @@ impl Hosts {
     }
 }
 
-/// How often, while its connections go to a later host of the URL, a database's
-/// sessions look for an earlier one that takes writes again.
+/// How often, while its connections go to a later host of the URL, a lease-mode
+/// queue's background count looks for an earlier one that takes writes again.
 pub const LOOK_BACK_EVERY: Duration = Duration::from_secs(5);
 
 /// The same database: the same options (whatever the budget).
@@ -243,8 +243,10 @@ impl Database {
     }
 
     /// True — once every [`LOOK_BACK_EVERY`] — while the connections go to a later
-    /// host of the URL than the first: time for one session to be given up, so that
-    /// the new one looks for the first host that takes writes again.
+    /// host of the URL than the first: time for a connection of its own (a lease-mode
+    /// queue's background count, whose reads otherwise use the pool) to look for the
+    /// first host that takes writes again. Transaction mode's count opens one every
+    /// time.
     pub fn look_back_due(&self) -> bool {
         if self.hosts.in_use.load(Ordering::Relaxed) == 0 {
             return false;

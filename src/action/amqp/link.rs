@@ -23,7 +23,7 @@ use crate::lock::lock;
 /// The first wait after a failed connection attempt; it doubles up to [`MAX_WAIT`].
 const FIRST_WAIT: Duration = Duration::from_millis(500);
 /// A second at most: a broker that is away is unreached, and the queue tries it
-/// every second (`engine::circuit`); a longer wait here would keep it waiting after
+/// every second (`engine::policy::circuit`); a longer wait here would keep it waiting after
 /// the broker is back.
 const MAX_WAIT: Duration = Duration::from_secs(1);
 

@@ -17,7 +17,17 @@ impl Probe for Fastcgi {
     fn probe<'a>(&'a self, _queue: &'a str, _sample: Option<&'a Item>) -> BoxFuture<'a, Vec<Probed>> {
         Box::pin(async move {
             let timeout = self.config.common.timeout;
-            let mut found = deadline::probe(timeout, look(self), busy(self)).await;
+            let mut answered = false;
+            let address = async {
+                let (found, answers) = address(self).await;
+                answered = answers;
+                found
+            };
+            let mut found = deadline::probe(timeout, address, busy(self)).await;
+            // Its own limit: a pool slow to say its settings keeps the note above.
+            if answered {
+                found.extend(settings::look(&self.config, &self.server).await);
+            }
             found.extend(script(self));
             found
         })
@@ -37,18 +47,16 @@ fn busy(fastcgi: &Fastcgi) -> Probed {
     )
 }
 
-async fn look(fastcgi: &Fastcgi) -> Vec<Probed> {
+/// What the server said at its address, and whether it answered.
+async fn address(fastcgi: &Fastcgi) -> (Vec<Probed>, bool) {
     let server = &fastcgi.server;
-    let values = match answers(fastcgi).await {
-        Ok(values) => values,
-        Err(why) => return vec![Probed::error("address", why)],
-    };
-    let mut found = vec![Probed::note(
-        "address",
-        format!("the FastCGI server at {server} answers ({values})"),
-    )];
-    found.extend(settings::look(&fastcgi.config, server).await);
-    found
+    match answers(fastcgi).await {
+        Ok(values) => {
+            let note = format!("the FastCGI server at {server} answers ({values})");
+            (vec![Probed::note("address", note)], true)
+        }
+        Err(why) => (vec![Probed::error("address", why)], false),
+    }
 }
 
 /// The server's answer to GET_VALUES, as `FCGI_MAX_CONNS=…`; `Err` says why none.

@@ -12,7 +12,7 @@ use super::config::NatsAction;
 use crate::backoff::{doubled, jitter};
 
 /// The longest wait between two reconnection attempts: a second, as the queue
-/// tries an unreached server every second (`engine::circuit`).
+/// tries an unreached server every second (`engine::policy::circuit`).
 pub(super) const MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// Why there is no client: the queue's own (credentials that do not read or are

@@ -50,7 +50,7 @@ impl Sql {
                 },
                 ..Outcome::failure(e.to_string())
             },
-            // Past the deadline: `engine::execute` says how long it ran.
+            // Past the deadline: `engine::turn::execute` says how long it ran.
             Ran::Stopped => Outcome::failure("stopped"),
         }
     }

@@ -10,7 +10,7 @@ use crate::config::validate::validator::Validator;
 
 /// `poll_interval` of a queue that follows the binary log, when the file does not
 /// set it: a safety net for a missed event. Rows that become due by time alone (a
-/// `retry_at` passing, a lease expiring) are asked for when due (`engine::due`).
+/// `retry_at` passing, a lease expiring) are asked for when due (`engine::wake::due`).
 pub const DEFAULT_BINLOG_POLL_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The environment variable that sets `wake` for every queue whose file does not:

@@ -229,13 +229,13 @@ impl Session {
     /// Whether this idle session may serve its worker's next turn, in either mode:
     /// it must be on the host `database`'s connections go to now — a URL of several
     /// hosts moves on to an earlier one that takes writes again, found by any new
-    /// connection (one session is given up every
-    /// [`LOOK_BACK_EVERY`](super::connect::LOOK_BACK_EVERY) to look),
-    /// so that every session converges on one node — and still alive.
+    /// connection (the background count's among them: see
+    /// [`Database::look_back_due`]), so that every session converges on one node —
+    /// and still alive.
     pub async fn reusable(&mut self, database: &Database) -> Reuse {
-        if !self.on_host_in_use(database) || database.look_back_due() {
+        if !self.on_host_in_use(database) {
             tracing::debug!(
-                "looking for the database's first host that takes writes; reconnecting"
+                "the database's connections go to another host now; reconnecting there"
             );
             return Reuse::OtherHost;
         }

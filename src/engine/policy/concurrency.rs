@@ -52,11 +52,17 @@ pub struct CopyKeys<'q> {
     queue: &'q QueueRuntime,
     /// The select's columns, which the key is made of.
     columns: &'q Columns,
+    /// The link's connection the last slots were taken on.
+    generation: u64,
 }
 
 impl<'q> CopyKeys<'q> {
     pub fn new(queue: &'q QueueRuntime, columns: &'q Columns) -> Self {
-        CopyKeys { queue, columns }
+        CopyKeys {
+            queue,
+            columns,
+            generation: 0,
+        }
     }
 
     /// The link the slots are held on, when the queue has `[concurrency]`.
@@ -75,6 +81,7 @@ impl<'q> CopyKeys<'q> {
             copies: self.copies()?.clone(),
             stats: self.queue.stats.clone(),
             item: Some(item.clone()),
+            generation: self.generation,
         })
     }
 }
@@ -87,7 +94,13 @@ impl KeySlots for CopyKeys<'_> {
         let queue = self.queue;
         let taken = copies.take_keys(&queue.config, self.columns, &queue.database, items);
         // The link down (or the question unanswered): no slot is taken, the rows wait.
-        let got = taken.await.unwrap_or_else(|_| vec![false; items.len()]);
+        let got = match taken.await {
+            Ok((got, generation)) => {
+                self.generation = generation;
+                got
+            }
+            Err(_) => vec![false; items.len()],
+        };
         let at_limit = copies.keys_at_limit().await;
         queue.stats.observed.limited.set_held_by_copy(at_limit);
         Ok(got)
@@ -104,13 +117,15 @@ pub struct KeyHold {
     copies: Arc<Copies>,
     stats: Arc<QueueStats>,
     item: Option<Item>,
+    /// The link's connection the slot was taken on.
+    generation: u64,
 }
 
 impl KeyHold {
     /// Gives the slot back now, before the worker claims again.
     pub async fn release(mut self) {
         if let Some(item) = self.item.take() {
-            give_back(&self.copies, &self.stats, &item).await;
+            give_back(&self.copies, &self.stats, &item, self.generation).await;
         }
     }
 }
@@ -122,17 +137,18 @@ impl Drop for KeyHold {
         let Some(item) = self.item.take() else {
             return;
         };
-        let (copies, stats) = (self.copies.clone(), self.stats.clone());
+        let (copies, stats, generation) =
+            (self.copies.clone(), self.stats.clone(), self.generation);
         // A runtime shutting down has closed the link already: nothing to give back.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { give_back(&copies, &stats, &item).await });
+            runtime.spawn(async move { give_back(&copies, &stats, &item, generation).await });
         }
     }
 }
 
 /// Gives back `item`'s slot on the copy's link, and counts the keys at their limit.
-async fn give_back(copies: &Copies, stats: &QueueStats, item: &Item) {
-    copies.release_key(item).await;
+async fn give_back(copies: &Copies, stats: &QueueStats, item: &Item, generation: u64) {
+    copies.release_key(item, generation).await;
     let at_limit = copies.keys_at_limit().await;
     stats.observed.limited.set_held_by_copy(at_limit);
 }

@@ -204,11 +204,17 @@ impl Copies {
         columns: &Columns,
         database: &Database,
         items: &[Item],
-    ) -> Result<Vec<bool>, DbError> {
+    ) -> Result<(Vec<bool>, u64), DbError> {
         let mut link = self.link.lock().await;
-        let Link { conn, keys, .. } = &mut *link;
+        let Link {
+            conn,
+            keys,
+            generation,
+            ..
+        } = &mut *link;
+        let generation = *generation;
         let Some(session) = conn.as_mut() else {
-            return Ok(vec![false; items.len()]);
+            return Ok((vec![false; items.len()], generation));
         };
         if keys.is_none() {
             // The queue's sessions opened only once its key's columns were found.
@@ -217,19 +223,23 @@ impl Copies {
                 .flatten();
         }
         let Some(keys) = keys.as_mut() else {
-            return Ok(vec![true; items.len()]);
+            return Ok((vec![true; items.len()], generation));
         };
         let taken = keys.take_on(session, items).await;
         if taken.is_err() {
             *conn = None;
         }
-        taken
+        taken.map(|got| (got, generation))
     }
 
     /// Gives back `item`'s key slot (its lease's outcome is recorded, or the lease
-    /// is lost).
-    pub async fn release_key(&self, item: &Item) {
+    /// is lost), taken on connection `generation`: one taken on an earlier
+    /// connection went with it (and the key's slots held now are other leases').
+    pub async fn release_key(&self, item: &Item, generation: u64) {
         let mut link = self.link.lock().await;
+        if link.generation != generation {
+            return;
+        }
         let Link { conn, keys, .. } = &mut *link;
         if let (Some(session), Some(keys)) = (conn.as_mut(), keys.as_mut()) {
             if keys.release_on(session, item).await.is_err() {

@@ -3,7 +3,7 @@
 //! (an outcome, a lease or an SQL action refused for it) the gate of that database
 //! closes: no worker of any queue on it claims, so no action runs whose outcome
 //! could not be written. The worker that met it keeps its outcome and writes it again
-//! until it is taken (`engine::record`), and opens the gate; if that worker is gone,
+//! until it is taken (`engine::turn::record`), and opens the gate; if that worker is gone,
 //! the gate lets one worker through now and then to look again.
 
 use std::sync::Mutex;

@@ -84,10 +84,14 @@ async fn count_once(queue: &QueueRuntime, on: &CountOn) {
     }
 }
 
-/// One look at the backlog; `None` when the pool had no session free.
+/// One look at the backlog; `None` when the pool had no session free. A count on
+/// a connection of its own is also how a URL of several hosts finds its first host
+/// taking writes again (see [`crate::db::Session::reusable`]): the pool's count
+/// takes one now and then while a later host is in use, in the background, so that
+/// no worker waits on a host that does not answer.
 async fn read(queue: &QueueRuntime, on: &CountOn) -> Option<Result<Backlog, BacklogError>> {
     match on {
-        CountOn::OwnConnection => Some(read_backlog(&queue.database, &queue.config).await),
-        CountOn::Pool(pool) => pool.read_backlog().await,
+        CountOn::Pool(pool) if !queue.database.look_back_due() => pool.read_backlog().await,
+        _ => Some(read_backlog(&queue.database, &queue.config).await),
     }
 }

@@ -4,7 +4,7 @@
 //! committed transaction changed a table a queue's select reads, nudges that
 //! queue's watcher to claim now), the poll ([`poll`]: every `poll_interval`, seldom
 //! while the binary log announces every change), and the due-time timer
-//! ([`crate::engine::due`]: a row due by time alone, which nothing announces).
+//! ([`crate::engine::wake::due`]: a row due by time alone, which nothing announces).
 //! [`Wake`] combines a queue's sources. A wake-up only says *when* to look, never
 //! *what* to take: the claim alone decides, and every queue still polls, so a
 //! missed event, a broken stream or a row due by time alone is found.

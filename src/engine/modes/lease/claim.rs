@@ -71,7 +71,9 @@ async fn lease_rows(
         skipped: Vec::new(),
         report: admitted.report,
     };
-    // A row too large to read takes no key slot: its failure is recorded at once.
+    // Every lease holds its key's slot from here: an error before the commit drops
+    // them all, and each gives its slot back. A row too large to read takes no key
+    // slot: its failure is recorded at once.
     let holding = admitted
         .items
         .into_iter()
@@ -80,14 +82,17 @@ async fn lease_rows(
         .unreadable
         .into_iter()
         .map(|u| (None, u.item, Some(u.why.to_string())));
-    for (key, item, unreadable) in holding.chain(unread) {
-        let lease = Lease {
+    let claimed: Vec<Lease> = holding
+        .chain(unread)
+        .map(|(key, item, unreadable)| Lease {
             item,
             id: new_lease_id(),
             worker: worker.clone(),
             unreadable,
             key,
-        };
+        })
+        .collect();
+    for lease in claimed {
         match lease_one(session, queue, &lease).await? {
             None => leased.leases.push(lease),
             Some(why) => {

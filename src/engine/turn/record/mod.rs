@@ -2,7 +2,7 @@
 //! and scope. The policy is here, once — which outcome SQL an item gets, an item
 //! left as it was, outcome SQL that fails or is too large to send, a lease found
 //! lost, an outcome the database refuses for now — each item then settled
-//! (`engine::settle`), and a [`Store`] writes the statements where the mode keeps
+//! (`engine::turn::settle`), and a [`Store`] writes the statements where the mode keeps
 //! them:
 //!
 //! - [`item::ItemStore`]: in the batch's transaction, item by item, each undone alone
