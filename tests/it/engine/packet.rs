@@ -221,15 +221,7 @@ fn archiving(name: &str, select: &str) -> QueueFile {
 /// Drains `file`'s queue `name`: 299 rows archived, the oversized one failed with the
 /// limit and its size in its error, and never archived.
 async fn archived_but_the_oversized_row(file: std::path::PathBuf, name: &str, db: &TestDb) {
-    let summary = drain(file, &db.url).await;
-    let counts = summary.counts(name).unwrap();
-    assert_eq!((counts.done, counts.failed), (299, 1), "{counts:?}");
-    let (states, error) = letters(db).await;
-    assert_eq!(
-        states,
-        [("archived".to_string(), 299), ("failed".to_string(), 1)]
-    );
-    names_limit_and_size(&error);
+    done_but_the_oversized_row(file, name, db, ("archived", 299)).await;
     db.assert_count("SELECT COUNT(*) FROM archive WHERE id = 1", 0)
         .await;
 }
@@ -280,6 +272,24 @@ async fn with_concurrency_a_row_too_large_to_read_fails_on_its_own() {
     .await;
 }
 
+/// Drains `file`'s queue `name`: `done` rows in `state`, the oversized one failed
+/// with the limit and its size in its error.
+async fn done_but_the_oversized_row(
+    file: std::path::PathBuf,
+    name: &str,
+    db: &TestDb,
+    (state, done): (&str, u64),
+) {
+    let summary = drain(file, &db.url).await;
+    let counts = summary.counts(name).unwrap();
+    assert_eq!((counts.done, counts.failed), (done, 1), "{counts:?}");
+    let (states, error) = letters(db).await;
+    let mut expected = vec![(state.to_string(), done), ("failed".to_string(), 1)];
+    expected.sort();
+    assert_eq!(states, expected);
+    names_limit_and_size(&error);
+}
+
 /// Batch scope, `batch = 10`, over HTTP: the row too large to read is left out of
 /// its batch's request and fails on its own through `[on_failure]`'s `:batch`; every
 /// other row is delivered and done.
@@ -304,15 +314,7 @@ async fn in_batch_scope_a_row_too_large_to_read_fails_on_its_own() {
              SET state = 'failed', last_error = b.error",
         )
         .write(&files);
-    let summary = drain(file, &db.url).await;
-    let counts = summary.counts("oversized_batch").unwrap();
-    assert_eq!((counts.done, counts.failed), (99, 1), "{counts:?}");
-    let (states, error) = letters(&db).await;
-    assert_eq!(
-        states,
-        [("failed".to_string(), 1), ("sent".to_string(), 99)]
-    );
-    names_limit_and_size(&error);
+    done_but_the_oversized_row(file, "oversized_batch", &db, ("sent", 99)).await;
     let sent: usize = receiver
         .requests()
         .iter()
@@ -395,5 +397,40 @@ async fn a_claim_refused_for_a_rows_size_is_made_again_key_first() {
             .await,
         0,
         "no transaction is left holding a row"
+    );
+}
+
+/// Lease mode, `batch = 10`, over HTTP: the claim refused for the oversized row's
+/// size is made again key first; that row is leased and fails on its own through
+/// `[on_failure]`, and every other row is delivered once and done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_lease_mode_a_row_too_large_to_read_fails_on_its_own() {
+    let (_server, db) = one_oversized_row(99).await;
+    db.exec("ALTER TABLE letter ADD lease_id VARCHAR(64) NULL")
+        .await;
+    log_statements(&db).await;
+    let receiver = WebServer::start(|_| Reply::status(204)).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("oversized_lease")
+        .set("mode", "lease")
+        .batch(10)
+        .select("SELECT id, body FROM letter WHERE state = 'waiting' ORDER BY id")
+        .action_http(&receiver.url("/letters/{id}"))
+        .action_set("allow_private_networks", true)
+        .lease_set(
+            "sql",
+            "UPDATE letter SET state = 'leased', lease_id = :lease_id WHERE id = :id",
+        )
+        .on_success("UPDATE letter SET state = 'sent' WHERE id = :id AND lease_id = :lease_id")
+        .on_failure(
+            "UPDATE letter SET state = 'failed', last_error = :error \
+             WHERE id = :id AND lease_id = :lease_id",
+        )
+        .write(&files);
+    done_but_the_oversized_row(file, "oversized_lease", &db, ("sent", 99)).await;
+    assert_eq!(
+        receiver.requests().len(),
+        99,
+        "each other row delivered once"
     );
 }
