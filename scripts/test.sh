@@ -78,6 +78,16 @@ if [ ! -x /usr/sbin/php-fpm8.2 ] || ! command -v php8.2 >/dev/null \
   || ! compgen -G "/usr/lib/php/*/pdo_mysql.so" >/dev/null; then
   apt_install "PHP-FPM, the PHP CLI and PDO MySQL" php8.2-fpm php8.2-cli php8.2-mysql
 fi
+# The Symfony tests (tests/it/frameworks/symfony.rs) build a Symfony 5.4 app from
+# Debian's packages: FrameworkBundle, Console, Messenger and its Doctrine transport
+# over Doctrine DBAL (Debian 12 has no DoctrineBundle: the app registers its part).
+if [ ! -d /usr/share/php/Symfony/Component/Messenger/Bridge/Doctrine ] \
+  || [ ! -d /usr/share/php/Symfony/Bundle/FrameworkBundle ] \
+  || [ ! -d /usr/share/php/Doctrine/DBAL ] || [ ! -d /usr/share/php/Doctrine/Persistence ]; then
+  apt_install "Symfony 5.4 and Doctrine DBAL (the Symfony bridge's tests)" \
+    php-symfony-framework-bundle php-symfony-console php-symfony-messenger \
+    php-symfony-doctrine-messenger php-doctrine-dbal php-doctrine-persistence php8.2-xml
+fi
 # The amqp and nats tests publish to the brokers this machine runs: RabbitMQ on
 # 127.0.0.1:5672 (guest/guest) and NATS with JetStream on 127.0.0.1:4222. Install
 # them if missing, and start each one that is not answering.
