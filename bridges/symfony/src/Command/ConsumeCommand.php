@@ -71,7 +71,7 @@ EOF
         if (!$this->receivers->has($name) || !$this->serializers->has($name)) {
             throw new RuntimeException(sprintf('The transport "%s" does not exist (or has no serializer tableq:consume can find).', $name));
         }
-        $receiver = new ProtocolReceiver(\STDIN, $this->serializers->get($name), $answers);
+        $receiver = new ProtocolReceiver(\STDIN, $name, $this->serializers->get($name), $answers);
         $this->events->addListener(WorkerMessageFailedEvent::class, static function (WorkerMessageFailedEvent $event) use ($name, $receiver): void {
             if ($event->getReceiverName() === $name) {
                 $receiver->failedWith($event->getThrowable());

@@ -5,6 +5,7 @@ namespace Tableq\Symfony\Transport;
 use Symfony\Component\Messenger\Bridge\Doctrine\Transport\DoctrineReceivedStamp;
 use Symfony\Component\Messenger\Envelope;
 use Symfony\Component\Messenger\Exception\HandlerFailedException;
+use Symfony\Component\Messenger\Stamp\SentToFailureTransportStamp;
 use Symfony\Component\Messenger\Stamp\TransportMessageIdStamp;
 use Symfony\Component\Messenger\Transport\Receiver\ReceiverInterface;
 use Symfony\Component\Messenger\Transport\Serialization\SerializerInterface;
@@ -27,6 +28,7 @@ final class ProtocolReceiver implements ReceiverInterface
 {
     /** @var resource */
     private $input;
+    private $transportName;
     private $serializer;
     private $answers;
     /** @var Worker|null */
@@ -39,9 +41,10 @@ final class ProtocolReceiver implements ReceiverInterface
     /**
      * @param resource $input
      */
-    public function __construct($input, SerializerInterface $serializer, AnswerChannel $answers)
+    public function __construct($input, string $transportName, SerializerInterface $serializer, AnswerChannel $answers)
     {
         $this->input = $input;
+        $this->transportName = $transportName;
         $this->serializer = $serializer;
         $this->answers = $answers;
     }
@@ -140,6 +143,14 @@ final class ProtocolReceiver implements ReceiverInterface
             $this->answers->answer(['ok' => false, 'error' => self::describe($e)]);
 
             return null;
+        }
+        $sentToFailure = $envelope->last(SentToFailureTransportStamp::class);
+        if (null !== $sentToFailure && $sentToFailure->getOriginalReceiverName() === $this->transportName) {
+            // `tableq retry` moved it from the failure transport back to its own:
+            // a fresh start. With the stamp, Messenger would drop it if it failed
+            // again (it never sends a message to the failure transport twice);
+            // without it, it goes back there.
+            $envelope = $envelope->withoutAll(SentToFailureTransportStamp::class);
         }
         $this->pending = $id;
         $this->failure = null;

@@ -8,7 +8,8 @@ use Symfony\Component\Messenger\Handler\MessageHandlerInterface;
 
 /**
  * Counts each run of a message in `handled`: an execution when it starts, a
- * completion when it ends (each committed on its own).
+ * completion when it ends (each committed on its own), and who ran it first: the
+ * tableq queue (its worker's TABLEQ_QUEUE) or messenger:consume, and when.
  */
 final class CountMeHandler implements MessageHandlerInterface
 {
@@ -22,9 +23,9 @@ final class CountMeHandler implements MessageHandlerInterface
     public function __invoke(CountMe $message): void
     {
         $this->db->executeStatement(
-            'INSERT INTO handled (number, executions, completions) VALUES (?, 1, 0)
+            'INSERT INTO handled (number, executions, completions, via, first_at) VALUES (?, 1, 0, ?, UTC_TIMESTAMP(3))
              ON DUPLICATE KEY UPDATE executions = executions + 1',
-            [$message->number]
+            [$message->number, getenv('TABLEQ_QUEUE') ?: 'messenger:consume']
         );
         if ($message->workMs > 0) {
             usleep($message->workMs * 1000);
