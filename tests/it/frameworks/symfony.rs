@@ -1,14 +1,17 @@
 //! Symfony Messenger's Doctrine transport run in place by tableq, with the bridge
 //! (`bridges/symfony`, `bin/console tableq:consume async`) as its worker, on a real
-//! Symfony 5.4 app (`support::symfony`): messages sent with `$bus->dispatch(...)`,
-//! handled once each; `kill -9` of tableq or of a bridge process loses none; a
+//! Symfony 5.4 app (`support::symfony`): the bridge alone answers each row on stdout
+//! and nothing else; messages sent with `$bus->dispatch(...)` are handled once each; `kill -9` of tableq or of a bridge process loses none; a
 //! handler that throws goes through the transport's retry strategy (1 s, 2 s) to the
 //! failure transport, where `tableq failed` and `tableq retry` see it; a DelayStamp is
 //! waited for; `messenger:consume` side by side takes no message twice; a PHP fatal
 //! error fails the item with PHP's message.
 
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
 
 use crate::support::daemon::{copy, run_binary_until_empty, run_to_end, tableq};
 use crate::support::process::{children, is_gone};
@@ -34,6 +37,61 @@ async fn all_completed(db: &TestDb, messages: u64) {
         "SELECT COUNT(*) FROM handled WHERE completions >= 1",
         messages,
         "every message completed",
+    )
+    .await;
+}
+
+/// The bridge on its own: fed the transport's rows on stdin, it answers each on
+/// stdout — done, or failed with the handler's exception, or a line that is no row —
+/// and nothing else: a handler's echo goes to stderr; the end of stdin ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_answers_each_row_on_stdout_and_nothing_else() {
+    let Some(app) = app() else { return };
+    let (db, _files) = fresh(app).await;
+    app.dispatch(&db, "count", 1, 1, &[]).await;
+    app.dispatch(&db, "explode", 2, 1, &[]).await;
+    let rows: Vec<(String,)> = db
+        .rows(
+            "SELECT JSON_OBJECT('id', id, 'body', body, 'headers', headers, 'queue_name',
+               queue_name, 'created_at', created_at, 'available_at', available_at,
+               'delivered_at', delivered_at) FROM messenger_messages ORDER BY id",
+        )
+        .await;
+    let mut input: String = rows.into_iter().map(|(row,)| row + "\n").collect();
+    input.push_str("not a row\n");
+    let mut cmd = tokio::process::Command::from(app.console(&db, &["tableq:consume", "async"]));
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut bridge = cmd.spawn().expect("start tableq:consume");
+    let mut stdin = bridge.stdin.take().expect("a piped stdin");
+    stdin
+        .write_all(input.as_bytes())
+        .await
+        .expect("write the rows");
+    drop(stdin);
+    let done = tokio::time::timeout(Duration::from_secs(30), bridge.wait_with_output())
+        .await
+        .expect("the bridge ends with its input")
+        .expect("run the bridge");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&done.stdout),
+        String::from_utf8_lossy(&done.stderr),
+    );
+    assert!(done.status.success(), "{stderr}");
+    assert_eq!(
+        stdout,
+        "{\"ok\":true}\n{\"ok\":false,\"error\":\"RuntimeException: boom 2\"}\n\
+         {\"ok\":false,\"error\":\"JsonException: Syntax error\"}\n",
+        "stderr: {stderr}"
+    );
+    assert_has(&stderr, "handled 1");
+    db.assert_count("SELECT completions FROM handled WHERE number = 1", 1)
+        .await;
+    db.assert_count_because(
+        "SELECT COUNT(*) FROM sent WHERE TIMESTAMPDIFF(SECOND, created_at, available_at) = 1",
+        1,
+        "Symfony's retry listener sent the failed one again, 1 s later",
     )
     .await;
 }
@@ -191,8 +249,7 @@ async fn side_by_side_with_messenger_consume_no_message_runs_twice() {
         .map(|_| {
             let mut cmd =
                 tokio::process::Command::from(app.console(&db, &["messenger:consume", "async"]));
-            cmd.stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
             cmd.kill_on_drop(true)
                 .spawn()
                 .expect("start messenger:consume")
@@ -232,15 +289,17 @@ async fn a_php_fatal_error_fails_the_item_with_php_s_message() {
     app.dispatch(&db, "exhaust", 1, 1, &[]).await;
     let file = app.queue_file(&db, &files, "sf_fatal", 3600);
     let mut daemon = copy(&file, &db.url);
+    // tableq's own record of the item, not the process's stderr it logs as it comes.
+    let recorded = || async {
+        daemon.stderr().lines().any(|line| {
+            line.contains("Allowed memory size of 67108864 bytes exhausted")
+                && !line.contains("worker_process{")
+        })
+    };
     eventually(
         "the item failed with PHP's message",
         Duration::from_secs(30),
-        || async {
-            daemon
-                .stderr()
-                .lines()
-                .any(|line| line.contains("item failed") && line.contains("Allowed memory size"))
-        },
+        recorded,
     )
     .await;
     daemon.terminate().await;
