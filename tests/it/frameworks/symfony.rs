@@ -103,7 +103,7 @@ async fn every_message_is_handled_once_and_nothing_is_left() {
     let Some(app) = app() else { return };
     let (db, files) = fresh(app).await;
     app.dispatch(&db, "count", 1, 2000, &[]).await;
-    let file = app.queue_file(&db, &files, "sf_once", 3600);
+    let file = app.queue_file(&db, &files, "sf_once", 3600).await;
     let run = run_binary_until_empty(&file, &db.url).await;
     all_completed(&db, 2000).await;
     db.assert_count_because("SELECT SUM(executions) FROM handled", 2000, "none twice")
@@ -128,7 +128,7 @@ async fn kill_9_of_a_bridge_and_of_tableq_loses_no_message() {
     let (db, files) = fresh(app).await;
     app.dispatch(&db, "count", 1, 2000, &["--work-ms=3"]).await;
     // Rows a killed tableq had claimed come back after Messenger's redeliver timeout.
-    let file = app.queue_file(&db, &files, "sf_kill", 5);
+    let file = app.queue_file(&db, &files, "sf_kill", 5).await;
     let mut first = copy(&file, &db.url);
     db.until_count_at_least("SELECT COUNT(*) FROM handled", 300, 60)
         .await;
@@ -162,7 +162,7 @@ async fn a_throwing_handler_is_retried_then_failed_and_tableq_retry_puts_it_back
     let Some(app) = app() else { return };
     let (db, files) = fresh(app).await;
     app.dispatch(&db, "explode", 7, 1, &[]).await;
-    let file = app.queue_file(&db, &files, "sf_retry", 3600);
+    let file = app.queue_file(&db, &files, "sf_retry", 3600).await;
     let mut daemon = copy(&file, &db.url);
     let failed = "SELECT COUNT(*) FROM messenger_messages WHERE queue_name = 'failed'";
     db.until_count(failed, 1, 60).await;
@@ -216,7 +216,7 @@ async fn a_message_with_a_delay_stamp_waits() {
     let (db, files) = fresh(app).await;
     app.dispatch(&db, "count", 1, 1, &["--delay-ms=3000"]).await;
     app.dispatch(&db, "count", 2, 1, &[]).await;
-    let file = app.queue_file(&db, &files, "sf_delay", 3600);
+    let file = app.queue_file(&db, &files, "sf_delay", 3600).await;
     let mut daemon = copy(&file, &db.url);
     db.until_count("SELECT COUNT(*) FROM handled WHERE number = 2", 1, 30)
         .await;
@@ -257,7 +257,7 @@ async fn side_by_side_with_messenger_consume_no_message_runs_twice() {
         .collect();
     db.until_count_at_least("SELECT COUNT(*) FROM handled", 20, 30)
         .await;
-    let file = app.queue_file(&db, &files, "sf_side", 3600);
+    let file = app.queue_file(&db, &files, "sf_side", 3600).await;
     let mut daemon = copy(&file, &db.url);
     db.until_count(UNDELIVERED, 0, 90).await;
     db.until_count(
@@ -287,7 +287,7 @@ async fn a_php_fatal_error_fails_the_item_with_php_s_message() {
     let Some(app) = app() else { return };
     let (db, files) = fresh(app).await;
     app.dispatch(&db, "exhaust", 1, 1, &[]).await;
-    let file = app.queue_file(&db, &files, "sf_fatal", 3600);
+    let file = app.queue_file(&db, &files, "sf_fatal", 3600).await;
     let mut daemon = copy(&file, &db.url);
     // tableq's own record of the item, not the process's stderr it logs as it comes.
     let recorded = || async {
