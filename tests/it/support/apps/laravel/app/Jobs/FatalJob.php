@@ -15,15 +15,19 @@ class FatalJob implements ShouldQueue
     /** @var string "undefined" (a call to an undefined function) or "memory" (memory_limit) */
     public $how;
 
+    /** @var string PHP's display_errors while it runs: "on" or "off" */
+    public $display;
+
     /**
      * Create a new job instance.
      *
      * @return void
      */
-    public function __construct(string $key, string $how = 'undefined')
+    public function __construct(string $key, string $how = 'undefined', string $display = 'off')
     {
         $this->key = $key;
         $this->how = $how;
+        $this->display = $display;
     }
 
     /**
@@ -34,6 +38,7 @@ class FatalJob implements ShouldQueue
     public function handle()
     {
         $this->executed();
+        ini_set('display_errors', $this->display);
         if ($this->how === 'memory') {
             ini_set('memory_limit', '32M');
             $hog = str_repeat('x', 64 * 1024 * 1024);

@@ -7,9 +7,10 @@ use Illuminate\Support\Facades\DB;
 
 class DispatchJobs extends Command
 {
-    protected $signature = 'app:dispatch {job : The class in App\Jobs} {count=1} {args?* : More arguments of its constructor}';
+    protected $signature = 'app:dispatch {job : The class in App\Jobs} {count=1} {args?* : More arguments of its constructor}
+                            {--key= : The keys\' prefix (default: the class name)}';
 
-    protected $description = 'Dispatch jobs with Laravel\'s own dispatch(), each with the key "{job}-{n}"';
+    protected $description = 'Dispatch jobs with Laravel\'s own dispatch(), each with the key "{prefix}-{n}"';
 
     public function handle()
     {
@@ -18,9 +19,10 @@ class DispatchJobs extends Command
             return is_numeric($arg) ? (int) $arg : $arg;
         }, $this->argument('args'));
         $count = (int) $this->argument('count');
-        DB::transaction(function () use ($class, $args, $count) {
+        $prefix = $this->option('key') ?: $this->argument('job');
+        DB::transaction(function () use ($class, $args, $count, $prefix) {
             for ($n = 1; $n <= $count; $n++) {
-                dispatch(new $class($this->argument('job')."-{$n}", ...$args));
+                dispatch(new $class("{$prefix}-{$n}", ...$args));
             }
         });
         $this->info("dispatched {$count} {$class}");
