@@ -15,6 +15,9 @@ namespace Tableq\Laravel;
  */
 final class Answers
 {
+    /** The longest error an answer carries, in bytes. */
+    private const ERROR_LIMIT = 256 * 1024;
+
     /** @var resource the pipe to tableq */
     private $stream;
 
@@ -64,6 +67,10 @@ final class Answers
      */
     public function write(array $answer): void
     {
+        if (isset($answer['error']) && strlen($answer['error']) > self::ERROR_LIMIT) {
+            // tableq reads lines of up to 1 MiB: a deep trace must not break the protocol.
+            $answer['error'] = substr($answer['error'], 0, self::ERROR_LIMIT).'…';
+        }
         $line = json_encode(
             $answer,
             JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_INVALID_UTF8_SUBSTITUTE | JSON_PARTIAL_OUTPUT_ON_ERROR

@@ -5,6 +5,7 @@ namespace Tableq\Laravel;
 use Illuminate\Contracts\Events\Dispatcher;
 use Illuminate\Contracts\Foundation\Application;
 use Illuminate\Queue\Events\JobExceptionOccurred;
+use Illuminate\Queue\Events\Looping;
 use Illuminate\Queue\Events\WorkerStopping;
 use Illuminate\Queue\Worker;
 use Illuminate\Queue\WorkerOptions;
@@ -102,6 +103,9 @@ final class JobRunner
         }
         $job = new RowJob($this->app, $row, $this->connection, (string) ($row['queue'] ?? $this->queue));
         [$this->current, $this->exception] = [$job, null];
+        // As queue:work's loop before each job (listeners roll back a transaction
+        // left open, …); a listener's `false` cannot pause a job already claimed.
+        $this->app->make(Dispatcher::class)->dispatch(new Looping($this->connection, $this->queue));
         (function () {
             if (isset($this->resetScope)) {
                 ($this->resetScope)();
