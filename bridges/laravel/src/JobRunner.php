@@ -162,6 +162,8 @@ final class JobRunner
             if ($job->failure()) {
                 $this->answers->write(['ok' => false, 'error' => (string) $job->failure()]);
             }
+            // The process ends now: tableq must not hand it another row meanwhile.
+            $this->answers->close();
             $seconds = $this->onWorker('timeoutForJob', $job, $this->options);
             fwrite(STDERR, sprintf(
                 "tableq:work: %s (job %s) ran past its timeout of %d s: the process is killed, as queue:work's is%s\n",
@@ -210,6 +212,7 @@ final class JobRunner
         if ($job->failure()) {
             $this->answers->write(['ok' => false, 'error' => $message]);
         }
+        $this->answers->close();
     }
 
     /** Calls the worker's own (protected) `$method`: queue:work's code, not a copy. */
