@@ -130,17 +130,28 @@ final class JobRunner
     private function answerFor(RowJob $job): array
     {
         if ($failure = $job->failure()) {
-            return ['ok' => false, 'error' => (string) $failure];
+            return self::failed($failure);
         }
         if ($job->isReleased()) {
-            $why = $this->exception
-                ? get_class($this->exception).': '.$this->exception->getMessage()
-                : 'the job released itself';
+            $answer = ['ok' => false, 'release_after' => $job->releaseDelay(), 'error' => 'the job released itself'];
+            if ($e = $this->exception) {
+                $answer['error'] = get_class($e).': '.$e->getMessage();
+                $answer['kind'] = get_class($e);
+            }
 
-            return ['ok' => false, 'release_after' => $job->releaseDelay(), 'error' => $why];
+            return $answer;
         }
 
         return ['ok' => true];
+    }
+
+    /**
+     * The answer for a job failed for good: the exception as Laravel's failer
+     * stores it, and its class, by which tableq groups failures.
+     */
+    private static function failed(Throwable $e): array
+    {
+        return ['ok' => false, 'error' => (string) $e, 'kind' => get_class($e)];
     }
 
     /** Listens for what the worker says of the job being run. */
@@ -160,7 +171,7 @@ final class JobRunner
                 return;
             }
             if ($job->failure()) {
-                $this->answers->write(['ok' => false, 'error' => (string) $job->failure()]);
+                $this->answers->write(self::failed($job->failure()));
             }
             // The process ends now: tableq must not hand it another row meanwhile.
             $this->answers->close();
@@ -210,7 +221,7 @@ final class JobRunner
             // failed() threw: the job is failed all the same.
         }
         if ($job->failure()) {
-            $this->answers->write(['ok' => false, 'error' => $message]);
+            $this->answers->write(['ok' => false, 'error' => $message, 'kind' => get_class($e)]);
         }
         $this->answers->close();
     }

@@ -117,6 +117,10 @@ async fn the_bridge_answers_what_laravels_worker_decided() {
     assert_eq!(answers[3]["ok"], false);
     assert!(answers[3].get("release_after").is_none(), "{worked:?}");
     assert_has(error(&answers[3]), "FailingJob-1 fails on attempt 3");
+    assert_eq!(
+        answers[3]["kind"], "RuntimeException",
+        "failures grouped by class"
+    );
     assert_eq!(runs(&db, "FailingJob-1").await, (2, 0, 1));
     let events = "SELECT GROUP_CONCAT(event, ' ', attempts ORDER BY id) FROM job_events \
                   WHERE job_name LIKE '%FailingJob'";
