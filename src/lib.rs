@@ -22,7 +22,8 @@
 //!   `commands::pause` (`tableq pause`, `resume`), `commands::failure` (why a
 //!   command failed: its exit status), `commands::load` (the queues a command
 //!   works on), `commands::stdout` (what a command prints: a reader gone is no
-//!   failure).
+//!   failure), `commands::new` (`tableq new laravel|symfony`: `commands::new::laravel`,
+//!   `commands::new::symfony`, each a template filled by `commands::new::fill`).
 //! - `engine`: running queues; its folders show one turn and what surrounds it.
 //!   - `engine::worker` (the one worker loop, over a `Mode`).
 //!   - `engine::turn` (one turn, as the metrics and the idle queue see it):
@@ -39,7 +40,8 @@
 //!     `engine::modes::transaction::external`) and `engine::modes::lease` (a short
 //!     claim that leases rows, the action with no connection held:
 //!     `engine::modes::lease::mode`, `engine::modes::lease::claim`,
-//!     `engine::modes::lease::heartbeat`).
+//!     `engine::modes::lease::heartbeat`, `engine::modes::lease::token` — random,
+//!     or the table's own reservation time).
 //!   - `engine::policy`, what a queue's workers keep together:
 //!     `engine::policy::circuit` (the circuit breaker), `engine::policy::gate` (no
 //!     claims while the database refuses writes), `engine::policy::limits`

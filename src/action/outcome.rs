@@ -14,6 +14,18 @@ pub struct Outcome {
     pub status: Option<i64>,
     pub output: Option<Vec<u8>>,
     pub retry_after: Option<u64>,
+    /// The handler released the item, to be tried again after this many seconds
+    /// (`[on_release]`'s `:release_after`): not done, and not a failure.
+    pub release_after: Option<u32>,
+    /// The handler did not finish the item: it died, hung or wrote what is not an
+    /// answer (a PHP fatal error, a kill). What it did is not known; with
+    /// `[on_release]` the row is put back rather than recorded as failed.
+    pub interrupted: bool,
+    /// What kind of failure the handler says this is (a worker's `"kind"`: the
+    /// exception's class): the console groups failures by it, rather than by
+    /// their masked text.
+    /// Behind a thin pointer, so that an outcome stays small to move about.
+    pub kind: Option<Box<Kind>>,
     /// Whose fault a failure looks like.
     pub blame: Blame,
     /// The trace context the action sent, and when it ran: for the item's log
@@ -25,6 +37,10 @@ pub struct Outcome {
     /// outcome stays small to move about.
     pub each: Option<Arc<Vec<Outcome>>>,
 }
+
+/// A failure's kind, as its handler names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kind(pub String);
 
 /// What an item's trace learns from its action.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -111,7 +127,14 @@ impl Outcome {
             error: self.error.as_deref(),
             status: self.status,
             output: self.output.as_deref(),
-            retry_after: self.retry_after,
+            // A release recorded by `[on_failure]` (no `[on_release]`) says when.
+            retry_after: self.retry_after.or(self.release_after.map(u64::from)),
+            // A handler that died under the item: put back at once, or when its
+            // answer said to try again.
+            release_after: self.release_after.map(u64::from).or_else(|| {
+                let cut = self.interrupted || self.blame == Blame::Downstream;
+                cut.then_some(self.retry_after.unwrap_or(0))
+            }),
             lease: Default::default(),
         }
     }

@@ -92,9 +92,8 @@ pub fn outcome_not_by_key(queue: &QueueConfig, key: &str) -> Vec<Finding> {
             ));
         }
     };
-    check(&["on_success", "sql"], &queue.on_success);
-    if let Some(on_failure) = &queue.on_failure {
-        check(&["on_failure", "sql"], on_failure);
+    for (path, list) in queue.outcome_statements() {
+        check(&path, list);
     }
     findings
 }

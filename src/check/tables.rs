@@ -191,9 +191,8 @@ fn tables_of(queue: &QueueConfig, prepared: &PreparedQueue) -> Vec<(Vec<String>,
     if let Some(action) = queue.action.kind().statements() {
         targets(&["action", action.key], action.list);
     }
-    targets(&["on_success", "sql"], &queue.on_success);
-    if let Some(on_failure) = &queue.on_failure {
-        targets(&["on_failure", "sql"], on_failure);
+    for (path, list) in queue.outcome_statements() {
+        targets(&path, list);
     }
     // `[failed]` retry and discard are proven on a real row, rolled back: their
     // tables must be transactional too.

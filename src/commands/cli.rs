@@ -86,6 +86,11 @@ pub enum Command {
     Health(HealthArgs),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
+    /// Print a commented queue file that works a framework's own queue table in
+    /// place, with its bridge (bridges/ in tableq's repository): Laravel's database
+    /// queue (`tableq new laravel`) or Symfony Messenger's Doctrine transport
+    /// (`tableq new symfony`).
+    New(NewArgs),
     /// Print a JSON Schema of the queue file, for editors (taplo, Even Better TOML)
     /// and CI: `tableq schema > tableq.schema.json`, then `#:schema ./tableq.schema.json`
     /// at the top of a queue file.
@@ -93,6 +98,80 @@ pub enum Command {
     /// Print the manual page tableq(1) (`tableq man > tableq.1`), or write every page
     /// into DIR: tableq.1, and tableq-run.1 and so on for each subcommand.
     Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    #[command(subcommand)]
+    pub framework: Framework,
+}
+
+/// The frameworks whose queue tables `tableq new` writes a queue file for.
+#[derive(Debug, Subcommand)]
+pub enum Framework {
+    /// Laravel's `database` queue driver: its `jobs` and `failed_jobs` tables, worked
+    /// by `php artisan tableq:work` (bridges/laravel).
+    Laravel(LaravelArgs),
+    /// Symfony Messenger's Doctrine transport: its `messenger_messages` table, worked
+    /// by `bin/console tableq:consume` (bridges/symfony).
+    Symfony(SymfonyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LaravelArgs {
+    /// The Laravel queue the file works (`dispatch(...)->onQueue(NAME)`).
+    #[arg(long, default_value = "default", value_name = "NAME")]
+    pub queue: String,
+    /// The jobs table (config/queue.php: connections.database.table).
+    #[arg(long, default_value = "jobs", value_name = "TABLE")]
+    pub table: String,
+    /// The failed jobs table (config/queue.php: failed.table).
+    #[arg(long, default_value = "failed_jobs", value_name = "TABLE")]
+    pub failed_table: String,
+    /// The queue connection's name, as failed_jobs records it.
+    #[arg(long, default_value = "database", value_name = "NAME")]
+    pub connection: String,
+    /// The connection's retry_after, in seconds: a reservation older than this is
+    /// taken again, by queue:work or by tableq.
+    #[arg(long, default_value_t = 90, value_name = "SECONDS")]
+    pub retry_after: u64,
+    /// The bridge's command line, split at spaces.
+    #[arg(
+        long,
+        default_value = "php artisan tableq:work",
+        value_name = "COMMAND"
+    )]
+    pub command: String,
+    /// Worker loops (jobs at once).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub workers: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct SymfonyArgs {
+    /// The Messenger transport the bridge consumes (framework.messenger.transports).
+    #[arg(long, value_name = "NAME")]
+    pub transport: String,
+    /// The transport's table (its `table_name` option).
+    #[arg(long, default_value = "messenger_messages", value_name = "TABLE")]
+    pub table: String,
+    /// The transport's `queue_name` option.
+    #[arg(long, default_value = "default", value_name = "NAME")]
+    pub queue_name: String,
+    /// The failure transport's `queue_name` in the same table, for `tableq failed`
+    /// and `retry`.
+    #[arg(long, default_value = "failed", value_name = "NAME")]
+    pub failed_queue_name: String,
+    /// The transport's `redeliver_timeout`, in seconds.
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    pub redeliver_timeout: u64,
+    /// The bridge's command line, split at spaces. Default: `php bin/console
+    /// tableq:consume TRANSPORT`.
+    #[arg(long, value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Worker loops (messages at once).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub workers: u32,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ mod failure;
 mod health;
 mod load;
 mod man;
+mod new;
 mod notify;
 mod operate;
 mod pause;
@@ -70,6 +71,7 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
             clap_complete::generate(args.shell, &mut command, "tableq", out);
             Ok(())
         }),
+        Command::New(args) => stdout::print(&new::queue_file(&args)?),
         Command::Schema => stdout::print(&crate::config::load::schema::queue_file_schema::<
             crate::action::RawAction,
         >()),

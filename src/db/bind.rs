@@ -37,7 +37,13 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
             ParamSource::BuiltIn(BuiltIn::RetryAfter) => {
                 outcome.retry_after.map_or(Value::NULL, Value::from)
             }
+            ParamSource::BuiltIn(BuiltIn::ReleaseAfter) => {
+                outcome.release_after.map_or(Value::NULL, Value::from)
+            }
             ParamSource::BuiltIn(BuiltIn::LeaseId) => text(outcome.lease.lease_id),
+            ParamSource::BuiltIn(BuiltIn::NewLeaseId) => {
+                text(outcome.lease.new_lease_id.or(outcome.lease.lease_id))
+            }
             ParamSource::BuiltIn(BuiltIn::Worker) => text(outcome.lease.worker),
             ParamSource::BuiltIn(BuiltIn::Progress) => text(outcome.lease.progress),
             // Run for one item (a batch retried item by item): a one-element batch.

@@ -96,6 +96,8 @@ pub struct OutcomeParams<'a> {
     pub status: Option<i64>,
     pub output: Option<&'a [u8]>,
     pub retry_after: Option<u64>,
+    /// `:release_after`: how long a released row waits.
+    pub release_after: Option<u64>,
     /// Lease mode: `:lease_id`, `:worker` and `:progress`.
     pub lease: LeaseParams<'a>,
 }
@@ -105,6 +107,8 @@ pub struct OutcomeParams<'a> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LeaseParams<'a> {
     pub lease_id: Option<&'a str>,
+    /// In a renewal: the token the lease gets (`None`: the same).
+    pub new_lease_id: Option<&'a str>,
     pub worker: Option<&'a str>,
     pub progress: Option<&'a str>,
 }
@@ -116,8 +120,10 @@ impl OutcomeParams<'_> {
         status: None,
         output: None,
         retry_after: None,
+        release_after: None,
         lease: LeaseParams {
             lease_id: None,
+            new_lease_id: None,
             worker: None,
             progress: None,
         },

@@ -32,6 +32,8 @@ pub enum Statements {
     Renew,
     /// `[lease] release_sql`.
     Release,
+    /// `[on_release]`: a row put back to wait.
+    OnRelease,
 }
 
 impl Statements {
@@ -44,6 +46,7 @@ impl Statements {
             Statements::Lease => "[lease] sql",
             Statements::Renew => "[lease] renew_sql",
             Statements::Release => "[lease] release_sql",
+            Statements::OnRelease => "[on_release] SQL",
         }
     }
 
@@ -56,6 +59,7 @@ impl Statements {
             Statements::Lease => "[lease] sql",
             Statements::Renew => "[lease] renew_sql",
             Statements::Release => "[lease] release_sql",
+            Statements::OnRelease => "[on_release]",
         }
     }
 }
@@ -98,6 +102,7 @@ pub struct PreparedQueue {
     pub action: Vec<BoundStatement>,
     pub on_success: Vec<BoundStatement>,
     pub on_failure: Option<Vec<BoundStatement>>,
+    pub on_release: Option<Vec<BoundStatement>>,
     /// Lease mode's `[lease]` statements (empty in transaction mode).
     pub lease: LeaseStatements,
 }
@@ -117,6 +122,7 @@ impl PreparedQueue {
         let bound = [&self.action, &self.on_success]
             .into_iter()
             .chain(self.on_failure.as_ref())
+            .chain(self.on_release.as_ref())
             .chain([&self.lease.sql, &self.lease.renew, &self.lease.release])
             .flatten()
             .map(|b| &b.statement);
@@ -147,6 +153,7 @@ impl PreparedQueue {
             Statements::Lease => &self.lease.sql,
             Statements::Renew => &self.lease.renew,
             Statements::Release => &self.lease.release,
+            Statements::OnRelease => self.on_release.as_deref().unwrap_or_default(),
         }
     }
 }
@@ -201,14 +208,12 @@ pub async fn prepare_queue(
     let on_success = preparer
         .prepare_all(&["on_success", "sql"], &queue.on_success, true)
         .await?;
-    let on_failure = match &queue.on_failure {
-        Some(statements) => Some(
-            preparer
-                .prepare_all(&["on_failure", "sql"], statements, true)
-                .await?,
-        ),
-        None => None,
-    };
+    let on_failure = preparer
+        .prepare_optional(&["on_failure", "sql"], queue.on_failure.as_deref())
+        .await?;
+    let on_release = preparer
+        .prepare_optional(&["on_release", "sql"], queue.on_release.as_deref())
+        .await?;
     let lease = preparer.prepare_lease().await?;
     if !preparer.findings.is_empty() {
         return Err(PrepareError::Invalid(preparer.findings));
@@ -229,6 +234,7 @@ pub async fn prepare_queue(
         action,
         on_success,
         on_failure,
+        on_release,
         lease,
     })
 }
@@ -274,6 +280,18 @@ struct Preparer<'a> {
 }
 
 impl Preparer<'_> {
+    /// An optional outcome table's statements (`[on_failure]`, `[on_release]`).
+    async fn prepare_optional(
+        &mut self,
+        path: &[&str],
+        statements: Option<&[ParsedStatement]>,
+    ) -> Result<Option<Vec<BoundStatement>>, PrepareError> {
+        match statements {
+            Some(statements) => Ok(Some(self.prepare_all(path, statements, true).await?)),
+            None => Ok(None),
+        }
+    }
+
     async fn prepare_all(
         &mut self,
         path: &[&str],

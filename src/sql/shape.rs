@@ -189,6 +189,24 @@ pub fn restricts_to_key(sql: &str, key: &str) -> Option<bool> {
     )
 }
 
+/// For an `INSERT … SELECT`: whether the SELECT's WHERE uses `:key` (the row it
+/// copies is the leased one). `None` for other statements.
+pub fn inserts_from_key(sql: &str, key: &str) -> Option<bool> {
+    let lexes = lex(sql);
+    if !lexes.first().is_some_and(|l| is_kw(l, "INSERT")) {
+        return None;
+    }
+    let select = find_top(&lexes, 0, &["SELECT"])?;
+    let Some(start) = find_top(&lexes, select, &["WHERE"]) else {
+        return Some(false);
+    };
+    Some(
+        lexes[start..]
+            .iter()
+            .any(|l| matches!(l, Lex::Param(p) if p.eq_ignore_ascii_case(key))),
+    )
+}
+
 /// A select's rows whatever its WHERE: its text up to its WHERE (or its ORDER BY,
 /// LIMIT, FOR UPDATE), with how many `?` that part holds — the rows of its tables,
 /// joined as it joins them, whether they wait or not. `None` when that cut would

@@ -21,6 +21,8 @@ pub struct ItemFailed<'a> {
     pub key: String,
     pub error: &'a str,
     pub status: Option<i64>,
+    /// The kind the handler gave it (an exception's class), if any.
+    pub kind: Option<&'a str>,
     /// `[on_failure]` recorded it; else the item is waiting again as it was.
     pub recorded: bool,
 }
@@ -29,7 +31,7 @@ impl Event for ItemFailed<'_> {
     fn emit(self, stats: &QueueStats) {
         stats
             .observed
-            .record_failure(self.key, self.error, self.status);
+            .record_failure(self.key, self.error, self.status, self.kind);
         if self.recorded {
             warn!(error = %self.error, "item failed");
         } else {

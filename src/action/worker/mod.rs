@@ -193,7 +193,7 @@ impl<'w> Lent<'w> {
         let what = said(&ended);
         warn!(process = process.number, pid = process.pid, "worker process {what}; it is killed, a new one starts");
         let first = process.answered == 0;
-        match ended {
+        let outcome = match ended {
             Ended::Died(php) if first => Outcome::downstream(format!(
                 "{php} (the worker process {} died before its first answer)",
                 self.worker.program
@@ -206,6 +206,10 @@ impl<'w> Lent<'w> {
             _ => Outcome::failure(format!(
                 "while handling the item, the worker process {what}; a new one starts"
             )),
+        };
+        Outcome {
+            interrupted: true,
+            ..outcome
         }
     }
 }

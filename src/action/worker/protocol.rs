@@ -1,13 +1,19 @@
 //! The worker protocol, tableq's side: what one line a worker process writes on
 //! stdout means. Each item gets one answer, `{"ok": true}` or `{"ok": false,
 //! "error": "…"}` (with `"retry_after": "30s"` for trouble downstream, `"output"`
-//! for `:output`); before it, any number of `{"progress": "…"}` lines (lease
+//! for `:output`, `"kind"` to group failures by, e.g. the exception's class), or a
+//! release, `{"ok": false, "release_after": "30s"}` — not done,
+//! not failed: try it again later (`[on_release]`); before it, any number of `{"progress": "…"}` lines (lease
 //! mode's `:progress`). Anything else is not the protocol, and ends the process.
 
 use serde_json::{Map, Value};
 
 use crate::action::capture::{clip_error, OUTPUT_LIMIT};
+use crate::action::outcome::Kind;
 use crate::action::{Blame, Outcome};
+
+/// The longest failure kind kept, in characters.
+const KIND_CHARS: usize = 200;
 
 /// What a line says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,18 +59,35 @@ fn answer(ok: bool, fields: &Map<String, Value>) -> Result<Outcome, String> {
             ..Outcome::success()
         });
     }
-    let error = match fields.get("error") {
-        None | Some(Value::Null) => "the worker answered {\"ok\": false} without an `error`".to_string(),
-        Some(error) => text(error),
+    let release_after = duration_field(fields, "release_after")?
+        .map(|s| u32::try_from(s).unwrap_or(u32::MAX));
+    let error = match (fields.get("error"), release_after) {
+        (None | Some(Value::Null), Some(after)) => format!("released for {after}s"),
+        (None | Some(Value::Null), None) => {
+            "the worker answered {\"ok\": false} without an `error`".to_string()
+        }
+        (Some(error), _) => text(error),
     };
-    let retry_after = match fields.get("retry_after") {
+    let retry_after = duration_field(fields, "retry_after")?;
+    let kind = match fields.get("kind") {
         None | Some(Value::Null) => None,
-        Some(value) => Some(seconds(value).ok_or("a `retry_after` that is not a duration (\"30s\") or a number of seconds")?),
+        Some(kind) => Some(Box::new(Kind(text(kind).chars().take(KIND_CHARS).collect()))),
     };
+    if release_after.is_some() {
+        // The handler's own decision about the item: not trouble downstream.
+        return Ok(Outcome {
+            error: Some(clip_error(error)),
+            output,
+            release_after,
+            kind,
+            ..Outcome::default()
+        });
+    }
     Ok(Outcome {
         error: Some(clip_error(error)),
         output,
         retry_after,
+        kind,
         // "Try again later" is trouble downstream, for the circuit breaker.
         blame: match retry_after {
             Some(_) => Blame::Downstream,
@@ -72,6 +95,16 @@ fn answer(ok: bool, fields: &Map<String, Value>) -> Result<Outcome, String> {
         },
         ..Outcome::default()
     })
+}
+
+/// The field `name`, a duration in seconds, if the answer has it.
+fn duration_field(fields: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> {
+    match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => seconds(value).map(Some).ok_or_else(|| {
+            format!("a `{name}` that is not a duration (\"30s\") or a number of seconds")
+        }),
+    }
 }
 
 /// A string as it is, anything else as its JSON.
@@ -124,6 +157,8 @@ mod tests {
         assert_eq!(failed.error.as_deref(), Some("mailbox full"));
         assert_eq!(failed.blame, Blame::Item);
         assert_eq!(failed.output.as_deref(), Some(&br#"{"code":552}"#[..]));
+        let kinded = answered(r#"{"ok": false, "error": "card 4 declined", "kind": "App\\Declined"}"#);
+        assert_eq!(kinded.kind.map(|k| k.0).as_deref(), Some("App\\Declined"));
         let bare = answered(r#"{"ok": false}"#);
         assert!(bare.error.unwrap().contains("without an `error`"));
     }
@@ -139,6 +174,21 @@ mod tests {
             assert_eq!((outcome.blame, outcome.retry_after), (Blame::Downstream, Some(30)));
         }
         assert!(read(br#"{"ok": false, "retry_after": "soon"}"#).is_err());
+    }
+
+    #[test]
+    fn a_release_is_the_items_own_answer_not_trouble_downstream() {
+        for line in [
+            r#"{"ok": false, "release_after": 30}"#,
+            r#"{"ok": false, "release_after": "30s", "error": "Lock held"}"#,
+        ] {
+            let outcome = answered(line);
+            assert_eq!(outcome.release_after, Some(30));
+            assert_eq!((outcome.blame, outcome.retry_after), (Blame::Item, None));
+            assert!(!outcome.succeeded());
+        }
+        assert_eq!(answered(r#"{"ok": false, "release_after": 0}"#).error.as_deref(), Some("released for 0s"));
+        assert!(read(br#"{"ok": false, "release_after": "later"}"#).is_err());
     }
 
     #[test]

@@ -12,15 +12,31 @@ use mysql_async::Conn;
 use super::{Ending, Proof};
 use crate::action::Outcome;
 use crate::check::samples;
+use crate::config::queue::lease::LeaseToken;
 use crate::config::statement_path;
 use crate::db::bind::bind;
 use crate::db::item::{Item, LeaseParams, OutcomeParams};
 use crate::db::prepared::BoundStatement;
 use crate::diagnostic::{Finding, Severity};
 
-/// The lease the proof takes, and one it never took.
-const RIGHT: &str = "tableq-check-lease";
-const WRONG: &str = "tableq-check-wrong";
+/// The lease the proof takes, or one it never took.
+#[derive(Debug, Clone, Copy)]
+enum Token {
+    Right,
+    Wrong,
+}
+
+impl Token {
+    /// As `[lease] token` says: a random token's sample, or a time — `now`, or 2001.
+    fn text(self, kind: LeaseToken, now: u64) -> String {
+        match (kind, self) {
+            (LeaseToken::Random, Token::Right) => "tableq-check-lease".into(),
+            (LeaseToken::Random, Token::Wrong) => "tableq-check-wrong".into(),
+            (time, Token::Right) => time.at(now),
+            (time, Token::Wrong) => time.at(1_000_000_000),
+        }
+    }
+}
 /// How far the proof moves the session's clock to let the lease expire.
 const A_DAY_LATER: &str = "SET SESSION timestamp = UNIX_TIMESTAMP() + 86400";
 const NOW_AGAIN: &str = "SET SESSION timestamp = DEFAULT";
@@ -55,7 +71,7 @@ impl Proof<'_> {
             statements: &lease.sql,
             outcome: Outcome::success(),
         };
-        match self.matched(conn, item, &took, RIGHT).await? {
+        match self.matched(conn, item, &took, Token::Right).await? {
             Ok(0) => {
                 return Ok(vec![self.lease_finding(
                     &took,
@@ -106,7 +122,7 @@ impl Proof<'_> {
             statements: &lease.release,
             outcome: Outcome::success(),
         };
-        match self.matched(conn, item, &release, RIGHT).await? {
+        match self.matched(conn, item, &release, Token::Right).await? {
             Ok(0) => return Ok(Some(self.lease_finding(&release, "did not match the leased row with its own :lease_id: a release would never put the row back"))),
             Ok(_) => {}
             Err(stopped) => return Ok(Some(stopped)),
@@ -121,7 +137,7 @@ impl Proof<'_> {
             statements: &lease.sql,
             outcome: Outcome::success(),
         };
-        Ok(match self.matched(conn, item, &took, RIGHT).await? {
+        Ok(match self.matched(conn, item, &took, Token::Right).await? {
             Ok(0) => Some(self.lease_finding(
                 &took,
                 "matched no row after a release: it must update the claimed row by its key",
@@ -158,6 +174,16 @@ impl Proof<'_> {
                 outcome: samples::failure(&self.queue.action),
             });
         }
+        if let Some(on_release) = &self.prepared.on_release {
+            all.push(Expect {
+                path: &["on_release", "sql"],
+                statements: on_release,
+                outcome: Outcome {
+                    release_after: Some(30),
+                    ..Outcome::failure("released for 30s")
+                },
+            });
+        }
         all
     }
 
@@ -173,7 +199,7 @@ impl Proof<'_> {
         if expect.statements.is_empty() {
             return Ok(Guarded::Holds);
         }
-        match self.matched(conn, item, expect, WRONG).await? {
+        match self.matched(conn, item, expect, Token::Wrong).await? {
             Ok(0) => {}
             Ok(_) => return Ok(Guarded::Ignored(self.lease_finding(expect, "matched the row with a wrong :lease_id: it must check the lease (`AND lease_id = :lease_id`)"))),
             Err(stopped) => return Ok(Guarded::Ignored(stopped)),
@@ -181,7 +207,7 @@ impl Proof<'_> {
         if expect.path != ["lease", "renew_sql"] {
             return Ok(Guarded::Holds);
         }
-        Ok(match self.matched(conn, item, expect, RIGHT).await? {
+        Ok(match self.matched(conn, item, expect, Token::Right).await? {
             Ok(0) => Guarded::Fails(self.lease_finding(expect, "did not match the leased row with its own :lease_id: every renewal would find the lease lost")),
             Ok(_) => Guarded::Holds,
             Err(stopped) => Guarded::Ignored(stopped),
@@ -211,7 +237,7 @@ impl Proof<'_> {
             statements: &self.prepared.on_success,
             outcome: samples::success(&self.queue.action),
         };
-        match self.matched(conn, item, &success, RIGHT).await? {
+        match self.matched(conn, item, &success, Token::Right).await? {
             Ok(0) => return Ok(Some(self.lease_finding(&success, "did not match the leased row with its own :lease_id: no success would ever be recorded"))),
             Ok(_) => {}
             Err(stopped) => return Ok(Some(stopped)),
@@ -225,18 +251,21 @@ impl Proof<'_> {
         })
     }
 
-    /// Runs `expect` with `lease_id`: how many rows its first statement matched, or the
+    /// Runs `expect` with `token`: how many rows its first statement matched, or the
     /// finding of a statement that failed.
     async fn matched(
         &self,
         conn: &mut Conn,
         item: &Item,
         expect: &Expect<'_>,
-        lease_id: &str,
+        token: Token,
     ) -> Result<Result<u64, Finding>, mysql_async::Error> {
+        let kind = self.queue.lease().map(|l| l.token).unwrap_or_default();
+        let lease_id = token.text(kind, self.began);
         let mut params: OutcomeParams = expect.outcome.params();
         params.lease = LeaseParams {
-            lease_id: Some(lease_id),
+            lease_id: Some(&lease_id),
+            new_lease_id: None,
             worker: Some("tableq-check"),
             progress: Some("50%"),
         };

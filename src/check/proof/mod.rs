@@ -60,6 +60,9 @@ pub async fn leaves_the_query(
         prepared,
         with_key,
         select_params,
+        began: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
     };
     proof.run(conn).await
 }
@@ -70,6 +73,8 @@ struct Proof<'a> {
     /// Counts the waiting rows with a given key.
     with_key: WaitingRows,
     select_params: Params,
+    /// When the proof began, in unix seconds: a time lease token's "now".
+    began: u64,
 }
 
 /// One list of the queue's statements as the proof runs them.
@@ -107,10 +112,10 @@ fn may_commit(queue: &QueueConfig) -> Option<&str> {
         let release = lease.release_sql.iter().flatten();
         lease.sql.iter().chain(renew).chain(release)
     });
+    let outcomes = queue.outcome_statements().flat_map(|(_, list)| list);
     action
         .iter()
-        .chain(&queue.on_success)
-        .chain(queue.on_failure.iter().flatten())
+        .chain(outcomes)
         .chain(lease)
         .map(|s| s.text.as_str())
         .find(|sql| !never_commits(sql))

@@ -65,7 +65,9 @@ fn parse_table<A: Kinds>(
             Some(Value::Table(failed)) if key == "failed" => {
                 problems.extend(table_problems::<RawFailed>(failed, key, &[]));
             }
-            Some(Value::Table(outcome)) if key == "on_success" || key == "on_failure" => {
+            Some(Value::Table(outcome))
+                if matches!(key.as_str(), "on_success" | "on_failure" | "on_release") =>
+            {
                 problems.extend(table_problems::<RawOutcome>(outcome, key, &[]));
             }
             _ => problems.extend(key_alone::<RawQueue<A>>(&table, key, &[], &[])),

@@ -124,12 +124,19 @@ pub struct RawQueue<A> {
     /// :status, :output and :retry_after. Without it a failed item returns to the
     /// queue at once: record the failure on the row instead.
     pub on_failure: Option<RawOutcome>,
+    /// Runs when the action said "not now" — a worker's `{"ok": false,
+    /// "release_after": 30}` (a framework job released) — or its handler died under
+    /// the item (the process exited, hung past the timeout): the row is put back to
+    /// wait :release_after seconds, not recorded as failed. It can use
+    /// :release_after, :error and :status. Without it, those are recorded by
+    /// [on_failure].
+    pub on_release: Option<RawOutcome>,
     /// The rows that gave up, and how an operator retries or discards one (`tableq
     /// failed`, `inspect`, `retry`, `discard`).
     pub failed: Option<crate::config::queue::failed::RawFailed>,
 }
 
-/// `[on_success]` or `[on_failure]`.
+/// `[on_success]`, `[on_failure]` or `[on_release]`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawOutcome {

@@ -48,6 +48,43 @@ pub struct RawLease {
     /// The pool of connections the workers share. Default 4, at most 100.
     #[schemars(range(min = 1, max = 100))]
     pub connections: Option<u32>,
+    /// What :lease_id is: "random" (default), a fresh random token per claim for a
+    /// lease column of its own; or the claim's time, for a table whose own
+    /// reservation column is the lease (Laravel's jobs.reserved_at, Symfony's
+    /// messenger_messages.delivered_at): "unix_time" (whole seconds) or
+    /// "utc_datetime" ('YYYY-MM-DD HH:MM:SS', UTC), by tableq's clock. With a time,
+    /// renew_sql moves the lease to :new_lease_id (a later time) and the lease is
+    /// then held under it.
+    pub token: Option<LeaseToken>,
+}
+
+/// What a lease's `:lease_id` is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseToken {
+    /// 128 random bits as hex, fresh for each claim; a renewal keeps it.
+    #[default]
+    Random,
+    /// The claim's (then the last renewal's) time as unix seconds.
+    UnixTime,
+    /// The claim's (then the last renewal's) time as `YYYY-MM-DD HH:MM:SS` in UTC.
+    UtcDatetime,
+}
+
+impl LeaseToken {
+    /// A time token for `seconds` since the epoch (a random token's kind writes
+    /// them as a number too).
+    pub fn at(self, seconds: u64) -> String {
+        match self {
+            LeaseToken::UtcDatetime => {
+                let at = std::time::UNIX_EPOCH + Duration::from_secs(seconds);
+                // "2026-12-07T03:04:05Z" → "2026-12-07 03:04:05"
+                let text = humantime::format_rfc3339_seconds(at).to_string();
+                text.trim_end_matches('Z').replacen('T', " ", 1)
+            }
+            LeaseToken::Random | LeaseToken::UnixTime => seconds.to_string(),
+        }
+    }
 }
 
 /// A lease-mode queue's lease, validated.
@@ -68,6 +105,8 @@ pub struct LeaseConfig {
     /// How long a lease lasts, when `sql` and `renew_sql` say it in one `INTERVAL`
     /// each (the shorter of the two).
     pub length: Option<Duration>,
+    /// What `:lease_id` is.
+    pub token: LeaseToken,
 }
 
 /// The `[lease]` table, validated (`mode = "lease"`: see [`crate::config::queue::mode`]).
@@ -101,6 +140,7 @@ pub(crate) fn table(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
         renew_every,
         connections,
         length: shortest_lease(lease).map(|(_, length)| length),
+        token: lease.token.unwrap_or_default(),
     }
 }
 

@@ -114,6 +114,8 @@ pub struct QueueConfig {
     pub action: ActionConfig,
     pub on_success: Vec<ParsedStatement>,
     pub on_failure: Option<Vec<ParsedStatement>>,
+    /// `[on_release]`: a row put back to wait (a release, a handler that died).
+    pub on_release: Option<Vec<ParsedStatement>>,
     /// `[failed]`: the rows that gave up, and their retry and discard.
     pub failed: Option<FailedConfig>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
@@ -172,6 +174,23 @@ impl QueueConfig {
 }
 
 impl QueueConfig {
+    /// Its outcome statements with their paths: `[on_success]`, then `[on_failure]`
+    /// and `[on_release]` when the file has them.
+    pub fn outcome_statements(
+        &self,
+    ) -> impl Iterator<Item = ([&'static str; 2], &[ParsedStatement])> {
+        let success = (["on_success", "sql"], self.on_success.as_slice());
+        let failure = self
+            .on_failure
+            .as_deref()
+            .map(|s| (["on_failure", "sql"], s));
+        let release = self
+            .on_release
+            .as_deref()
+            .map(|s| (["on_release", "sql"], s));
+        std::iter::once(success).chain(failure).chain(release)
+    }
+
     /// Whether the statements run once per item or once per batch (always per item
     /// in lease mode).
     pub fn scope(&self) -> Scope {

@@ -32,9 +32,8 @@ pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
     if let Some(action) = queue.action.kind().statements() {
         statements(&["action", action.key], action.list);
     }
-    statements(&["on_success", "sql"], &queue.on_success);
-    if let Some(on_failure) = &queue.on_failure {
-        statements(&["on_failure", "sql"], on_failure);
+    for (path, list) in queue.outcome_statements() {
+        statements(&path, list);
     }
     found.extend(queue.action.kind().batch_scope_refusals(&queue.site()));
     if queue.action.kind().sends_each_item() {

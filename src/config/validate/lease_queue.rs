@@ -10,7 +10,7 @@ use crate::config::validate::names::key_name;
 use crate::config::{statement_path, QueueConfig};
 use crate::diagnostic::{Finding, Severity};
 use crate::sql::lex::{ident, is_any_kw, lex, Lex};
-use crate::sql::shape::restricts_to_key;
+use crate::sql::shape::{inserts_from_key, restricts_to_key};
 use crate::sql::statement::{first_word, ParsedStatement};
 
 /// Every statement of a lease-mode queue that touches its leased row and does not
@@ -40,9 +40,8 @@ pub fn unguarded(queue: &QueueConfig) -> Vec<Finding> {
     if let Some(release) = &lease.release_sql {
         check(&["lease", "release_sql"], release, true);
     }
-    check(&["on_success", "sql"], &queue.on_success, true);
-    if let Some(on_failure) = &queue.on_failure {
-        check(&["on_failure", "sql"], on_failure, true);
+    for (path, list) in queue.outcome_statements() {
+        check(&path, list, true);
     }
     findings
 }
@@ -55,21 +54,25 @@ fn guard_problem(sql: &str, key: Option<&str>, by_lease: bool) -> Option<String>
         Some(key) => format!("WHERE {key} = :{key} AND lease_id = :lease_id"),
         None => "WHERE id = :id AND lease_id = :lease_id".to_string(),
     };
-    if !matches!(first_word(sql).as_deref(), Some("UPDATE" | "DELETE")) {
+    // An INSERT … SELECT copies the leased row (a framework's failed_jobs row).
+    let restricts = |param: &str| restricts_to_key(sql, param).or(inserts_from_key(sql, param));
+    let shape = first_word(sql);
+    let copies = shape.as_deref() == Some("INSERT") && inserts_from_key(sql, "").is_some();
+    if !matches!(shape.as_deref(), Some("UPDATE" | "DELETE")) && !copies {
         return Some(format!(
-            "must be an UPDATE or DELETE of the leased row (its row count tells whether the lease \
-             still holds), restricted by `{example}`"
+            "must be an UPDATE or DELETE of the leased row, or an INSERT … SELECT of it (its row \
+             count tells whether the lease still holds), restricted by `{example}`"
         ));
     }
     if let Some(key) = key {
-        if restricts_to_key(sql, key) != Some(true) {
+        if restricts(key) != Some(true) {
             return Some(format!(
                 "does not restrict by the key (no `:{key}` in its WHERE): in lease mode it must \
                  touch only the leased row; write `{example}`"
             ));
         }
     }
-    if by_lease && restricts_to_key(sql, "lease_id") != Some(true) {
+    if by_lease && restricts("lease_id") != Some(true) {
         return Some(format!(
             "does not check the lease (no `:lease_id` in its WHERE): after the lease expired and \
              another worker took the row, it would overwrite that worker's work; write `{example}`"
@@ -189,6 +192,20 @@ impl LeaseConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_insert_copying_the_leased_row_is_guarded_by_its_select() {
+        let copy = "INSERT INTO failed_jobs (payload) SELECT payload FROM jobs \
+                    WHERE id = :id AND reserved_at = :lease_id";
+        assert_eq!(guard_problem(copy, Some("id"), true), None);
+        let unguarded = "INSERT INTO failed_jobs (payload) SELECT payload FROM jobs WHERE id = :id";
+        let problem = guard_problem(unguarded, Some("id"), true).unwrap();
+        assert!(problem.contains(":lease_id"), "{problem}");
+        let values = "INSERT INTO log (id) VALUES (:id)";
+        assert!(guard_problem(values, Some("id"), false)
+            .unwrap()
+            .contains("INSERT … SELECT"));
+    }
 
     #[test]
     fn a_guard_needs_the_key_and_the_lease_id_in_its_where() {

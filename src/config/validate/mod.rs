@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::action::{ActionConfig, Kinds};
-use crate::config::load::raw::RawQueue;
+use crate::config::load::raw::{RawOutcome, RawQueue};
 use crate::config::validate::validator::Validator;
 use crate::config::{
     interpolate_secret, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
@@ -45,7 +45,7 @@ pub(crate) fn validate<A: Kinds>(
     let action = raw.action.validate(&mut v);
     let flow = flow(&mut v, &raw, &action);
     let mode = crate::config::queue::mode::validate(&mut v, &raw, &action);
-    let (on_success, on_failure) = outcomes(&mut v, &raw);
+    let (on_success, on_failure, on_release) = outcomes(&mut v, &raw);
     let failed = raw
         .failed
         .as_ref()
@@ -80,6 +80,7 @@ pub(crate) fn validate<A: Kinds>(
         action,
         on_success,
         on_failure,
+        on_release,
         failed,
         monitoring: flow.monitoring,
         source,
@@ -99,21 +100,21 @@ pub(crate) fn validate<A: Kinds>(
     Ok(queue)
 }
 
-/// `[on_success]` (none: no statement) and `[on_failure]`, validated.
-fn outcomes<A>(
-    v: &mut Validator,
-    raw: &RawQueue<A>,
-) -> (Vec<ParsedStatement>, Option<Vec<ParsedStatement>>) {
-    let on_success = raw
-        .on_success
-        .as_ref()
-        .map(|o| v.statements(&["on_success", "sql"], &o.sql));
-    let on_failure = raw
-        .on_failure
-        .as_ref()
-        .map(|o| v.statements(&["on_failure", "sql"], &o.sql));
-    (on_success.unwrap_or_default(), on_failure)
+/// `[on_success]` (none: no statement), `[on_failure]` and `[on_release]`, validated.
+fn outcomes<A>(v: &mut Validator, raw: &RawQueue<A>) -> (Vec<ParsedStatement>, Outcome, Outcome) {
+    let mut table = |key: &str, outcome: &Option<RawOutcome>| {
+        outcome
+            .as_ref()
+            .map(|o| v.statements(&[key, "sql"], &o.sql))
+    };
+    let on_success = table("on_success", &raw.on_success);
+    let on_failure = table("on_failure", &raw.on_failure);
+    let on_release = table("on_release", &raw.on_release);
+    (on_success.unwrap_or_default(), on_failure, on_release)
 }
+
+/// An outcome table's statements, if the file has it.
+type Outcome = Option<Vec<ParsedStatement>>;
 
 /// `database_url` with its `${ENV}` and `${file:…}` replaced.
 fn database_url(v: &mut Validator, url: Option<&str>) -> Option<String> {

@@ -21,8 +21,12 @@ pub enum BuiltIn {
     Output,
     /// `:retry_after`, seconds from an HTTP `Retry-After` header.
     RetryAfter,
-    /// `:lease_id`, the claim's own random token (lease mode).
+    /// `:release_after`, the seconds a released row waits (`[on_release]`).
+    ReleaseAfter,
+    /// `:lease_id`, the claim's own token (lease mode).
     LeaseId,
+    /// `:new_lease_id`, the token a renewal gives the lease (lease mode).
+    NewLeaseId,
     /// `:worker`, the process and worker holding the lease: `host:pid:index`.
     Worker,
     /// `:progress`, the last progress line the command reported (lease mode).
@@ -60,21 +64,23 @@ impl BuiltIn {
         match name {
             "queue" => Some(BuiltIn::Queue),
             "lease_id" if scope.lease => Some(BuiltIn::LeaseId),
+            "new_lease_id" if scope.lease => Some(BuiltIn::NewLeaseId),
             "worker" if scope.lease => Some(BuiltIn::Worker),
             "progress" if scope.lease => Some(BuiltIn::Progress),
             "error" if outcome => Some(BuiltIn::Error),
             "status" if outcome => Some(BuiltIn::Status),
             "output" if outcome => Some(BuiltIn::Output),
             "retry_after" if outcome => Some(BuiltIn::RetryAfter),
+            "release_after" if outcome => Some(BuiltIn::ReleaseAfter),
             _ => None,
         }
     }
 }
 
 /// The names of the parameters outcome statements may use besides the columns.
-pub const OUTCOME_PARAMS: &str = ":queue, :error, :status, :output, :retry_after";
+pub const OUTCOME_PARAMS: &str = ":queue, :error, :status, :output, :retry_after, :release_after";
 /// The names lease mode adds, in every statement of the queue.
-pub const LEASE_PARAMS: &str = ":lease_id, :worker, :progress";
+pub const LEASE_PARAMS: &str = ":lease_id, :new_lease_id, :worker, :progress";
 
 /// The index of the column called `name`: the exact name, else the only one that
 /// matches ignoring case (MySQL compares column names that way).
@@ -180,9 +186,8 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
     if let Some(action) = queue.action.kind().statements() {
         statements(&["action", action.key], action.list, false);
     }
-    statements(&["on_success", "sql"], &queue.on_success, true);
-    if let Some(on_failure) = &queue.on_failure {
-        statements(&["on_failure", "sql"], on_failure, true);
+    for (path, list) in queue.outcome_statements() {
+        statements(&path, list, true);
     }
     if let Some(lease) = queue.lease() {
         statements(&["lease", "sql"], &lease.sql, false);

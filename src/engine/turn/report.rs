@@ -26,6 +26,9 @@ pub struct BatchReport {
     /// Returned untouched, their `[concurrency]` key at its limit: no reason to
     /// slow down (the next claim skips that key).
     pub held_back: usize,
+    /// Put back by `[on_release]` as their handler asked: normal processing, no
+    /// reason to slow down.
+    pub released: usize,
     /// The keys of the items done, to notice one that comes straight back.
     pub completed: Vec<String>,
     /// When the claim answered (the first claim's, for a merged report).
@@ -76,6 +79,9 @@ pub enum Returned {
     Stopping,
     /// Cancelled: the shutdown timeout passed.
     Aborted,
+    /// Its handler released it (`{"ok": false, "release_after": …}`), and
+    /// `[on_release]` put it back to wait: not done, not failed.
+    Released,
 }
 
 impl Returned {
@@ -98,6 +104,7 @@ impl Returned {
             Returned::NotKnown(why) => why.clone(),
             Returned::Stopping => "not started: the worker is stopping".to_string(),
             Returned::Aborted => "cancelled: the shutdown timeout passed".to_string(),
+            Returned::Released => "released by its handler: waiting again".to_string(),
         })
     }
 }
@@ -122,7 +129,8 @@ impl BatchReport {
         if self.refused > 0 {
             return false;
         }
-        self.returned > self.held_back || (self.claimed > 0 && self.not_the_items >= self.claimed)
+        self.returned > self.held_back + self.released
+            || (self.claimed > 0 && self.not_the_items >= self.claimed)
     }
 
     /// Adds `other`'s counts (a row of the same claim, worked on its own).
@@ -134,6 +142,7 @@ impl BatchReport {
         self.not_the_items += other.not_the_items;
         self.refused += other.refused;
         self.held_back += other.held_back;
+        self.released += other.released;
         self.completed.extend(other.completed);
         self.claimed_at = match (self.claimed_at, other.claimed_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -157,6 +166,10 @@ impl BatchReport {
             Fate::Returned(Returned::KeyAtLimit) => {
                 self.returned += 1;
                 self.held_back += 1;
+            }
+            Fate::Returned(Returned::Released) => {
+                self.returned += 1;
+                self.released += 1;
             }
             Fate::Returned(_) => self.returned += 1,
         }

@@ -66,6 +66,10 @@ impl QueueRuntime {
                 debug!("the worker is stopping: the item is not started, and is waiting again")
             }
             Returned::Aborted => warn!("the shutdown timeout passed; the action is cancelled"),
+            Returned::Released => {
+                debug!(%error, release_after = outcome.and_then(|o| o.release_after),
+                "released by its handler: waiting again")
+            }
         }
     }
 
@@ -75,6 +79,9 @@ impl QueueRuntime {
             key: item.key_text(),
             error: outcome.and_then(|o| o.error.as_deref()).unwrap_or_default(),
             status: outcome.and_then(|o| o.status),
+            kind: outcome
+                .and_then(|o| o.kind.as_deref())
+                .map(|k| k.0.as_str()),
             recorded,
         };
         failed.emit(&self.stats);

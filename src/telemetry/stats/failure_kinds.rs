@@ -41,9 +41,17 @@ pub struct FailureKind {
 pub struct FailureKinds(Vec<FailureKind>);
 
 impl FailureKinds {
-    /// Counts a failure of `key` at unix time `at`.
-    pub fn record(&mut self, key: &str, at: u64, error: &str, status: Option<i64>) {
-        let kind = mask(error);
+    /// Counts a failure of `key` at unix time `at`: its error, and the kind its
+    /// handler gave it (else its error, masked).
+    pub fn record(
+        &mut self,
+        key: &str,
+        at: u64,
+        failure: (&str, Option<&str>),
+        status: Option<i64>,
+    ) {
+        let (error, given) = failure;
+        let kind = given.map_or_else(|| mask(error), str::to_string);
         let found = self
             .0
             .iter()
@@ -203,10 +211,10 @@ mod tests {
         let mut kinds = FailureKinds::default();
         for (n, key) in [3, 6, 9, 6].iter().enumerate() {
             let error = format!("order {key} not found in ledger {}", 100 + n);
-            kinds.record(&key.to_string(), 1_000 + n as u64, &error, Some(1));
+            kinds.record(&key.to_string(), 1_000 + n as u64, (&error, None), Some(1));
         }
-        kinds.record("7", 2_000, "order 7 not found in ledger 1", Some(2));
-        kinds.record("8", 2_001, "timeout after 30 s", None);
+        kinds.record("7", 2_000, ("order 7 not found in ledger 1", None), Some(2));
+        kinds.record("8", 2_001, ("timeout after 30 s", None), None);
         let all = kinds.all();
         assert_eq!(all.len(), 3, "{all:#?}");
         assert_eq!(
@@ -225,17 +233,35 @@ mod tests {
     }
 
     #[test]
+    fn a_kind_the_handler_gives_groups_failures_whatever_their_text() {
+        let mut kinds = FailureKinds::default();
+        let declined = Some("App\\Exceptions\\CardDeclined");
+        kinds.record(
+            "1",
+            1,
+            ("card declined: insufficient funds", declined),
+            None,
+        );
+        kinds.record("2", 2, ("card declined: expired card", declined), None);
+        let all = kinds.all();
+        assert_eq!((all.len(), all[0].count), (1, 2));
+        assert_eq!(all[0].kind, "App\\Exceptions\\CardDeclined");
+        assert_eq!(all[0].example, "card declined: expired card");
+    }
+
+    #[test]
     fn keeps_the_latest_kinds_and_keys() {
         let mut kinds = FailureKinds::default();
         for n in 0..KINDS_KEPT as u64 + 5 {
-            kinds.record("1", n, &format!("kind {}", "x".repeat(n as usize)), None);
+            let error = format!("kind {}", "x".repeat(n as usize));
+            kinds.record("1", n, (&error, None), None);
         }
         let all = kinds.all();
         assert_eq!(all.len(), KINDS_KEPT);
         assert_eq!(all[0].last_at, KINDS_KEPT as u64 + 4);
         let mut kinds = FailureKinds::default();
         for key in 0..KEYS_KEPT + 10 {
-            kinds.record(&key.to_string(), 1, "boom", None);
+            kinds.record(&key.to_string(), 1, ("boom", None), None);
         }
         let all = kinds.all();
         assert_eq!(

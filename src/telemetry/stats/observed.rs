@@ -187,9 +187,15 @@ impl Observed {
 
     /// Keeps a failed item among the last [`RECENT_FAILURES`], and counts it in its
     /// kind.
-    pub fn record_failure(&self, key: String, error: &str, status: Option<i64>) {
+    pub fn record_failure(
+        &self,
+        key: String,
+        error: &str,
+        status: Option<i64>,
+        kind: Option<&str>,
+    ) {
         let at = unix_seconds(SystemTime::now());
-        lock(&self.kinds).record(&key, at, error, status);
+        lock(&self.kinds).record(&key, at, (error, kind), status);
         let mut failures = lock(&self.failures);
         if failures.len() == RECENT_FAILURES {
             failures.pop_front();
@@ -255,7 +261,7 @@ mod tests {
     fn keeps_the_last_failures_and_this_minute() {
         let observed = Observed::default();
         for n in 0..25 {
-            observed.record_failure(format!("{n}"), "boom", Some(500));
+            observed.record_failure(format!("{n}"), "boom", Some(500), None);
         }
         let failures = observed.failures();
         assert_eq!(failures.len(), RECENT_FAILURES);

@@ -11,6 +11,7 @@ mod due;
 mod email_queue;
 mod exactly_once;
 mod failures;
+mod framework_tables;
 mod global_limits;
 mod idle;
 mod isolation;

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::db::{DbError, Item, Session, SessionPool, Statements};
+use crate::engine::modes::lease::token::Token;
 use crate::engine::modes::lease::{Lease, LeaseError};
 use crate::engine::policy::concurrency::CopyKeys;
 use crate::engine::queue::QueueRuntime;
@@ -82,11 +83,12 @@ async fn lease_rows(
         .unreadable
         .into_iter()
         .map(|u| (None, u.item, Some(u.why.to_string())));
+    let token = queue.config.lease().map(|l| l.token).unwrap_or_default();
     let claimed: Vec<Lease> = holding
         .chain(unread)
         .map(|(key, item, unreadable)| Lease {
             item,
-            id: new_lease_id(),
+            token: Token::claimed(token),
             worker: worker.clone(),
             unreadable,
             key,
@@ -115,7 +117,8 @@ async fn lease_one(
 ) -> Result<Option<Returned>, DbError> {
     let name = queue.config.name.as_str();
     session.savepoint().await?;
-    let params = lease.params(None);
+    let id = lease.token.held();
+    let params = lease.params(&id, None);
     match session
         .run_counted(Statements::Lease, &lease.item, name, &params)
         .await
@@ -136,9 +139,4 @@ async fn lease_one(
         }
         Err(e) => Err(e),
     }
-}
-
-/// A fresh `:lease_id`: 128 random bits as hex.
-fn new_lease_id() -> String {
-    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }

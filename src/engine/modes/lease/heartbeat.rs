@@ -170,10 +170,15 @@ async fn renew_on(
     lease: &Lease,
     progress: Option<&str>,
 ) -> Result<bool, DbError> {
-    let params = lease.params(progress);
+    let (held, renewal) = (lease.token.held(), lease.token.renewal());
+    let mut params = lease.params(&held, progress);
+    params.lease.new_lease_id = Some(renewal.as_str());
     let matched = session
         .run_counted(Statements::Renew, &lease.item, queue, &params)
         .await?;
     session.commit().await?;
+    if matched > 0 {
+        lease.token.renewed(renewal);
+    }
     Ok(matched > 0)
 }

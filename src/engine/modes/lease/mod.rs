@@ -11,10 +11,12 @@
 //!   row, record).
 //! - [`claim`]: the claim's transaction.
 //! - [`heartbeat`]: the action, held by its renewals.
+//! - [`token`]: `:lease_id`, random or the table's own reservation time.
 
 mod claim;
 mod heartbeat;
 mod mode;
+pub mod token;
 
 use std::sync::Arc;
 
@@ -27,8 +29,8 @@ pub use mode::start;
 #[derive(Debug)]
 pub struct Lease {
     pub item: Item,
-    /// `:lease_id`: fresh and random for each claim.
-    pub id: String,
+    /// `:lease_id`: fresh for each claim (random, or the claim's time).
+    pub token: token::Token,
     /// `:worker`: who holds it, `host:pid:index`.
     pub worker: Arc<str>,
     /// Why its row was not read (too large): it fails without its action running.
@@ -47,17 +49,19 @@ impl Lease {
         }
     }
 
-    /// The statements' parameters for this lease, with `progress` if known.
-    pub fn params<'a>(&'a self, progress: Option<&'a str>) -> OutcomeParams<'a> {
+    /// The statements' parameters for this lease held under `id` (its token's
+    /// [`held`](token::Token::held)), with `progress` if known.
+    pub fn params<'a>(&'a self, id: &'a str, progress: Option<&'a str>) -> OutcomeParams<'a> {
         OutcomeParams {
-            lease: self.lease_params(progress),
+            lease: self.lease_params(id, progress),
             ..OutcomeParams::NONE
         }
     }
 
-    pub fn lease_params<'a>(&'a self, progress: Option<&'a str>) -> LeaseParams<'a> {
+    pub fn lease_params<'a>(&'a self, id: &'a str, progress: Option<&'a str>) -> LeaseParams<'a> {
         LeaseParams {
-            lease_id: Some(&self.id),
+            lease_id: Some(id),
+            new_lease_id: None,
             worker: Some(&self.worker),
             progress,
         }

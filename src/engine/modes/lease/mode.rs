@@ -16,7 +16,7 @@ use crate::db::due::DueQuery;
 use crate::db::{DbError, Session, SessionPool};
 use crate::engine::modes::lease::claim::{claim, Leased};
 use crate::engine::modes::lease::heartbeat::{hold, Kept};
-use crate::engine::modes::lease::Lease;
+use crate::engine::modes::lease::{token, Lease};
 use crate::engine::policy::pausing::Read;
 use crate::engine::queue::stats_refresher::{refresh_stats, CountOn};
 use crate::engine::queue::QueueRuntime;
@@ -127,7 +127,8 @@ impl LeaseMode {
                 .record(lease, Some(Outcome::failure(why.clone())), None)
                 .await;
         }
-        let progress = self.progress(&lease.id);
+        // Its file is named by random bits: a time token is shared by the leases of a second.
+        let progress = self.progress(&token::random());
         let work = Work::item(queue, &lease.item);
         let running = queue.execute(&*self.action, work, progress.clone());
         let kept = hold(queue, &self.pool, lease, progress.as_deref(), running).await;
@@ -142,7 +143,7 @@ impl LeaseMode {
             }
             Kept::Lost => {
                 let lost = Returned::LeaseLost {
-                    lease_id: lease.id.clone(),
+                    lease_id: lease.token.held(),
                     at: LostAt::Renewal,
                 };
                 queue.settle(&mut report, &lease.item, Fate::Returned(lost), None);

@@ -39,8 +39,9 @@ impl Store for LeaseStore<'_> {
     ) -> Result<Vec<Written>, Infallible> {
         let mut written = Vec::with_capacity(set.len());
         for (_, outcome) in set {
+            let id = self.lease.token.held();
             let mut params = outcome.params();
-            params.lease = self.lease.lease_params(self.progress);
+            params.lease = self.lease.lease_params(&id, self.progress);
             written.push(self.written(which, &params).await);
         }
         Ok(written)
@@ -66,7 +67,7 @@ impl LeaseStore<'_> {
         match recorded {
             Ok(true) => Written::Recorded,
             Ok(false) => Written::LeaseLost {
-                lease_id: self.lease.id.clone(),
+                lease_id: self.lease.token.held(),
             },
             Err(LeaseError::Database(e)) if e.is_statement_error() => {
                 Written::SqlFailed(Arc::new(e))
@@ -170,15 +171,16 @@ pub async fn release(
         .config
         .lease()
         .is_some_and(|l| l.release_sql.is_some());
+    let lease_id = lease.token.held();
     if !has_release {
-        info!(lease_id = %lease.id, "no [lease] release_sql: the row waits for its lease to expire");
+        info!(%lease_id, "no [lease] release_sql: the row waits for its lease to expire");
         return;
     }
-    let params = lease.params(progress);
+    let params = lease.params(&lease_id, progress);
     match record(queue, pool, lease, Statements::Release, &params).await {
-        Ok(true) => info!(lease_id = %lease.id, "lease released: the row is waiting again"),
-        Ok(false) => info!(lease_id = %lease.id, "lease already lost; nothing to release"),
-        Err(e) => warn!(error = %e, lease_id = %lease.id,
+        Ok(true) => info!(%lease_id, "lease released: the row is waiting again"),
+        Ok(false) => info!(%lease_id, "lease already lost; nothing to release"),
+        Err(e) => warn!(error = %e, %lease_id,
             "could not release the lease; the row waits for it to expire"),
     }
 }

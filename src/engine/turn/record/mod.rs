@@ -1,5 +1,6 @@
 //! The one recorder: what becomes of each item once its action ran, for every mode
-//! and scope. The policy is here, once — which outcome SQL an item gets, an item
+//! and scope. The policy is here, once — which outcome SQL an item gets (a release,
+//! or a handler that died under the item, goes to `[on_release]`), an item
 //! left as it was, outcome SQL that fails or is too large to send, a lease found
 //! lost, an outcome the database refuses for now — each item then settled
 //! (`engine::turn::settle`), and a [`Store`] writes the statements where the mode keeps
@@ -73,6 +74,7 @@ pub async fn record<S: Store>(
 ) -> Result<(), S::Error> {
     let mut succeeded = Vec::new();
     let mut failed = Vec::new();
+    let mut released = Vec::new();
     for &(item, outcome) in entries {
         let Some(outcome) = outcome else {
             queue.settle(report, item, Fate::Returned(Returned::CircuitOpen), None);
@@ -85,6 +87,7 @@ pub async fn record<S: Store>(
         match judge(queue, item, outcome) {
             Verdict::Success => succeeded.push((item, outcome)),
             Verdict::Failure => failed.push((item, outcome)),
+            Verdict::Release => released.push((item, outcome)),
             Verdict::Leave(why) => {
                 queue.settle(report, item, Fate::Returned(why), Some(outcome));
                 let span = outcome_span(item, Some(outcome));
@@ -103,6 +106,8 @@ pub async fn record<S: Store>(
     failed.extend(failing.iter().map(|(item, outcome)| (*item, outcome)));
     let recorded = store.write(Statements::OnFailure, &failed).await?;
     tally(queue, &failed, recorded, Statements::OnFailure, report);
+    let put_back = store.write(Statements::OnRelease, &released).await?;
+    tally(queue, &released, put_back, Statements::OnRelease, report);
     Ok(())
 }
 
@@ -111,6 +116,8 @@ pub async fn record<S: Store>(
 enum Verdict {
     Success,
     Failure,
+    /// `[on_release]`: the handler released the item, or died under it.
+    Release,
     /// Left as it was claimed: the failure is the queue's or the database's, or
     /// there is no `[on_failure]` to record it.
     Leave(Returned),
@@ -119,6 +126,13 @@ enum Verdict {
 fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
     if outcome.succeeded() {
         return Verdict::Success;
+    }
+    let releases = queue.config.on_release.is_some();
+    if outcome.release_after.is_some() {
+        // Without `[on_release]`, `[on_failure]` records it (with `:retry_after`).
+        if releases {
+            return Verdict::Release;
+        }
     }
     match outcome.blame {
         Blame::Queue => return Verdict::Leave(Returned::QueueFault),
@@ -131,6 +145,11 @@ fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
         }
         // Never recorded: the circuit leaves such an item as claimed (`execute`).
         Blame::Unreached => return Verdict::Leave(Returned::CircuitOpen),
+        // The handler died, hung or was cut off under the item: the row is put back,
+        // and the framework's own count of attempts judges it at its next claim.
+        _ if releases && (outcome.interrupted || outcome.blame == Blame::Downstream) => {
+            return Verdict::Release
+        }
         Blame::Item | Blame::Downstream => {}
     }
     match queue.config.on_failure {
@@ -153,6 +172,11 @@ fn tally<'i>(
     for (&(item, outcome), written) in set.iter().zip(written) {
         let fate = match written {
             Written::Recorded if which == Statements::OnSuccess => Fate::Done,
+            Written::Recorded
+                if which == Statements::OnRelease && outcome.release_after.is_some() =>
+            {
+                Fate::Returned(Returned::Released)
+            }
             Written::Recorded => Fate::Failed,
             Written::SqlFailed(e)
                 if e.is_too_large()

@@ -1,0 +1,173 @@
+//! A framework's own queue table worked in place, with what `tableq new` writes and a
+//! stand-in bridge (a PHP worker answering as the bridges in bridges/ do): a job done
+//! is deleted, a release waits its `release_after` (Laravel's columns as a release
+//! leaves them), a failure for good becomes a `failed_jobs` row, a PHP process that
+//! dies under a job puts it back with its attempt counted, and a lease held under the
+//! table's own reservation time is renewed past its `retry_after` without being lost.
+//! The real frameworks run in `tests/it/frameworks/`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::support::daemon::{run_to_end, tableq};
+use crate::support::{eventually, load, Engine, QueueFiles, TestDb};
+
+/// Laravel 8's `jobs` and `failed_jobs`, as its migrations make them.
+const LARAVEL_TABLES: &str = "
+CREATE TABLE jobs (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(255) NOT NULL,
+  payload LONGTEXT NOT NULL, attempts TINYINT UNSIGNED NOT NULL, reserved_at INT UNSIGNED NULL,
+  available_at INT UNSIGNED NOT NULL, created_at INT UNSIGNED NOT NULL, KEY jobs_queue_index (queue));
+CREATE TABLE failed_jobs (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, uuid VARCHAR(255) NOT NULL UNIQUE,
+  connection TEXT NOT NULL, queue TEXT NOT NULL, payload LONGTEXT NOT NULL, exception LONGTEXT NOT NULL,
+  failed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
+
+/// Answers each job as its payload's `do` says: done, released for 30 s, failed for
+/// good, PHP's death (once per job: it notes the job first), or done after a while.
+const STAND_IN: &str = r#"<?php
+ini_set('display_errors', 'stderr');
+while (($line = fgets(STDIN)) !== false) {
+    $row = json_decode($line, true);
+    $job = json_decode($row['payload'], true);
+    $seen = __DIR__ . '/died-' . $row['id'];
+    switch ($job['do']) {
+        case 'release': $answer = ['ok' => false, 'release_after' => 30, 'error' => 'busy']; break;
+        case 'fail': $answer = ['ok' => false, 'error' => 'RuntimeException: boom', 'kind' => 'RuntimeException']; break;
+        case 'die':
+            if (!file_exists($seen)) { touch($seen); undefined_function_in_a_job(); }
+            $answer = ['ok' => true]; break;
+        case 'slow': sleep(4); $answer = ['ok' => true]; break;
+        default: $answer = ['ok' => true];
+    }
+    echo json_encode($answer), "\n";
+}
+"#;
+
+/// The file `tableq new laravel` prints for the stand-in, and the database with
+/// Laravel's tables holding one job per `does`.
+async fn laravel(files: &QueueFiles, retry_after: u64, does: &[&str]) -> (TestDb, PathBuf) {
+    let db = TestDb::new().await;
+    db.exec(LARAVEL_TABLES).await;
+    for what in does {
+        let payload = format!(r#"{{"uuid":"{}","do":"{what}"}}"#, uuid(what));
+        db.exec(&format!(
+            "INSERT INTO jobs (queue, payload, attempts, available_at, created_at) \
+             VALUES ('default', '{payload}', 0, UNIX_TIMESTAMP(), UNIX_TIMESTAMP())"
+        ))
+        .await;
+    }
+    let worker = files.write("bridge.php", STAND_IN);
+    let command = format!("php {}", worker.display());
+    let retry_after = retry_after.to_string();
+    let args = [
+        "new",
+        "laravel",
+        "--retry-after",
+        &retry_after,
+        "--workers",
+        "2",
+        "--command",
+        &command,
+    ];
+    let printed = run_to_end(tableq(&args), Duration::from_secs(30)).await;
+    assert_eq!(printed.code(), Some(0), "{}", printed.stderr);
+    // Polled often, so that the test does not wait for the default interval.
+    let text = printed
+        .stdout
+        .replace("workers = 2", "workers = 2\npoll_interval = \"100ms\"");
+    (db, files.write("laravel.toml", &text))
+}
+
+fn uuid(what: &str) -> String {
+    format!("00000000-0000-4000-8000-{:012}", what.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_answer_changes_the_row_as_laravel_would() {
+    let files = QueueFiles::new();
+    let (db, file) = laravel(&files, 90, &["ok", "release", "fail", "die"]).await;
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually(
+        "the done jobs are deleted and the failed one recorded",
+        Duration::from_secs(30),
+        || async {
+            db.count("SELECT COUNT(*) FROM jobs").await == 1
+                && db.count("SELECT COUNT(*) FROM failed_jobs").await == 1
+        },
+    )
+    .await;
+    let summary = engine.stop().await;
+    // The release: waiting 30 s, unreserved, its attempt counted.
+    let (attempts, reserved, wait): (u32, Option<u32>, i64) = db
+        .rows("SELECT attempts, reserved_at, CAST(available_at AS SIGNED) - UNIX_TIMESTAMP() FROM jobs")
+        .await[0];
+    assert_eq!((attempts, reserved), (1, None));
+    assert!(
+        (25..=30).contains(&wait),
+        "released for 30 s, waits {wait} s"
+    );
+    // The failure for good: one failed_jobs row with the payload's uuid and the error.
+    let (uuid, connection, exception): (String, String, String) = db
+        .rows("SELECT uuid, connection, exception FROM failed_jobs")
+        .await
+        .remove(0);
+    assert_eq!(
+        (uuid.as_str(), connection.as_str()),
+        (self::uuid("fail").as_str(), "database")
+    );
+    assert_eq!(exception, "RuntimeException: boom");
+    // The job whose PHP died: put back, claimed again (attempt 2) and done.
+    let counts = summary.counts("laravel").unwrap();
+    assert_eq!((counts.done, counts.failed), (2, 2), "{counts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_that_dies_under_a_job_puts_it_back_and_the_next_attempt_runs_it() {
+    let files = QueueFiles::new();
+    let (db, file) = laravel(&files, 90, &["die"]).await;
+    let engine = Engine::start(load(&[file]), &db.url);
+    eventually(
+        "the job is done on its second attempt",
+        Duration::from_secs(30),
+        || async { db.count("SELECT COUNT(*) FROM jobs").await == 0 },
+    )
+    .await;
+    let summary = engine.stop().await;
+    let counts = summary.counts("laravel").unwrap();
+    assert_eq!((counts.done, counts.failed), (1, 1), "{counts:?}");
+    db.assert_count("SELECT COUNT(*) FROM failed_jobs", 0).await;
+    assert!(
+        files.path().join("died-1").exists(),
+        "PHP died in the first attempt"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_is_renewed_past_retry_after_and_queue_work_would_not_take_it() {
+    let files = QueueFiles::new();
+    // retry_after 3 s: renewed every second; the job takes 4 s.
+    let (db, file) = laravel(&files, 3, &["slow"]).await;
+    let engine = Engine::start(load(&[file]), &db.url);
+    let claimed: u32 = loop {
+        let reserved: Vec<Option<u32>> = db.rows("SELECT reserved_at FROM jobs").await;
+        if let Some(Some(at)) = reserved.first() {
+            break *at;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // What queue:work would claim, at each look while the job runs: never this one.
+    let laravel_claims =
+        "SELECT COUNT(*) FROM jobs WHERE queue = 'default' AND ((reserved_at IS NULL \
+        AND available_at <= UNIX_TIMESTAMP()) OR reserved_at <= UNIX_TIMESTAMP() - 3)";
+    while db.count("SELECT COUNT(*) FROM jobs").await > 0 {
+        assert_eq!(
+            db.count(laravel_claims).await,
+            0,
+            "a reservation lapsed while its job ran"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let summary = engine.stop().await;
+    let counts = summary.counts("laravel").unwrap();
+    assert_eq!((counts.done, counts.leases_lost), (1, 0), "{counts:?}");
+    assert!(claimed > 0, "the claim's time is the reservation");
+}
