@@ -42,7 +42,7 @@ async fn runs(db: &TestDb, key: &str) -> (u64, u64, u64) {
         .unwrap_or((0, 0, 0))
 }
 
-/// Runs tableq on the contract's queue file until `jobs` is empty (2 minutes at most).
+/// Runs tableq on `tableq new laravel`'s queue file until `jobs` is empty (2 minutes at most).
 async fn drain(db: &TestDb, laravel: &Laravel, files: &QueueFiles) -> Daemon {
     let mut cmd = tableq(&["run"]);
     cmd.arg(laravel.queue().write(files))
@@ -189,7 +189,7 @@ async fn what_a_job_writes_on_stdout_goes_to_stderr() {
 }
 
 /// 2,000 jobs dispatched with Laravel's dispatch() and run by tableq with the
-/// contract's queue file: each runs and completes exactly once, nothing is left in
+/// queue file of `tableq new laravel`: each runs and completes exactly once, nothing is left in
 /// `jobs` nor in `failed_jobs`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_jobs_each_run_once() {
