@@ -439,21 +439,25 @@ async fn side_by_side_with_two_queue_workers_every_job_runs_once() {
 
 /// PHP's fatal errors in a job, under display_errors on and off: a call to an
 /// undefined function (an Error Laravel's worker catches) and memory_limit (PHP
-/// dies): each item fails with PHP's message in `failed_jobs`, its failed() once,
-/// never done.
+/// dies; with a try left, its process just ends and tableq puts the job back, to
+/// die again): each item fails with PHP's message in `failed_jobs`, its failed()
+/// once, never done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn phps_fatal_errors_fail_the_item_with_phps_message() {
     let Some((db, laravel)) = laravel().await else {
         return;
     };
-    for (how, display) in [
-        ("undefined", "on"),
-        ("undefined", "off"),
-        ("memory", "on"),
-        ("memory", "off"),
+    for (how, display, tries) in [
+        ("undefined", "on", "1"),
+        ("undefined", "off", "1"),
+        ("memory", "on", "1"),
+        ("memory", "off", "1"),
+        ("memory", "off", "2"),
     ] {
-        let key = format!("--key={how}-{display}");
-        laravel.dispatch("FatalJob", 1, &[how, display, &key]).await;
+        let key = format!("--key={how}-{display}-{tries}");
+        laravel
+            .dispatch("FatalJob", 1, &[how, display, tries, &key])
+            .await;
     }
     let files = QueueFiles::new();
     let mut daemon = drain(&db, &laravel, &files).await;
@@ -462,20 +466,16 @@ async fn phps_fatal_errors_fail_the_item_with_phps_message() {
         .rows("SELECT exception FROM failed_jobs ORDER BY id")
         .await;
     let all: String = failed.iter().map(|(e,)| format!("{e}\n")).collect();
-    assert_eq!(failed.len(), 4, "{all}");
+    assert_eq!(failed.len(), 5, "{all}");
+    let undefined = all.matches("Call to undefined function").count();
+    let memory = all.matches("PHP Fatal error:  Allowed memory size").count();
+    assert_eq!((undefined, memory), (2, 3), "{all}");
+    let once = "SELECT COUNT(*) FROM job_runs WHERE completions = 0 AND failed_calls = 1";
+    db.assert_count(once, 5).await;
     assert_eq!(
-        all.matches("Call to undefined function").count(),
-        2,
-        "{all}"
+        runs(&db, "memory-off-2-1").await,
+        (2, 0, 1),
+        "run twice, died twice"
     );
-    assert_eq!(
-        all.matches("PHP Fatal error:  Allowed memory size").count(),
-        2,
-        "{all}"
-    );
-    db.assert_count(
-        "SELECT COUNT(*) FROM job_runs WHERE completions = 0 AND failed_calls = 1",
-        4,
-    )
-    .await;
+    assert_has(&daemon.stderr(), "PHP Fatal error:  Allowed memory size");
 }
