@@ -2,10 +2,10 @@
 //! bridge `php artisan tableq:work` (bridges/laravel), in a minimal Laravel 8.83 app
 //! whose jobs are dispatched with Laravel's own `dispatch()`: the bridge's answers on
 //! its own (done, released, failed for good; a timeout and PHP's death as Laravel's
-//! daemon handles them; nothing else on stdout), and tableq with the queue file of
-//! `tableq new laravel`: every job once, kills lose none, tries/backoff/failed(),
-//! `tableq retry`, release(30), retryUntil, timeout, side by side with `queue:work`,
-//! PHP's fatal errors.
+//! daemon handles them; nothing else on stdout), `tableq check` of the file `tableq
+//! new laravel` writes, and tableq running it: every job once, kills lose none,
+//! tries/backoff/failed(), `tableq retry`, release(30), retryUntil, timeout, side by
+//! side with `queue:work`, PHP's fatal errors.
 
 use std::path::PathBuf;
 use std::time::Duration;
