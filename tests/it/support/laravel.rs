@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
+use super::process::children;
 use super::{tools, QueueFiles, TestDb};
 
 /// The application's sources, in the repository.
@@ -251,21 +252,11 @@ impl LaravelQueue {
 
 /// The pids of the bridge processes (`tableq:work`) tableq `parent` runs.
 pub fn bridge_pids(parent: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+    children(parent)
+        .into_iter()
         .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit(") ")
-                .next()
-                .and_then(|rest| rest.split(' ').nth(1));
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            ppid == Some(&parent.to_string())
-                && String::from_utf8_lossy(&cmdline).contains("tableq:work")
+            String::from_utf8_lossy(&cmdline).contains("tableq:work")
         })
         .collect()
 }
