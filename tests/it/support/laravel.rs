@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 use super::process::children;
-use super::{tools, QueueFiles, TestDb};
+use super::{copy_tree, tools, QueueFiles, TestDb};
 
 /// The application's sources, in the repository.
 fn sources() -> PathBuf {
@@ -129,19 +129,6 @@ exit($status);
 "#,
         app = app.display()
     )
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create a directory of the app");
-    for entry in std::fs::read_dir(from).expect("read the app's sources") {
-        let entry = entry.expect("an entry of the app's sources");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("its type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a file of the app");
-        }
-    }
 }
 
 /// One test's instance of the application.
