@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod endpoint;
 pub mod fpm;
 pub mod galera;
+pub mod laravel;
 pub mod logs;
 pub mod mariadb;
 pub mod process;
@@ -261,6 +262,24 @@ impl QueueFiles {
 
     pub fn path(&self) -> PathBuf {
         self.dir.path().to_path_buf()
+    }
+}
+
+/// Copies the directory `from` to `to`, recursively: a test app's sources, a
+/// template datadir.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("create {}: {e}", to.display()));
+    let entries =
+        std::fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display()));
+    for entry in entries {
+        let entry = entry.unwrap_or_else(|e| panic!("read {}: {e}", from.display()));
+        let target = to.join(entry.file_name());
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
+        }
     }
 }
 

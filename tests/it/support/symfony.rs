@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::daemon::{run_to_end, tableq};
-use super::{tools, QueueFiles, TestDb};
+use super::{copy_tree, tools, QueueFiles, TestDb};
 
 /// The built app.
 pub struct SymfonyApp {
@@ -89,19 +89,6 @@ fn remove_apps_of_gone_processes() {
             .and_then(|p| p.parse::<u32>().ok());
         if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
             let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the app's directory");
-    for entry in std::fs::read_dir(from).expect("read the app's sources") {
-        let entry = entry.expect("read the app's sources");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a file type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy the app's sources");
         }
     }
 }
