@@ -2,5 +2,6 @@
 //! bridge (`bridges/`) as the worker, on a real app of the framework built once per
 //! test process (`support::laravel`, `support::symfony`).
 
+mod install;
 mod laravel;
 mod symfony;
