@@ -191,7 +191,10 @@ impl<'w> Lent<'w> {
     /// item killed it: the breaker tells), else the item's failure.
     fn ended(mut self, ended: Ended) -> Outcome {
         let Some(process) = self.process.take() else {
-            return Outcome::failure("the worker process was lost");
+            return Outcome {
+                interrupted: true,
+                ..Outcome::failure("the worker process was lost")
+            };
         };
         self.worker.troubles.fetch_add(1, Ordering::Relaxed);
         let what = said(&ended);

@@ -61,9 +61,18 @@ pub fn table(option: &str, name: &str) -> Result<String, Failure> {
         .join("."))
 }
 
-/// `text` as an SQL string literal.
-pub fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+/// `text` as an SQL string literal, for a name given as `--option`: refused when
+/// it holds a quote, a backslash or a control character (none would survive the
+/// TOML string and the SQL literal it goes into unchanged).
+pub fn literal(option: &str, text: &str) -> Result<String, Failure> {
+    let odd = |c: char| c == '\'' || c == '"' || c == '\\' || c.is_control();
+    if text.is_empty() || text.chars().any(odd) {
+        return Err(Failure::Usage(format!(
+            "--{option} {text:?} cannot be written into the queue file: leave out quotes, \
+             backslashes and control characters"
+        )));
+    }
+    Ok(format!("'{text}'"))
 }
 
 /// A command line, split at spaces, as a TOML array of strings.
@@ -107,8 +116,10 @@ mod tests {
             };
             assert!(why.contains("--table"), "{why}");
         }
-        assert_eq!(literal("it's"), "'it''s'");
-        assert_eq!(literal(r"a\b"), r"'a\\b'");
+        assert_eq!(literal("queue", "emails:high").unwrap(), "'emails:high'");
+        for odd in ["it's", r"a\b", "a\"b", "a\nb", ""] {
+            assert!(literal("queue", odd).is_err(), "{odd:?}");
+        }
         assert_eq!(
             argv("php  /srv/app/artisan tableq:work").unwrap(),
             r#"["php", "/srv/app/artisan", "tableq:work"]"#

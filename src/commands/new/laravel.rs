@@ -11,10 +11,17 @@ use crate::commands::Failure;
 pub fn queue_file(args: &LaravelArgs) -> Result<String, Failure> {
     let jobs = table("table", &args.table)?;
     let failed = table("failed-table", &args.failed_table)?;
-    let queue = literal(&args.queue);
-    let connection = literal(&args.connection);
+    let queue = literal("queue", &args.queue)?;
+    let connection = literal("connection", &args.connection)?;
+    if args.retry_after < 3 {
+        return Err(Failure::Usage(format!(
+            "--retry-after {}: give the connection's retry_after, at least 3 s (tableq renews \
+             a reservation every third of it)",
+            args.retry_after
+        )));
+    }
     let command = argv(&args.command)?;
-    let (retry_after, workers) = (args.retry_after.max(3), args.workers.max(1));
+    let (retry_after, workers) = (args.retry_after, args.workers.max(1));
     let values = [
         ("jobs", jobs.as_str()),
         ("failed", &failed),

@@ -11,12 +11,18 @@ use crate::commands::Failure;
 
 pub fn queue_file(args: &SymfonyArgs) -> Result<String, Failure> {
     let messages = table("table", &args.table)?;
-    let queue = literal(&args.queue_name);
-    let failed = literal(&args.failed_queue_name);
+    let queue = literal("queue-name", &args.queue_name)?;
+    let failed = literal("failed-queue-name", &args.failed_queue_name)?;
+    if args.redeliver_timeout < 3 {
+        return Err(Failure::Usage(format!(
+            "--redeliver-timeout {}: give the transport's redeliver_timeout, at least 3 s",
+            args.redeliver_timeout
+        )));
+    }
     let transport = plain("transport", &args.transport)?;
     let default_command = format!("php bin/console tableq:consume {transport}");
     let command = argv(args.command.as_deref().unwrap_or(&default_command))?;
-    let (redeliver, workers) = (args.redeliver_timeout.max(3), args.workers.max(1));
+    let (redeliver, workers) = (args.redeliver_timeout, args.workers.max(1));
     let values = [
         ("messages", messages.as_str()),
         ("queue", &queue),

@@ -133,6 +133,22 @@ pub(crate) fn table(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
         }
         n
     });
+    let token = lease.token.unwrap_or_default();
+    let moves_on = |list: &Vec<ParsedStatement>| {
+        list.iter().any(|s| {
+            s.params
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case("new_lease_id"))
+        })
+    };
+    if token != LeaseToken::Random && renew_sql.as_ref().is_some_and(|list| !moves_on(list)) {
+        v.error(
+            &["lease", "renew_sql"],
+            "with a time `token`, `renew_sql` must move the lease to :new_lease_id (`SET \
+             reserved_at = :new_lease_id WHERE id = :id AND reserved_at = :lease_id`): the \
+             lease is held under that time after a renewal, and the next would find it lost",
+        );
+    }
     LeaseConfig {
         sql,
         renew_sql,
@@ -140,7 +156,7 @@ pub(crate) fn table(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
         renew_every,
         connections,
         length: shortest_lease(lease).map(|(_, length)| length),
-        token: lease.token.unwrap_or_default(),
+        token,
     }
 }
 

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon};
 use crate::support::endpoint::{get, metrics_address};
+use crate::support::proxy::delaying_proxy;
 use crate::support::scrape::sample;
-use crate::support::{eventually, load, Engine, QueueFiles, TestDb};
+use crate::support::{eventually, load, Engine, QueueFile, QueueFiles, TestDb};
 
 /// Laravel 8's `jobs` and `failed_jobs`, as its migrations make them.
 const LARAVEL_TABLES: &str = "
@@ -191,4 +192,52 @@ async fn a_reservation_is_renewed_past_retry_after_and_queue_work_would_not_take
     let counts = summary.counts("laravel").unwrap();
     assert_eq!((counts.done, counts.leases_lost), (1, 0), "{counts:?}");
     assert!(claimed > 0, "the claim's time is the reservation");
+}
+
+/// Renewals over a slow link (everything 0.15 s late each way): an action that ends while
+/// its renewal is under way drops the renewal, which may land all the same and
+/// move the row to a token tableq never heard was taken. The outcome then tries
+/// that token: every row is done once, no lease is called lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_whose_end_is_not_heard_still_holds_the_lease() {
+    let db = TestDb::new().await;
+    db.exec(
+        "CREATE TABLE job (id INT PRIMARY KEY, done INT NOT NULL DEFAULT 0, runs INT NOT NULL \
+         DEFAULT 0, reserved_at INT UNSIGNED NULL) DEFAULT CHARSET=utf8mb4",
+    )
+    .await;
+    db.exec("INSERT INTO job (id) SELECT seq FROM seq_1_to_20")
+        .await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("renewed")
+        .set("mode", "lease")
+        .workers(10)
+        .poll_interval("100ms")
+        .set("database_timeout", "10s")
+        .select("SELECT id FROM job WHERE done = 0 AND (reserved_at IS NULL OR reserved_at <= UNIX_TIMESTAMP() - 60)")
+        .lease_set("token", "unix_time")
+        .lease_set("connections", 20)
+        .lease_set("sql", "UPDATE job SET reserved_at = :lease_id, runs = runs + 1 WHERE id = :id")
+        .lease_set("renew_sql", "UPDATE job SET reserved_at = :new_lease_id WHERE id = :id AND reserved_at = :lease_id")
+        .lease_set("renew_every", "1s")
+        .action_set("type", "command")
+        .action_set("command", vec!["sh", "-c", "sleep 1.$(( {id} % 10 ))"])
+        .on_success("UPDATE job SET done = 1 WHERE id = :id AND reserved_at = :lease_id")
+        .write(&files);
+    let server: std::net::SocketAddr = {
+        let opts = mysql_async::Opts::from_url(&db.url).unwrap();
+        format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port())
+            .parse()
+            .unwrap()
+    };
+    let proxy = delaying_proxy(server, Duration::from_millis(150)).await;
+    let slow_url = db.url.replacen(&server.to_string(), &proxy.to_string(), 1);
+    let engine = Engine::start(load(&[file]), &slow_url);
+    db.until_count("SELECT COUNT(*) FROM job WHERE done = 1", 20, 120)
+        .await;
+    let summary = engine.stop().await;
+    let counts = summary.counts("renewed").unwrap();
+    assert_eq!((counts.done, counts.leases_lost), (20, 0), "{counts:?}");
+    db.assert_count("SELECT COUNT(*) FROM job WHERE runs <> 1", 0)
+        .await;
 }

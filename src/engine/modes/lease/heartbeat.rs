@@ -170,15 +170,22 @@ async fn renew_on(
     lease: &Lease,
     progress: Option<&str>,
 ) -> Result<bool, DbError> {
-    let (held, renewal) = (lease.token.held(), lease.token.renewal());
-    let mut params = lease.params(&held, progress);
-    params.lease.new_lease_id = Some(renewal.as_str());
-    let matched = session
-        .run_counted(Statements::Renew, &lease.item, queue, &params)
-        .await?;
-    session.commit().await?;
-    if matched > 0 {
-        lease.token.renewed(renewal);
+    loop {
+        let (held, renewal) = (lease.token.held(), lease.token.renewal());
+        let mut params = lease.params(&held, progress);
+        params.lease.new_lease_id = Some(renewal.as_str());
+        let matched = session
+            .run_counted(Statements::Renew, &lease.item, queue, &params)
+            .await?;
+        session.commit().await?;
+        if matched > 0 {
+            lease.token.renewed(renewal);
+            return Ok(true);
+        }
+        lease.token.missed(&renewal);
+        // An earlier renewal whose end was not heard may hold the row.
+        if !lease.token.adopt_pending() {
+            return Ok(false);
+        }
     }
-    Ok(matched > 0)
 }

@@ -137,10 +137,12 @@ impl LeaseMode {
         let outcome = match kept {
             Kept::Finished(outcome) => outcome,
             // Recorded as the item's failure ([on_failure] spends an attempt), so a
-            // row whose renewals always fail does not loop.
-            Kept::RenewalFailed(error) => {
-                Some(Outcome::failure(format!("renew_sql failed: {error}")))
-            }
+            // row whose renewals always fail does not loop; with `[on_release]` the
+            // cut-off row is put back, its attempt counted by the claim.
+            Kept::RenewalFailed(error) => Some(Outcome {
+                interrupted: true,
+                ..Outcome::failure(format!("renew_sql failed: {error}"))
+            }),
             Kept::Lost => {
                 let lost = Returned::LeaseLost {
                     lease_id: lease.token.held(),

@@ -2,6 +2,11 @@
 //! queue's own, or — where the table's own reservation column is the lease
 //! (Laravel's `reserved_at`, Symfony's `delivered_at`) — the time of the claim, then
 //! of the last renewal, which moves it on (`:new_lease_id`).
+//!
+//! A renewal whose end is not heard — cut off when the action finished, or its
+//! COMMIT's answer lost — may have moved the row on all the same: its token is kept
+//! as pending, and a statement that finds the row gone from the held token tries
+//! the pending ones before it calls the lease lost.
 
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -15,6 +20,8 @@ pub struct Token {
     kind: LeaseToken,
     /// The token, and for a time its unix seconds.
     held: Mutex<(u64, String)>,
+    /// Renewals sent whose end was not heard, oldest first (time tokens only).
+    pending: Mutex<Vec<Renewal>>,
 }
 
 impl Token {
@@ -24,12 +31,13 @@ impl Token {
             LeaseToken::Random => (0, random()),
             time => {
                 let now = unix_now();
-                (now, format(time, now))
+                (now, time.at(now))
             }
         };
         Token {
             kind,
             held: Mutex::new(held),
+            pending: Mutex::new(Vec::new()),
         }
     }
 
@@ -39,27 +47,53 @@ impl Token {
     }
 
     /// The token a renewal now gives: the same random one; or now, and always later
-    /// than the one held (a renewal that writes the value already there changes no
-    /// row, and would read as a lost lease).
+    /// than the held token and the pending ones, so that each renewal's is its own.
+    /// A time renewal is pending until [`Token::renewed`] or [`Token::missed`].
     pub fn renewal(&self) -> Renewal {
         let (seconds, held) = &*lock(&self.held);
-        match self.kind {
-            LeaseToken::Random => Renewal(*seconds, held.clone()),
-            time => {
-                let later = unix_now().max(seconds + 1);
-                Renewal(later, format(time, later))
-            }
+        if self.kind == LeaseToken::Random {
+            return Renewal(*seconds, held.clone());
         }
+        let mut pending = lock(&self.pending);
+        let last = pending.last().map_or(*seconds, |r| r.0);
+        let later = unix_now().max(last + 1);
+        let renewal = Renewal(later, self.kind.at(later));
+        if pending.len() == MOST_PENDING {
+            pending.remove(0);
+        }
+        pending.push(renewal.clone());
+        renewal
     }
 
     /// The renewal matched the row: the lease is held under its token from now on.
     pub fn renewed(&self, renewal: Renewal) {
+        lock(&self.pending).clear();
         *lock(&self.held) = (renewal.0, renewal.1);
+    }
+
+    /// The renewal was committed and matched no row: the row does not hold it.
+    pub fn missed(&self, renewal: &Renewal) {
+        lock(&self.pending).retain(|r| r != renewal);
+    }
+
+    /// A statement under the held token matched no row: the newest pending
+    /// renewal becomes the held token, and true to try again under it; false when
+    /// none is left (the lease is lost).
+    pub fn adopt_pending(&self) -> bool {
+        let Some(renewal) = lock(&self.pending).pop() else {
+            return false;
+        };
+        *lock(&self.held) = (renewal.0, renewal.1);
+        true
     }
 }
 
+/// The most renewals kept pending: each is a renewal whose end was not heard, and
+/// renewals stop once the lease would have run out.
+const MOST_PENDING: usize = 8;
+
 /// A renewal's token, `:new_lease_id`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Renewal(u64, String);
 
 impl Renewal {
@@ -79,19 +113,14 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// `seconds` as the token `kind` says.
-fn format(kind: LeaseToken, seconds: u64) -> String {
-    kind.at(seconds)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_time_token_says_the_claim_and_moves_on_at_each_renewal() {
-        assert_eq!(format(LeaseToken::UtcDatetime, 0), "1970-01-01 00:00:00");
-        assert_eq!(format(LeaseToken::UnixTime, 1_765_000_000), "1765000000");
+        assert_eq!(LeaseToken::UtcDatetime.at(0), "1970-01-01 00:00:00");
+        assert_eq!(LeaseToken::UnixTime.at(1_765_000_000), "1765000000");
         let token = Token::claimed(LeaseToken::UnixTime);
         let first: u64 = token.held().parse().unwrap();
         assert!(first.abs_diff(unix_now()) <= 1);
@@ -103,6 +132,23 @@ mod tests {
         }
         let datetime = Token::claimed(LeaseToken::UtcDatetime).held();
         assert_eq!((datetime.len(), &datetime[10..11]), (19, " "), "{datetime}");
+    }
+
+    #[test]
+    fn a_renewal_not_heard_of_is_tried_before_the_lease_is_called_lost() {
+        let token = Token::claimed(LeaseToken::UnixTime);
+        let claimed = token.held();
+        // Cut off: its end not heard; then one that matched nothing.
+        let unheard = token.renewal();
+        let missed = token.renewal();
+        token.missed(&missed);
+        assert_eq!(token.held(), claimed);
+        assert!(token.adopt_pending(), "the unheard renewal is tried");
+        assert_eq!(token.held(), unheard.as_str());
+        assert!(!token.adopt_pending(), "none left: the lease is lost");
+        let random = Token::claimed(LeaseToken::Random);
+        let _ = random.renewal();
+        assert!(!random.adopt_pending(), "a random token's renewal keeps it");
     }
 
     #[test]

@@ -39,10 +39,18 @@ impl Store for LeaseStore<'_> {
     ) -> Result<Vec<Written>, Infallible> {
         let mut written = Vec::with_capacity(set.len());
         for (_, outcome) in set {
-            let id = self.lease.token.held();
-            let mut params = outcome.params();
-            params.lease = self.lease.lease_params(&id, self.progress);
-            written.push(self.written(which, &params).await);
+            loop {
+                let id = self.lease.token.held();
+                let mut params = outcome.params();
+                params.lease = self.lease.lease_params(&id, self.progress);
+                let one = self.written(which, &params).await;
+                // A renewal whose end was not heard may hold the row: tried next.
+                let lost = matches!(one, Written::LeaseLost { .. });
+                if !(lost && self.lease.token.adopt_pending()) {
+                    written.push(one);
+                    break;
+                }
+            }
         }
         Ok(written)
     }
@@ -171,13 +179,21 @@ pub async fn release(
         .config
         .lease()
         .is_some_and(|l| l.release_sql.is_some());
-    let lease_id = lease.token.held();
     if !has_release {
+        let lease_id = lease.token.held();
         info!(%lease_id, "no [lease] release_sql: the row waits for its lease to expire");
         return;
     }
-    let params = lease.params(&lease_id, progress);
-    match record(queue, pool, lease, Statements::Release, &params).await {
+    let (lease_id, released) = loop {
+        let lease_id = lease.token.held();
+        let params = lease.params(&lease_id, progress);
+        let released = record(queue, pool, lease, Statements::Release, &params).await;
+        // A renewal whose end was not heard may hold the row: tried next.
+        if !(matches!(released, Ok(false)) && lease.token.adopt_pending()) {
+            break (lease_id, released);
+        }
+    };
+    match released {
         Ok(true) => info!(%lease_id, "lease released: the row is waiting again"),
         Ok(false) => info!(%lease_id, "lease already lost; nothing to release"),
         Err(e) => warn!(error = %e, %lease_id,
