@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod endpoint;
 pub mod fpm;
 pub mod galera;
+pub mod laravel;
 pub mod logs;
 pub mod mariadb;
 pub mod process;
