@@ -81,14 +81,19 @@ fi
 # The framework tests (tests/it/frameworks/) build a minimal Laravel 8 app and a minimal
 # Symfony 5.4 app on Debian's packages, dispatch with each framework's own API and run
 # the bridges in bridges/ under tableq: Laravel's queue, database and console parts,
-# Symfony Messenger with its Doctrine transport, the framework bundle and the console.
+# Symfony Messenger with its Doctrine transport over Doctrine DBAL (Debian 12 has no
+# DoctrineBundle: the Symfony app registers its part), the framework bundle and the
+# console.
 if [ ! -e /usr/share/php/Illuminate/Queue/Worker.php ] \
   || [ ! -e /usr/share/php/Symfony/Component/Messenger/Bridge/Doctrine/Transport/Connection.php ] \
   || [ ! -e /usr/share/php/Symfony/Bundle/FrameworkBundle/FrameworkBundle.php ] \
+  || [ ! -e /usr/share/php/Doctrine/DBAL/DriverManager.php ] \
+  || [ ! -e /usr/share/php/Doctrine/Persistence/ConnectionRegistry.php ] \
   || ! compgen -G "/usr/lib/php/*/pdo_sqlite.so" >/dev/null; then
   apt_install "Laravel 8 and Symfony Messenger 5.4 (Debian's packages)" \
     php-laravel-framework php-symfony-messenger php-symfony-doctrine-messenger \
-    php-symfony-framework-bundle php-symfony-console php8.2-mbstring php8.2-xml php8.2-sqlite3
+    php-symfony-framework-bundle php-symfony-console php-doctrine-dbal php-doctrine-persistence \
+    php8.2-mbstring php8.2-xml php8.2-sqlite3
 fi
 # The amqp and nats tests publish to the brokers this machine runs: RabbitMQ on
 # 127.0.0.1:5672 (guest/guest) and NATS with JetStream on 127.0.0.1:4222. Install

@@ -19,6 +19,7 @@ pub mod proxy;
 pub mod queue_file;
 pub mod scrape;
 pub mod server;
+pub mod symfony;
 pub mod tools;
 pub mod web;
 

@@ -32,3 +32,21 @@ pub fn is_gone(pid: i32) -> bool {
             .is_some_and(|rest| rest.starts_with('Z')),
     }
 }
+
+/// The processes `pid` started (its threads' children), oldest first.
+pub fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<i32> = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
