@@ -95,7 +95,8 @@
 //!   what they read:
 //!   - `telemetry::stats` (per-queue counters, the progress line) with
 //!     `telemetry::stats::observed` (timings, rollbacks, errors, backlog, history,
-//!     failures), `telemetry::stats::failure_kinds` (failures grouped by kind: ids,
+//!     failures), `telemetry::stats::by_label` (items by the queue's `label` column: a job's
+//!     class), `telemetry::stats::failure_kinds` (failures grouped by kind: ids,
 //!     numbers and quoted values masked), `telemetry::stats::in_flight` (the action's runs under way),
 //!     `telemetry::stats::limited` (what the limits shared by copies hold back),
 //!     `telemetry::stats::recent` (the status page's percentiles over the last 5

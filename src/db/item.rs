@@ -52,6 +52,13 @@ impl Item {
         value_text(self.key())
     }
 
+    /// The value of the column called `name` as text (see [`value_text`]); `None`
+    /// for a NULL or a column the select does not return.
+    pub fn text_of(&self, name: &str) -> Option<String> {
+        let value = &self.values[self.columns.find(name)?];
+        (*value != Value::NULL).then(|| value_text(value))
+    }
+
     /// The text a `{name}` placeholder becomes: the queue's name for `{queue}`, else
     /// the column's value.
     pub fn placeholder_bytes(&self, name: &str, queue: &str) -> Vec<u8> {

@@ -5,9 +5,9 @@
 //!
 //! One module per subject, in a folder per area (each folder's `mod.rs` says what it
 //! holds): `kinds` (each action kind), `engine` (claiming, running and settling rows),
-//! `outages` (the database or the downstream failing), `check`, `config` (queue files
-//! as the user writes them), `frameworks` (Laravel's and Symfony's own queue tables,
-//! through their bridges), `ops` (operating a running tableq), `telemetry` (logs,
+//! `outages` (the database or the downstream failing), `frameworks` (Laravel's and
+//! Symfony's queue tables with their bridges), `check`, `config` (queue files
+//! as the user writes them), `ops` (operating a running tableq), `telemetry` (logs,
 //! metrics, the status page, traces) and `meta` (the repository agrees with the code).
 //! A new test file is a module of its folder's `mod.rs`. The harness is the module
 //! `support`.

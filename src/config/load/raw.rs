@@ -108,6 +108,11 @@ pub struct RawQueue<A> {
     /// TIMESTAMP, or a unix time in seconds): with it tableq exports the queue's
     /// lag. Optional.
     pub waiting_since: Option<String>,
+    /// A column of the select naming what kind of job a row is (a framework job's
+    /// class): /metrics counts items by it (tableq_items_by_label_total) and the
+    /// status page lists them. The first 100 values are told apart, the rest count
+    /// as "other". Optional.
+    pub label: Option<String>,
     /// The rows waiting for work. Don't add LIMIT or FOR UPDATE: tableq appends
     /// `LIMIT <batch> FOR UPDATE SKIP LOCKED`. The columns it returns are the item:
     /// statements use them as :column. Keep it on an index.

@@ -23,6 +23,8 @@ pub struct Monitoring {
     /// The select's column holding when a row started waiting (a DATETIME or
     /// TIMESTAMP, or a unix time): with it, the queue's lag is measured.
     pub waiting_since: Option<String>,
+    /// The select's column naming what kind of job a row is: items are counted by it.
+    pub label: Option<String>,
 }
 
 impl Default for Monitoring {
@@ -31,11 +33,12 @@ impl Default for Monitoring {
             stats_interval: DEFAULT_STATS_INTERVAL,
             waiting_cap: DEFAULT_WAITING_CAP,
             waiting_since: None,
+            label: None,
         }
     }
 }
 
-/// Checks `stats_interval`, `waiting_cap` and `waiting_since`.
+/// Checks `stats_interval`, `waiting_cap`, `waiting_since` and `label`.
 pub(crate) fn monitoring<A>(v: &mut Validator, raw: &RawQueue<A>) -> Monitoring {
     let stats_interval = v.positive(
         &["stats_interval"],
@@ -63,9 +66,17 @@ pub(crate) fn monitoring<A>(v: &mut Validator, raw: &RawQueue<A>) -> Monitoring 
             "`waiting_since` is empty: name the select's column that holds when a row started waiting, e.g. waiting_since = \"created_at\"",
         );
     }
+    let label = raw.label.clone();
+    if label.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        v.error(
+            &["label"],
+            "`label` is empty: name the select's column that says what kind of job a row is, e.g. label = \"job\"",
+        );
+    }
     Monitoring {
         stats_interval,
         waiting_cap,
         waiting_since,
+        label,
     }
 }

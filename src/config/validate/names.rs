@@ -136,10 +136,11 @@ fn unknown_key(key: &str, columns: &[String]) -> String {
     )
 }
 
-/// `` `waiting_since` = "x" is not a column the select returns (id, …) ``
-fn unknown_waiting_since(since: &str, columns: &[String]) -> String {
+/// `` `waiting_since` = "x" is not a column the select returns (id, …) `` (or
+/// `label`).
+fn unknown_named_column(key: &str, name: &str, columns: &[String]) -> String {
     format!(
-        "`waiting_since` = {since:?} is not a column the select returns ({}); add it to the select, or name one it returns",
+        "`{key}` = {name:?} is not a column the select returns ({}); add it to the select, or name one it returns",
         columns.join(", ")
     )
 }
@@ -211,10 +212,15 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
             found.push((vec!["key".to_string()], unknown_key(key, columns)));
         }
     }
-    if let Some(since) = &queue.monitoring.waiting_since {
-        if !since.trim().is_empty() && find_column(columns, since).is_none() {
-            let message = unknown_waiting_since(since, columns);
-            found.push((vec!["waiting_since".to_string()], message));
+    let named = [
+        ("waiting_since", &queue.monitoring.waiting_since),
+        ("label", &queue.monitoring.label),
+    ];
+    for (key, name) in named {
+        let Some(name) = name else { continue };
+        if !name.trim().is_empty() && find_column(columns, name).is_none() {
+            let message = unknown_named_column(key, name, columns);
+            found.push((vec![key.to_string()], message));
         }
     }
     found

@@ -12,6 +12,7 @@ use crate::db::{DbError, Item, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::report::{BatchReport, Fate, Returned};
 use crate::telemetry::events::{Event, ItemFailed, LeaseLost, OutcomeSqlFailed};
+use crate::telemetry::stats::by_label::Ended;
 use crate::telemetry::trace::otlp;
 use crate::telemetry::trace::spans::ItemTrace;
 
@@ -30,8 +31,23 @@ impl QueueRuntime {
         let quiet = matches!(fate, Fate::Done) && !tracing::enabled!(Level::DEBUG);
         let _span = (!quiet && !in_item_span()).then(|| outcome_span(item, outcome).entered());
         self.say(item, &fate, outcome);
+        self.count_by_label(item, &fate);
         note_span(report, item, &fate, outcome);
         report.count(&fate, || item.key_text());
+    }
+
+    /// The item counted under its `label` column's value, if the queue has one.
+    fn count_by_label(&self, item: &Item, fate: &Fate) {
+        let Some(column) = &self.config.monitoring.label else {
+            return;
+        };
+        let ended = match fate {
+            Fate::Done => Ended::Done,
+            Fate::Failed => Ended::Failed,
+            Fate::Returned(_) => Ended::Returned,
+        };
+        let label = item.text_of(column);
+        self.stats.observed.by_label.count(label.as_deref(), ended);
     }
 
     /// The fate's line (and what the status page and the counters keep of it).

@@ -42,6 +42,7 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
         let labels = [("queue", view.name.as_str())];
         ConstCounter::new(held_back).encode(family.encode_family(&labels)?)?;
     }
+    by_label(queues, encoder)?;
     gauges(queues, encoder)?;
     let mut family = encoder.encode_descriptor(
         "database_host",
@@ -63,6 +64,34 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
     )?;
     let labels = [("version", env!("CARGO_PKG_VERSION"))];
     ConstGauge::new(1i64).encode(family.encode_family(&labels)?)
+}
+
+/// Items by the queue's `label` column (a job's class), for the queues that have one.
+fn by_label(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "items_by_label",
+        "Items by the queue's label column (a job's class): done, failed, returned; the values past the first 100 count as other",
+        None,
+        MetricType::Counter,
+    )?;
+    for (view, stats) in queues {
+        for (label, counts) in stats.observed.by_label.all() {
+            let outcomes = [
+                ("done", counts.done),
+                ("failed", counts.failed),
+                ("returned", counts.returned),
+            ];
+            for (outcome, count) in outcomes {
+                let labels = [
+                    ("queue", view.name.as_str()),
+                    ("label", label.as_str()),
+                    ("outcome", outcome),
+                ];
+                ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Action, transaction, claim and (with `waiting_since`) queue-wait times.

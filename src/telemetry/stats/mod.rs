@@ -1,5 +1,6 @@
 //! Per-queue counters, and the minute-by-minute progress line in the log.
 
+pub mod by_label;
 pub mod failure_kinds;
 pub mod in_flight;
 pub mod limited;

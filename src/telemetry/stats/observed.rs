@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::by_label::ByLabel;
 use super::failure_kinds::{FailureKind, FailureKinds};
 use super::in_flight::InFlight;
 use super::limited::Limited;
@@ -45,6 +46,8 @@ pub struct Observed {
     pub in_flight: InFlight,
     /// What the queue's limits shared with other copies and `[concurrency]` do.
     pub limited: Limited,
+    /// Items by the queue's `label` column (a job's class).
+    pub by_label: ByLabel,
     backlog: Mutex<Backlog>,
     minutes: Mutex<[Minute; HISTORY_MINUTES]>,
     failures: Mutex<VecDeque<Failure>>,

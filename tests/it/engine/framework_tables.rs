@@ -9,7 +9,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::support::daemon::{run_to_end, tableq};
+use crate::support::daemon::{run_to_end, tableq, Daemon};
+use crate::support::endpoint::{get, metrics_address};
+use crate::support::scrape::sample;
 use crate::support::{eventually, load, Engine, QueueFiles, TestDb};
 
 /// Laravel 8's `jobs` and `failed_jobs`, as its migrations make them.
@@ -48,7 +50,10 @@ async fn laravel(files: &QueueFiles, retry_after: u64, does: &[&str]) -> (TestDb
     let db = TestDb::new().await;
     db.exec(LARAVEL_TABLES).await;
     for what in does {
-        let payload = format!(r#"{{"uuid":"{}","do":"{what}"}}"#, uuid(what));
+        let payload = format!(
+            r#"{{"uuid":"{}","displayName":"{what}","do":"{what}"}}"#,
+            uuid(what)
+        );
         db.exec(&format!(
             "INSERT INTO jobs (queue, payload, attempts, available_at, created_at) \
              VALUES ('default', '{payload}', 0, UNIX_TIMESTAMP(), UNIX_TIMESTAMP())"
@@ -85,39 +90,55 @@ fn uuid(what: &str) -> String {
 async fn each_answer_changes_the_row_as_laravel_would() {
     let files = QueueFiles::new();
     let (db, file) = laravel(&files, 90, &["ok", "release", "fail", "die"]).await;
-    let engine = Engine::start(load(&[file]), &db.url);
+    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
+    cmd.arg(&file)
+        .env("TABLEQ_DATABASE_URL", &db.url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let mut daemon = Daemon::spawn(cmd);
+    let metrics = format!("http://{}/metrics", metrics_address(&daemon).await);
+    let settled = || async {
+        db.count("SELECT COUNT(*) FROM jobs").await == 1
+            && db.count("SELECT COUNT(*) FROM failed_jobs").await == 1
+    };
     eventually(
-        "the done jobs are deleted and the failed one recorded",
+        "the done jobs deleted, the failed one recorded",
         Duration::from_secs(30),
-        || async {
-            db.count("SELECT COUNT(*) FROM jobs").await == 1
-                && db.count("SELECT COUNT(*) FROM failed_jobs").await == 1
-        },
+        settled,
     )
     .await;
-    let summary = engine.stop().await;
     // The release: waiting 30 s, unreserved, its attempt counted.
-    let (attempts, reserved, wait): (u32, Option<u32>, i64) = db
-        .rows("SELECT attempts, reserved_at, CAST(available_at AS SIGNED) - UNIX_TIMESTAMP() FROM jobs")
-        .await[0];
+    let sql =
+        "SELECT attempts, reserved_at, CAST(available_at AS SIGNED) - UNIX_TIMESTAMP() FROM jobs";
+    let (attempts, reserved, wait): (u32, Option<u32>, i64) = db.rows(sql).await[0];
     assert_eq!((attempts, reserved), (1, None));
     assert!(
         (25..=30).contains(&wait),
         "released for 30 s, waits {wait} s"
     );
     // The failure for good: one failed_jobs row with the payload's uuid and the error.
-    let (uuid, connection, exception): (String, String, String) = db
-        .rows("SELECT uuid, connection, exception FROM failed_jobs")
-        .await
-        .remove(0);
-    assert_eq!(
-        (uuid.as_str(), connection.as_str()),
-        (self::uuid("fail").as_str(), "database")
+    let sql = "SELECT uuid, connection, exception FROM failed_jobs";
+    let failed: (String, String, String) = db.rows(sql).await.remove(0);
+    let expected = (
+        uuid("fail"),
+        "database".to_string(),
+        "RuntimeException: boom".to_string(),
     );
-    assert_eq!(exception, "RuntimeException: boom");
-    // The job whose PHP died: put back, claimed again (attempt 2) and done.
-    let counts = summary.counts("laravel").unwrap();
-    assert_eq!((counts.done, counts.failed), (2, 2), "{counts:?}");
+    assert_eq!(failed, expected);
+    // Counted by the payload's displayName; the job whose PHP died ran again.
+    let text = get(&metrics).await.1;
+    for (label, outcome, count) in [
+        ("ok", "done", 1.0),
+        ("die", "failed", 1.0),
+        ("die", "done", 1.0),
+        ("release", "returned", 1.0),
+        ("fail", "failed", 1.0),
+    ] {
+        let series = format!(
+            r#"tableq_items_by_label_total{{queue="laravel",label="{label}",outcome="{outcome}"}}"#
+        );
+        assert_eq!(sample(&text, &series), Some(count), "{series} in\n{text}");
+    }
+    daemon.terminate().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

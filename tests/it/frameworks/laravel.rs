@@ -2,16 +2,17 @@
 //! bridge `php artisan tableq:work` (bridges/laravel), in a minimal Laravel 8.83 app
 //! whose jobs are dispatched with Laravel's own `dispatch()`: the bridge's answers on
 //! its own (done, released, failed for good; a timeout and PHP's death as Laravel's
-//! daemon handles them; nothing else on stdout), and tableq with the queue file of
-//! `tableq new laravel`: every job once, kills lose none, tries/backoff/failed(),
-//! `tableq retry`, release(30), retryUntil, timeout, side by side with `queue:work`,
-//! PHP's fatal errors.
+//! daemon handles them; nothing else on stdout), `tableq check` of the file `tableq
+//! new laravel` writes, and tableq running it: every job once, kills lose none,
+//! tries/backoff/failed(), `tableq retry`, release(30), retryUntil, timeout, side by
+//! side with `queue:work`, PHP's fatal errors.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::check::check;
 use crate::support::daemon::{copy, run_to_end, tableq, Daemon};
 use crate::support::laravel::{app, attempted, bridge_pids, job_lines, Laravel};
 use crate::support::process::is_gone;
@@ -42,7 +43,7 @@ async fn runs(db: &TestDb, key: &str) -> (u64, u64, u64) {
         .unwrap_or((0, 0, 0))
 }
 
-/// Runs tableq on the contract's queue file until `jobs` is empty (2 minutes at most).
+/// Runs tableq on `tableq new laravel`'s queue file until `jobs` is empty (2 minutes at most).
 async fn drain(db: &TestDb, laravel: &Laravel, files: &QueueFiles) -> Daemon {
     let mut cmd = tableq(&["run"]);
     cmd.arg(laravel.queue().write(files))
@@ -188,8 +189,35 @@ async fn what_a_job_writes_on_stdout_goes_to_stderr() {
         .await;
 }
 
+/// `tableq check` proves the file `tableq new laravel` writes on the framework's
+/// own migrated tables, with a job waiting (its claim and SKIP LOCKED self-test),
+/// and starts the bridge, which ends when its input does; the job is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_proves_the_generated_file_on_laravels_tables() {
+    let Some((db, laravel)) = laravel().await else {
+        return;
+    };
+    laravel.dispatch("CountJob", 1, &[]).await;
+    let files = QueueFiles::new();
+    let file = laravel.queue().write(&files);
+    let done = check(&[], &[&file], Some(&db.url)).await;
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    assert_has(&done.stdout, "0 errors, 0 warnings");
+    assert_has(
+        &done.stdout,
+        "tableq:work database --queue=default starts, and ends when its input does",
+    );
+    assert!(
+        !done.stdout.contains("not proven: queue is empty"),
+        "{done:?}"
+    );
+    let untouched = "SELECT COUNT(*) FROM jobs WHERE attempts = 0 AND reserved_at IS NULL";
+    db.assert_count(untouched, 1).await;
+    db.assert_count("SELECT COUNT(*) FROM job_runs", 0).await;
+}
+
 /// 2,000 jobs dispatched with Laravel's dispatch() and run by tableq with the
-/// contract's queue file: each runs and completes exactly once, nothing is left in
+/// queue file of `tableq new laravel`: each runs and completes exactly once, nothing is left in
 /// `jobs` nor in `failed_jobs`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_jobs_each_run_once() {
@@ -206,10 +234,10 @@ async fn two_thousand_jobs_each_run_once() {
     db.assert_count("SELECT COUNT(*) FROM failed_jobs", 0).await;
 }
 
-/// `kill -9` of a bridge process and then of tableq itself, mid-run: no job is
-/// lost — each completes — and only the jobs in flight at a kill run again
-/// (executions − completions, and completions beyond one per job, at most the
-/// in-flight count: 1 bridge item + 4 workers).
+/// `kill -9` of bridge processes (until one died holding an item) and then of
+/// tableq itself, mid-run: no job is lost — each completes — and only the jobs in
+/// flight at a kill run again (executions − completions, and completions beyond one
+/// per job, at most the in-flight count: one per bridge killed, 4 in tableq).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_bridge_and_of_tableq_loses_no_job() {
     let Some((db, laravel)) = laravel().await else {
@@ -221,14 +249,7 @@ async fn kill_9_of_a_bridge_and_of_tableq_loses_no_job() {
     let completed = "SELECT COALESCE(SUM(completions), 0) FROM job_runs";
     let first = copy(&file, &db.url);
     db.until_count_at_least(completed, 300, 60).await;
-    let bridge = *bridge_pids(first.pid())
-        .first()
-        .expect("a bridge process runs");
-    unsafe { libc::kill(bridge, libc::SIGKILL) };
-    eventually("the bridge is gone", Duration::from_secs(10), || async {
-        is_gone(bridge)
-    })
-    .await;
+    let killed = kill_a_bridge_holding_an_item(&first).await;
     db.until_count_at_least(completed, 1000, 60).await;
     first.signal(libc::SIGKILL);
     drop(first);
@@ -237,17 +258,50 @@ async fn kill_9_of_a_bridge_and_of_tableq_loses_no_job() {
     second.terminate().await;
     db.assert_count("SELECT COUNT(*) FROM job_runs WHERE completions >= 1", 2000)
         .await;
-    let again = "SELECT SUM(executions) - SUM(completions) FROM job_runs";
+    let in_flight = killed + 4;
+    let again = db
+        .count("SELECT SUM(executions) - SUM(completions) FROM job_runs")
+        .await;
     assert!(
-        db.count(again).await <= 5,
-        "more ran twice than were in flight"
+        again <= in_flight,
+        "{again} ran again, {in_flight} were in flight"
     );
-    let twice = "SELECT SUM(completions) - COUNT(*) FROM job_runs";
+    let twice = db
+        .count("SELECT SUM(completions) - COUNT(*) FROM job_runs")
+        .await;
     assert!(
-        db.count(twice).await <= 5,
-        "more completed twice than were in flight"
+        twice <= in_flight,
+        "{twice} completed twice, {in_flight} were in flight"
     );
     db.assert_count("SELECT COUNT(*) FROM failed_jobs", 0).await;
+}
+
+/// Kills `tableq`'s bridge processes with SIGKILL, one at a time, until tableq says
+/// one died while it held an item (at most 10); how many it killed.
+async fn kill_a_bridge_holding_an_item(tableq: &Daemon) -> u64 {
+    let held = "while handling the item, the worker process exited (killed by signal 9";
+    for killed in 1..=10 {
+        let bridge = *bridge_pids(tableq.pid())
+            .first()
+            .expect("a bridge process runs");
+        unsafe { libc::kill(bridge, libc::SIGKILL) };
+        eventually("the bridge is gone", Duration::from_secs(10), || async {
+            is_gone(bridge)
+        })
+        .await;
+        let died = ": worker process exited (killed by signal 9";
+        eventually("tableq saw it die", Duration::from_secs(10), || async {
+            tableq.stderr().matches(died).count() as u64 >= killed
+        })
+        .await;
+        if tableq.stderr().contains(held) {
+            return killed;
+        }
+    }
+    panic!(
+        "no bridge killed held an item; tableq's log:\n{}",
+        tableq.stderr()
+    );
 }
 
 /// A job that throws (`$tries = 3`, `$backoff = [1, 2]`): run 3 times, 1 s then 2 s
@@ -385,21 +439,25 @@ async fn side_by_side_with_two_queue_workers_every_job_runs_once() {
 
 /// PHP's fatal errors in a job, under display_errors on and off: a call to an
 /// undefined function (an Error Laravel's worker catches) and memory_limit (PHP
-/// dies): each item fails with PHP's message in `failed_jobs`, its failed() once,
-/// never done.
+/// dies; with a try left, its process just ends and tableq puts the job back, to
+/// die again): each item fails with PHP's message in `failed_jobs`, its failed()
+/// once, never done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn phps_fatal_errors_fail_the_item_with_phps_message() {
     let Some((db, laravel)) = laravel().await else {
         return;
     };
-    for (how, display) in [
-        ("undefined", "on"),
-        ("undefined", "off"),
-        ("memory", "on"),
-        ("memory", "off"),
+    for (how, display, tries) in [
+        ("undefined", "on", "1"),
+        ("undefined", "off", "1"),
+        ("memory", "on", "1"),
+        ("memory", "off", "1"),
+        ("memory", "off", "2"),
     ] {
-        let key = format!("--key={how}-{display}");
-        laravel.dispatch("FatalJob", 1, &[how, display, &key]).await;
+        let key = format!("--key={how}-{display}-{tries}");
+        laravel
+            .dispatch("FatalJob", 1, &[how, display, tries, &key])
+            .await;
     }
     let files = QueueFiles::new();
     let mut daemon = drain(&db, &laravel, &files).await;
@@ -408,20 +466,16 @@ async fn phps_fatal_errors_fail_the_item_with_phps_message() {
         .rows("SELECT exception FROM failed_jobs ORDER BY id")
         .await;
     let all: String = failed.iter().map(|(e,)| format!("{e}\n")).collect();
-    assert_eq!(failed.len(), 4, "{all}");
+    assert_eq!(failed.len(), 5, "{all}");
+    let undefined = all.matches("Call to undefined function").count();
+    let memory = all.matches("PHP Fatal error:  Allowed memory size").count();
+    assert_eq!((undefined, memory), (2, 3), "{all}");
+    let once = "SELECT COUNT(*) FROM job_runs WHERE completions = 0 AND failed_calls = 1";
+    db.assert_count(once, 5).await;
     assert_eq!(
-        all.matches("Call to undefined function").count(),
-        2,
-        "{all}"
+        runs(&db, "memory-off-2-1").await,
+        (2, 0, 1),
+        "run twice, died twice"
     );
-    assert_eq!(
-        all.matches("PHP Fatal error:  Allowed memory size").count(),
-        2,
-        "{all}"
-    );
-    db.assert_count(
-        "SELECT COUNT(*) FROM job_runs WHERE completions = 0 AND failed_calls = 1",
-        4,
-    )
-    .await;
+    assert_has(&daemon.stderr(), "PHP Fatal error:  Allowed memory size");
 }

@@ -1,9 +1,6 @@
-//! Frameworks' own queue tables run in place by tableq, through a bridge that runs
-//! each row with the framework's own job machinery, in a minimal application of each
-//! framework built once per test run: Laravel's `jobs` table (`bridges/laravel`,
-//! `php artisan tableq:work`, `support::laravel`) and Symfony Messenger's
-//! `messenger_messages` (`bridges/symfony`, `bin/console tableq:consume`,
-//! `support::symfony`).
+//! PHP frameworks' own queue tables run in place by tableq, with each framework's
+//! bridge (`bridges/`) as the worker, on a real app of the framework built once per
+//! test process (`support::laravel`, `support::symfony`).
 
 mod laravel;
 mod symfony;

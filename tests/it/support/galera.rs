@@ -44,7 +44,7 @@ use super::mariadb::{
     find, free_port, install, remove_leftovers, server_command, spawn_tied_to_process,
 };
 use super::server::with_database;
-use super::TestDb;
+use super::{copy_tree, TestDb};
 
 /// The cluster's size.
 pub const NODES: usize = 3;
@@ -307,7 +307,7 @@ impl Node {
     /// A node whose datadir is a copy of `template`.
     fn new(dir: PathBuf, template: &Path, [sql, gcomm, ist, sst]: [u16; 4]) -> Node {
         std::fs::create_dir_all(dir.join("tmp")).expect("create the node's tmpdir");
-        copy_dir(template, &dir.join("data"));
+        copy_tree(template, &dir.join("data"));
         Node {
             dir,
             ports: Ports {
@@ -508,19 +508,6 @@ fn template(root: &Path) -> &'static Path {
         );
         dir.join("data")
     })
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create a datadir");
-    for entry in std::fs::read_dir(from).expect("read the template datadir") {
-        let entry = entry.expect("read the template datadir");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a file's type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy the template datadir");
-        }
-    }
 }
 
 /// `count` loopback ports free just now, all different, below the ephemeral range

@@ -3,9 +3,9 @@
 //! `queue:failed-table`), job classes as `make:job` writes them — with tableq's
 //! bridge (`bridges/laravel`, loaded through its `autoload.php`), built once per
 //! test run from `support/apps/laravel/`. Each test gets an instance of it: its own
-//! `artisan` and `.env` (its database), migrated; the queue file of issue 46's
-//! contract (`support/apps/laravel-queue.toml`) for it; `dispatch()` through an
-//! artisan command; `queue:work` beside tableq.
+//! `artisan` and `.env` (its database), migrated; the queue file `tableq new
+//! laravel` prints for it; `dispatch()` through an artisan command; `queue:work`
+//! beside tableq.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,11 +14,8 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
-use super::{tools, QueueFiles, TestDb};
-
-/// The queue file `tableq new laravel` prints (issue 46's contract), for
-/// `php /srv/app/artisan`.
-const QUEUE_FILE: &str = include_str!("apps/laravel-queue.toml");
+use super::process::children;
+use super::{copy_tree, tools, QueueFiles, TestDb};
 
 /// The application's sources, in the repository.
 fn sources() -> PathBuf {
@@ -134,19 +131,6 @@ exit($status);
     )
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create a directory of the app");
-    for entry in std::fs::read_dir(from).expect("read the app's sources") {
-        let entry = entry.expect("an entry of the app's sources");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("its type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a file of the app");
-        }
-    }
-}
-
 /// One test's instance of the application.
 pub struct Laravel {
     dir: tempfile::TempDir,
@@ -209,23 +193,20 @@ impl Laravel {
         .expect("start php artisan queue:work")
     }
 
-    /// The contract's queue file for this instance.
+    /// The queue file `tableq new laravel` prints for this instance.
     pub fn queue(&self) -> LaravelQueue {
         LaravelQueue {
             artisan: self.artisan_path(),
             retry_after: 90,
-            php_options: Vec::new(),
         }
     }
 }
 
-/// The queue file `tableq new laravel` prints, for an instance: the contract's
-/// text with the instance's paths, polling every 250 ms (a test waits for what a
-/// poll finds).
+/// The queue file `tableq new laravel` prints, for an instance (its artisan), with
+/// `poll_interval = "250ms"` on top: a test waits for what a poll finds.
 pub struct LaravelQueue {
     artisan: PathBuf,
     retry_after: u64,
-    php_options: Vec<String>,
 }
 
 impl LaravelQueue {
@@ -236,33 +217,19 @@ impl LaravelQueue {
         self
     }
 
-    /// `php -d …` options before the artisan path of the command.
-    pub fn php_options(mut self, options: &[&str]) -> LaravelQueue {
-        self.php_options = options.iter().map(|o| o.to_string()).collect();
-        self
-    }
-
     /// Writes it as `default.toml`; its path.
     pub fn write(&self, files: &QueueFiles) -> PathBuf {
-        let mut php = String::from("\"php\", ");
-        for option in &self.php_options {
-            php.push_str(&format!("{option:?}, "));
-        }
-        let r = self.retry_after;
-        let text = QUEUE_FILE
-            .replace(
-                "\"php\", \"/srv/app/artisan\"",
-                &format!("{php}{:?}", self.artisan.display().to_string()),
-            )
-            .replace("UNIX_TIMESTAMP() - 90", &format!("UNIX_TIMESTAMP() - {r}"))
-            .replace(
-                "timeout = \"80s\"",
-                &format!("timeout = \"{}s\"", r * 8 / 9),
-            )
-            .replace(
-                "renew_every = \"30s\"",
-                &format!("renew_every = \"{}s\"", r.div_ceil(3)),
-            );
+        let artisan = self.artisan.display();
+        let command = format!("php {artisan} tableq:work database --queue=default");
+        let retry_after = self.retry_after.to_string();
+        let done = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
+            .args(["new", "laravel", "--queue", "default", "--table", "jobs"])
+            .args(["--failed-table", "failed_jobs", "--connection", "database"])
+            .args(["--retry-after", &retry_after, "--command", &command])
+            .output()
+            .expect("run tableq new laravel");
+        assert!(done.status.success(), "tableq new laravel: {done:?}");
+        let text = String::from_utf8(done.stdout).expect("a queue file in UTF-8");
         files.write(
             "default.toml",
             &format!("poll_interval = \"250ms\"\n{text}"),
@@ -272,21 +239,11 @@ impl LaravelQueue {
 
 /// The pids of the bridge processes (`tableq:work`) tableq `parent` runs.
 pub fn bridge_pids(parent: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+    children(parent)
+        .into_iter()
         .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit(") ")
-                .next()
-                .and_then(|rest| rest.split(' ').nth(1));
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            ppid == Some(&parent.to_string())
-                && String::from_utf8_lossy(&cmdline).contains("tableq:work")
+            String::from_utf8_lossy(&cmdline).contains("tableq:work")
         })
         .collect()
 }

@@ -265,6 +265,24 @@ impl QueueFiles {
     }
 }
 
+/// Copies the directory `from` to `to`, recursively: a test app's sources, a
+/// template datadir.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("create {}: {e}", to.display()));
+    let entries =
+        std::fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display()));
+    for entry in entries {
+        let entry = entry.unwrap_or_else(|e| panic!("read {}: {e}", from.display()));
+        let target = to.join(entry.file_name());
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
+        }
+    }
+}
+
 /// Loads queue files through the library, panicking with the findings if they fail.
 pub fn load(paths: &[PathBuf]) -> Vec<tableq::QueueConfig> {
     tableq::load_paths(paths, &|name| std::env::var(name).ok()).unwrap_or_else(|f| panic!("{f}"))

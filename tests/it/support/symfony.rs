@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use super::{tools, QueueFiles, TestDb};
+use std::time::Duration;
+
+use super::daemon::{run_to_end, tableq};
+use super::{copy_tree, tools, QueueFiles, TestDb};
 
 /// The built app.
 pub struct SymfonyApp {
@@ -90,19 +93,6 @@ fn remove_apps_of_gone_processes() {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the app's directory");
-    for entry in std::fs::read_dir(from).expect("read the app's sources") {
-        let entry = entry.expect("read the app's sources");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a file type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy the app's sources");
-        }
-    }
-}
-
 impl SymfonyApp {
     /// `bin/console`, for the queue file's command.
     pub fn console_path(&self) -> PathBuf {
@@ -169,72 +159,38 @@ impl SymfonyApp {
         self.run(db, &args).await;
     }
 
-    /// The queue file of the transport `async` on `db`, for tableq to run with the
-    /// bridge (`tableq:consume async`) as its worker, Messenger's redelivery after
-    /// `redeliver_timeout` seconds.
-    pub fn queue_file(
+    /// The queue file of the transport `async` on `db`, as `tableq new symfony`
+    /// writes it, for tableq to run with the bridge (`tableq:consume async`) as its
+    /// worker; Messenger's redelivery after `redeliver_timeout` seconds.
+    pub async fn queue_file(
         &self,
         db: &TestDb,
         files: &QueueFiles,
         name: &str,
         redeliver_timeout: u32,
     ) -> PathBuf {
-        let command = toml::Value::from(vec![
-            "env".to_string(),
-            format!("DATABASE_URL={}", db.url),
-            "php".to_string(),
-            "-d".to_string(),
-            "date.timezone=UTC".to_string(),
-            self.console_path().display().to_string(),
-            "tableq:consume".to_string(),
-            "async".to_string(),
-        ]);
-        let text = QUEUE_FILE
-            .replace("{redeliver_timeout}", &redeliver_timeout.to_string())
-            .replace("{command}", &command.to_string());
-        files.write(&format!("{name}.toml"), &text)
+        let command = format!(
+            "env DATABASE_URL={} php -d date.timezone=UTC {} tableq:consume async",
+            db.url,
+            self.console_path().display()
+        );
+        let redeliver = redeliver_timeout.to_string();
+        let args = [
+            "new",
+            "symfony",
+            "--transport",
+            "async",
+            "--table",
+            "messenger_messages",
+            "--queue-name",
+            "default",
+            "--redeliver-timeout",
+            &redeliver,
+            "--command",
+            &command,
+        ];
+        let new = run_to_end(tableq(&args), Duration::from_secs(30)).await;
+        assert_eq!(new.code(), Some(0), "tableq new symfony: {}", new.stderr);
+        files.write(&format!("{name}.toml"), &new.stdout)
     }
 }
-
-/// What `tableq new symfony --transport async --table messenger_messages --queue-name
-/// default --redeliver-timeout N --command "…"` prints (design46.md), until it lands.
-const QUEUE_FILE: &str = r#"mode = "lease"
-workers = 4
-select = """
-SELECT id, body, headers, queue_name, created_at, available_at, delivered_at
-FROM messenger_messages
-WHERE queue_name = 'default'
-  AND (delivered_at IS NULL OR delivered_at < UTC_TIMESTAMP() - INTERVAL {redeliver_timeout} SECOND)
-  AND available_at <= UTC_TIMESTAMP()
-ORDER BY available_at, id
-"""
-
-[lease]
-token = "utc_datetime"
-sql = "UPDATE messenger_messages SET delivered_at = :lease_id WHERE id = :id"
-renew_sql = "UPDATE messenger_messages SET delivered_at = :new_lease_id WHERE id = :id AND delivered_at = :lease_id"
-renew_every = "60s"
-release_sql = "UPDATE messenger_messages SET delivered_at = NULL WHERE id = :id AND delivered_at = :lease_id"
-
-[action]
-type = "worker"
-command = {command}
-timeout = "1h"   # below redeliver_timeout
-max_items = 1000
-
-[on_success]
-sql = "DELETE FROM messenger_messages WHERE id = :id AND delivered_at = :lease_id"
-
-# Symfony rejected the message: its retry (a new row, with its DelayStamp) or its copy on
-# the failure transport is already sent by Symfony's own listeners.
-[on_failure]
-sql = "DELETE FROM messenger_messages WHERE id = :id AND delivered_at = :lease_id"
-
-[on_release]
-sql = "UPDATE messenger_messages SET delivered_at = NULL, available_at = UTC_TIMESTAMP() + INTERVAL :release_after SECOND WHERE id = :id AND delivered_at = :lease_id"
-
-[failed]
-select = "SELECT id, queue_name, created_at, LEFT(headers, 200) AS headers FROM messenger_messages WHERE queue_name = 'failed' ORDER BY id DESC"
-retry = "UPDATE messenger_messages SET queue_name = 'default', delivered_at = NULL, available_at = UTC_TIMESTAMP() WHERE id = :id AND queue_name = 'failed'"
-discard = "DELETE FROM messenger_messages WHERE id = :id AND queue_name = 'failed'"
-"#;

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::db::pause::Paused;
 use crate::telemetry::metrics::process::{hostname, ProcessStats};
+use crate::telemetry::stats::by_label::LabelCounts;
 use crate::telemetry::stats::failure_kinds::FailureKind;
 use crate::telemetry::stats::in_flight::RunView;
 use crate::telemetry::stats::monitor::{Monitor, QueueView};
@@ -77,6 +78,14 @@ pub struct Summary {
     pub busy: usize,
 }
 
+/// One label's items.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabelStatus {
+    pub label: String,
+    #[serde(flatten)]
+    pub counts: LabelCounts,
+}
+
 /// One queue's line, and its failures.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueStatus {
@@ -130,6 +139,9 @@ pub struct QueueStatus {
     pub gave_up: Option<usize>,
     /// The action's p50 and p99 over the last 5 and the last 15 minutes.
     pub action_recent: Vec<Percentiles>,
+    /// Items by the queue's `label` column (a job's class), when it has one:
+    /// `[{"label": "App\\Jobs\\SendInvoice", "done": 3, "failed": 0, "returned": 1}]`.
+    pub by_label: Vec<LabelStatus>,
     /// The action's runs under way, and the oldest few of them (keys, since when,
     /// lease mode's last progress line).
     pub in_flight: usize,
@@ -315,6 +327,12 @@ impl QueueStatus {
             in_flight_runs: observed.in_flight.oldest(IN_FLIGHT_LISTED),
             minutes: observed.minutes(),
             failure_groups: kinds_listed(stats),
+            by_label: observed
+                .by_label
+                .all()
+                .into_iter()
+                .map(|(label, counts)| LabelStatus { label, counts })
+                .collect(),
             failures,
         }
     }

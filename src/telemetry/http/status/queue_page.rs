@@ -38,6 +38,7 @@ pub fn render_queue(
         page.push_str(&actions(q, csrf, failed));
     }
     failure_kinds(&mut page, q, now, viewer.csrf.as_deref().filter(|_| failed));
+    by_label(&mut page, q);
     let _ = write!(
         page,
         "<h2>Runs under way</h2>{}",
@@ -83,6 +84,30 @@ fn actions(q: &QueueStatus, csrf: &str, failed: bool) -> String {
          <input name=\"key\" placeholder=\"key\" aria-label=\"key\"> <button>Inspect</button></form>"
     );
     html
+}
+
+/// Items by the queue's `label` column (a job's class), when it has one.
+fn by_label(page: &mut String, q: &QueueStatus) {
+    if q.by_label.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2 id=\"labels\">By label</h2><div class=\"scroll\"><table id=\"by-label\"><thead><tr>\
+         <th>Label</th><th>Done</th><th>Failed</th><th>Returned</th></tr></thead><tbody>",
+    );
+    for label in &q.by_label {
+        let c = label.counts;
+        let _ = write!(
+            page,
+            "<tr><td data-field=\"label\">{}</td><td class=\"num done\">{}</td>\
+             <td class=\"num failed\">{}</td><td class=\"num returned\">{}</td></tr>",
+            escape(&label.label),
+            c.done,
+            c.failed,
+            c.returned
+        );
+    }
+    page.push_str("</tbody></table></div>");
 }
 
 /// The failures since the process started, by kind; with `csrf` (signed in, and

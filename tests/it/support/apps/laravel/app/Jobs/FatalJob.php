@@ -23,11 +23,14 @@ class FatalJob implements ShouldQueue
      *
      * @return void
      */
-    public function __construct(string $key, string $how = 'undefined', string $display = 'off')
+    public function __construct(string $key, string $how = 'undefined', string $display = 'off', int $tries = 0)
     {
         $this->key = $key;
         $this->how = $how;
         $this->display = $display;
+        if ($tries > 0) {
+            $this->tries = $tries;
+        }
     }
 
     /**
