@@ -76,6 +76,59 @@ pub async fn claim_cost(
     )))
 }
 
+/// A note when no index of the claim's one table leads with the columns the claim
+/// wants (the WHERE's equality columns, then the ORDER BY's), counting the primary
+/// key InnoDB keeps at the end of every index: cheap while the table is small, the
+/// claim reads more as it grows (a framework's own table, as its migration made it).
+pub async fn missing_index(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+) -> Result<Option<Finding>, mysql_async::Error> {
+    let [main] = &from_tables_aliased(&queue.select.text)[..] else {
+        return Ok(None);
+    };
+    let Some(wanted) = claim_index_columns(&queue.select.text, main) else {
+        return Ok(None);
+    };
+    let indexes = queries::indexes(conn, &main.table).await?;
+    let primary: Vec<String> = indexes
+        .iter()
+        .find(|(name, _)| name == "PRIMARY")
+        .map(|(_, columns)| columns.clone())
+        .unwrap_or_default();
+    let leads = |columns: &Vec<String>| {
+        let with_key = columns.iter().chain(&primary);
+        wanted.len() <= columns.len() + primary.len()
+            && wanted
+                .iter()
+                .zip(with_key)
+                .all(|(w, h)| w.eq_ignore_ascii_case(h))
+    };
+    if indexes.is_empty() || indexes.iter().any(|(_, columns)| leads(columns)) {
+        return Ok(None);
+    }
+    // InnoDB appends the primary key to every index: the advice leaves it out.
+    let own = wanted.len().saturating_sub(primary.len());
+    let advised = match wanted[own..]
+        .iter()
+        .zip(&primary)
+        .all(|(w, p)| w.eq_ignore_ascii_case(p))
+    {
+        true if own > 0 => &wanted[..own],
+        _ => &wanted[..],
+    };
+    let (list, table) = (advised.join(", "), &main.table.name);
+    Ok(Some(queue.finding(
+        Severity::Note,
+        &["select"],
+        format!(
+            "no index of {table} leads with ({list}), the claim's WHERE equality columns then \
+             its ORDER BY: cheap while the table is small, but each claim reads more as it \
+             grows; add INDEX ({list}) to {table}"
+        ),
+    )))
+}
+
 /// Rows one claim reads: the handler counters before and after its select, read
 /// without the lock (less what reading the counters costs), rolled back at once.
 async fn measure_claim(

@@ -255,7 +255,10 @@ async fn deeper(
     }
     let self_test = self_test::skip_locked(queue, database, prepared).await?;
     let mut findings: Vec<Finding> = self_test.finding(queue).into_iter().collect();
-    findings.extend(index::claim_cost(conn, queue, prepared).await?);
+    match index::claim_cost(conn, queue, prepared).await? {
+        Some(costly) => findings.push(costly),
+        None => findings.extend(index::missing_index(conn, queue).await?),
+    }
     findings.extend(oldest::oldest_read(conn, queue, prepared).await?);
     if let Some(not_proven) = proof_not_run(queue, &engines, &self_test) {
         findings.push(not_proven);

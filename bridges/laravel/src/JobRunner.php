@@ -79,6 +79,10 @@ final class JobRunner
             $jobsProcessed++;
             // Decided before the answer, so that the answer and the end come together.
             $status = $this->onWorker('stopIfNecessary', $this->options, $lastRestart, $startTime, $jobsProcessed, true);
+            if ($status !== null) {
+                // tableq hands this process no other row: none is lost to its end.
+                $answer['last'] = true;
+            }
             $this->answers->write($answer);
             if ($status !== null) {
                 $this->answers->close();
@@ -171,7 +175,7 @@ final class JobRunner
                 return;
             }
             if ($job->failure()) {
-                $this->answers->write(self::failed($job->failure()));
+                $this->answers->write(self::failed($job->failure()) + ['last' => true]);
             }
             // The process ends now: tableq must not hand it another row meanwhile.
             $this->answers->close();
@@ -221,7 +225,7 @@ final class JobRunner
             // failed() threw: the job is failed all the same.
         }
         if ($job->failure()) {
-            $this->answers->write(['ok' => false, 'error' => $message, 'kind' => get_class($e)]);
+            $this->answers->write(['ok' => false, 'error' => $message, 'kind' => get_class($e), 'last' => true]);
         }
         $this->answers->close();
     }

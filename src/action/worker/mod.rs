@@ -166,17 +166,21 @@ impl<'w> Lent<'w> {
     }
 
     /// The item answered: the process waits for the next, or is retired after
-    /// `max_items`.
+    /// `max_items`, or once it said that answer was its last.
     fn give_back(mut self) {
         let Some(process) = self.process.take() else {
             return;
         };
-        if process.answered < self.worker.config.max_items {
+        if process.leaving {
+            info!(process = process.number, pid = process.pid, items = process.answered,
+                "worker process said its answer was its last; a new one starts with the next item");
+        } else if process.answered < self.worker.config.max_items {
             lock(&self.worker.idle).push(process);
             return;
+        } else {
+            info!(process = process.number, pid = process.pid, items = process.answered,
+                "worker process retired after max_items; a new one starts with the next item");
         }
-        info!(process = process.number, pid = process.pid, items = process.answered,
-            "worker process retired after max_items; a new one starts with the next item");
         tokio::spawn(process.retire(GRACE));
     }
 

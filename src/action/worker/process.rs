@@ -39,6 +39,8 @@ pub struct Running {
     pub number: u64,
     /// The items it has answered.
     pub answered: u64,
+    /// Its last answer said it ends after it (`"last": true`).
+    pub leaving: bool,
     pub pid: u32,
     child: Child,
     stdin: Option<ChildStdin>,
@@ -103,6 +105,7 @@ impl Running {
         Ok(Running {
             number,
             answered: 0,
+            leaving: false,
             pid,
             child,
             stdin: Some(stdin),
@@ -132,8 +135,9 @@ impl Running {
                 return Err(self.exited().await);
             };
             match protocol::read(&line) {
-                Ok(Line::Answer(outcome)) => {
+                Ok(Line::Answer { outcome, last }) => {
                     self.answered += 1;
+                    self.leaving = last;
                     return Ok(outcome);
                 }
                 Ok(Line::Progress(said)) => {

@@ -2,7 +2,8 @@
 //! stdout means. Each item gets one answer, `{"ok": true}` or `{"ok": false,
 //! "error": "…"}` (with `"retry_after": "30s"` for trouble downstream, `"output"`
 //! for `:output`, `"kind"` to group failures by, e.g. the exception's class), or a
-//! release, `{"ok": false, "release_after": "30s"}` — not done,
+//! release; `"last": true` says the process ends after this answer (a memory
+//! limit reached: it is handed no other item). Or a release, `{"ok": false, "release_after": "30s"}` — not done,
 //! not failed: try it again later (`[on_release]`); before it, any number of `{"progress": "…"}` lines (lease
 //! mode's `:progress`). Anything else is not the protocol, and ends the process.
 
@@ -18,8 +19,9 @@ const KIND_CHARS: usize = 200;
 /// What a line says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
-    /// The item's answer.
-    Answer(Outcome),
+    /// The item's answer; `last`: the process ends after it (`"last": true`), and
+    /// is handed no other item.
+    Answer { outcome: Outcome, last: bool },
     /// How far the item has come.
     Progress(String),
 }
@@ -36,7 +38,11 @@ pub fn read(line: &[u8]) -> Result<Line, NotProtocol> {
         return Err(not("a line that is not a JSON object"));
     };
     match (fields.get("ok"), fields.get("progress")) {
-        (Some(Value::Bool(ok)), _) => answer(*ok, &fields).map(Line::Answer).map_err(|why| not(&why)),
+        (Some(Value::Bool(ok)), _) => {
+            let last = fields.get("last") == Some(&Value::Bool(true));
+            let outcome = answer(*ok, &fields).map_err(|why| not(&why))?;
+            Ok(Line::Answer { outcome, last })
+        }
         (Some(_), _) => Err(not("`ok` that is neither true nor false")),
         (None, Some(progress)) => Ok(Line::Progress(text(progress))),
         (None, None) => Err(not("a line with neither `ok` nor `progress`")),
@@ -143,7 +149,7 @@ mod tests {
 
     fn answered(line: &str) -> Outcome {
         match read(line.as_bytes()) {
-            Ok(Line::Answer(outcome)) => outcome,
+            Ok(Line::Answer { outcome, .. }) => outcome,
             other => panic!("{line}: {other:?}"),
         }
     }
@@ -189,6 +195,17 @@ mod tests {
         }
         assert_eq!(answered(r#"{"ok": false, "release_after": 0}"#).error.as_deref(), Some("released for 0s"));
         assert!(read(br#"{"ok": false, "release_after": "later"}"#).is_err());
+    }
+
+    #[test]
+    fn a_last_answer_says_the_process_ends_after_it() {
+        let last = |line: &str| match read(line.as_bytes()) {
+            Ok(Line::Answer { last, .. }) => last,
+            other => panic!("{line}: {other:?}"),
+        };
+        assert!(last(r#"{"ok": true, "last": true}"#));
+        assert!(!last(r#"{"ok": true}"#));
+        assert!(!last(r#"{"ok": false, "error": "x", "last": false}"#));
     }
 
     #[test]

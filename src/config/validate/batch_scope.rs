@@ -1,7 +1,8 @@
 //! What `scope = "batch"` refuses of a queue as a whole: a statement that names
 //! one item's column (there is no one item: it joins `:batch` by key instead, and
 //! the refusal shows that form, built from the queue's own key), and a kind's
-//! `{column}` placeholder when one action serves the whole batch.
+//! `{column}` placeholder when one action serves the whole batch, and
+//! `[on_release]`.
 
 use crate::config::queue::scope::{is_batch_param, Scope, BATCH_PARAMS};
 use crate::config::validate::names::key_name;
@@ -19,6 +20,15 @@ pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
         return Vec::new();
     }
     let mut found = Vec::new();
+    if queue.on_release.is_some() {
+        found.push(queue.finding(
+            Severity::Error,
+            &["on_release"],
+            "`[on_release]` does not apply in scope = \"batch\": a batch is recorded as one, \
+             and a release or a handler's death there is recorded by [on_failure]; remove \
+             [on_release], or use scope = \"item\"",
+        ));
+    }
     let mut statements = |path: &[&str], list: &[ParsedStatement]| {
         for (index, statement) in list.iter().enumerate() {
             let at = statement_path(path, index, list.len());

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon};
+use crate::support::queue_file::table;
 use crate::support::{
-    claimable, email_table, eventually, load, run_until_empty, running, QueueFile, QueueFiles,
-    TestDb,
+    assert_has, claimable, email_table, eventually, load, run_until_empty, running, QueueFile,
+    QueueFiles, TestDb,
 };
 
 const ROWS: usize = 5_000;
@@ -279,4 +280,13 @@ async fn a_column_parameter_in_batch_scope_is_refused_with_the_json_table_form()
         ),
         "{said}"
     );
+
+    let released = QueueFile::new("jobs")
+        .set("scope", "batch")
+        .select("SELECT id FROM job")
+        .action_sql("DO 0")
+        .set("on_release", table(&[("sql", "DO 1".into())]))
+        .write(&files);
+    let said = refused_offline(&released).await;
+    assert_has(&said, "`[on_release]` does not apply in scope = \"batch\"");
 }

@@ -81,7 +81,7 @@ async fn the_bridge_answers_each_row_on_stdout_and_nothing_else() {
     assert!(done.status.success(), "{stderr}");
     assert_eq!(
         stdout,
-        "{\"ok\":true}\n{\"ok\":false,\"error\":\"RuntimeException: boom 2\"}\n\
+        "{\"ok\":true}\n{\"ok\":false,\"error\":\"RuntimeException: boom 2\",\"kind\":\"RuntimeException\"}\n\
          {\"ok\":false,\"error\":\"JsonException: Syntax error\"}\n",
         "stderr: {stderr}"
     );

@@ -343,6 +343,31 @@ async fn max_items_recycles_the_process() {
     .await;
 }
 
+/// A worker whose answer says it is its last (`"last": true`), and which ends a
+/// moment later, is handed no other item: each row is done, none failed by the
+/// process's end, one process per row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_answer_retires_the_process_before_another_item() {
+    let db = TestDb::new().await;
+    jobs(&db, &["ok"; 3]).await;
+    let files = QueueFiles::new();
+    let leaving = r#"echo "start $$" >> events
+IFS= read -r line
+echo "item $$" >> events
+echo '{"ok": true, "last": true}'
+sleep 0.5"#;
+    files.script("worker.sh", leaving);
+    let file = queue("leaving_worker", &["./worker.sh"]).write(&files);
+    let summary = run_until_empty(load(&[file]), &db.url).await;
+    let counts = summary.counts("leaving_worker").unwrap();
+    assert_eq!((counts.done, counts.failed), (3, 0), "{counts:?}");
+    let dir = files.path();
+    assert_eq!(
+        (pids(&dir, "start").len(), pids(&dir, "item").len()),
+        (3, 3)
+    );
+}
+
 /// In batch scope a worker gets the batch as one JSON array per line; a batch it
 /// fails goes again item by item, so only the bad row fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

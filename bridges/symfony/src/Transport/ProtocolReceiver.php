@@ -37,6 +37,8 @@ final class ProtocolReceiver implements ReceiverInterface
     private $pending;
     /** @var string|null why the pending message failed, from the worker's event */
     private $failure;
+    /** @var string|null its kind: the handler's exception's class */
+    private $failureKind;
 
     /**
      * @param resource $input
@@ -90,7 +92,11 @@ final class ProtocolReceiver implements ReceiverInterface
 
     public function reject(Envelope $envelope): void
     {
-        $this->settle(['ok' => false, 'error' => $this->failure ?? 'rejected by the worker']);
+        $answer = ['ok' => false, 'error' => $this->failure ?? 'rejected by the worker'];
+        if (null !== $this->failureKind) {
+            $answer['kind'] = $this->failureKind;
+        }
+        $this->settle($answer);
     }
 
     /**
@@ -100,6 +106,20 @@ final class ProtocolReceiver implements ReceiverInterface
     public function failedWith(\Throwable $throwable): void
     {
         $this->failure = self::describe($throwable);
+        $this->failureKind = \get_class(self::cause($throwable));
+    }
+
+    /**
+     * The handler's own exception inside Messenger's HandlerFailedException: its
+     * class is the failure's kind, by which tableq groups failures.
+     */
+    public static function cause(\Throwable $throwable): \Throwable
+    {
+        if ($throwable instanceof HandlerFailedException && [] !== $throwable->getNestedExceptions()) {
+            return self::cause($throwable->getNestedExceptions()[0]);
+        }
+
+        return $throwable;
     }
 
     /**
@@ -122,6 +142,7 @@ final class ProtocolReceiver implements ReceiverInterface
     {
         $this->pending = null;
         $this->failure = null;
+        $this->failureKind = null;
         $this->answers->answer($answer);
     }
 
