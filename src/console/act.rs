@@ -132,6 +132,14 @@ async fn keys_of(
         Rows::All => failed::all_failed_keys(&setup.database, &setup.config, failed)
             .await
             .map_err(|e| database(setup, "[failed] select", e)),
+        Rows::Group(_) if !failed.rows_are_the_queues(&setup.config.select.text) => {
+            Err(ActError::Bad(
+                "a failure group names the queue's rows by their keys, but [failed] select reads \
+                 another table, whose rows have keys of their own: retry or discard them by \
+                 those (`tableq failed` lists them), or every row"
+                    .into(),
+            ))
+        }
         Rows::Group(kind) => {
             let kinds = stats.observed.failure_kinds();
             let keys: Vec<Key> = kinds

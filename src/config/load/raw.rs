@@ -129,12 +129,14 @@ pub struct RawQueue<A> {
     /// :status, :output and :retry_after. Without it a failed item returns to the
     /// queue at once: record the failure on the row instead.
     pub on_failure: Option<RawOutcome>,
-    /// Runs when the action said "not now" — a worker's `{"ok": false,
-    /// "release_after": 30}` (a framework job released) — or its handler died under
-    /// the item (the process exited, hung past the timeout): the row is put back to
-    /// wait :release_after seconds, not recorded as failed. It can use
-    /// :release_after, :error and :status. Without it, those are recorded by
-    /// [on_failure].
+    /// Runs instead of [on_failure] when the action said "not now" — a worker's
+    /// `{"ok": false, "release_after": 30}` (a framework job released): counted as
+    /// returned — or when the failure is not the item's own: its handler died, hung
+    /// past the timeout or was cut off under it, or it failed downstream (a
+    /// retry_after answer, an HTTP 5xx or timeout): counted as failed. The row is put
+    /// back to wait :release_after seconds (0 for a death, or the answer's
+    /// retry_after). It can use :release_after, :error and :status. Without it,
+    /// [on_failure] records them all.
     pub on_release: Option<RawOutcome>,
     /// The rows that gave up, and how an operator retries or discards one (`tableq
     /// failed`, `inspect`, `retry`, `discard`).

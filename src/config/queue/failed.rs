@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::config::validate::validator::Validator;
 use crate::config::value::statements::Statements;
 use crate::sql::statement::{first_word, parse_statement, top_level_words, ParsedStatement};
+use crate::sql::tables::from_tables;
 
 /// `[failed]` as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -53,6 +54,17 @@ impl Change {
 }
 
 impl FailedConfig {
+    /// Whether the rows that gave up are the queue's own rows, named by the same key
+    /// (false when `[failed] select` reads another table: a framework's
+    /// `failed_jobs`, whose ids are not the jobs' — a failure's item key then names
+    /// no row of it).
+    pub fn rows_are_the_queues(&self, queue_select: &str) -> bool {
+        let queue = from_tables(queue_select);
+        from_tables(&self.select.text)
+            .iter()
+            .all(|failed| queue.iter().any(|q| q.same_as(failed)))
+    }
+
     /// The statements of `change` (none when the file has no such key).
     pub fn statements(&self, change: Change) -> &[ParsedStatement] {
         match change {
@@ -163,4 +175,27 @@ fn row_key(
         ),
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(select: &str) -> FailedConfig {
+        FailedConfig {
+            select: parse_statement(select).unwrap(),
+            retry: Vec::new(),
+            discard: Vec::new(),
+            key: None,
+        }
+    }
+
+    #[test]
+    fn rows_that_gave_up_in_another_table_are_not_the_queues() {
+        let queue = "SELECT id, payload FROM jobs WHERE queue = 'default' ORDER BY id";
+        let own = failed("SELECT id, error FROM jobs WHERE state = 'failed' ORDER BY id DESC");
+        assert!(own.rows_are_the_queues(queue));
+        let framework = failed("SELECT id, uuid, exception FROM failed_jobs ORDER BY id DESC");
+        assert!(!framework.rows_are_the_queues(queue));
+    }
 }

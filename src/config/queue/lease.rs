@@ -55,6 +55,7 @@ pub struct RawLease {
     /// "utc_datetime" ('YYYY-MM-DD HH:MM:SS', UTC), by tableq's clock. With a time,
     /// renew_sql moves the lease to :new_lease_id (a later time) and the lease is
     /// then held under it.
+    #[schemars(with = "Option<String>", extend("enum" = ["random", "unix_time", "utc_datetime"]))]
     pub token: Option<LeaseToken>,
 }
 

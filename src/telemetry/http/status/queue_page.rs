@@ -34,10 +34,14 @@ pub fn render_queue(
     queue_row(&mut page, q, now, true, "");
     page.push_str("</tbody></table></div>");
     let failed = setup.and_then(|s| s.config.failed.as_ref()).is_some();
+    // A group's buttons act on its keys: only when they name rows of [failed].
+    let by_key = setup.is_some_and(|s| {
+        (s.config.failed.as_ref()).is_some_and(|f| f.rows_are_the_queues(&s.config.select.text))
+    });
     if let Some(csrf) = &viewer.csrf {
         page.push_str(&actions(q, csrf, failed));
     }
-    failure_kinds(&mut page, q, now, viewer.csrf.as_deref().filter(|_| failed));
+    failure_kinds(&mut page, q, now, viewer.csrf.as_deref().filter(|_| by_key));
     by_label(&mut page, q);
     let _ = write!(
         page,
