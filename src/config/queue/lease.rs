@@ -45,6 +45,13 @@ pub struct RawLease {
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "Option<DurationText>")]
     pub renew_every: Option<Duration>,
+    /// How long a lease lasts, when its SQL does not say it in one INTERVAL (a time
+    /// token: the framework's retry_after or redeliver_timeout, which its select
+    /// compares with): renew_every must be shorter, and renewals that keep failing
+    /// until it runs out cancel the action, so another worker may take the row.
+    #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<DurationText>")]
+    pub length: Option<Duration>,
     /// The pool of connections the workers share. Default 4, at most 100.
     #[schemars(range(min = 1, max = 100))]
     pub connections: Option<u32>,
@@ -163,8 +170,12 @@ pub(crate) fn table(v: &mut Validator, lease: &RawLease) -> LeaseConfig {
 
 /// The shorter lease `[lease] sql` and `renew_sql` give, with the key that gives it:
 /// the claim's lease must last to the first renewal, and each renewal's to the
-/// next. `None` when neither says it in one `INTERVAL`.
+/// next; `length` when the file says it. `None` when neither says it in one
+/// `INTERVAL`, and the file gives no `length`.
 fn shortest_lease(lease: &RawLease) -> Option<(&'static str, Duration)> {
+    if let Some(length) = lease.length {
+        return Some(("length", length));
+    }
     let renew = lease.renew_sql.as_ref().map(|list| ("renew_sql", list));
     renew
         .into_iter()

@@ -241,3 +241,36 @@ async fn a_renewal_whose_end_is_not_heard_still_holds_the_lease() {
     db.assert_count("SELECT COUNT(*) FROM job WHERE runs <> 1", 0)
         .await;
 }
+
+/// A time token's lease says its length (`[lease] length`, the framework's
+/// retry_after, which `tableq new` writes): renewals must come well within it, and
+/// a renew_sql that does not move the lease to :new_lease_id is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_time_token_lease_says_its_length_and_moves_on() {
+    let files = QueueFiles::new();
+    let (_db, file) = laravel(&files, 90, &[]).await;
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("length = \"90s\""), "{written}");
+    let checked = |text: String| {
+        let file = files.write("changed.toml", &text);
+        async move {
+            let mut cmd = tableq(&["check", "--offline"]);
+            cmd.arg(file);
+            run_to_end(cmd, Duration::from_secs(30)).await.stdout
+        }
+    };
+    let short = checked(written.replace("length = \"90s\"", "length = \"20s\"")).await;
+    assert!(
+        short.contains("`renew_every` = 30s is not shorter than the lease `length` gives (20s)"),
+        "{short}"
+    );
+    let kept = written.replace(
+        "reserved_at = :new_lease_id WHERE",
+        "reserved_at = :lease_id WHERE",
+    );
+    let stuck = checked(kept).await;
+    assert!(
+        stuck.contains("`renew_sql` must move the lease to :new_lease_id"),
+        "{stuck}"
+    );
+}
