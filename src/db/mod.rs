@@ -17,6 +17,7 @@ pub mod due;
 pub mod error;
 pub mod error_kind;
 pub mod failed;
+pub mod history;
 pub mod item;
 pub mod key_claim;
 pub mod key_lock;
