@@ -84,8 +84,9 @@
 //!   `check::downstream` (the action's own look at what it reaches, with a sample
 //!   row), `check::proof` (the leave-the-query proof: `check::proof::sample`,
 //!   `check::proof::lease`, `check::proof::words`), `check::failed` (the proof
-//!   of `[failed]` retry and discard) and `check::packet` (a batch that would not
-//!   fit in `max_allowed_packet`), all rolled back.
+//!   of `[failed]` retry and discard), `check::packet` (a batch that would not
+//!   fit in `max_allowed_packet`) and `check::history` (whether `run` can keep the
+//!   console's history there), all rolled back.
 //! - `console`: the status page's actions, behind the console token — it acts on
 //!   the queues (it writes to the database), so it is no part of telemetry, which
 //!   only observes; the metrics endpoint serves its routes — `console::auth`

@@ -15,6 +15,7 @@ pub mod due;
 pub mod explain;
 pub mod failed;
 pub mod format;
+pub mod history;
 pub mod index;
 pub mod limits;
 pub mod offline;

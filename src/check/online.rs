@@ -280,6 +280,7 @@ async fn deeper(
     }
     findings.extend(super::failed::prove(conn, queue, prepared).await?);
     findings.extend(super::packet::batch_fits(conn, queue, prepared).await?);
+    findings.extend(super::history::writable(conn, queue).await?);
     conn.query_drop("ROLLBACK").await?;
     Ok(findings)
 }

@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mysql_async::Conn;
 use serde::Serialize;
 
+use super::budget::Place;
 use super::{Database, DbError};
 
 /// A session on a database's history tables.
@@ -29,6 +30,23 @@ impl HistoryConn {
     /// Connects to `database` within `within`.
     pub async fn open(database: &Database, within: Duration) -> Result<HistoryConn, DbError> {
         Ok(HistoryConn(database.connect_within(within).await?))
+    }
+
+    /// Connects to `database` within `within`, in a place of its connection budget
+    /// (waiting for one): what the copy's own writes use, so that they count in
+    /// `--max-connections`. Give it back with [`HistoryConn::give_up`].
+    pub async fn seated(
+        database: &Database,
+        within: Duration,
+    ) -> Result<(HistoryConn, Option<Place>), DbError> {
+        let seat = database.seat().await;
+        let (conn, place) = database.connect_seated(seat, within).await?;
+        Ok((HistoryConn(conn), place))
+    }
+
+    /// Gives a seated session back to the budget (or closes it, without one).
+    pub async fn give_up(self, database: &Database, place: Option<Place>) {
+        database.give_up(self.0, place).await;
     }
 
     /// The driver's session, for `db`'s other readers (`db::failed`).

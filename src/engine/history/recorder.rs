@@ -12,6 +12,7 @@ use tracing::{info, warn};
 
 use super::options::HistoryOptions;
 use crate::db::account;
+use crate::db::budget::Place as Seat;
 use crate::db::failed::{self, Key};
 use crate::db::history::attempts::{self, NewAttempt};
 use crate::db::history::copies::{self, Heartbeat, HEARTBEAT_SECONDS};
@@ -25,15 +26,18 @@ use crate::telemetry::stats::QueueStats;
 
 /// Failed attempts waiting to be written, at most; more are dropped and counted.
 const WAITING_ATTEMPTS: usize = 10_000;
+/// Failed attempts written on one session before it is given back.
+const ATTEMPTS_AT_ONCE: usize = 100;
 /// How long connecting to a database may take.
 const CONNECT_WITHIN: Duration = Duration::from_secs(10);
 /// Minutes a copy keeps in memory, and so can write late after an outage.
 const KEPT_MINUTES: u64 = 14;
 
-/// One database the copy's queues run on, and the history's session there.
+/// One database the copy's queues run on, and the history's session there while
+/// it writes (given back to the connection budget between writes).
 struct Place {
     database: Database,
-    conn: Option<HistoryConn>,
+    conn: Option<(HistoryConn, Option<Seat>)>,
     /// The tables are there (created, or found).
     ready: bool,
     /// A refusal to create them was said.
@@ -87,10 +91,11 @@ impl Writer {
             tokio::select! {
                 biased;
                 _ = stop.cancelled() => break,
-                Some(kept) = self.receiver.recv() => self.attempt(kept).await,
+                Some(kept) = self.receiver.recv() => self.attempts(kept).await,
                 _ = beats.tick() => self.beat().await,
                 _ = minutes.tick() => self.minutes(every < Duration::from_secs(60)).await,
             }
+            self.give_up().await;
         }
         self.receiver.close();
         while let Ok(kept) = self.receiver.try_recv() {
@@ -98,6 +103,28 @@ impl Writer {
         }
         self.minutes(true).await;
         self.leave().await;
+        self.give_up().await;
+    }
+
+    /// `first`, and the attempts that came after it meanwhile (a few at a time, so
+    /// a burst of failures shares a session).
+    async fn attempts(&mut self, first: Kept) {
+        self.attempt(first).await;
+        for _ in 0..ATTEMPTS_AT_ONCE {
+            match self.receiver.try_recv() {
+                Ok(kept) => self.attempt(kept).await,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Every session given back to the connection budget, until the next writes.
+    async fn give_up(&mut self) {
+        for place in self.places.values_mut() {
+            if let Some((conn, seat)) = place.conn.take() {
+                conn.give_up(&place.database, seat).await;
+            }
+        }
     }
 
     /// The running queues, each with its stats and setup.
@@ -249,7 +276,7 @@ impl Writer {
     /// The copy stopped: no longer listed among the copies.
     async fn leave(&mut self) {
         for place in self.places.values_mut() {
-            if let Some(conn) = place.conn.as_mut() {
+            if let Some(conn) = place.ready_conn().await {
                 let _ = copies::leave(conn, &self.copy).await;
             }
         }
@@ -260,9 +287,9 @@ impl Place {
     /// The session, connected and the tables ready; `None` (said once) if not.
     async fn ready_conn(&mut self) -> Option<&mut HistoryConn> {
         if self.conn.is_none() {
-            match HistoryConn::open(&self.database, CONNECT_WITHIN).await {
-                Ok(conn) => {
-                    self.conn = Some(conn);
+            match HistoryConn::seated(&self.database, CONNECT_WITHIN).await {
+                Ok(seated) => {
+                    self.conn = Some(seated);
                     self.failing.remove("connect");
                 }
                 Err(e) => {
@@ -275,14 +302,14 @@ impl Place {
             self.make_ready().await;
         }
         match self.ready {
-            true => self.conn.as_mut(),
+            true => self.conn.as_mut().map(|(conn, _)| conn),
             false => None,
         }
     }
 
     /// Creates the tables, or says once which grant the account lacks.
     async fn make_ready(&mut self) {
-        let Some(conn) = self.conn.as_mut() else {
+        let Some((conn, _)) = self.conn.as_mut() else {
             return;
         };
         match tables::create(conn).await {

@@ -61,3 +61,45 @@ async fn the_binary_log_grant_check_advises_runs_as_printed() {
     assert_eq!(woken.code(), Some(0), "{}", woken.stdout);
     db.exec(&format!("DROP USER {account}")).await;
 }
+
+/// A user who may work the queue but not create the history tables: check warns
+/// that `run` would keep no history, naming the grants; granted as printed, check
+/// says nothing of the history; and with the tables there, it writes a row to each
+/// (rolled back) and stays silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_grants_check_advises_run_as_printed() {
+    let db = TestDb::new().await;
+    db.exec(JOBS).await;
+    let user = format!("h{}", db.name[3..].replace('_', ""));
+    let user = &user[..user.len().min(32)];
+    let account = format!("'{user}'@'{}'", tcp_client_host(&db.url).await);
+    db.exec(&format!(
+        "CREATE USER {account}; GRANT SELECT, UPDATE ON `{}`.job TO {account}",
+        db.name
+    ))
+    .await;
+    let (scheme, server) = db.url.split_once("://").unwrap();
+    let host = server.rsplit_once('@').map_or(server, |(_, host)| host);
+    let host = host.split_once('/').map_or(host, |(host, _)| host);
+    let url = with_database(&format!("{scheme}://{user}@{host}"), &db.name);
+    let (_files, path, _) = jobs_file(GOOD);
+
+    let refused = check(&[], &[&path], Some(&url)).await;
+    let line = refused
+        .stdout
+        .lines()
+        .find(|line| line.contains("history: `run` keeps no history"))
+        .unwrap_or_else(|| panic!("a history warning in\n{}", refused.stdout));
+    assert_has(line, "or run with --history off");
+    let grants = &line[line.find("GRANT ").expect("a GRANT")..];
+    for grant in grants
+        .split(';')
+        .filter(|g| g.trim_start().starts_with("GRANT "))
+    {
+        db.exec(grant.trim()).await;
+    }
+    let granted = check(&[], &[&path], Some(&url)).await;
+    assert!(!granted.stdout.contains("history:"), "{}", granted.stdout);
+    assert_eq!(granted.code(), Some(0), "{}", granted.stdout);
+    db.exec(&format!("DROP USER {account}")).await;
+}

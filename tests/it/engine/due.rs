@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 
-use super::wake::{binlog_server, private_binlog_server, start_following, BinlogServer};
+use super::wake::{
+    binlog_server, private_binlog_server, start_following, start_following_alone, BinlogServer,
+};
 use crate::support::check::check;
 use crate::support::endpoint::start_with_metrics;
 use crate::support::{assert_has, eventually, QueueFile, QueueFiles, TestDb};
@@ -378,7 +380,7 @@ async fn a_queue_whose_next_row_is_an_hour_away_stays_near_idle() {
     remind_in(&db, &[3600]).await;
     let files = QueueFiles::new();
     reminder_queue("later", DUE).write(&files);
-    let (mut daemon, _base) = start_following(&files, &db).await;
+    let (mut daemon, _base) = start_following_alone(&files, &db).await;
     // Past the start's first claims and count.
     let settled = Instant::now() + Duration::from_secs(5);
     eventually("the start is over", Duration::from_secs(30), || async {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use mysql_async::prelude::Queryable;
 
 use crate::support::daemon::{run_to_end, tableq, Daemon, Finished};
-use crate::support::endpoint::{get, start_with_metrics};
+use crate::support::endpoint::{get, start_with_metrics, start_with_metrics_alone};
 use crate::support::scrape::sample;
 use crate::support::{assert_has, eventually, private_db, QueueFile, QueueFiles, TestDb};
 
@@ -285,7 +285,7 @@ async fn a_paused_queue_reads_once_per_poll_and_locks_nothing() {
         .set("stats_interval", "1h")
         .write(&files);
     operate_ok(&db.url, &file, &["pause", "--queue", "quiet"], None).await;
-    let (mut daemon, base) = start_with_metrics(&files, &db.url).await;
+    let (mut daemon, base) = start_with_metrics_alone(&files, &db.url).await;
     daemon
         .wait_for_log("the queue is paused", Duration::from_secs(30))
         .await;

@@ -11,6 +11,19 @@ pub async fn start_with_metrics(files: &QueueFiles, url: &str) -> (Daemon, Strin
     start_with_metrics_logging(files, url, "info").await
 }
 
+/// As [`start_with_metrics`], keeping no history (`--history off`): for a test that
+/// counts the queue's own statements, connections or wake-ups (the history's are
+/// `telemetry::history`'s).
+pub async fn start_with_metrics_alone(files: &QueueFiles, url: &str) -> (Daemon, String) {
+    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0", "--history", "off"]);
+    cmd.arg(files.path())
+        .env("TABLEQ_DATABASE_URL", url)
+        .env("TABLEQ_LOG_FORMAT", "json");
+    let daemon = Daemon::spawn(cmd);
+    let base = format!("http://{}", metrics_address(&daemon).await);
+    (daemon, base)
+}
+
 /// As [`start_with_metrics`], logging at `level` (`debug`: every line a throttled
 /// warning holds back too).
 pub async fn start_with_metrics_logging(

@@ -196,6 +196,24 @@ async fn rows_need_the_token_and_aggregates_are_open() {
     daemon.terminate().await;
 }
 
+/// `--history off`: no table is created, the queue drains, the API has nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_off_writes_nothing() {
+    let db = TestDb::new().await;
+    jobs(&db).await;
+    let files = QueueFiles::new();
+    queue(&files);
+    let (mut daemon, base) = start(&files, &db.url, &[("TABLEQ_HISTORY", "off")]).await;
+    settled(&db).await;
+    assert_eq!(summed(&base, "done").await, 0);
+    let (_, copies) = api(&format!("{base}/api/copies")).await;
+    assert_eq!(copies["copies"], serde_json::json!([]));
+    daemon.terminate().await;
+    let tables = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() \
+                  AND TABLE_NAME LIKE 'tableq\\_%'";
+    db.assert_count(tables, 0).await;
+}
+
 /// Both copies are listed; one killed with -9 is shown gone within three
 /// heartbeats, the other is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -89,7 +89,8 @@ async fn a_flood_of_slow_clients_costs_bounded_memory_and_healthz_keeps_answerin
         .select("SELECT id FROM job ORDER BY id")
         .action_sql("DELETE FROM job WHERE id = :id")
         .write(&files);
-    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
+    // No history: the test bounds the listener's memory alone.
+    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0", "--history", "off"]);
     cmd.arg(files.path())
         .env("TABLEQ_DATABASE_URL", &db.url)
         .env("TABLEQ_LOG_FORMAT", "json");
