@@ -8,9 +8,7 @@ use super::lex::{
     clause, column_ref, find_top, ident, is_any_kw, is_kw, lex, qualified_column_ref, spans,
     split_top, Lex, AFTER_WHERE,
 };
-pub use super::tables::{
-    from_tables, from_tables_aliased, statement_target, tables_read, FromTable, TableRef,
-};
+pub use super::tables::{from_tables, from_tables_aliased, statement_target, FromTable, TableRef};
 
 /// The names of a select's columns, when every item of its list is a plain column
 /// (`id`, `e.id`, `` `id` ``) or has an alias (`expr AS name`); `None` otherwise

@@ -25,3 +25,4 @@ mod packet;
 mod paused_retry;
 mod stop_when_empty;
 mod wake;
+mod wake_reads;
