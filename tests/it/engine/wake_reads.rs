@@ -166,7 +166,7 @@ async fn a_view_whose_tables_cannot_be_told_is_said_and_polled() {
     assert_has(
         &ran.stdout,
         "table view_ready: read by the select (EXISTS subquery), a view whose tables cannot be \
-         told (the user may not read its definition): changes through it do not wake the queue, \
-         which polls every poll_interval (1s) for them",
+         told (its definition cannot be read or parsed): changes through it do not wake the \
+         queue, which polls every poll_interval (1s) for them",
     );
 }
