@@ -26,3 +26,4 @@ mod paused_retry;
 mod stop_when_empty;
 mod wake;
 mod wake_reads;
+mod workflows;
