@@ -73,7 +73,8 @@
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
-//!   `check::tables`, `check::limits` (the limits explained; refused on Galera),
+//!   `check::tables`, `check::reads` (every table a select reads, explained),
+//!   `check::limits` (the limits explained; refused on Galera),
 //!   `check::wake` (where each queue's wake-ups would come from), `check::due`
 //!   (how its rows due by time would be found),
 //!   `check::oldest`, `check::queries`, `check::samples` (sample
@@ -150,6 +151,7 @@
 //!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::cluster` (a multi-primary cluster: whether a server is a node of one, and which queues it refuses), `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
+//!   `db::views` (what a table is, and the base tables behind a view),
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).

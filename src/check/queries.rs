@@ -1,6 +1,7 @@
 //! Every statement `check` runs of its own, named by intent: the session's lock wait
-//! and handler counters, what information_schema says of a table or a view, counts
-//! of waiting rows read without locking, and the XA transaction the proof runs in.
+//! and handler counters, what information_schema says of a table (what it is, and
+//! a view's tables, are [`crate::db::views`]'), counts of waiting rows read without
+//! locking, and the XA transaction the proof runs in.
 //! A question the server refuses (an unknown table, a missing privilege) is
 //! answered `None`; only a lost connection is an error.
 

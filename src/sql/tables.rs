@@ -187,15 +187,6 @@ pub enum Reach {
     Subquery,
 }
 
-impl Reach {
-    /// Whether the claim's `FOR UPDATE` locks the rows it reads of such a table:
-    /// those of the top level's FROM and JOINs. (A subquery's rows are read, not
-    /// locked, under READ COMMITTED.)
-    pub fn locked_by_the_claim(self) -> bool {
-        matches!(self, Reach::From | Reach::Join)
-    }
-}
-
 impl std::fmt::Display for Reach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -493,6 +484,5 @@ mod tests {
                 ("floor", "subquery"),
             ]
         );
-        assert!(read[1].reach.locked_by_the_claim() && !read[3].reach.locked_by_the_claim());
     }
 }
