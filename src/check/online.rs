@@ -177,8 +177,7 @@ async fn explain_reads(
     wake: Option<&super::wake::WakeReport>,
 ) -> Result<Vec<String>, mysql_async::Error> {
     let (conn, prepared) = session.parts();
-    let plan = index::claim_plan(conn, queue, prepared).await?;
-    let reads = super::reads::tables_read(conn, queue, &plan, wake).await;
+    let reads = super::reads::tables_read(conn, queue, prepared, wake).await;
     conn.query_drop("ROLLBACK").await?;
     reads
 }

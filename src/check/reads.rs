@@ -12,15 +12,16 @@ use super::explain::Plan;
 use super::queries;
 use super::wake::WakeReport;
 use crate::config::QueueConfig;
+use crate::db::prepared::PreparedQueue;
 use crate::db::views::{behind, table_kind, TableKind};
 use crate::sql::shape::{columns_qualified_by, tables_read_by, Reach, TableRead, TableRef};
 
 /// A line per table `queue`'s select reads (none for a select of one table), given
-/// the claim's `plan` and where its wake-ups come from.
+/// where its wake-ups come from.
 pub async fn tables_read(
     conn: &mut Conn,
     queue: &QueueConfig,
-    plan: &Plan,
+    prepared: &PreparedQueue,
     wake: Option<&WakeReport>,
 ) -> Result<Vec<String>, mysql_async::Error> {
     let Some(read) = tables_read_by(&queue.select.text) else {
@@ -29,6 +30,7 @@ pub async fn tables_read(
     if read.len() < 2 {
         return Ok(Vec::new());
     }
+    let plan = &super::index::claim_plan(conn, queue, prepared).await?;
     let on_binlog = wake.is_some_and(|w| w.source == "binlog");
     let mut lines = Vec::new();
     for table in &read {
