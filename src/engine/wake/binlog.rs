@@ -36,9 +36,9 @@ pub struct BinlogWake {
     stats: Arc<QueueStats>,
     /// The tables whose changes wake the queue.
     watched: Mutex<Watched>,
-    /// The views of the select whose tables cannot be told: while there are any,
-    /// the queue polls every `poll_interval`.
-    unseen: AtomicBool,
+    /// Why the queue polls although the stream is followed: views of the select
+    /// whose tables cannot be told. While set, it polls every `poll_interval`.
+    unseen: Mutex<Option<String>>,
 }
 
 impl BinlogWake {
@@ -52,7 +52,7 @@ impl BinlogWake {
             poll_interval: config.poll_interval,
             stats: stats.clone(),
             watched: Mutex::new(Watched::of(&config.select.text)),
-            unseen: AtomicBool::new(false),
+            unseen: Mutex::new(None),
         }
     }
 
@@ -94,7 +94,14 @@ impl BinlogWake {
             let every = humantime::format_duration(self.poll_interval);
             warn!(queue = %config.name, views = %names(&seen.unseen),
                 "the binary log names the tables behind a view, never the view, and which tables these views read cannot be told (grant SHOW VIEW on them, or select from their tables): the queue polls every poll_interval ({every}) for changes made through them");
-            self.unseen.store(true, Ordering::Release);
+            let why = format!(
+                "the binary log shows no change through view {}",
+                names(&seen.unseen)
+            );
+            *lock(&self.unseen) = Some(why);
+            if self.following() {
+                self.say_following();
+            }
         }
         let mut watched = lock(&self.watched);
         *watched = watched.seen_through(seen.tables);
@@ -112,9 +119,18 @@ impl BinlogWake {
     pub(super) fn saw_change(&self) {
         if self.own.seen() && self.following() {
             info!("the binary log shows the queue's own commits again: it is woken by them");
-            self.stats.set_wake("binlog", None);
+            self.say_following();
         }
         self.changed.notify_one();
+    }
+
+    /// Says in `stats` that the stream is followed: the queue is woken by it, or
+    /// polls for the views it cannot see through.
+    pub fn say_following(&self) {
+        match lock(&self.unseen).clone() {
+            None => self.stats.set_wake("binlog", None),
+            Some(why) => self.stats.set_wake("poll", Some(why)),
+        }
     }
 
     /// Whether the queue's follower streams the binary log now.
@@ -139,7 +155,7 @@ impl WakeSource for BinlogWake {
     /// While the stream is followed and shows the queue's own commits, it announces
     /// every change (a blind stream is said once, and shown in `stats`).
     fn poll(&self) -> Poll {
-        if !self.following() || self.unseen.load(Ordering::Acquire) {
+        if !self.following() || lock(&self.unseen).is_some() {
             return Poll::Silent;
         }
         match self.own.look() {

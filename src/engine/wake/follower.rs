@@ -308,7 +308,7 @@ fn names(queues: &[Arc<QueueRuntime>]) -> String {
 fn tell(queue: &QueueRuntime, polling: Option<&str>) {
     queue.wake.binlog().set_following(polling.is_none());
     match polling {
-        None => queue.stats.set_wake("binlog", None),
+        None => queue.wake.binlog().say_following(),
         Some(why) => queue.stats.set_wake("poll", Some(why.to_string())),
     }
 }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 
-use super::wake::{binlog_server, grants_for, start_following};
+use super::wake::{binlog_server, grants_for, start_following, status};
 use crate::support::check::check;
 use crate::support::endpoint::start_with_metrics;
-use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
+use crate::support::{assert_has, eventually, QueueFile, QueueFiles, TestDb};
 
 /// Each way a select reads the second table `{w}_ok`: its select, given the prefix.
 const WAYS: &[(&str, &str)] = &[
@@ -150,9 +150,20 @@ async fn a_view_whose_tables_cannot_be_told_is_said_and_polled() {
         .poll_interval("1s")
         .write(&files);
     let unseen = "which tables these views read cannot be told";
-    let (mut daemon, _base) = start_with_metrics(&files, &url).await;
+    let (mut daemon, base) = start_with_metrics(&files, &url).await;
     daemon.wait_for_log(unseen, Duration::from_secs(30)).await;
     assert_has(&daemon.stderr(), r#""views":"view_ready""#);
+    // The status page says it polls, and why.
+    eventually(
+        "the status says why it polls",
+        Duration::from_secs(30),
+        || async {
+            let wake = &status(&base, "reads_view").await["wake"];
+            wake["source"] == "poll"
+                && wake["why"] == "the binary log shows no change through view view_ready"
+        },
+    )
+    .await;
     let took = woken_after(&db, "view", 1).await;
     assert!(took < Duration::from_secs(5), "{took:?}");
     daemon.terminate().await;
