@@ -76,7 +76,8 @@
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
 //!   sessions, one row), `check::index` and `check::explain` (the claim's index),
-//!   `check::tables`, `check::limits` (the limits explained; refused on Galera),
+//!   `check::tables`, `check::reads` (every table a select reads, explained),
+//!   `check::limits` (the limits explained; refused on Galera),
 //!   `check::wake` (where each queue's wake-ups would come from), `check::due`
 //!   (how its rows due by time would be found),
 //!   `check::oldest`, `check::queries`, `check::samples` (sample
@@ -160,6 +161,7 @@
 //!   `db::history` (the console's memory in `tableq_*` tables: `db::history::tables`,
 //!   `db::history::minutes`, `db::history::attempts`, `db::history::copies`,
 //!   `db::history::trim`),
+//!   `db::views` (what a table is, and the base tables behind a view),
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).

@@ -59,6 +59,7 @@ fn json_report(report: &CheckReport) -> serde_json::Value {
         "queues": report.queues,
         "offline": report.offline,
         "servers": report.servers,
+        "reads": report.reads,
         "wakes": report.wakes,
         "due": report.due,
         "errors": errors,

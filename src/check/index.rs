@@ -16,7 +16,9 @@ use crate::db::error::is_statement_error;
 use crate::db::prepared::{claim_sql, unlocked_claim_sql, PreparedQueue};
 use crate::db::Session;
 use crate::diagnostic::{Finding, Severity};
-use crate::sql::shape::{claim_index_columns, from_tables_aliased, FromTable, TableRef};
+use crate::sql::shape::{
+    claim_index_columns, from_tables_aliased, tables_read_by, FromTable, TableRef,
+};
 
 /// `run`'s look at a queue's claim as the queue starts, on its first session (no
 /// connection of its own): [`claim_cost`]'s warning if no index drives the claim.
@@ -35,20 +37,8 @@ pub async fn claim_cost(
     queue: &QueueConfig,
     prepared: &PreparedQueue,
 ) -> Result<Option<Finding>, mysql_async::Error> {
+    let plan = claim_plan(conn, queue, prepared).await?;
     let params = prepared.claim_params(&queue.name);
-    let explain = format!(
-        "EXPLAIN FORMAT=JSON {}",
-        claim_sql(&queue.select, queue.batch)
-    );
-    let plan = match conn
-        .exec_first::<String, _, _>(explain, params.clone())
-        .await
-    {
-        Ok(json) => json.and_then(|json| Plan::from_json(&json)),
-        Err(e) if is_statement_error(&e) => None,
-        Err(e) => return Err(e),
-    }
-    .unwrap_or_default();
     let reads = measure_claim(conn, queue, params).await?;
     let table = main_table(&queue.select.text, &plan);
     let rows = match &table {
@@ -61,7 +51,10 @@ pub async fn claim_cost(
     let name = table
         .as_ref()
         .map(|t| t.table.name.clone())
-        .or_else(|| plan.driving().map(|t| t.name.clone()))
+        .or_else(|| {
+            plan.driving()
+                .map(|t| table_called(&queue.select.text, &t.name))
+        })
         .unwrap_or_else(|| "the queue's table".to_string());
     let used = plan.driving().and_then(|t| t.key.clone());
     let advice = advice(conn, queue, table.as_ref(), used.as_deref()).await?;
@@ -74,6 +67,26 @@ pub async fn claim_cost(
              keeps every row it sorted locked, so one worker holds the whole backlog; {advice}"
         ),
     )))
+}
+
+/// The plan `EXPLAIN FORMAT=JSON` shows for the claim (empty when the server will
+/// not explain it, or shows another shape).
+pub async fn claim_plan(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    prepared: &PreparedQueue,
+) -> Result<Plan, mysql_async::Error> {
+    let params = prepared.claim_params(&queue.name);
+    let explain = format!(
+        "EXPLAIN FORMAT=JSON {}",
+        claim_sql(&queue.select, queue.batch)
+    );
+    let plan = match conn.exec_first::<String, _, _>(explain, params).await {
+        Ok(json) => json.and_then(|json| Plan::from_json(&json)),
+        Err(e) if is_statement_error(&e) => None,
+        Err(e) => return Err(e),
+    };
+    Ok(plan.unwrap_or_default())
 }
 
 /// A note when no index of the claim's one table leads with the columns the claim
@@ -153,6 +166,14 @@ async fn measure_claim(
 
 /// The table the claim reads: the select's only table, or the one the plan drives
 /// with (EXPLAIN names it by its alias) when the select names several.
+/// The table a select calls `called` (EXPLAIN names tables by their aliases), at
+/// any depth; `called` itself when none is.
+fn table_called(select: &str, called: &str) -> String {
+    let read = tables_read_by(select).unwrap_or_default();
+    let table = read.into_iter().find(|r| r.table.is_called(called));
+    table.map_or_else(|| called.to_string(), |r| r.table.table.name)
+}
+
 fn main_table(select: &str, plan: &Plan) -> Option<FromTable> {
     let tables = from_tables_aliased(select);
     if let [only] = &tables[..] {

@@ -25,6 +25,7 @@ pub mod options;
 pub mod packet;
 pub mod proof;
 pub mod queries;
+pub mod reads;
 pub mod samples;
 pub mod self_test;
 pub mod server;
@@ -47,6 +48,9 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     /// The servers the queues were checked on (`MariaDB 10.11.19`); empty offline.
     pub servers: Vec<String>,
+    /// Each table the selects that read more than one read, explained
+    /// ([`reads`]); empty offline.
+    pub reads: Vec<String>,
     /// Where each queue's wake-ups would come from; empty offline.
     pub wakes: Vec<wake::WakeReport>,
     /// How the queues whose selects read the clock find their rows due by time, on
@@ -73,8 +77,8 @@ impl CheckReport {
             .count()
     }
 
-    /// A line for each way the queues wake up and each way their rows due by time
-    /// are found, naming its queues (a reason many queues share is said once), then
+    /// A line for each table a select of several tables reads, for each way the
+    /// queues wake up and each way their rows due by time are found, naming its queues (a reason many queues share is said once), then
     /// the verdict, last: `checked 3 queues on MariaDB 10.11.19: 1 error, 2 warnings`.
     pub fn summary(&self) -> String {
         let errors = self.count(Severity::Error);
@@ -88,8 +92,9 @@ impl CheckReport {
         };
         let wakes = wake::describe(&self.wakes).into_iter();
         let due = due::describe(&self.due).into_iter();
-        let mut lines: Vec<String> = wakes
-            .map(|said| format!("wake-ups: {said}"))
+        let reads = self.reads.iter().map(|said| format!("reads: {said}"));
+        let mut lines: Vec<String> = reads
+            .chain(wakes.map(|said| format!("wake-ups: {said}")))
             .chain(due.map(|said| format!("due by time: {said}")))
             .collect();
         lines.push(format!(
@@ -125,6 +130,7 @@ pub async fn check(
         queues: loaded.files,
         findings: loaded.findings,
         servers: Vec::new(),
+        reads: Vec::new(),
         wakes: Vec::new(),
         due: Vec::new(),
         offline: options.offline,
@@ -160,6 +166,7 @@ pub async fn check(
     }
     report.findings.extend(servers.connection_findings());
     report.servers = servers.described();
+    report.reads = std::mem::take(&mut servers.reads);
     report.wakes = std::mem::take(&mut servers.wakes);
     report.due = std::mem::take(&mut servers.due);
     report

@@ -30,6 +30,8 @@ pub struct Servers {
     workers: BTreeMap<String, (usize, ServerFacts, QueueConfig)>,
     /// Whether each database streams its binary log to its user.
     binlog: crate::db::binlog::Verdicts,
+    /// Each table the selects of several tables read, explained.
+    pub reads: Vec<String>,
     /// Where each queue's wake-ups would come from.
     pub wakes: Vec<super::wake::WakeReport>,
     /// How each queue whose select reads the clock finds its rows due by time, on time.
@@ -152,6 +154,11 @@ pub async fn check_queue(
         Ok(more) => findings.extend(more),
         Err(e) => findings.push(stopped(queue, &e)),
     }
+    let wake = servers.wakes.iter().find(|w| w.queue == queue.name);
+    match explain_reads(queue, &mut session, wake).await {
+        Ok(reads) => servers.reads.extend(reads),
+        Err(e) => findings.push(stopped(queue, &e)),
+    }
     if let Some(Action::External(action)) = action {
         let sample = downstream::sample_row(queue, &mut session).await;
         findings.extend(downstream::probe(queue, action.as_ref(), sample.as_ref()).await);
@@ -160,6 +167,19 @@ pub async fn check_queue(
     // back a session's transaction when the session ends.
     session.close().await;
     findings
+}
+
+/// Each table the queue's select reads, explained ([`super::reads`]), in a
+/// transaction rolled back.
+async fn explain_reads(
+    queue: &QueueConfig,
+    session: &mut Session,
+    wake: Option<&super::wake::WakeReport>,
+) -> Result<Vec<String>, mysql_async::Error> {
+    let (conn, prepared) = session.parts();
+    let reads = super::reads::tables_read(conn, queue, prepared, wake).await;
+    conn.query_drop("ROLLBACK").await?;
+    reads
 }
 
 /// The database could not be used: `why` says so in full.

@@ -1,6 +1,7 @@
 //! Every statement `check` runs of its own, named by intent: the session's lock wait
-//! and handler counters, what information_schema says of a table or a view, counts
-//! of waiting rows read without locking, and the XA transaction the proof runs in.
+//! and handler counters, what information_schema says of a table (what it is, and
+//! a view's tables, are [`crate::db::views`]'), counts of waiting rows read without
+//! locking, and the XA transaction the proof runs in.
 //! A question the server refuses (an unknown table, a missing privilege) is
 //! answered `None`; only a lost connection is an error.
 
@@ -10,6 +11,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Row, Statement, Value};
 
 use crate::db::error::is_statement_error;
+use crate::db::views::refused_is_none;
 use crate::sql::lex::quote_identifier;
 use crate::sql::shape::TableRef;
 use crate::sql::statement::ParsedStatement;
@@ -22,32 +24,6 @@ pub const LOCK_WAIT_SECONDS: u32 = 5;
 pub async fn limit_lock_waits(conn: &mut Conn, seconds: u32) -> Result<(), mysql_async::Error> {
     conn.query_drop(format!("SET SESSION innodb_lock_wait_timeout = {seconds}"))
         .await
-}
-
-/// `Ok(None)` for a question the server refuses; a lost connection stays an error.
-fn refused_is_none<T>(
-    answer: Result<T, mysql_async::Error>,
-) -> Result<Option<T>, mysql_async::Error> {
-    match answer {
-        Ok(answer) => Ok(Some(answer)),
-        Err(e) if is_statement_error(&e) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Two columns of `select_from` (an information_schema table with TABLE_SCHEMA and
-/// TABLE_NAME) for `table`; `None` when there is no such row or the server refuses.
-async fn information_schema_pair(
-    conn: &mut Conn,
-    select_from: &str,
-    table: &TableRef,
-) -> Result<Option<(String, Option<String>)>, mysql_async::Error> {
-    let sql =
-        format!("{select_from} WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?");
-    let params = (table.schema.clone(), table.name.clone());
-    let found: Option<Option<(String, Option<String>)>> =
-        refused_is_none(conn.exec_first(sql, params).await)?;
-    Ok(found.flatten())
 }
 
 /// The DATETIME columns of `table` (none when it is not found, or the server
@@ -85,75 +61,6 @@ pub async fn rows_examined(conn: &mut Conn) -> Result<u64, mysql_async::Error> {
         }
     }
     Ok(read + icp_attempts.saturating_sub(icp_match))
-}
-
-/// What information_schema calls a table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TableKind {
-    /// A base table and its engine.
-    Base(String),
-    View,
-    /// A sequence, a system view, …: nothing check judges.
-    Other,
-}
-
-/// What `table` is; `None` when there is no such table (a CTE's name, an alias).
-pub async fn table_kind(
-    conn: &mut Conn,
-    table: &TableRef,
-) -> Result<Option<TableKind>, mysql_async::Error> {
-    let found = information_schema_pair(
-        conn,
-        "SELECT TABLE_TYPE, ENGINE FROM information_schema.TABLES",
-        table,
-    )
-    .await?;
-    Ok(found.map(|(kind, engine)| match kind.as_str() {
-        "BASE TABLE" => TableKind::Base(engine.unwrap_or_default()),
-        "VIEW" => TableKind::View,
-        _ => TableKind::Other,
-    }))
-}
-
-/// The tables and views `view` reads, from information_schema.VIEW_TABLE_USAGE
-/// (MySQL ≥ 8.0.13); `None` where the server has no such table, or lists nothing.
-pub async fn tables_a_view_uses(
-    conn: &mut Conn,
-    view: &TableRef,
-) -> Result<Option<Vec<TableRef>>, mysql_async::Error> {
-    let rows: Option<Vec<(String, String)>> = refused_is_none(
-        conn.exec(
-            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEW_TABLE_USAGE \
-             WHERE VIEW_SCHEMA = COALESCE(?, DATABASE()) AND VIEW_NAME = ?",
-            (view.schema.clone(), view.name.clone()),
-        )
-        .await,
-    )?;
-    Ok(rows.filter(|rows| !rows.is_empty()).map(|rows| {
-        rows.into_iter()
-            .map(|(schema, name)| TableRef {
-                schema: Some(schema),
-                name,
-            })
-            .collect()
-    }))
-}
-
-/// A view's schema and its definition as the server keeps it (names qualified with
-/// their schema); `None` when it cannot be read (no SHOW VIEW privilege).
-pub async fn view_definition(
-    conn: &mut Conn,
-    view: &TableRef,
-) -> Result<Option<(String, String)>, mysql_async::Error> {
-    let found = information_schema_pair(
-        conn,
-        "SELECT TABLE_SCHEMA, VIEW_DEFINITION FROM information_schema.VIEWS",
-        view,
-    )
-    .await?;
-    Ok(found
-        .and_then(|(schema, definition)| Some((schema, definition?)))
-        .filter(|(_, definition)| !definition.trim().is_empty()))
 }
 
 /// Roughly how many rows `table` holds (the server's estimate).

@@ -7,16 +7,14 @@
 
 use mysql_async::Conn;
 
-use super::queries::{self, TableKind};
+use super::queries;
 use crate::config::statement_path;
 use crate::config::QueueConfig;
 use crate::db::prepared::PreparedQueue;
+use crate::db::views::{behind, table_kind, TableKind};
 use crate::diagnostic::{Finding, Severity};
-use crate::sql::shape::{from_tables, statement_target, tables_read, TableRef};
+use crate::sql::shape::{from_tables, statement_target, TableRef};
 use crate::sql::statement::ParsedStatement;
-
-/// How many views deep check follows a view before it gives up on it.
-const MAX_VIEWS: usize = 32;
 
 /// What the engines of a queue's tables allow.
 #[derive(Debug, Default)]
@@ -41,11 +39,11 @@ pub async fn engines(
         }
         seen.push(table.clone());
         let at: Vec<&str> = path.iter().map(String::as_str).collect();
-        match queries::table_kind(conn, &table).await? {
+        match table_kind(conn, &table).await? {
             Some(TableKind::Base(engine)) if !is_innodb(&engine) => engines
                 .not_innodb
                 .push(not_innodb(queue, &at, &table, None, &engine)),
-            Some(TableKind::View) => match behind_view(conn, &table).await? {
+            Some(TableKind::View) => match behind(conn, &table).await? {
                 Some(bases) => {
                     for (base, engine) in bases.iter().filter(|(_, e)| !is_innodb(e)) {
                         let finding = not_innodb(queue, &at, base, Some(&table), engine);
@@ -108,59 +106,6 @@ fn not_innodb(
             table.name, table.name
         ),
     )
-}
-
-/// The base tables behind `view` and their engines, through the views it reads;
-/// `None` when check cannot tell them all.
-async fn behind_view(
-    conn: &mut Conn,
-    view: &TableRef,
-) -> Result<Option<Vec<(TableRef, String)>>, mysql_async::Error> {
-    let mut pending = vec![view.clone()];
-    let mut bases = Vec::new();
-    let mut followed = 0;
-    while let Some(view) = pending.pop() {
-        followed += 1;
-        if followed > MAX_VIEWS {
-            return Ok(None);
-        }
-        let Some(used) = tables_in_view(conn, &view).await? else {
-            return Ok(None);
-        };
-        for table in used {
-            match queries::table_kind(conn, &table).await? {
-                Some(TableKind::Base(engine)) => bases.push((table, engine)),
-                Some(TableKind::View) => pending.push(table),
-                Some(TableKind::Other) => {}
-                None => return Ok(None),
-            }
-        }
-    }
-    Ok(Some(bases))
-}
-
-/// The tables and views a view reads: as the server lists them where it does
-/// (MySQL), else as its definition names them.
-async fn tables_in_view(
-    conn: &mut Conn,
-    view: &TableRef,
-) -> Result<Option<Vec<TableRef>>, mysql_async::Error> {
-    if let Some(used) = queries::tables_a_view_uses(conn, view).await? {
-        return Ok(Some(used));
-    }
-    let Some((schema, definition)) = queries::view_definition(conn, view).await? else {
-        return Ok(None);
-    };
-    Ok(tables_read(&definition).map(|tables| {
-        tables
-            .into_iter()
-            .map(|t| TableRef {
-                // An unqualified name in a definition is of the view's own schema.
-                schema: t.schema.or_else(|| Some(schema.clone())),
-                name: t.name,
-            })
-            .collect()
-    }))
 }
 
 /// Each table with the key path of the statement that names it.

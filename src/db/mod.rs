@@ -29,6 +29,7 @@ pub mod row_json;
 pub mod session;
 pub mod unanswered;
 pub mod value;
+pub mod views;
 
 pub use budget::Budget;
 pub use clock::DbClock;

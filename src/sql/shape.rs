@@ -9,8 +9,29 @@ use super::lex::{
     split_top, Lex, AFTER_WHERE,
 };
 pub use super::tables::{
-    from_tables, from_tables_aliased, statement_target, tables_read, FromTable, TableRef,
+    from_tables, from_tables_aliased, statement_target, tables_read_by, FromTable, Reach,
+    TableRead, TableRef,
 };
+
+/// The columns `select` names qualified by `called` (`order_id` of `i.order_id`,
+/// for `i`), in order, each once.
+pub fn columns_qualified_by(select: &str, called: &str) -> Vec<String> {
+    let lexes = lex(select);
+    let mut columns: Vec<String> = Vec::new();
+    for window in lexes.windows(3) {
+        let [table, Lex::Punct("."), column] = window else {
+            continue;
+        };
+        let named = ident(table).is_some_and(|t| t.eq_ignore_ascii_case(called));
+        match ident(column) {
+            Some(c) if named && !columns.iter().any(|k| k.eq_ignore_ascii_case(&c)) => {
+                columns.push(c)
+            }
+            _ => {}
+        }
+    }
+    columns
+}
 
 /// The names of a select's columns, when every item of its list is a plain column
 /// (`id`, `e.id`, `` `id` ``) or has an alias (`expr AS name`); `None` otherwise

@@ -171,18 +171,63 @@ pub fn statement_target(sql: &str) -> Option<TableRef> {
     table_name(rest).map(|(table, _)| table)
 }
 
+/// How a select reaches a table it reads: the top level's FROM or a JOIN (a comma
+/// too), or a subquery of some kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    From,
+    Join,
+    Exists,
+    NotExists,
+    In,
+    NotIn,
+    /// A derived table: `FROM (SELECT …) d`.
+    Derived,
+    /// Any other subquery (a scalar one, `= ANY (…)`).
+    Subquery,
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reach::From => "FROM",
+            Reach::Join => "JOIN",
+            Reach::Exists => "EXISTS subquery",
+            Reach::NotExists => "NOT EXISTS subquery",
+            Reach::In => "IN subquery",
+            Reach::NotIn => "NOT IN subquery",
+            Reach::Derived => "derived table",
+            Reach::Subquery => "subquery",
+        })
+    }
+}
+
+/// A table a select reads, what the select calls it, and how it reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRead {
+    pub table: FromTable,
+    pub reach: Reach,
+}
+
 /// Every table a select (a view's definition) reads: after FROM, JOIN or a comma of
 /// a table list, at any depth — subqueries and parenthesized joins included.
 /// `None` when it cannot be sure it has them all: a `WITH`, a table function
 /// (`JSON_TABLE(…)`), `LATERAL`, or no table at all.
 pub fn tables_read(select: &str) -> Option<Vec<TableRef>> {
+    tables_read_by(select).map(|read| read.into_iter().map(|r| r.table.table).collect())
+}
+
+/// Like [`tables_read`], with each table's alias and how the select reaches it.
+pub fn tables_read_by(select: &str) -> Option<Vec<TableRead>> {
     let lexes = lex(select);
     let mut scan = Scan {
         frames: vec![Frame {
             query: true,
             in_from: false,
+            reach: None,
         }],
         expect_table: false,
+        joined: false,
         tables: Vec::new(),
     };
     let mut i = 0;
@@ -200,6 +245,8 @@ struct Frame {
     query: bool,
     /// Between FROM and the end of the table list.
     in_from: bool,
+    /// How the tables read here are reached: `None` at the top level.
+    reach: Option<Reach>,
 }
 
 /// Where [`tables_read`] is in a statement.
@@ -207,7 +254,9 @@ struct Scan {
     frames: Vec<Frame>,
     /// The next name is a table's.
     expect_table: bool,
-    tables: Vec<TableRef>,
+    /// The table list went past its first table (a JOIN or a comma).
+    joined: bool,
+    tables: Vec<TableRead>,
 }
 
 /// Words that end a table list.
@@ -234,7 +283,7 @@ impl Scan {
         let frame = *self.frames.last()?;
         match lex {
             _ if is_any_kw(lex, &["WITH", "LATERAL"]) => return None,
-            Lex::Punct("(") => self.open(lexes.get(i + 1)),
+            Lex::Punct("(") => self.open(lexes, i),
             Lex::Punct(")") => {
                 self.frames.pop();
                 self.frames.last()?;
@@ -244,8 +293,8 @@ impl Scan {
             _ if is_kw(lex, "FROM") => self.table_list(true),
             _ if is_any_kw(lex, LIST_ENDS) => self.table_list(false),
             _ if !frame.in_from => {}
-            _ if is_any_kw(lex, &["JOIN", "STRAIGHT_JOIN"]) => self.expect_table = true,
-            Lex::Punct(",") => self.expect_table = true,
+            _ if is_any_kw(lex, &["JOIN", "STRAIGHT_JOIN"]) => self.join(),
+            Lex::Punct(",") => self.join(),
             _ if is_any_kw(lex, &["ON", "USING"]) => self.expect_table = false,
             _ if self.expect_table => return self.table(lexes, i),
             _ => {}
@@ -253,14 +302,22 @@ impl Scan {
         Some(i + 1)
     }
 
-    /// A parenthesis opens a subquery, a join nested in a table list (`FROM (a JOIN
-    /// b ON …)`), or an expression.
-    fn open(&mut self, next: Option<&Lex>) {
+    /// A parenthesis (at `i`) opens a subquery, a join nested in a table list
+    /// (`FROM (a JOIN b ON …)`), or an expression.
+    fn open(&mut self, lexes: &[Lex], i: usize) {
+        let next = lexes.get(i + 1);
         let subquery = next.is_some_and(|l| is_any_kw(l, &["SELECT", "VALUES"]));
         let nested_join = self.expect_table && !subquery;
+        let outer = self.frames.last().and_then(|f| f.reach);
+        let reach = match subquery {
+            true if self.expect_table => Some(Reach::Derived),
+            true => Some(subquery_reach(&lexes[..i])),
+            false => outer,
+        };
         self.frames.push(Frame {
             query: subquery || nested_join,
             in_from: nested_join,
+            reach,
         });
         self.expect_table = nested_join;
     }
@@ -270,6 +327,12 @@ impl Scan {
             frame.in_from = starts;
         }
         self.expect_table = starts;
+        self.joined = false;
+    }
+
+    fn join(&mut self) {
+        self.expect_table = true;
+        self.joined = true;
     }
 
     /// The table named at `i`; `None` for what is not a plain table name.
@@ -279,10 +342,37 @@ impl Scan {
             return None; // a table function
         }
         if !table.name.eq_ignore_ascii_case("DUAL") {
-            self.tables.push(table);
+            let reach = match self.frames.last().and_then(|f| f.reach) {
+                Some(reach) => reach,
+                None if self.joined => Reach::Join,
+                None => Reach::From,
+            };
+            let alias = alias(&lexes[i + len..]);
+            self.tables.push(TableRead {
+                table: FromTable { table, alias },
+                reach,
+            });
         }
         self.expect_table = false;
         Some(i + len)
+    }
+}
+
+/// How a subquery whose parenthesis follows `before` is reached: `EXISTS (`,
+/// `NOT EXISTS (`, `IN (`, `NOT IN (`, or otherwise.
+fn subquery_reach(before: &[Lex]) -> Reach {
+    let negated = |n: usize| {
+        before
+            .len()
+            .checked_sub(n)
+            .is_some_and(|at| is_kw(&before[at], "NOT"))
+    };
+    match before.last() {
+        Some(l) if is_kw(l, "EXISTS") && negated(2) => Reach::NotExists,
+        Some(l) if is_kw(l, "EXISTS") => Reach::Exists,
+        Some(l) if is_kw(l, "IN") && negated(2) => Reach::NotIn,
+        Some(l) if is_kw(l, "IN") => Reach::In,
+        _ => Reach::Subquery,
     }
 }
 
@@ -362,6 +452,37 @@ mod tests {
         assert_eq!(
             tables_read("select * from json_table('[]', '$[*]' columns (a int path '$')) j"),
             None
+        );
+    }
+
+    #[test]
+    fn says_how_a_select_reaches_each_table() {
+        let read = tables_read_by(
+            "SELECT o.id FROM orders o JOIN customer c ON c.id = o.customer, region \
+             WHERE o.state = 'open' AND NOT EXISTS (SELECT 1 FROM item i WHERE i.order_id = o.id) \
+             AND o.id IN (SELECT order_id FROM paid) AND o.id NOT IN (SELECT order_id FROM hold) \
+             AND EXISTS (SELECT 1 FROM (SELECT order_id FROM note) n JOIN tag USING (x)) \
+             AND o.total > (SELECT MIN(v) FROM floor)",
+        )
+        .unwrap();
+        let said: Vec<(String, String)> = read
+            .iter()
+            .map(|r| (r.table.called().to_string(), r.reach.to_string()))
+            .collect();
+        let said: Vec<(&str, &str)> = said.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        assert_eq!(
+            said,
+            [
+                ("o", "FROM"),
+                ("c", "JOIN"),
+                ("region", "JOIN"),
+                ("i", "NOT EXISTS subquery"),
+                ("paid", "IN subquery"),
+                ("hold", "NOT IN subquery"),
+                ("note", "derived table"),
+                ("tag", "EXISTS subquery"),
+                ("floor", "subquery"),
+            ]
         );
     }
 }

@@ -35,8 +35,10 @@ use super::key_lock::KeyLocks;
 use super::pause::{self, Paused};
 use super::prepared::{prepare_queue, PrepareError, PreparedQueue};
 use super::unanswered::Unanswered;
+use super::views;
 use crate::config::QueueConfig;
 use crate::diagnostic::{Finding, Severity};
+use crate::sql::tables::TableRef;
 pub use setup::{set_up, worker_connection, SessionError, SessionSettings};
 
 const SAVEPOINT: &str = "SAVEPOINT tableq_item";
@@ -379,6 +381,20 @@ impl Session {
         let ended = self.rollback().await;
         let next = next?;
         ended.map(|()| next)
+    }
+
+    /// `tables` as the binary log names them: each view replaced by the base tables
+    /// behind it ([`crate::db::views`]); read in a transaction rolled back.
+    pub async fn seen_through_views(
+        &mut self,
+        tables: &[TableRef],
+    ) -> Result<views::SeenThrough, DbError> {
+        let read = views::seen_through(&mut self.conn, tables);
+        let seen = answer(&self.watch, self.deadline, "the tables behind views", read).await;
+        self.touch();
+        let ended = self.rollback().await;
+        let seen = seen?;
+        ended.map(|()| seen)
     }
 
     async fn simple(&mut self, sql: &'static str, what: &'static str) -> Result<(), DbError> {

@@ -294,6 +294,9 @@ pub async fn start_queue(
     let lag = queue.config.monitoring.waiting_since.is_some();
     queue.stats.observed.set_measures_lag(lag);
     read_clock(&queue, &mut session).await;
+    // Before any worker claims: the binary log names a view's tables, not the view.
+    let binlog = queue.wake.binlog();
+    binlog.see_through_views(&queue.config, &mut session).await;
     // Before any worker claims: a paused queue starts paused.
     if let Some(ticket) = queue.pausing.due() {
         let read = session.read_pause(&queue.config.name, false).await;

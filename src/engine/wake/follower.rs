@@ -17,7 +17,7 @@ use crate::db::binlog::{self, BinlogReader, Commit, OpenFailure, StreamLost};
 use crate::db::Database;
 use crate::engine::policy::retry::{Failure, Next, Retry};
 use crate::engine::queue::QueueRuntime;
-use crate::engine::wake::tables::{pause_changed, Watched};
+use crate::engine::wake::tables::pause_changed;
 use crate::lock::lock;
 
 /// The server sends a heartbeat after this long without events; three missed ones
@@ -114,7 +114,6 @@ struct Polling {
 
 struct Subscriber {
     queue: Weak<QueueRuntime>,
-    watched: Watched,
 }
 
 impl Follower {
@@ -138,7 +137,6 @@ impl Follower {
         tell(queue, state.polling.as_deref());
         state.subscribers.push(Subscriber {
             queue: Arc::downgrade(queue),
-            watched: Watched::of(&queue.config.select.text),
         });
     }
 
@@ -242,7 +240,7 @@ impl Follower {
             let Some(queue) = subscriber.queue.upgrade() else {
                 continue;
             };
-            if subscriber.watched.woken_by(commit, queue.database.name()) {
+            if queue.wake.binlog().woken_by(commit, queue.database.name()) {
                 if pause_changed(commit, queue.database.name()) {
                     queue.pausing.read_now();
                 }
@@ -310,7 +308,7 @@ fn names(queues: &[Arc<QueueRuntime>]) -> String {
 fn tell(queue: &QueueRuntime, polling: Option<&str>) {
     queue.wake.binlog().set_following(polling.is_none());
     match polling {
-        None => queue.stats.set_wake("binlog", None),
+        None => queue.wake.binlog().say_following(),
         Some(why) => queue.stats.set_wake("poll", Some(why.to_string())),
     }
 }

@@ -1,7 +1,9 @@
-//! Which tables wake a queue: every table its select reads, at any depth, plus
-//! `tableq_paused` (so a resume is seen at once), and statements logged as text in
-//! their schemas. A select whose tables cannot all be told (a `WITH`, a table
-//! function) wakes on any change in its database.
+//! Which tables wake a queue: every table its select reads, at any depth (joins,
+//! `EXISTS` and `IN` subqueries, derived tables), a view's base tables in its place
+//! once they are read at start ([`Watched::seen_through`]), plus `tableq_paused` (so
+//! a resume is seen at once), and statements logged as text in their schemas. A
+//! select whose tables cannot all be told (a `WITH`, a table function) wakes on any
+//! change in its database.
 
 use crate::db::binlog::{ChangedTable, Commit};
 use crate::sql::tables::{tables_read, TableRef};
@@ -26,6 +28,23 @@ impl Watched {
                 Watched::Tables(tables)
             }
             None => Watched::Anything,
+        }
+    }
+
+    /// The tables watched, if they are told.
+    pub fn tables(&self) -> Option<&[TableRef]> {
+        match self {
+            Watched::Tables(tables) => Some(tables),
+            Watched::Anything => None,
+        }
+    }
+
+    /// These tables with the views among them replaced (`tables`, as the binary log
+    /// names them: see [`crate::db::views::seen_through`]).
+    pub fn seen_through(&self, tables: Vec<TableRef>) -> Watched {
+        match self {
+            Watched::Tables(_) => Watched::Tables(tables),
+            Watched::Anything => Watched::Anything,
         }
     }
 

@@ -10,5 +10,6 @@ mod lease_time_zone;
 mod limits;
 mod offline;
 mod proof;
+mod reads;
 mod self_test;
 mod server;

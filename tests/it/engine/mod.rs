@@ -25,3 +25,5 @@ mod packet;
 mod paused_retry;
 mod stop_when_empty;
 mod wake;
+mod wake_reads;
+mod workflows;

@@ -74,7 +74,7 @@ pub(super) async fn private_binlog_server() -> BinlogServer {
 }
 
 /// The grants that let `user` read the binary log, as tableq names them.
-async fn grants_for(db: &TestDb, user: &str) -> String {
+pub(super) async fn grants_for(db: &TestDb, user: &str) -> String {
     let version: String = db.scalar("SELECT VERSION()").await;
     let grants = match version.to_ascii_lowercase().contains("mariadb") {
         true => "REPLICATION SLAVE, BINLOG MONITOR",

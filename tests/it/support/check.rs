@@ -46,11 +46,12 @@ pub async fn check(args: &[&str], paths: &[&Path], url: Option<&str>) -> Finishe
 }
 
 /// The findings and the verdict (`checked …`, last) of check's text report: its
-/// lines less the summary's `wake-ups:` and `due by time:` lines.
+/// lines less the summary's `reads:`, `wake-ups:` and `due by time:` lines.
 pub fn report_lines(stdout: &str) -> Vec<&str> {
+    let summary = ["reads: ", "wake-ups: ", "due by time: "];
     stdout
         .lines()
-        .filter(|line| !line.starts_with("wake-ups: ") && !line.starts_with("due by time: "))
+        .filter(|line| !summary.iter().any(|s| line.starts_with(s)))
         .collect()
 }
 
