@@ -165,3 +165,17 @@ impl Outcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_next_run_keeps_whole_seconds_until_2106() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_806_220_800_250);
+        let next = NextRun::at(at).expect("in range");
+        assert_eq!(next.time(), UNIX_EPOCH + Duration::from_secs(1_806_220_800));
+        assert_eq!(NextRun::at(UNIX_EPOCH), None);
+        assert_eq!(NextRun::at(UNIX_EPOCH + Duration::from_secs(1 << 32)), None);
+    }
+}
