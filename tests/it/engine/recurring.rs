@@ -34,6 +34,13 @@ CREATE TABLE runs (
 /// The queue over `reports`: due by the database's UTC clock, run by logging the
 /// due time, re-armed by `:next_run`; a failure recorded on the row.
 fn reports_queue() -> QueueFile {
+    reports_without_action().action_sql(
+        "INSERT INTO runs (id, due, ran_at) VALUES (:id, :next_run_at, UTC_TIMESTAMP(6))",
+    )
+}
+
+/// The queue over `reports` with no `[action]` yet.
+fn reports_without_action() -> QueueFile {
     QueueFile::new("reports")
         .poll_interval("200ms")
         .select(
@@ -46,9 +53,6 @@ fn reports_queue() -> QueueFile {
                 ("cron_column", "cron".into()),
                 ("timezone_column", "tz".into()),
             ]),
-        )
-        .action_sql(
-            "INSERT INTO runs (id, due, ran_at) VALUES (:id, :next_run_at, UTC_TIMESTAMP(6))",
         )
         .on_success("UPDATE reports SET next_run_at = :next_run WHERE id = :id")
         .on_failure("UPDATE reports SET failed = TRUE, error = LEFT(:error, 500) WHERE id = :id")
@@ -178,6 +182,63 @@ async fn lateness_ms(db: &TestDb) -> Vec<f64> {
     late.sort_by(f64::total_cmp);
     assert!(!late.is_empty(), "no row ran a second time");
     late
+}
+
+/// In lease mode too (the claim pushes `next_run_at` out as the lease; the action, a
+/// command, logs the due time to a file; the outcome writes `:next_run` under the
+/// lease's guard): rows due every 1 or 2 seconds run once per due time, and are not
+/// called a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_re_arm_in_lease_mode_too() {
+    let db = TestDb::new().await;
+    db.exec(REPORTS).await;
+    db.exec(
+        "ALTER TABLE reports ADD COLUMN lease_id VARCHAR(32) NULL;
+         INSERT INTO reports (id, cron, next_run_at) VALUES
+         (1, '* * * * * *', UTC_TIMESTAMP(6)), (2, '*/2 * * * * *', UTC_TIMESTAMP(6))",
+    )
+    .await;
+    let files = QueueFiles::new();
+    let log = files.path().join("runs.txt");
+    let append = format!("echo \"$1 $2\" >> '{}'", log.display());
+    let guarded = "WHERE id = :id AND lease_id = :lease_id";
+    let file = reports_without_action()
+        .set("mode", "lease")
+        .lease_set(
+            "sql",
+            "UPDATE reports SET lease_id = :lease_id, \
+             next_run_at = UTC_TIMESTAMP(6) + INTERVAL 30 SECOND WHERE id = :id",
+        )
+        .action_command(&["sh", "-c", &append, "sh", "{id}", "{next_run_at}"])
+        .on_success(format!(
+            "UPDATE reports SET next_run_at = :next_run, lease_id = NULL {guarded}"
+        ))
+        .on_failure(format!(
+            "UPDATE reports SET failed = TRUE, error = LEFT(:error, 500) {guarded}"
+        ))
+        .write(&files);
+    let mut daemon = copy(&file, &db.url);
+    let runs = || std::fs::read_to_string(&log).unwrap_or_default();
+    eventually("row 2 ran four times", Duration::from_secs(60), || async {
+        runs().lines().filter(|line| line.starts_with("2 ")).count() >= 4
+    })
+    .await;
+    daemon.terminate().await;
+    let runs = runs();
+    let mut lines: Vec<&str> = runs.lines().collect();
+    let all = lines.len();
+    lines.sort();
+    lines.dedup();
+    assert_eq!(lines.len(), all, "a due time of a row ran twice:\n{runs}");
+    assert!(
+        lines.iter().filter(|l| l.starts_with("1 ")).count() >= 6,
+        "{runs}"
+    );
+    let said = daemon.stderr();
+    assert!(
+        !said.contains("completed again"),
+        "a re-armed row called a loop:\n{said}"
+    );
 }
 
 /// A row whose cron expression or time zone cannot be read fails with why, its
