@@ -69,9 +69,12 @@ pub async fn bad_expressions(
 }
 
 /// The `:next_run` the proof binds for `item`: its next due time after now, as
-/// `run` binds it; `None` without `[recurring]`, or for a row whose schedule cannot
-/// be read.
+/// `run` binds it — or, for a row whose schedule cannot be read (which
+/// [`bad_expressions`] names), a minute from now, so that the proof goes on; `None`
+/// without `[recurring]`.
 pub fn sample_next_run(queue: &QueueConfig, item: &Item) -> Option<SystemTime> {
-    let schedule = item.schedule(queue.recurring.as_ref()?).ok()?;
-    schedule.next_run(SystemTime::now()).ok()
+    let now = SystemTime::now();
+    let own = item.schedule(queue.recurring.as_ref()?).ok();
+    let own = own.and_then(|schedule| schedule.next_run(now).ok());
+    Some(own.unwrap_or(now + std::time::Duration::from_secs(60)))
 }
