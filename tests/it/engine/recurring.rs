@@ -117,7 +117,7 @@ async fn rows_re_arm_on_their_cadence_once_per_due_time_across_two_copies() {
     // After each row's first run (due when inserted), every due time is on the
     // row's cadence: a whole second, a multiple of its period.
     let off_cadence = "SELECT COUNT(*) FROM runs JOIN reports USING (id) \
-                       WHERE runs.due > (SELECT MIN(due) FROM runs AS first WHERE first.id = runs.id) \
+                       WHERE runs.due > (SELECT MIN(due) FROM runs AS earliest WHERE earliest.id = runs.id) \
                        AND (MICROSECOND(runs.due) <> 0 OR MOD(SECOND(runs.due), reports.period) <> 0)";
     db.assert_count_because(off_cadence, 0, "a row re-armed off its cadence")
         .await;
@@ -175,7 +175,7 @@ async fn lateness_ms(db: &TestDb) -> Vec<f64> {
     let late: Vec<i64> = db
         .rows(
             "SELECT TIMESTAMPDIFF(MICROSECOND, due, ran_at) FROM runs \
-             WHERE due > (SELECT MIN(due) FROM runs AS first WHERE first.id = runs.id)",
+             WHERE due > (SELECT MIN(due) FROM runs AS earliest WHERE earliest.id = runs.id)",
         )
         .await;
     let mut late: Vec<f64> = late.into_iter().map(|us| us as f64 / 1000.0).collect();
