@@ -51,6 +51,7 @@
 //!     `engine::policy::sharing` (kept shared), `engine::policy::pausing` (whether
 //!     `tableq pause` holds the queue, read by one worker for all),
 //!     `engine::policy::loops` (rows that come straight back),
+//!     `engine::policy::recurring` (`[recurring]`: a row's cron read, `:next_run`),
 //!     `engine::policy::retry` (the one retry helper, over `backoff`).
 //!   - `engine::history` (the copy's history in the database, kept by one task,
 //!     `engine::history::recorder`: minutes, failed attempts, heartbeats, the trim;
@@ -80,7 +81,8 @@
 //!   `check::limits` (the limits explained; refused on Galera),
 //!   `check::wake` (where each queue's wake-ups would come from), `check::due`
 //!   (how its rows due by time would be found),
-//!   `check::oldest`, `check::queries`, `check::samples` (sample
+//!   `check::oldest`, `check::recurring` (a sample of rows' cron expressions),
+//!   `check::queries`, `check::samples` (sample
 //!   outcomes), `check::format` (the report as text, JSON or GitHub annotations),
 //!   `check::downstream` (the action's own look at what it reaches, with a sample
 //!   row), `check::proof` (the leave-the-query proof: `check::proof::sample`,
@@ -176,14 +178,16 @@
 //!     `config::value::duration` and `config::value::statements` (a duration key,
 //!     SQL keys: as written, and checked), `config::value::template` (`{column}`),
 //!     `config::value::interpolate` (`${ENV}`, `${file:…}`),
-//!     `config::value::secret_file`;
+//!     `config::value::secret_file`, `config::value::cron` (a cron expression's
+//!     next time, in a time zone);
 //!   - `config::queue` (`QueueConfig`: one queue, validated, and the defaults) and
 //!     its tables — `config::queue::site` (where a queue's findings point, and what
 //!     a kind's checks read of it), `config::queue::wake` (`wake` and the polls it
 //!     implies), `config::queue::mode` (`mode` and `scope` as one value),
 //!     `config::queue::scope`, `config::queue::lease`, `config::queue::limits`
 //!     (`limits`, `[concurrency]`), `config::queue::circuit`,
-//!     `config::queue::failed`, `config::queue::monitoring`;
+//!     `config::queue::failed`, `config::queue::monitoring`,
+//!     `config::queue::recurring` (`[recurring]`);
 //!   - `config::validate` (a whole file) and the rules across its tables —
 //!     `config::validate::validator` (what every check reports to),
 //!     `config::validate::names` (one rule for unknown names),

@@ -1,7 +1,9 @@
 //! What an action came to: success, or a failure with its reason and whose fault it
 //! looks like. A failure is a value, not an error.
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::capture;
 use crate::db::{OutcomeParams, Refusal};
@@ -17,6 +19,9 @@ pub struct Outcome {
     /// The handler released the item, to be tried again after this many seconds
     /// (`[on_release]`'s `:release_after`): not done, and not a failure.
     pub release_after: Option<u32>,
+    /// `[recurring]`: the row's next due time after its action (`:next_run`); set
+    /// where the action runs, `engine::turn::execute`.
+    pub next_run: Option<NextRun>,
     /// The handler did not finish the item: it died, hung or wrote what is not an
     /// answer (a PHP fatal error, a kill). What it did is not known; with
     /// `[on_release]` the row is put back rather than recorded as failed.
@@ -36,6 +41,26 @@ pub struct Outcome {
     /// batch went as one (an HTTP request, a command). Behind a pointer, so that an
     /// outcome stays small to move about.
     pub each: Option<Arc<Vec<Outcome>>>,
+}
+
+/// A row's next due time: a cron expression's time, in whole seconds since the
+/// epoch (so that an outcome stays small to move about; until 2106).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextRun(NonZeroU32);
+
+impl NextRun {
+    /// `at`, to the second before; `None` before 1970-01-01 00:00:01 or past 2106.
+    pub fn at(at: SystemTime) -> Option<NextRun> {
+        let seconds = at.duration_since(UNIX_EPOCH).ok()?.as_secs();
+        u32::try_from(seconds)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .map(NextRun)
+    }
+
+    pub fn time(self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(u64::from(self.0.get()))
+    }
 }
 
 /// A failure's kind, as its handler names it.
@@ -141,7 +166,22 @@ impl Outcome {
                 let cut = self.interrupted || self.blame == Blame::Downstream;
                 cut.then_some(self.retry_after.unwrap_or(0))
             }),
+            next_run: self.next_run.map(NextRun::time),
             lease: Default::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_next_run_keeps_whole_seconds_until_2106() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_806_220_800_250);
+        let next = NextRun::at(at).expect("in range");
+        assert_eq!(next.time(), UNIX_EPOCH + Duration::from_secs(1_806_220_800));
+        assert_eq!(NextRun::at(UNIX_EPOCH), None);
+        assert_eq!(NextRun::at(UNIX_EPOCH + Duration::from_secs(1 << 32)), None);
     }
 }

@@ -5,7 +5,8 @@
 //! server ([`server`]), each statement prepared exactly as `run` does at start, the
 //! tables' engine ([`tables`]), the two-session SKIP LOCKED self-test
 //! ([`self_test`]), whether the claim is driven by an index ([`index`], with
-//! [`explain`]), and the leave-the-query proof ([`proof`], with [`samples`]) — all
+//! [`explain`]), `[recurring]`'s cron expressions on a sample of rows
+//! ([`recurring`]), and the leave-the-query proof ([`proof`], with [`samples`]) — all
 //! in transactions that are rolled back; then, for an action that reaches a broker,
 //! the action's own look at it with a sample row ([`downstream`]). Every statement
 //! check runs of its own is in [`queries`].
@@ -26,6 +27,7 @@ pub mod packet;
 pub mod proof;
 pub mod queries;
 pub mod reads;
+pub mod recurring;
 pub mod samples;
 pub mod self_test;
 pub mod server;

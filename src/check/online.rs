@@ -280,6 +280,7 @@ async fn deeper(
         None => findings.extend(index::missing_index(conn, queue).await?),
     }
     findings.extend(oldest::oldest_read(conn, queue, prepared).await?);
+    findings.extend(super::recurring::bad_expressions(conn, queue, prepared).await?);
     if let Some(not_proven) = proof_not_run(queue, &engines, &self_test) {
         findings.push(not_proven);
         return Ok(findings);

@@ -7,6 +7,7 @@ use mysql_async::{Params, Value};
 use super::item::{Item, OutcomeParams};
 use super::row_json::batch_json;
 use crate::config::validate::names::BuiltIn;
+use crate::config::value::cron::utc_datetime;
 
 /// Where a statement's `?` gets its value from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
             }
             ParamSource::BuiltIn(BuiltIn::ReleaseAfter) => {
                 outcome.release_after.map_or(Value::NULL, Value::from)
+            }
+            ParamSource::BuiltIn(BuiltIn::NextRun) => {
+                text(outcome.next_run.map(utc_datetime).as_deref())
             }
             ParamSource::BuiltIn(BuiltIn::LeaseId) => text(outcome.lease.lease_id),
             ParamSource::BuiltIn(BuiltIn::NewLeaseId) => {

@@ -69,6 +69,15 @@ impl DbClock {
     }
 }
 
+impl DbClock {
+    /// `now` here, on the database's clock (its unix time), as last read: a little
+    /// late rather than early, by the time the reading's question took to arrive.
+    pub fn unix_now(&self, now: SystemTime) -> SystemTime {
+        let micros = unix_micros(now).saturating_add(self.unix_offset_micros);
+        UNIX_EPOCH + Duration::from_micros(micros.max(0) as u64)
+    }
+}
+
 /// This process's clock in µs since the epoch.
 fn unix_micros(at: SystemTime) -> i64 {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();

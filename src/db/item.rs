@@ -1,11 +1,13 @@
 //! One claimed row — the item — and the outcome its statements are bound with.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use mysql_async::consts::ColumnType;
 use mysql_async::Value;
 
 use super::value::{value_bytes, value_text};
+use crate::config::queue::recurring::{RecurringConfig, RowSchedule, RowScheduleError};
 use crate::config::validate::names::find_column;
 use crate::trace_context::{self, Parent};
 
@@ -59,6 +61,17 @@ impl Item {
         (*value != Value::NULL).then(|| value_text(value))
     }
 
+    /// The row's schedule under `[recurring]`: its cron column's expression, in its
+    /// time zone column's zone (UTC when NULL or empty, or without the column).
+    pub fn schedule(&self, recurring: &RecurringConfig) -> Result<RowSchedule, RowScheduleError> {
+        let cron = self.text_of(&recurring.cron_column);
+        let zone = recurring
+            .timezone_column
+            .as_deref()
+            .and_then(|column| self.text_of(column));
+        recurring.schedule(cron.as_deref(), zone.as_deref())
+    }
+
     /// The text a `{name}` placeholder becomes: the queue's name for `{queue}`, else
     /// the column's value.
     pub fn placeholder_bytes(&self, name: &str, queue: &str) -> Vec<u8> {
@@ -96,7 +109,7 @@ impl Item {
 }
 
 /// What an item's action came to, as outcome SQL sees it: `:error`, `:status`,
-/// `:output`, `:retry_after`.
+/// `:output`, `:retry_after` (and `:next_run`, with `[recurring]`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OutcomeParams<'a> {
     pub error: Option<&'a str>,
@@ -105,6 +118,9 @@ pub struct OutcomeParams<'a> {
     pub retry_after: Option<u64>,
     /// `:release_after`: how long a released row waits.
     pub release_after: Option<u64>,
+    /// `:next_run`, with `[recurring]`: the row's next due time after now (bound
+    /// as UTC `DATETIME(6)` text).
+    pub next_run: Option<SystemTime>,
     /// Lease mode: `:lease_id`, `:worker` and `:progress`.
     pub lease: LeaseParams<'a>,
 }
@@ -128,6 +144,7 @@ impl OutcomeParams<'_> {
         output: None,
         retry_after: None,
         release_after: None,
+        next_run: None,
         lease: LeaseParams {
             lease_id: None,
             new_lease_id: None,

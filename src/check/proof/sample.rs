@@ -8,6 +8,7 @@ use mysql_async::Params;
 
 use super::Proof;
 use crate::action::Outcome;
+use crate::check::recurring::sample_next_run;
 use crate::config::Scope;
 use crate::db::bind::{bind, bind_batch};
 use crate::db::item::{Item, OutcomeParams};
@@ -49,7 +50,9 @@ impl Proof<'_> {
         let name = &self.queue.name;
         match (self.queue.scope(), sample) {
             (Scope::Item, [item, ..]) => {
-                let params = outcome.map_or(OutcomeParams::NONE, Outcome::params);
+                let mut params = outcome.map_or(OutcomeParams::NONE, Outcome::params);
+                // `[recurring]`: the row's own next due time, as `run` binds it.
+                params.next_run = outcome.and_then(|_| sample_next_run(self.queue, item));
                 bind(&bound.sources, item, name, &params)
             }
             _ => {

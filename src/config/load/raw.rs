@@ -49,8 +49,8 @@ pub struct RawQueue<A> {
     #[schemars(with = "Option<DurationText>")]
     pub database_timeout: Option<Duration>,
     /// A row completed again within this long did not leave the select: its
-    /// [on_success] forgot to change it (a loop). "0s" for rows re-armed on purpose.
-    /// Default "60s".
+    /// [on_success] forgot to change it (a loop). "0s" for rows re-armed on purpose
+    /// (a row [recurring] re-arms with :next_run is never a loop). Default "60s".
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "Option<DurationText>")]
     pub loop_window: Option<Duration>,
@@ -141,6 +141,11 @@ pub struct RawQueue<A> {
     /// The rows that gave up, and how an operator retries or discards one (`tableq
     /// failed`, `inspect`, `retry`, `discard`).
     pub failed: Option<crate::config::queue::failed::RawFailed>,
+    /// Rows that re-arm themselves: the select's column holding each row's cron
+    /// expression (and time zone). Outcome SQL then has :next_run, the row's next due
+    /// time after now (`SET next_run_at = :next_run`); such a row coming back is not
+    /// a loop.
+    pub recurring: Option<crate::config::queue::recurring::RawRecurring>,
 }
 
 /// `[on_success]`, `[on_failure]` or `[on_release]`.
@@ -148,6 +153,7 @@ pub struct RawQueue<A> {
 #[serde(deny_unknown_fields)]
 pub struct RawOutcome {
     /// One statement, or an array of them run in order, with the row's columns as
-    /// :column, :queue, and the outcome's :error, :status, :output, :retry_after.
+    /// :column, :queue, and the outcome's :error, :status, :output, :retry_after
+    /// (and :next_run with [recurring]).
     pub sql: Statements,
 }

@@ -7,6 +7,7 @@ pub mod lease;
 pub mod limits;
 pub mod mode;
 pub mod monitoring;
+pub mod recurring;
 pub mod scope;
 pub mod site;
 pub mod wake;
@@ -22,6 +23,7 @@ use crate::config::queue::lease::LeaseConfig;
 use crate::config::queue::limits::{Across, Concurrency};
 use crate::config::queue::mode::Mode;
 use crate::config::queue::monitoring::Monitoring;
+use crate::config::queue::recurring::RecurringConfig;
 use crate::config::queue::scope::Scope;
 use crate::config::queue::site::Site;
 use crate::config::queue::wake::{Wake, WakeSource};
@@ -118,6 +120,8 @@ pub struct QueueConfig {
     pub on_release: Option<Vec<ParsedStatement>>,
     /// `[failed]`: the rows that gave up, and their retry and discard.
     pub failed: Option<FailedConfig>,
+    /// `[recurring]`: rows that re-arm themselves, `:next_run` from their cron.
+    pub recurring: Option<RecurringConfig>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
     pub monitoring: Monitoring,
     /// The file's text, kept to point findings at lines.
@@ -206,6 +210,13 @@ impl QueueConfig {
             Mode::Lease(lease) => Some(lease),
             Mode::Transaction { .. } => None,
         }
+    }
+
+    /// Whether `[on_success]` re-arms its rows on purpose: the queue has
+    /// `[recurring]` and binds `:next_run` there (such a row coming back is no loop).
+    pub fn rearms(&self) -> bool {
+        let binds = |s: &ParsedStatement| s.params.iter().any(|p| p == "next_run");
+        self.recurring.is_some() && self.on_success.iter().any(binds)
     }
 
     /// Whether the queue runs in lease mode.

@@ -1,8 +1,8 @@
 //! What `scope = "batch"` refuses of a queue as a whole: a statement that names
 //! one item's column (there is no one item: it joins `:batch` by key instead, and
 //! the refusal shows that form, built from the queue's own key), and a kind's
-//! `{column}` placeholder when one action serves the whole batch, and
-//! `[on_release]`.
+//! `{column}` placeholder when one action serves the whole batch, `[on_release]`,
+//! and `[recurring]`.
 
 use crate::config::queue::scope::{is_batch_param, Scope, BATCH_PARAMS};
 use crate::config::validate::names::key_name;
@@ -27,6 +27,14 @@ pub fn batch_scope_refusals(queue: &QueueConfig) -> Vec<Finding> {
             "`[on_release]` does not apply in scope = \"batch\": a batch is recorded as one, \
              and a release or a handler's death there is recorded by [on_failure]; remove \
              [on_release], or use scope = \"item\"",
+        ));
+    }
+    if queue.recurring.is_some() {
+        found.push(queue.finding(
+            Severity::Error,
+            &["recurring"],
+            "`[recurring]` does not apply in scope = \"batch\": `:next_run` is one row's, and a \
+             batch's statements run once for all its rows; use scope = \"item\" (the default)",
         ));
     }
     let mut statements = |path: &[&str], list: &[ParsedStatement]| {

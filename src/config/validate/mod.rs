@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::config::action::{ActionConfig, Kinds};
 use crate::config::load::raw::{RawOutcome, RawQueue};
+use crate::config::queue::recurring::validate as recurring_table;
 use crate::config::validate::validator::Validator;
 use crate::config::{
     interpolate_secret, QueueConfig, SecretFile, DEFAULT_DATABASE_TIMEOUT, DEFAULT_ERROR_BACKOFF,
@@ -50,6 +51,7 @@ pub(crate) fn validate<A: Kinds>(
         .failed
         .as_ref()
         .and_then(|f| crate::config::queue::failed::validate(&mut v, f, raw.key.as_deref()));
+    let recurring = raw.recurring.as_ref().map(|r| recurring_table(&mut v, r));
 
     let mut findings = v.take_findings();
     let Some(select) = select else {
@@ -82,6 +84,7 @@ pub(crate) fn validate<A: Kinds>(
         on_failure,
         on_release,
         failed,
+        recurring,
         monitoring: flow.monitoring,
         source,
     };

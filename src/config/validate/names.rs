@@ -23,6 +23,9 @@ pub enum BuiltIn {
     RetryAfter,
     /// `:release_after`, the seconds a released row waits (`[on_release]`).
     ReleaseAfter,
+    /// `:next_run`, with `[recurring]`: the row's next due time after now, from its
+    /// cron expression (UTC `DATETIME(6)` text).
+    NextRun,
     /// `:lease_id`, the claim's own token (lease mode).
     LeaseId,
     /// `:new_lease_id`, the token a renewal gives the lease (lease mode).
@@ -45,6 +48,8 @@ pub struct ParamScope {
     pub lease: bool,
     /// The queue's `scope`: in batch scope only `:batch` and `:queue` exist.
     pub scope: Scope,
+    /// The queue has `[recurring]`: outcome statements have `:next_run`.
+    pub recurring: bool,
 }
 
 impl BuiltIn {
@@ -72,6 +77,7 @@ impl BuiltIn {
             "output" if outcome => Some(BuiltIn::Output),
             "retry_after" if outcome => Some(BuiltIn::RetryAfter),
             "release_after" if outcome => Some(BuiltIn::ReleaseAfter),
+            "next_run" if outcome && scope.recurring => Some(BuiltIn::NextRun),
             _ => None,
         }
     }
@@ -100,6 +106,13 @@ pub fn find_column(columns: &[String], name: &str) -> Option<usize> {
 
 /// `` `on_success.sql` uses `:x`, which is not a column the select returns (id) … ``
 fn unknown_param(key: &str, name: &str, columns: &[String], scope: ParamScope) -> String {
+    if name == "next_run" && scope.outcome {
+        return format!(
+            "`{key}` uses `:next_run`, which exists only with `[recurring]`: add \
+             `[recurring] cron_column = \"…\"` naming the select's column that holds each \
+             row's cron expression (or return a column named next_run)"
+        );
+    }
     let mut specials = if scope.outcome {
         OUTCOME_PARAMS
     } else {
@@ -172,6 +185,7 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
             outcome,
             lease,
             scope: Scope::Item,
+            recurring: queue.recurring.is_some(),
         };
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {
@@ -212,15 +226,21 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
             found.push((vec!["key".to_string()], unknown_key(key, columns)));
         }
     }
+    let recurring = queue.recurring.as_ref();
     let named = [
-        ("waiting_since", &queue.monitoring.waiting_since),
-        ("label", &queue.monitoring.label),
+        ("waiting_since", queue.monitoring.waiting_since.as_ref()),
+        ("label", queue.monitoring.label.as_ref()),
+        ("recurring.cron_column", recurring.map(|r| &r.cron_column)),
+        (
+            "recurring.timezone_column",
+            recurring.and_then(|r| r.timezone_column.as_ref()),
+        ),
     ];
     for (key, name) in named {
         let Some(name) = name else { continue };
         if !name.trim().is_empty() && find_column(columns, name).is_none() {
             let message = unknown_named_column(key, name, columns);
-            found.push((vec![key.to_string()], message));
+            found.push((key.split('.').map(str::to_string).collect(), message));
         }
     }
     found
@@ -263,6 +283,7 @@ mod tests {
             outcome: false,
             lease: false,
             scope: Scope::Item,
+            recurring: false,
         };
         let after = ParamScope {
             outcome: true,
@@ -273,6 +294,20 @@ mod tests {
         assert_eq!(BuiltIn::named("queue", before), Some(BuiltIn::Queue));
         assert_eq!(BuiltIn::named("batch", after), None);
         assert_eq!(BuiltIn::named("lease_id", after), None);
+        assert_eq!(BuiltIn::named("next_run", after), None);
+        let recurring = ParamScope {
+            recurring: true,
+            ..after
+        };
+        assert_eq!(
+            BuiltIn::named("next_run", recurring),
+            Some(BuiltIn::NextRun)
+        );
+        let recurring_before = ParamScope {
+            recurring: true,
+            ..before
+        };
+        assert_eq!(BuiltIn::named("next_run", recurring_before), None);
         let leased = ParamScope {
             lease: true,
             ..before
@@ -286,6 +321,7 @@ mod tests {
             outcome: false,
             lease: false,
             scope: Scope::Batch,
+            recurring: false,
         };
         let after = ParamScope {
             outcome: true,

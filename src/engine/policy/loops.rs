@@ -1,7 +1,9 @@
 //! Noticing a queue that loops: a row whose action succeeded and committed comes
 //! straight back because `[on_success]` left it in the select. tableq remembers the
 //! keys it completed within `loop_window` (bounded memory) and says so when one
-//! comes back; after `loop_limit` repeats the queue stops claiming.
+//! comes back; after `loop_limit` repeats the queue stops claiming. A row that
+//! `[on_success]` re-armed with `:next_run` (`[recurring]`) is not handed here: it
+//! is meant to come back (`engine::turn::settle`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

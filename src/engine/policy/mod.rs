@@ -7,7 +7,8 @@
 //! - [`circuit`]: the circuit breaker; [`gate`]: no claims while the database
 //!   refuses writes; [`pausing`]: whether `tableq pause` holds the queue.
 //! - [`retry`]: the one retry helper, with backoff; [`loops`]: rows that come
-//!   straight back.
+//!   straight back; [`recurring`]: `[recurring]`'s rows, read before their action
+//!   and given `:next_run` after it.
 
 pub mod circuit;
 pub mod concurrency;
@@ -16,5 +17,6 @@ pub mod gate;
 pub mod limits;
 pub mod loops;
 pub mod pausing;
+pub mod recurring;
 pub mod retry;
 pub mod sharing;

@@ -1,5 +1,6 @@
 //! The one place an action runs: an item's, or a batch's, for every kind and every
-//! mode, under the queue's policy — `max_in_flight` and `rate_limit` admit it, the
+//! mode, under the queue's policy — `[recurring]` reads the row's cron first (and
+//! gives the outcome `:next_run`), `max_in_flight` and `rate_limit` admit it, the
 //! circuit breaker's ticket lets it through (or not, while the circuit is open), the
 //! deadline is set from the action's timeout and enforced, and its time is observed.
 //! A setting that bounds or paces actions changes here and nowhere else.
@@ -108,6 +109,11 @@ impl QueueRuntime {
         F: FnOnce(Job<'j>, CancellationToken) -> R,
         R: Future<Output = Result<Outcome, E>>,
     {
+        // `[recurring]`: a row whose cron cannot be read fails, its action not run.
+        let rearm = match self.rearm(work.items) {
+            Ok(rearm) => rearm,
+            Err(failure) => return Ok(Some(failure)),
+        };
         let _admitted = self.limits.admit().await;
         let Some(ticket) = self.circuit.admit() else {
             return Ok(None);
@@ -141,6 +147,7 @@ impl QueueRuntime {
             outcome.trace.get_or_insert_default().ran = Some((began, SystemTime::now()));
         }
         self.stats.observed.record_action(started.elapsed());
+        self.rearmed(rearm.as_ref(), &mut outcome);
         Ok(ticket.finished(&outcome).then_some(outcome))
     }
 }

@@ -30,7 +30,8 @@ pub struct BatchReport {
     /// Put back by `[on_release]` as their handler asked: normal processing, no
     /// reason to slow down.
     pub released: usize,
-    /// The keys of the items done, to notice one that comes straight back.
+    /// The keys of the items done, to notice one that comes straight back (not those
+    /// `[recurring]` re-armed).
     pub completed: Vec<String>,
     /// When the claim answered (the first claim's, for a merged report).
     pub claimed_at: Option<SystemTime>,
@@ -156,12 +157,13 @@ impl BatchReport {
         self.attempts.extend(other.attempts);
     }
 
-    /// Counts an item's fate (`key`: the item's, for a loop's detection).
-    pub fn count(&mut self, fate: &Fate, key: impl FnOnce() -> String) {
+    /// Counts an item's fate (`key`: the item's, for a loop's detection; `None` for a
+    /// row re-armed on purpose).
+    pub fn count(&mut self, fate: &Fate, key: impl FnOnce() -> Option<String>) {
         match fate {
             Fate::Done => {
                 self.done += 1;
-                self.completed.push(key());
+                self.completed.extend(key());
             }
             Fate::Failed => self.failed += 1,
             Fate::Returned(Returned::WritesRefused) => {
@@ -188,8 +190,8 @@ mod tests {
     #[test]
     fn only_failures_not_recorded_or_not_the_items_slow_the_worker() {
         let mut recorded = BatchReport::claimed(2);
-        recorded.count(&Fate::Failed, String::new);
-        recorded.count(&Fate::Failed, String::new);
+        recorded.count(&Fate::Failed, || None);
+        recorded.count(&Fate::Failed, || None);
         assert!(
             !recorded.slows_down(),
             "recorded failures are normal processing"
@@ -198,7 +200,7 @@ mod tests {
         downstream.not_the_items = 2;
         assert!(downstream.slows_down(), "the whole batch failed downstream");
         let mut returned = BatchReport::claimed(3);
-        returned.count(&Fate::Returned(Returned::NoOnFailure), String::new);
+        returned.count(&Fate::Returned(Returned::NoOnFailure), || None);
         assert!(returned.slows_down(), "an item came straight back");
     }
 }

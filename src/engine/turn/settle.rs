@@ -34,7 +34,9 @@ impl QueueRuntime {
         self.say(report, item, &fate, outcome);
         self.count_by_label(item, &fate);
         note_span(report, item, &fate, outcome);
-        report.count(&fate, || item.key_text());
+        // A row `[on_success]` re-armed with `:next_run` is meant to come back.
+        let rearmed = self.config.rearms() && outcome.is_some_and(|o| o.next_run.is_some());
+        report.count(&fate, || (!rearmed).then(|| item.key_text()));
     }
 
     /// The item counted under its `label` column's value, if the queue has one.

@@ -1,6 +1,7 @@
 //! Claiming, running and settling rows: each mode (transaction, lease) and scope
 //! (item, batch), the limits and the connection budget, waking on the binary log,
-//! a queue that loops, and what a failing action or outcome statement leaves.
+//! a queue that loops, rows that re-arm themselves ([recurring]), and what a failing
+//! action or outcome statement leaves.
 
 mod batch_scope;
 mod batch_scope_outside;
@@ -23,6 +24,7 @@ mod modes;
 mod outcome_sql;
 mod packet;
 mod paused_retry;
+mod recurring;
 mod stop_when_empty;
 mod wake;
 mod wake_reads;
