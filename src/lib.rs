@@ -69,6 +69,8 @@
 //!     queue); the binary log's `engine::wake::follower` (one per database),
 //!     `engine::wake::tables` (which tables wake a queue) and `engine::wake::blind`
 //!     (a stream that shows none of the queue's own commits).
+//!   - `engine::alerts`, `[alerts]` told once per breach across every copy:
+//!     `engine::alerts::decide`, `engine::alerts::message`, `engine::alerts::webhook`.
 //! - `check`: `tableq check` — `check::options`, `check::offline` (the files
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
@@ -150,6 +152,7 @@
 //!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::cluster` (a multi-primary cluster: whether a server is a node of one, and which queues it refuses), `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
+//!   `db::history::alerts` (`[alerts]`' state, which decides which copy tells),
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
@@ -164,14 +167,16 @@
 //!     `config::value::duration` and `config::value::statements` (a duration key,
 //!     SQL keys: as written, and checked), `config::value::template` (`{column}`),
 //!     `config::value::interpolate` (`${ENV}`, `${file:…}`),
-//!     `config::value::secret_file`;
+//!     `config::value::secret_file`, `config::value::address` (whether an address
+//!     is public);
 //!   - `config::queue` (`QueueConfig`: one queue, validated, and the defaults) and
 //!     its tables — `config::queue::site` (where a queue's findings point, and what
 //!     a kind's checks read of it), `config::queue::wake` (`wake` and the polls it
 //!     implies), `config::queue::mode` (`mode` and `scope` as one value),
 //!     `config::queue::scope`, `config::queue::lease`, `config::queue::limits`
 //!     (`limits`, `[concurrency]`), `config::queue::circuit`,
-//!     `config::queue::failed`, `config::queue::monitoring`;
+//!     `config::queue::failed`, `config::queue::monitoring`,
+//!     `config::queue::alerts`;
 //!   - `config::validate` (a whole file) and the rules across its tables —
 //!     `config::validate::validator` (what every check reports to),
 //!     `config::validate::names` (one rule for unknown names),

@@ -141,6 +141,9 @@ pub struct RawQueue<A> {
     /// The rows that gave up, and how an operator retries or discards one (`tableq
     /// failed`, `inspect`, `retry`, `discard`).
     pub failed: Option<crate::config::queue::failed::RawFailed>,
+    /// A webhook told once per breach across every copy, and when it clears: the
+    /// oldest row waits too long, too many items fail, rows give up.
+    pub alerts: Option<crate::config::queue::alerts::RawAlerts>,
 }
 
 /// `[on_success]`, `[on_failure]` or `[on_release]`.

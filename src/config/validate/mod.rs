@@ -50,6 +50,7 @@ pub(crate) fn validate<A: Kinds>(
         .failed
         .as_ref()
         .and_then(|f| crate::config::queue::failed::validate(&mut v, f, raw.key.as_deref()));
+    let alerts = alerts(&mut v, &raw);
 
     let mut findings = v.take_findings();
     let Some(select) = select else {
@@ -82,6 +83,7 @@ pub(crate) fn validate<A: Kinds>(
         on_failure,
         on_release,
         failed,
+        alerts,
         monitoring: flow.monitoring,
         source,
     };
@@ -98,6 +100,18 @@ pub(crate) fn validate<A: Kinds>(
         return Err(findings);
     }
     Ok(queue)
+}
+
+/// `[alerts]`, validated, with what its conditions need of the rest of the file.
+fn alerts<A>(
+    v: &mut Validator,
+    raw: &RawQueue<A>,
+) -> Option<crate::config::queue::alerts::AlertsConfig> {
+    let needs = crate::config::queue::alerts::Needs {
+        waiting_since: raw.waiting_since.is_some(),
+        failed: raw.failed.is_some(),
+    };
+    crate::config::queue::alerts::validate(v, raw.alerts.as_ref()?, needs)
 }
 
 /// `[on_success]` (none: no statement), `[on_failure]` and `[on_release]`, validated.
@@ -208,6 +222,9 @@ fn secret_variables<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<String> 
         .map(crate::config::variables)
         .unwrap_or_default();
     names.extend(action.common().secret_variables.iter().cloned());
+    if let Some(alerts) = &raw.alerts {
+        names.extend(crate::config::queue::alerts::secret_variables(alerts));
+    }
     names
 }
 
@@ -225,6 +242,9 @@ fn secret_files<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<SecretFile> 
         })
         .collect();
     found.extend(action.common().secret_files.iter().cloned());
+    if let Some(alerts) = &raw.alerts {
+        found.extend(crate::config::queue::alerts::secret_files(alerts));
+    }
     found
 }
 
