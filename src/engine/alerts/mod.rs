@@ -74,8 +74,14 @@ pub async fn watch(queue: Arc<QueueRuntime>) {
         host: hostname(),
         failing: Throttle::default(),
     };
+    let abort = watcher.queue.abort.clone();
     loop {
-        watcher.round().await;
+        // A round under way when the queue stops is finished (a send is not cut
+        // off), unless the shutdown timeout runs out first.
+        tokio::select! {
+            _ = abort.cancelled() => break,
+            () = watcher.round() => {}
+        }
         if !sleep_unless_stopped(&watcher.queue.stop, jitter(EVERY)).await {
             break;
         }

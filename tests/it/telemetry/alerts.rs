@@ -3,6 +3,7 @@
 //! loopback — and a section written wrong is refused with what would be right.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::support::check::{assert_report, check_offline};
@@ -121,6 +122,78 @@ async fn three_copies_tell_a_breach_once_and_its_end_once() {
         )
         .await;
     assert_eq!(sent, 1, "the row says both messages went out");
+    for one in &mut copies {
+        one.terminate().await;
+    }
+}
+
+/// The history table as `run` creates it (`db::history::tables`), with two copies'
+/// failures in the last complete minute: 3 each.
+async fn six_failures_last_minute(db: &TestDb) {
+    db.exec(
+        "CREATE TABLE IF NOT EXISTS tableq_history (queue VARCHAR(191) NOT NULL, \
+         minute_at DATETIME NOT NULL, copy VARCHAR(191) NOT NULL, \
+         done INT UNSIGNED NOT NULL DEFAULT 0, failed INT UNSIGNED NOT NULL DEFAULT 0, \
+         gave_up INT UNSIGNED NOT NULL DEFAULT 0, returned INT UNSIGNED NOT NULL DEFAULT 0, \
+         held_back INT UNSIGNED NOT NULL DEFAULT 0, action_sketch MEDIUMTEXT NULL, \
+         backlog INT UNSIGNED NULL, lag_s DOUBLE NULL, PRIMARY KEY (queue, minute_at, copy))",
+    )
+    .await;
+    db.exec(
+        "INSERT INTO tableq_history (queue, minute_at, copy, failed) SELECT 'giving', \
+         DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL 1 MINUTE, '%Y-%m-%d %H:%i:00'), \
+         CONCAT('host-', seq, ':1:1'), 3 FROM seq_1_to_2",
+    )
+    .await;
+}
+
+/// Two copies of a queue whose rows gave up and whose copies failed 6 items last
+/// minute, and a receiver that fails the first message: each alert is delivered
+/// once — the failed one again by a copy, after its wait — and no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_failed_is_sent_again_and_each_alert_delivered_once() {
+    let db = TestDb::new().await;
+    let first = std::sync::atomic::AtomicBool::new(true);
+    let receiver = WebServer::start(move |_| match first.swap(false, Ordering::SeqCst) {
+        true => Reply::status(500),
+        false => Reply::status(200),
+    })
+    .await;
+    db.exec("CREATE TABLE job (id INT PRIMARY KEY, state VARCHAR(16) NOT NULL)")
+        .await;
+    db.exec("INSERT INTO job VALUES (1, 'failed'), (2, 'failed')")
+        .await;
+    six_failures_last_minute(&db).await;
+    let files = QueueFiles::new();
+    let contents = format!(
+        "name = \"giving\"\nselect = \"SELECT id FROM job WHERE state = 'waiting' ORDER BY id\"\n\
+         [action]\ntype = \"sql\"\nsql = \"DO :id\"\n[failed]\n\
+         select = \"SELECT id FROM job WHERE state = 'failed' ORDER BY id DESC\"\n\
+         [alerts]\nwebhook = \"{}\"\nfailed_per_minute = 4\ngave_up = true\n\
+         allow_private_networks = true\n",
+        receiver.url("/alerts")
+    );
+    let file = files.write("giving.toml", &contents);
+    let mut copies: Vec<Daemon> = (0..2).map(|_| copy(&file, &db)).collect();
+    let requests = messages(&receiver, 3).await;
+    every_copy_looks_twice_more(&copies).await;
+    assert_eq!(receiver.requests().len(), 3, "{:?}", receiver.requests());
+    let delivered: Vec<serde_json::Value> = requests[1..].iter().map(Recorded::json).collect();
+    let of = |alert: &str| delivered.iter().find(|m| m["alert"] == alert).cloned();
+    let failures = of("failed_per_minute").expect("failed_per_minute delivered");
+    assert_eq!(
+        (failures["value"].as_f64(), failures["limit"].as_f64()),
+        (Some(6.0), Some(4.0))
+    );
+    let gave_up = of("gave_up").expect("gave_up delivered");
+    assert_eq!(
+        (gave_up["state"].as_str(), gave_up["value"].as_f64()),
+        (Some("firing"), Some(2.0))
+    );
+    let retried: u64 = db
+        .scalar("SELECT COUNT(*) FROM tableq_alerts WHERE sent = 1 AND send_attempts = 1")
+        .await;
+    assert_eq!(retried, 1, "one alert was sent on its second try");
     for one in &mut copies {
         one.terminate().await;
     }
