@@ -28,10 +28,11 @@ use crate::config::{QueueConfig, QueueSource};
 use crate::count::{count_waiting, printable_count_statement};
 use crate::db::{OpenError, Session};
 use crate::diagnostic::Findings;
+use crate::engine::history::HistoryOptions;
 use crate::engine::queue::launch::FirstLook;
 use crate::engine::queue::reload::{listen_for_hangups, run_with_reload};
 use crate::engine::queue::supervisor::{resolve_databases, RunOptions};
-use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
+use cli::{CheckArgs, Cli, Command, CountArgs, OnOff, RunArgs};
 use database_url::{default_url, DefaultUrl};
 pub use failure::Failure;
 use load::{env_lookup, load};
@@ -121,6 +122,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         budget: std::sync::Arc::new(crate::db::Budget::new(args.max_connections as usize)),
         lifecycle: std::sync::Arc::new(notify::Systemd::from_env()),
         first_look: Some(FirstLook::new(warn_if_unindexed)),
+        history: history_options(&args)?,
         ..RunOptions::default()
     };
     let monitor = options.monitor.clone();
@@ -135,10 +137,11 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         tracing::warn!(%finding, "console token file warning");
     }
     let console_token = console_token.and_then(|t| t.url);
+    let read_token = read_token(&args)?;
     let metrics_stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
-        let token = console_token.as_deref();
-        let acting = crate::console::acting(options.monitor.clone(), token);
+        let tokens = (console_token.as_deref(), read_token.as_deref());
+        let acting = crate::console::acting(options.monitor.clone(), tokens);
         crate::telemetry::http::start(addr, options.monitor.clone(), acting, metrics_stop.clone())
             .await
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
@@ -158,6 +161,41 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         )));
     }
     Ok(())
+}
+
+/// The console's read token, if one is given.
+fn read_token(args: &RunArgs) -> Result<Option<String>, Failure> {
+    let file = args.console_read_token_file.clone();
+    let found = database_url::console_read_token(file, &env_lookup)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    if let Some(finding) = found.as_ref().and_then(|t| t.warning.as_ref()) {
+        tracing::warn!(%finding, "console read token file warning");
+    }
+    Ok(found.and_then(|t| t.url))
+}
+
+/// How the history is kept, unless `--history off`. `TABLEQ_HISTORY_EVERY` (for
+/// tests) writes it more often than once a minute.
+fn history_options(args: &RunArgs) -> Result<Option<HistoryOptions>, Failure> {
+    if args.history == OnOff::Off {
+        return Ok(None);
+    }
+    let every = match env_lookup("TABLEQ_HISTORY_EVERY") {
+        Some(text) => humantime::parse_duration(&text)
+            .ok()
+            .filter(|every| !every.is_zero())
+            .ok_or_else(|| {
+                Failure::Usage(format!(
+                    "TABLEQ_HISTORY_EVERY={text}: not a duration (e.g. 2s)"
+                ))
+            })?,
+        None => HistoryOptions::default().every,
+    };
+    Ok(Some(HistoryOptions {
+        retention: args.history_retention.into(),
+        every,
+        console: args.metrics_addr.map(|addr| format!("http://{addr}")),
+    }))
 }
 
 /// Says as each queue starts, on its first session, whether no index drives its

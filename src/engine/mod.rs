@@ -13,6 +13,7 @@
 //! - [`alerts`]: `[alerts]`, told once per breach across every copy.
 
 pub mod alerts;
+pub mod history;
 pub mod modes;
 pub mod policy;
 pub mod queue;
