@@ -308,17 +308,3 @@ async fn lock_rows(
 fn micros(duration: Duration) -> u64 {
     duration.as_micros().min(u128::from(u64::MAX)) as u64
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_reference_shows_the_table_as_run_creates_it() {
-        let page = include_str!("../../../docs/src/reference/alerts.md");
-        assert!(
-            page.contains(&format!("{ALERTS};")),
-            "docs/src/reference/alerts.md"
-        );
-    }
-}
