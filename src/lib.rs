@@ -73,6 +73,8 @@
 //!     queue); the binary log's `engine::wake::follower` (one per database),
 //!     `engine::wake::tables` (which tables wake a queue) and `engine::wake::blind`
 //!     (a stream that shows none of the queue's own commits).
+//!   - `engine::alerts`, `[alerts]` told once per breach across every copy:
+//!     `engine::alerts::decide`, `engine::alerts::message`, `engine::alerts::webhook`.
 //! - `check`: `tableq check` — `check::options`, `check::offline` (the files
 //!   alone), `check::online`
 //!   (each queue on its database), `check::server`, `check::self_test` (two
@@ -162,7 +164,8 @@
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
 //!   `db::history` (the console's memory in `tableq_*` tables: `db::history::tables`,
 //!   `db::history::minutes`, `db::history::attempts`, `db::history::copies`,
-//!   `db::history::trim`),
+//!   `db::history::trim`, `db::history::alerts` — `[alerts]`' state, which decides
+//!   which copy tells),
 //!   `db::views` (what a table is, and the base tables behind a view),
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
@@ -179,7 +182,8 @@
 //!     SQL keys: as written, and checked), `config::value::template` (`{column}`),
 //!     `config::value::interpolate` (`${ENV}`, `${file:…}`),
 //!     `config::value::secret_file`, `config::value::cron` (a cron expression's
-//!     next time, in a time zone);
+//!     next time, in a time zone), `config::value::address` (whether an address
+//!     is public);
 //!   - `config::queue` (`QueueConfig`: one queue, validated, and the defaults) and
 //!     its tables — `config::queue::site` (where a queue's findings point, and what
 //!     a kind's checks read of it), `config::queue::wake` (`wake` and the polls it
@@ -187,7 +191,7 @@
 //!     `config::queue::scope`, `config::queue::lease`, `config::queue::limits`
 //!     (`limits`, `[concurrency]`), `config::queue::circuit`,
 //!     `config::queue::failed`, `config::queue::monitoring`,
-//!     `config::queue::recurring` (`[recurring]`);
+//!     `config::queue::recurring` (`[recurring]`), `config::queue::alerts`;
 //!   - `config::validate` (a whole file) and the rules across its tables —
 //!     `config::validate::validator` (what every check reports to),
 //!     `config::validate::names` (one rule for unknown names),

@@ -10,7 +10,9 @@
 //!   `[concurrency]`, the circuit, the write gate, the pause, retry and backoff.
 //! - [`queue`]: a queue's life: launched, supervised, reloaded, stopped.
 //! - [`wake`]: when an idle queue looks again.
+//! - [`alerts`]: `[alerts]`, told once per breach across every copy.
 
+pub mod alerts;
 pub mod history;
 pub mod modes;
 pub mod policy;

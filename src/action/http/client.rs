@@ -3,6 +3,7 @@
 
 use std::error::Error as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::{redirect, Client, Method, Url};
 
@@ -22,8 +23,6 @@ pub(super) struct Built {
 
 /// Builds the client for `config`.
 pub(super) fn build(config: &HttpAction) -> Result<Built, ActionError> {
-    // reqwest is built without a default crypto provider: ring, as for MySQL.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let guarded = config.host_from_row && !config.allow_private_networks;
     // The host written in the file is trusted; every other host this client may
     // reach (one from the row, or a redirect's) must be public, unless allowed.
@@ -32,8 +31,48 @@ pub(super) fn build(config: &HttpAction) -> Result<Built, ActionError> {
     } else {
         literal_host(config)
     };
-    let check_redirects = config.follow_redirects && !config.allow_private_networks;
-    let redirects = if !config.follow_redirects {
+    let client = client(&Rules {
+        trusted,
+        guarded,
+        follow_redirects: config.follow_redirects,
+        allow_private_networks: config.allow_private_networks,
+        https_only: config.https_only,
+        timeout: config.common.timeout,
+        ca_pem: config.ca_pem.as_deref(),
+    })?;
+    let method = Method::from_bytes(config.method.as_bytes())
+        .map_err(|e| ActionError(format!("`action.method`: {e}")))?;
+    Ok(Built {
+        client,
+        method,
+        guarded,
+    })
+}
+
+/// The http kind's rules for a client: a queue's deliveries follow them, and so
+/// does any other sender of tableq's (`[alerts]`' webhook).
+pub struct Rules<'a> {
+    /// The host written in the file, resolved as it is; `None`: no host is trusted.
+    pub trusted: Option<String>,
+    /// Every host but the trusted one must resolve to public addresses.
+    pub guarded: bool,
+    pub follow_redirects: bool,
+    pub allow_private_networks: bool,
+    pub https_only: bool,
+    /// The request's timeout: the connect is given at most this too.
+    pub timeout: Duration,
+    /// PEM certificates to trust besides the system's.
+    pub ca_pem: Option<&'a [u8]>,
+}
+
+/// A client built by `rules`: the redirect policy, the private-address guard (after
+/// DNS, on every connection), no proxy, the certificates.
+pub fn client(rules: &Rules<'_>) -> Result<Client, ActionError> {
+    // reqwest is built without a default crypto provider: ring, as for MySQL.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let trusted = rules.trusted.clone();
+    let check_redirects = rules.follow_redirects && !rules.allow_private_networks;
+    let redirects = if !rules.follow_redirects {
         redirect::Policy::none()
     } else if check_redirects {
         let trusted = trusted.clone();
@@ -56,28 +95,21 @@ pub(super) fn build(config: &HttpAction) -> Result<Built, ActionError> {
     let mut builder = Client::builder()
         .user_agent(concat!("tableq/", env!("CARGO_PKG_VERSION")))
         .redirect(redirects)
-        .https_only(config.https_only)
+        .https_only(rules.https_only)
         // A proxy would resolve names itself, past the private-address check.
         .no_proxy()
-        .connect_timeout(CONNECT_TIMEOUT.min(config.common.timeout));
-    if guarded || check_redirects {
+        .connect_timeout(CONNECT_TIMEOUT.min(rules.timeout));
+    if rules.guarded || check_redirects {
         builder = builder.dns_resolver(Arc::new(PublicOnly { trusted }));
     }
-    if let Some(pem) = &config.ca_pem {
+    if let Some(pem) = rules.ca_pem {
         let certificates = reqwest::Certificate::from_pem_bundle(pem)
             .map_err(|e| ActionError(format!("`action.ca_file`: {e}")))?;
         for certificate in certificates {
             builder = builder.add_root_certificate(certificate);
         }
     }
-    let client = builder.build().map_err(|e| ActionError(client_error(&e)))?;
-    let method = Method::from_bytes(config.method.as_bytes())
-        .map_err(|e| ActionError(format!("`action.method`: {e}")))?;
-    Ok(Built {
-        client,
-        method,
-        guarded,
-    })
+    builder.build().map_err(|e| ActionError(client_error(&e)))
 }
 
 /// The host of a URL written in full in the file (no placeholders before its host).

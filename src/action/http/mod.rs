@@ -3,14 +3,15 @@
 //! is success, and every failure explained in one line.
 //!
 //! - [`config`]: its `[action]` table — the URL, headers, signing keys, TLS.
-//! - [`client`]: the client a queue's deliveries share.
+//! - [`client`]: the client a queue's deliveries share, built by the kind's rules
+//!   (which `[alerts]`' webhook follows too).
 //! - [`request`]: one request — its URL from the row, headers, signature, body.
 //! - [`judge`]: what the answer means, and whose fault a failure is.
 //! - `signing`, `ssrf` (private destinations refused); the W3C trace context a
 //!   delivery sends is `crate::trace_context`'s.
 //! - `probe`: what `check` tells from a sample row's URL.
 
-mod client;
+pub mod client;
 pub mod config;
 mod judge;
 mod probe;

@@ -13,6 +13,7 @@ use crate::config::action::Kinds;
 use crate::config::load::locate::{key_assigned_at, key_at, line_at, line_of};
 use crate::config::load::raw::{RawOutcome, RawQueue};
 use crate::config::load::schema::expected_value;
+use crate::config::queue::alerts::RawAlerts;
 use crate::config::queue::failed::RawFailed;
 use crate::config::queue::lease::RawLease;
 use crate::diagnostic::Finding;
@@ -64,6 +65,9 @@ fn parse_table<A: Kinds>(
             }
             Some(Value::Table(failed)) if key == "failed" => {
                 problems.extend(table_problems::<RawFailed>(failed, key, &[]));
+            }
+            Some(Value::Table(alerts)) if key == "alerts" => {
+                problems.extend(table_problems::<RawAlerts>(alerts, key, &[]));
             }
             Some(Value::Table(outcome))
                 if matches!(key.as_str(), "on_success" | "on_failure" | "on_release") =>
@@ -251,6 +255,11 @@ fn plain_words(message: &str) -> String {
         );
     if message == "missing field `select`" {
         return "missing field `select`: the SELECT that returns the rows waiting for work".into();
+    }
+    if message == "missing field `webhook`" {
+        return "missing field `webhook`: the URL alerts are posted to, e.g. webhook = \
+                \"https://hooks.slack.com/services/…\""
+            .into();
     }
     message
 }

@@ -146,6 +146,9 @@ pub struct RawQueue<A> {
     /// time after now (`SET next_run_at = :next_run`); such a row coming back is not
     /// a loop.
     pub recurring: Option<crate::config::queue::recurring::RawRecurring>,
+    /// A webhook told once per breach across every copy, and when it clears: the
+    /// oldest row waits too long, too many items fail, rows give up.
+    pub alerts: Option<crate::config::queue::alerts::RawAlerts>,
 }
 
 /// `[on_success]`, `[on_failure]` or `[on_release]`.

@@ -1,6 +1,7 @@
 //! One queue, validated: every value typed, every statement parsed — what `run`,
 //! `check` and `count` are handed — with the defaults its keys fall back to.
 
+pub mod alerts;
 pub mod circuit;
 pub mod failed;
 pub mod lease;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::action::ActionConfig;
+use crate::config::queue::alerts::AlertsConfig;
 use crate::config::queue::circuit::CircuitConfig;
 use crate::config::queue::failed::FailedConfig;
 use crate::config::queue::lease::LeaseConfig;
@@ -122,6 +124,8 @@ pub struct QueueConfig {
     pub failed: Option<FailedConfig>,
     /// `[recurring]`: rows that re-arm themselves, `:next_run` from their cron.
     pub recurring: Option<RecurringConfig>,
+    /// `[alerts]`: a webhook told once per breach across every copy.
+    pub alerts: Option<AlertsConfig>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
     pub monitoring: Monitoring,
     /// The file's text, kept to point findings at lines.

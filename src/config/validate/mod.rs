@@ -52,6 +52,7 @@ pub(crate) fn validate<A: Kinds>(
         .as_ref()
         .and_then(|f| crate::config::queue::failed::validate(&mut v, f, raw.key.as_deref()));
     let recurring = raw.recurring.as_ref().map(|r| recurring_table(&mut v, r));
+    let alerts = alerts(&mut v, &raw);
 
     let mut findings = v.take_findings();
     let Some(select) = select else {
@@ -85,22 +86,39 @@ pub(crate) fn validate<A: Kinds>(
         on_release,
         failed,
         recurring,
+        alerts,
         monitoring: flow.monitoring,
         source,
     };
-    // With a literal column list, a name that is not a column is known now: the
-    // same finding preparing the queue on its database would give.
-    findings.extend(crate::config::validate::names::unknown_literal_names(
-        &queue,
-    ));
-    findings.extend(crate::config::validate::lease_queue::unguarded(&queue));
-    findings.extend(crate::config::validate::batch_scope::batch_scope_refusals(
-        &queue,
-    ));
+    findings.extend(across_tables(&queue));
     if !findings.is_empty() {
         return Err(findings);
     }
     Ok(queue)
+}
+
+/// What the whole queue, its tables together, refuses.
+fn across_tables(queue: &QueueConfig) -> Vec<Finding> {
+    // With a literal column list, a name that is not a column is known now: the
+    // same finding preparing the queue on its database would give.
+    let mut findings = crate::config::validate::names::unknown_literal_names(queue);
+    findings.extend(crate::config::validate::lease_queue::unguarded(queue));
+    findings.extend(crate::config::validate::batch_scope::batch_scope_refusals(
+        queue,
+    ));
+    findings
+}
+
+/// `[alerts]`, validated, with what its conditions need of the rest of the file.
+fn alerts<A>(
+    v: &mut Validator,
+    raw: &RawQueue<A>,
+) -> Option<crate::config::queue::alerts::AlertsConfig> {
+    let needs = crate::config::queue::alerts::Needs {
+        waiting_since: raw.waiting_since.is_some(),
+        failed: raw.failed.is_some(),
+    };
+    crate::config::queue::alerts::validate(v, raw.alerts.as_ref()?, needs)
 }
 
 /// `[on_success]` (none: no statement), `[on_failure]` and `[on_release]`, validated.
@@ -211,6 +229,9 @@ fn secret_variables<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<String> 
         .map(crate::config::variables)
         .unwrap_or_default();
     names.extend(action.common().secret_variables.iter().cloned());
+    if let Some(alerts) = &raw.alerts {
+        names.extend(crate::config::queue::alerts::secret_variables(alerts));
+    }
     names
 }
 
@@ -228,6 +249,9 @@ fn secret_files<A>(raw: &RawQueue<A>, action: &ActionConfig) -> Vec<SecretFile> 
         })
         .collect();
     found.extend(action.common().secret_files.iter().cloned());
+    if let Some(alerts) = &raw.alerts {
+        found.extend(crate::config::queue::alerts::secret_files(alerts));
+    }
     found
 }
 

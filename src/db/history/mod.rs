@@ -8,7 +8,10 @@
 //! - [`attempts`]: each failed attempt of an item, and the searches over them.
 //! - [`copies`]: each copy's heartbeat, and the fleet as every copy sees it.
 //! - [`trim`]: the retention, kept by one copy at a time under a row lock.
+//! - [`alerts`]: `[alerts]`' state, a row per queue and alert, which decides which
+//!   copy tells a breach.
 
+pub mod alerts;
 pub mod attempts;
 pub mod copies;
 pub mod minutes;

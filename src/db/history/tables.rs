@@ -56,11 +56,12 @@ pub const CHORES: &str = "CREATE TABLE IF NOT EXISTS tableq_chores (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='tableq: chores done by one copy for all'";
 
 /// Every history table, in the order `run` creates them.
-pub const ALL: [(&str, &str); 4] = [
+pub const ALL: [(&str, &str); 5] = [
     ("tableq_history", HISTORY),
     ("tableq_attempts", ATTEMPTS),
     ("tableq_copies", COPIES),
     ("tableq_chores", CHORES),
+    ("tableq_alerts", super::alerts::ALERTS),
 ];
 
 /// The grants the history needs, for a refusal's message: to create the tables

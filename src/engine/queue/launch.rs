@@ -307,6 +307,7 @@ pub async fn start_queue(
     // Counted among the other copies before its first action, and kept so.
     crate::engine::policy::sharing::join(&queue).await;
     tracker.spawn(crate::engine::policy::sharing::share(queue.clone()));
+    tracker.spawn(crate::engine::alerts::watch(queue.clone()));
     // Taken before a worker starts, so the first progress line counts its work.
     let counted_from = queue.stats.counts();
     match (&queue.action, queue.config.is_lease()) {

@@ -30,6 +30,7 @@ fn the_commented_example_loads() {
     );
     assert_eq!(q.key.as_deref(), Some("id"));
     assert!(q.on_failure.is_some());
+    assert_eq!(q.alerts.as_ref().map(|a| a.conditions.len()), Some(2));
 }
 
 fn config_env(name: &str) -> Option<String> {

@@ -1,6 +1,7 @@
 //! What tableq says about itself: the log lines, `/metrics`, the status page (in a
-//! real browser too), OTLP traces, and what all of it costs.
+//! real browser too), OTLP traces, `[alerts]`' webhook, and what all of it costs.
 
+mod alerts;
 pub mod console_api;
 mod console_browser;
 mod history;
