@@ -9,6 +9,7 @@
 
 pub mod act;
 pub mod auth;
+mod pages;
 mod request;
 
 use std::collections::HashMap;
@@ -85,7 +86,9 @@ pub fn routes(console: Arc<Console>) -> Router {
     Router::new()
         .route("/sign-in", get(sign_in_page).post(sign_in))
         .route("/sign-out", post(sign_out))
-        .route("/queues/{queue}", get(queue_page))
+        .route("/queues/{queue}", get(pages::queue_page))
+        .route("/queues/{queue}/attempts", get(pages::attempts_page))
+        .route("/copies", get(pages::fleet_page))
         .route("/queues/{queue}/inspect", get(inspect_page))
         // `{*action}`: `pause`, `resume`, `failed/retry`, `failed/discard`.
         .route("/queues/{queue}/{*action}", post(form))
@@ -435,15 +438,6 @@ async fn confirm_first(
 /// A queue's name as a path segment.
 fn encode(name: &str) -> String {
     percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
-async fn queue_page(
-    State(console): State<Arc<Console>>,
-    Path(queue): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    let viewer = console.viewer(&headers);
-    status::queue_page_response(&console.monitor, &queue, &viewer)
 }
 
 async fn inspect_page(

@@ -5,20 +5,37 @@
 
 use std::fmt::Write;
 
+use super::charts::{history_charts, Window};
+use super::failed_rows::{failed_rows_section, FailedRows};
 use super::html::{
     ago, csrf_field, escape, escape_block, footer, head, in_flight, notice, path_segment,
     queue_row, time, top_nav, QUEUE_HEADINGS,
 };
 use super::{QueueStatus, Status, Viewer};
 use crate::config::{Mode, QueueConfig};
+use crate::db::history::Bucket;
 use crate::telemetry::stats::monitor::Setup;
 
-/// The page of `status`'s one queue.
+/// What the console read from the history tables for a queue's page.
+#[derive(Debug, Clone)]
+pub struct PageHistory {
+    /// The charts' window (`?since=`).
+    pub window: Window,
+    /// The charts' buckets, every copy's; or why there are none (history off, the
+    /// database's refusal).
+    pub buckets: Result<Vec<Bucket>, String>,
+    /// The rows that gave up, for a browser signed in to a queue with `[failed]`
+    /// (`None`: not shown), or why they could not be read.
+    pub failed: Option<Result<FailedRows, String>>,
+}
+
+/// The page of `status`'s one queue, with its `history`.
 pub fn render_queue(
     status: &Status,
     q: &QueueStatus,
     setup: Option<&Setup>,
     viewer: &Viewer,
+    history: &PageHistory,
 ) -> String {
     let name = escape(&q.name);
     let now = status.generated_at;
@@ -33,6 +50,16 @@ pub fn render_queue(
     page.push_str(QUEUE_HEADINGS);
     queue_row(&mut page, q, now, true, "");
     page.push_str("</tbody></table></div>");
+    match &history.buckets {
+        Ok(buckets) => page.push_str(&history_charts(buckets, history.window, now)),
+        Err(why) => {
+            let _ = write!(
+                page,
+                "<h2 id=\"history\">History</h2><p class=\"note\" data-field=\"no_history\">{}</p>",
+                escape(why)
+            );
+        }
+    }
     let failed = setup.and_then(|s| s.config.failed.as_ref()).is_some();
     // A group's buttons act on its keys: only when they name rows of [failed].
     let by_key = setup.is_some_and(|s| {
@@ -40,6 +67,10 @@ pub fn render_queue(
     });
     if let Some(csrf) = &viewer.csrf {
         page.push_str(&actions(q, csrf, failed));
+    }
+    if let Some(found) = &history.failed {
+        let found = found.as_ref().map_err(String::as_str);
+        failed_rows_section(&mut page, &q.name, history.window.query(), found);
     }
     failure_kinds(&mut page, q, now, viewer.csrf.as_deref().filter(|_| by_key));
     by_label(&mut page, q);
