@@ -121,6 +121,12 @@ impl Outcome {
         Some(trace_id)
     }
 
+    /// How long the action ran, when it was timed (a failure's always is).
+    pub fn ran_for(&self) -> Option<std::time::Duration> {
+        let (began, ended) = self.trace.as_deref()?.ran?;
+        ended.duration_since(began).ok()
+    }
+
     /// The outcome as outcome SQL's parameters.
     pub fn params(&self) -> OutcomeParams<'_> {
         OutcomeParams {

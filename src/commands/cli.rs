@@ -246,6 +246,31 @@ pub struct RunArgs {
     #[arg(long, env = "TABLEQ_CONSOLE_TOKEN_FILE", value_name = "PATH")]
     pub console_token_file: Option<std::path::PathBuf>,
 
+    /// A file holding a token that reads the console's history and copies
+    /// (/api/queues/{queue}/history, /api/copies, the charts): with it, they need
+    /// this token or the acting one; without it, they are open like the status page.
+    #[arg(long, env = "TABLEQ_CONSOLE_READ_TOKEN_FILE", value_name = "PATH")]
+    pub console_read_token_file: Option<std::path::PathBuf>,
+
+    /// Keep each queue's history in tableq_* tables of its database — minutes,
+    /// failed attempts, the copies' heartbeats — for the console of every copy.
+    #[arg(
+        long,
+        env = "TABLEQ_HISTORY",
+        default_value = "on",
+        value_name = "on|off"
+    )]
+    pub history: OnOff,
+
+    /// How long the history (minutes and failed attempts) is kept.
+    #[arg(
+        long,
+        env = "TABLEQ_HISTORY_RETENTION",
+        default_value = "7d",
+        value_name = "DURATION"
+    )]
+    pub history_retention: humantime::Duration,
+
     /// How long items in flight may take to finish after SIGTERM/SIGINT; past it,
     /// they are rolled back and return to the queue.
     #[arg(
@@ -318,6 +343,13 @@ pub struct CountArgs {
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+}
+
+/// A switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
 }
 
 /// How `failed` prints the rows.

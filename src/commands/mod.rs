@@ -28,10 +28,11 @@ use crate::config::{QueueConfig, QueueSource};
 use crate::count::{count_waiting, printable_count_statement};
 use crate::db::{OpenError, Session};
 use crate::diagnostic::Findings;
+use crate::engine::history::HistoryOptions;
 use crate::engine::queue::launch::FirstLook;
 use crate::engine::queue::reload::{listen_for_hangups, run_with_reload};
 use crate::engine::queue::supervisor::{resolve_databases, RunOptions};
-use cli::{CheckArgs, Cli, Command, CountArgs, RunArgs};
+use cli::{CheckArgs, Cli, Command, CountArgs, OnOff, RunArgs};
 use database_url::{default_url, DefaultUrl};
 pub use failure::Failure;
 use load::{env_lookup, load};
@@ -121,6 +122,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         budget: std::sync::Arc::new(crate::db::Budget::new(args.max_connections as usize)),
         lifecycle: std::sync::Arc::new(notify::Systemd::from_env()),
         first_look: Some(FirstLook::new(warn_if_unindexed)),
+        history: history_options(&args)?,
         ..RunOptions::default()
     };
     let monitor = options.monitor.clone();
@@ -158,6 +160,30 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         )));
     }
     Ok(())
+}
+
+/// How the history is kept, unless `--history off`. `TABLEQ_HISTORY_EVERY` (for
+/// tests) writes it more often than once a minute.
+fn history_options(args: &RunArgs) -> Result<Option<HistoryOptions>, Failure> {
+    if args.history == OnOff::Off {
+        return Ok(None);
+    }
+    let every = match env_lookup("TABLEQ_HISTORY_EVERY") {
+        Some(text) => humantime::parse_duration(&text)
+            .ok()
+            .filter(|every| !every.is_zero())
+            .ok_or_else(|| {
+                Failure::Usage(format!(
+                    "TABLEQ_HISTORY_EVERY={text}: not a duration (e.g. 2s)"
+                ))
+            })?,
+        None => HistoryOptions::default().every,
+    };
+    Ok(Some(HistoryOptions {
+        retention: args.history_retention.into(),
+        every,
+        console: args.metrics_addr.map(|addr| format!("http://{addr}")),
+    }))
 }
 
 /// Says as each queue starts, on its first session, whether no index drives its

@@ -232,6 +232,20 @@ async fn inspect_on(
     })
 }
 
+/// Whether the row whose key is `key` is among the rows of `[failed] select` now:
+/// its item gave up (false without `[failed]`).
+pub async fn gave_up(conn: &mut Conn, queue: &QueueConfig, key: &Key) -> Result<bool, DbError> {
+    let Some(failed) = &queue.failed else {
+        return Ok(false);
+    };
+    let name = match &failed.key {
+        Some(name) => name.clone(),
+        None => key_column(conn, queue).await?,
+    };
+    let row = one_row(conn, &failed.select, &queue.name, &name, &key.0).await?;
+    Ok(row.is_some())
+}
+
 /// The row whose key is `key` among the rows of the select's tables, waiting or not.
 async fn in_table(
     conn: &mut Conn,

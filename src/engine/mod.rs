@@ -11,6 +11,7 @@
 //! - [`queue`]: a queue's life: launched, supervised, reloaded, stopped.
 //! - [`wake`]: when an idle queue looks again.
 
+pub mod history;
 pub mod modes;
 pub mod policy;
 pub mod queue;

@@ -312,6 +312,9 @@ impl<'a, M: Mode> Worker<'a, M> {
             self.queue.wake.binlog().committed(began);
         }
         self.export_spans(&mut report);
+        for attempt in report.attempts.drain(..) {
+            self.queue.stats.observed.history.keep(attempt);
+        }
         self.contention = 0;
         if self.loops_too_often(&report.completed) {
             return Step::Stop;

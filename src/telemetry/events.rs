@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tracing::{debug, error, info, warn};
 
+use super::stats::history_tap::FailedAttempt;
 use super::stats::{CircuitState, QueueStats};
 use crate::db::{Database, DbError, ErrorKind, OpenError};
 use crate::duration::rounded;
@@ -18,24 +19,17 @@ pub trait Event {
 
 /// An item's action failed for its own sake; its failure is on the status page.
 pub struct ItemFailed<'a> {
-    pub key: String,
-    pub error: &'a str,
-    pub status: Option<i64>,
-    /// The kind the handler gave it (an exception's class), if any.
-    pub kind: Option<&'a str>,
-    /// `[on_failure]` recorded it; else the item is waiting again as it was.
-    pub recorded: bool,
+    pub attempt: &'a FailedAttempt,
 }
 
 impl Event for ItemFailed<'_> {
     fn emit(self, stats: &QueueStats) {
-        stats
-            .observed
-            .record_failure(self.key, self.error, self.status, self.kind);
-        if self.recorded {
-            warn!(error = %self.error, "item failed");
+        stats.observed.record_failure(self.attempt);
+        let error = &self.attempt.error;
+        if self.attempt.recorded {
+            warn!(%error, "item failed");
         } else {
-            warn!(error = %self.error, "item failed; with no [on_failure] it is waiting again");
+            warn!(%error, "item failed; with no [on_failure] it is waiting again");
         }
     }
 }

@@ -62,3 +62,36 @@ pub const ALL: [(&str, &str); 4] = [
     ("tableq_copies", COPIES),
     ("tableq_chores", CHORES),
 ];
+
+/// The grants the history needs, for a refusal's message: the account may create
+/// the tables, or an administrator creates them (the reference's DDL) and grants
+/// the rest.
+pub fn grant(database: &str, account: &str) -> String {
+    let tables: Vec<String> = ALL
+        .iter()
+        .map(|(table, _)| {
+            format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{database}`.{table} TO {account};")
+        })
+        .collect();
+    format!(
+        "GRANT CREATE ON `{database}`.* TO {account}; or, once an administrator created \
+         the tables (docs: reference/history-tables), {}",
+        tables.join(" ")
+    )
+}
+
+/// Creates the tables that are not there; fine too when an account that may not
+/// create tables finds them all created. Else the server's error (1142 when the
+/// account may not create them).
+pub async fn create(conn: &mut mysql_async::Conn) -> Result<(), mysql_async::Error> {
+    use mysql_async::prelude::Queryable;
+    for (table, ddl) in ALL {
+        if let Err(refused) = conn.query_drop(ddl).await {
+            let there = conn
+                .query_drop(format!("SELECT 1 FROM {table} LIMIT 0"))
+                .await;
+            there.map_err(|_| refused)?;
+        }
+    }
+    Ok(())
+}

@@ -25,6 +25,7 @@ use crate::db::backlog::read_backlog;
 use crate::db::{Budget, Database};
 use crate::diagnostic::Findings;
 use crate::duration::rounded;
+use crate::engine::history::{HistoryOptions, Recorder};
 use crate::engine::policy::gate::WriteGate;
 use crate::engine::queue::drain::Drain;
 use crate::engine::queue::launch::{prepare, start_queue, FirstLook, Prepared};
@@ -61,6 +62,8 @@ pub struct RunOptions {
     pub budget: Arc<Budget>,
     /// A look at each queue's first session as it starts.
     pub first_look: Option<FirstLook>,
+    /// Keep the history in the queues' databases (`None`: `--history off`).
+    pub history: Option<HistoryOptions>,
 }
 
 impl Default for RunOptions {
@@ -75,6 +78,7 @@ impl Default for RunOptions {
             lifecycle: Arc::new(Silent),
             budget: Arc::default(),
             first_look: None,
+            history: None,
         }
     }
 }
@@ -141,6 +145,8 @@ pub struct Supervisor {
     followers: Followers,
     /// Stops the followers: the run is over.
     followers_stop: CancellationToken,
+    /// The history being kept, if it is.
+    recorder: Option<Recorder>,
 }
 
 /// One running version of a queue.
@@ -168,6 +174,7 @@ impl Supervisor {
             followers: Followers::default(),
             followers_stop: shutdown.child_token(),
             shutdown,
+            recorder: None,
         }
     }
 
@@ -187,6 +194,10 @@ impl Supervisor {
         };
         for queue in prepared {
             self.launch(queue);
+        }
+        if let Some(history) = &self.options.history {
+            let monitor = self.options.monitor.clone();
+            self.recorder = Some(Recorder::start(monitor, history.clone()));
         }
         self.options.lifecycle.ready(&self.status());
         Ok(true)
@@ -318,6 +329,9 @@ impl Supervisor {
         }
         self.followers_stop.cancel();
         self.followers.stopped().await;
+        if let Some(recorder) = self.recorder.take() {
+            recorder.finish().await;
+        }
         let mut summary = RunSummary::default();
         for (name, version) in &self.current {
             self.options.monitor.stop_queue(name);

@@ -136,7 +136,8 @@ impl QueueRuntime {
             output: output.take(),
             ..late.timed_out(timeout)
         });
-        if otlp::enabled() {
+        // Kept for spans, and for a failure's attempt in the history.
+        if otlp::enabled() || outcome.error.is_some() {
             outcome.trace.get_or_insert_default().ran = Some((began, SystemTime::now()));
         }
         self.stats.observed.record_action(started.elapsed());

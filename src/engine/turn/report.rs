@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use crate::db::{DbError, Statements};
 use crate::telemetry::events::LostAt;
+use crate::telemetry::stats::history_tap::FailedAttempt;
 use crate::telemetry::trace::spans::ItemTrace;
 
 /// What one turn did.
@@ -35,6 +36,9 @@ pub struct BatchReport {
     pub claimed_at: Option<SystemTime>,
     /// Each item's story for its trace span, when spans are exported.
     pub traced: Vec<ItemTrace>,
+    /// The failed attempts, for the history (when the copy keeps one): handed
+    /// over once the turn committed.
+    pub attempts: Vec<FailedAttempt>,
 }
 
 /// What became of one item.
@@ -149,6 +153,7 @@ impl BatchReport {
             (a, b) => a.or(b),
         };
         self.traced.extend(other.traced);
+        self.attempts.extend(other.attempts);
     }
 
     /// Counts an item's fate (`key`: the item's, for a loop's detection).

@@ -13,6 +13,7 @@ use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::report::{BatchReport, Fate, Returned};
 use crate::telemetry::events::{Event, ItemFailed, LeaseLost, OutcomeSqlFailed};
 use crate::telemetry::stats::by_label::Ended;
+use crate::telemetry::stats::history_tap::FailedAttempt;
 use crate::telemetry::trace::otlp;
 use crate::telemetry::trace::spans::ItemTrace;
 
@@ -30,7 +31,7 @@ impl QueueRuntime {
         // A done item says nothing above debug: no log span is made for it then.
         let quiet = matches!(fate, Fate::Done) && !tracing::enabled!(Level::DEBUG);
         let _span = (!quiet && !in_item_span()).then(|| outcome_span(item, outcome).entered());
-        self.say(item, &fate, outcome);
+        self.say(report, item, &fate, outcome);
         self.count_by_label(item, &fate);
         note_span(report, item, &fate, outcome);
         report.count(&fate, || item.key_text());
@@ -51,11 +52,11 @@ impl QueueRuntime {
     }
 
     /// The fate's line (and what the status page and the counters keep of it).
-    fn say(&self, item: &Item, fate: &Fate, outcome: Option<&Outcome>) {
+    fn say(&self, report: &mut BatchReport, item: &Item, fate: &Fate, outcome: Option<&Outcome>) {
         let error = outcome.and_then(|o| o.error.as_deref()).unwrap_or_default();
         let why = match fate {
             Fate::Done => return debug!("item done"),
-            Fate::Failed => return self.item_failed(item, outcome, true),
+            Fate::Failed => return self.item_failed(report, item, outcome, true),
             Fate::Returned(why) => why,
         };
         match why {
@@ -65,11 +66,11 @@ impl QueueRuntime {
             Returned::QueueFault => self.queue_fault(error),
             Returned::WritesRefused => debug!(%error,
                 "the database refuses writes: the item is waiting again, its attempt not spent"),
-            Returned::NoOnFailure => self.item_failed(item, outcome, false),
+            Returned::NoOnFailure => self.item_failed(report, item, outcome, false),
             Returned::SqlFailed { which, error: e } => self.sql_failed(item, *which, e, error),
             Returned::NotLeased => self.not_leased(item),
             Returned::KeyAtLimit => {
-                self.stats.observed.limited.held_back(1);
+                self.stats.observed.record_held_back(1);
                 debug!("its [concurrency] key is at its limit: not started, waiting again")
             }
             Returned::LeaseLost { lease_id, at } => {
@@ -89,18 +90,30 @@ impl QueueRuntime {
         }
     }
 
-    /// The item's failure said and shown on the status page.
-    fn item_failed(&self, item: &Item, outcome: Option<&Outcome>, recorded: bool) {
-        let failed = ItemFailed {
+    /// The item's failure said and shown on the status page, and kept for the
+    /// history once its turn commits.
+    fn item_failed(
+        &self,
+        report: &mut BatchReport,
+        item: &Item,
+        outcome: Option<&Outcome>,
+        recorded: bool,
+    ) {
+        let attempt = FailedAttempt {
             key: item.key_text(),
-            error: outcome.and_then(|o| o.error.as_deref()).unwrap_or_default(),
+            at: SystemTime::now(),
+            ms: outcome
+                .and_then(Outcome::ran_for)
+                .map(|took| took.as_millis() as u64),
+            error: outcome.and_then(|o| o.error.clone()).unwrap_or_default(),
             status: outcome.and_then(|o| o.status),
-            kind: outcome
-                .and_then(|o| o.kind.as_deref())
-                .map(|k| k.0.as_str()),
+            kind: outcome.and_then(|o| o.kind.as_deref()).map(|k| k.0.clone()),
             recorded,
         };
-        failed.emit(&self.stats);
+        ItemFailed { attempt: &attempt }.emit(&self.stats);
+        if self.stats.observed.history.connected() {
+            report.attempts.push(attempt);
+        }
     }
 
     /// A failure that is the queue's: said in full once per error.

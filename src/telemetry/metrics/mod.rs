@@ -16,6 +16,7 @@ use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::telemetry::stats::monitor::{Monitor, QueueView};
@@ -136,6 +137,17 @@ impl Collector for QueueCollector {
             encode_gauge(&queues, &mut encoder, name, help, value)?;
         }
         encode_circuits(&queues, &mut encoder)?;
+        let errors = self
+            .0
+            .history_errors()
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let family = encoder.encode_descriptor(
+            "history_write_errors",
+            "Writes to the history tables (tableq_history, tableq_attempts, tableq_copies) that failed, and failed attempts dropped before they were written",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(errors).encode(family)?;
         exports::encode(&watched, &mut encoder)
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod by_label;
 pub mod failure_kinds;
+pub mod history_tap;
 pub mod in_flight;
 pub mod limited;
 pub mod monitor;

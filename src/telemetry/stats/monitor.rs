@@ -17,6 +17,9 @@ use crate::telemetry::stats::{CircuitState, Counts, QueueStats};
 pub struct Monitor {
     queues: Mutex<BTreeMap<String, Watched>>,
     stopping: AtomicBool,
+    /// Writes to the history tables that failed, and failed attempts dropped on
+    /// their way there.
+    history_errors: Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Debug)]
@@ -144,6 +147,11 @@ impl Monitor {
     }
 
     /// The daemon is shutting down: no longer ready.
+    /// Where the history's write errors are counted.
+    pub fn history_errors(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.history_errors.clone()
+    }
+
     pub fn set_stopping(&self) {
         self.stopping.store(true, Ordering::Release);
     }

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::by_label::ByLabel;
 use super::failure_kinds::{FailureKind, FailureKinds};
+use super::history_tap::{FailedAttempt, HistoryTap};
 use super::in_flight::InFlight;
 use super::limited::Limited;
 use super::recent::Recent;
@@ -48,6 +49,9 @@ pub struct Observed {
     pub limited: Limited,
     /// Items by the queue's `label` column (a job's class).
     pub by_label: ByLabel,
+    /// Where failed attempts go to be kept in the database, when the copy keeps
+    /// a history.
+    pub history: HistoryTap,
     backlog: Mutex<Backlog>,
     minutes: Mutex<[Minute; HISTORY_MINUTES]>,
     failures: Mutex<VecDeque<Failure>>,
@@ -80,6 +84,8 @@ pub struct Minute {
     pub done: u64,
     pub failed: u64,
     pub returned: u64,
+    /// Rows `[concurrency]` held back (not counted in `returned`).
+    pub held_back: u64,
 }
 
 /// One failed item, as the status page lists it.
@@ -153,6 +159,20 @@ impl Observed {
 
     /// Adds a committed batch to this minute's history.
     pub fn record_minute(&self, done: usize, failed: usize, returned: usize) {
+        self.this_minute(|slot| {
+            slot.done += done as u64;
+            slot.failed += failed as u64;
+            slot.returned += returned as u64;
+        });
+    }
+
+    /// Rows `[concurrency]` held back: counted in total and in this minute.
+    pub fn record_held_back(&self, rows: usize) {
+        self.limited.held_back(rows);
+        self.this_minute(|slot| slot.held_back += rows as u64);
+    }
+
+    fn this_minute(&self, change: impl FnOnce(&mut Minute)) {
         let minute = minute_now();
         let mut minutes = lock(&self.minutes);
         let slot = &mut minutes[(minute % HISTORY_MINUTES as u64) as usize];
@@ -162,9 +182,24 @@ impl Observed {
                 ..Minute::default()
             };
         }
-        slot.done += done as u64;
-        slot.failed += failed as u64;
-        slot.returned += returned as u64;
+        change(slot);
+    }
+
+    /// Minute `at` (minutes since the epoch), if it is among the last
+    /// [`HISTORY_MINUTES`] (empty if nothing happened in it).
+    pub fn minute(&self, at: u64) -> Option<Minute> {
+        let now = minute_now();
+        if at > now || now - at >= HISTORY_MINUTES as u64 {
+            return None;
+        }
+        let slot = lock(&self.minutes)[(at % HISTORY_MINUTES as u64) as usize];
+        Some(match slot.minute == at {
+            true => slot,
+            false => Minute {
+                minute: at,
+                ..Minute::default()
+            },
+        })
     }
 
     /// The last [`HISTORY_MINUTES`] minutes, oldest first, this one last.
@@ -190,15 +225,13 @@ impl Observed {
 
     /// Keeps a failed item among the last [`RECENT_FAILURES`], and counts it in its
     /// kind.
-    pub fn record_failure(
-        &self,
-        key: String,
-        error: &str,
-        status: Option<i64>,
-        kind: Option<&str>,
-    ) {
-        let at = unix_seconds(SystemTime::now());
-        lock(&self.kinds).record(&key, at, (error, kind), status);
+    pub fn record_failure(&self, attempt: &FailedAttempt) {
+        let FailedAttempt {
+            key, error, status, ..
+        } = attempt;
+        let at = unix_seconds(attempt.at);
+        lock(&self.kinds).record(key, at, (error, attempt.kind.as_deref()), *status);
+        let (key, status) = (key.clone(), *status);
         let mut failures = lock(&self.failures);
         if failures.len() == RECENT_FAILURES {
             failures.pop_front();
@@ -264,7 +297,7 @@ mod tests {
     fn keeps_the_last_failures_and_this_minute() {
         let observed = Observed::default();
         for n in 0..25 {
-            observed.record_failure(format!("{n}"), "boom", Some(500), None);
+            observed.record_failure(&FailedAttempt::new(format!("{n}"), "boom", Some(500)));
         }
         let failures = observed.failures();
         assert_eq!(failures.len(), RECENT_FAILURES);
@@ -272,10 +305,14 @@ mod tests {
         assert_eq!(failures[19].key, "5");
         observed.record_minute(3, 2, 1);
         observed.record_minute(1, 0, 0);
+        observed.record_held_back(2);
         let minutes = observed.minutes();
         assert_eq!(minutes.len(), HISTORY_MINUTES);
         let last = minutes[HISTORY_MINUTES - 1];
         assert_eq!((last.done, last.failed, last.returned), (4, 2, 1));
+        assert_eq!(last.held_back, 2);
+        assert_eq!(observed.minute(last.minute), Some(last));
+        assert_eq!(observed.minute(last.minute + 1), None);
         assert!(minutes[..HISTORY_MINUTES - 1].iter().all(|m| m.done == 0));
     }
 }

@@ -116,6 +116,15 @@ impl Recent {
         }
     }
 
+    /// Minute `at`'s sketch (minutes since the epoch), as JSON: what a copy writes
+    /// to the history, for any reader to merge with other copies' (`None` when no
+    /// action finished in it, or it is older than [`MINUTES`]).
+    pub fn minute_json(&self, at: u64) -> Option<String> {
+        let minutes = lock(&self.minutes);
+        let minute = minutes.iter().flatten().find(|minute| minute.at == at)?;
+        serde_json::to_string(&minute.sketch).ok()
+    }
+
     /// Each of [`WINDOWS`].
     pub fn windows(&self) -> Vec<Percentiles> {
         WINDOWS
@@ -123,6 +132,26 @@ impl Recent {
             .map(|minutes| self.window(*minutes))
             .collect()
     }
+}
+
+/// Sketches written by [`Recent::minute_json`], merged: their count, and their
+/// percentiles `qs` in seconds (`None` for an empty merge). A sketch that does not
+/// read is left out.
+pub fn merged_quantiles<'a>(
+    sketches: impl IntoIterator<Item = &'a str>,
+    qs: &[f64],
+) -> (u64, Vec<Option<f64>>) {
+    let mut merged = sketch();
+    for text in sketches {
+        if let Ok(one) = serde_json::from_str::<DDSketch>(text) {
+            let _ = merged.merge(&one);
+        }
+    }
+    let values = qs
+        .iter()
+        .map(|q| merged.quantile(*q).ok().flatten())
+        .collect();
+    (merged.count() as u64, values)
 }
 
 fn minute_now() -> u64 {
@@ -178,6 +207,25 @@ mod tests {
         recent.observe_at(1020, Duration::from_secs(2));
         assert_eq!(recent.window_at(1020, 15).items, 201);
         assert!(within(recent.window_at(1020, 1).p50_seconds, 2.0));
+    }
+
+    /// Two copies' minutes, written and read back, merge into the percentiles of
+    /// all their durations.
+    #[test]
+    fn minutes_written_by_copies_merge() {
+        let (one, two) = (Recent::default(), Recent::default());
+        for _ in 0..90 {
+            one.observe_at(50, Duration::from_millis(10));
+        }
+        for _ in 0..10 {
+            two.observe_at(50, Duration::from_millis(500));
+        }
+        let written = [one.minute_json(50).unwrap(), two.minute_json(50).unwrap()];
+        assert_eq!(one.minute_json(51), None);
+        let (count, qs) = merged_quantiles(written.iter().map(String::as_str), &[0.5, 0.95]);
+        assert_eq!(count, 100);
+        assert!(within(qs[0], 0.010), "{qs:?}");
+        assert!(within(qs[1], 0.500), "{qs:?}");
     }
 
     /// A minute holds at most its bins, however many and however spread its values.
