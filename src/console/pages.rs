@@ -4,23 +4,27 @@
 //! data comes from [`super::history`]; the HTML from the status page's renderers.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 
+use super::history::{self, FailedQuery};
 use super::request::query_value;
 use super::{text, Console, READ_ONLY};
-use crate::db::history::{Attempt, Bucket, CopyStatus};
-use crate::telemetry::http::status::{self, FailedRows, PageHistory, Window};
+use crate::db::history::unix_seconds;
+use crate::telemetry::http::status::{self, since_asked, FailedRows, PageHistory};
 use crate::telemetry::http::Viewers;
 use crate::telemetry::metrics::process::hostname;
+use crate::telemetry::stats::monitor::Setup;
 
 /// How many failed rows a page lists.
 const FAILED_PER_PAGE: usize = 50;
 
-/// `GET /queues/{queue}`: the queue's page, with its charts over `?since=`, and,
-/// for a browser signed in, the failed rows (`?q=` searches, `?after=` pages on).
+/// `GET /queues/{queue}`: the queue's page, with its charts over `?since=` (for
+/// whoever may read the history), and, for a browser signed in, the failed rows
+/// (`?q=` searches, `?after=` pages on).
 pub async fn queue_page(
     State(console): State<Arc<Console>>,
     Path(queue): Path<String>,
@@ -28,22 +32,59 @@ pub async fn queue_page(
     uri: Uri,
 ) -> Response {
     let viewer = console.viewer(&headers);
-    let window = Window::asked(uri.query());
-    let buckets = read_history(&console, &queue, window).await;
-    let failed_sql = console
-        .monitor
-        .running(&queue)
-        .is_some_and(|(_, setup)| setup.config.failed.is_some());
-    let failed = match (&viewer.csrf, failed_sql) {
-        (Some(_), true) => Some(read_failed(&console, &queue, uri.query()).await),
+    let since = since_asked(uri.query());
+    let Ok(setup) = history::setup(&console, &queue) else {
+        let history = PageHistory {
+            since,
+            buckets: Ok(Vec::new()),
+            failed: None,
+        };
+        return status::queue_page_response(&console.monitor, &queue, &viewer, &history);
+    };
+    let buckets = match may_read(&console, &headers) {
+        true => (history::history(&setup, since).await).map_err(|e| e.to_string()),
+        false => Err(READ_TOKEN.to_string()),
+    };
+    let failed = match (&viewer.csrf, &setup.config.failed) {
+        (Some(_), Some(_)) => Some(failed_rows(&setup, uri.query()).await),
         _ => None,
     };
     let history = PageHistory {
-        window,
+        since,
         buckets,
         failed,
     };
     status::queue_page_response(&console.monitor, &queue, &viewer, &history)
+}
+
+const READ_TOKEN: &str = "the history is read with the console's read token: sign in to see it";
+
+/// Whether the request may read the history's aggregates on a page: anyone, unless
+/// tableq was given `--console-read-token-file`; then a browser signed in.
+fn may_read(console: &Console, headers: &HeaderMap) -> bool {
+    console.read_token.is_none() || console.signed_in(headers)
+}
+
+/// A page of the failed rows, as `query` (`q`, `after`) asks.
+async fn failed_rows(setup: &Setup, query: Option<&str>) -> Result<FailedRows, String> {
+    let search = query_value(query, "q").unwrap_or_default();
+    let after = query_value(query, "after").filter(|a| !a.is_empty());
+    let asked = FailedQuery {
+        text: Some(search.clone()).filter(|s| !s.is_empty()),
+        limit: FAILED_PER_PAGE,
+        after: after.clone(),
+    };
+    let found = history::failed(setup, &asked)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(FailedRows {
+        search,
+        after,
+        rows: found.rows,
+        keys: found.keys,
+        errors: found.errors,
+        next: found.next,
+    })
 }
 
 /// `GET /queues/{queue}/attempts?key=K`: a row's failed attempts, signed in.
@@ -53,22 +94,21 @@ pub async fn attempts_page(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    if let Err(refused) = signed_in(&console, &headers) {
+    if let Some(refused) = not_signed_in(&console, &headers) {
         return refused;
     }
     let Some(key) = query_value(uri.query(), "key") else {
         return text(StatusCode::BAD_REQUEST, "name the row: ?key=KEY");
     };
-    let Some((_, setup)) = console.monitor.running(&queue) else {
-        let why = format!("no queue {queue} runs in this process");
-        return text(StatusCode::NOT_FOUND, why);
+    let setup = match history::setup(&console, &queue) {
+        Ok(setup) => setup,
+        Err(e) => return text(StatusCode::NOT_FOUND, e.to_string()),
     };
-    let can_change = setup
-        .config
-        .failed
-        .as_ref()
+    let can_change = (setup.config.failed.as_ref())
         .is_some_and(|f| !f.retry.is_empty() || !f.discard.is_empty());
-    let attempts = read_attempts(&console, &queue, &key).await;
+    let attempts = history::attempts_of(&setup, &key)
+        .await
+        .map_err(|e| e.to_string());
     let viewer = console.viewer(&headers);
     let page = status::attempts_page(
         &queue,
@@ -80,11 +120,14 @@ pub async fn attempts_page(
     status::html_response(StatusCode::OK, page)
 }
 
-/// `GET /copies`: every copy, by its heartbeat.
+/// `GET /copies`: every copy, by its heartbeat (for whoever may read the history).
 pub async fn fleet_page(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
     let viewer = console.viewer(&headers);
-    let copies = read_copies(&console).await;
-    let now = crate::db::history::unix_seconds(std::time::SystemTime::now());
+    let copies = match may_read(&console, &headers) {
+        true => history::copies(&console).await.map_err(|e| e.to_string()),
+        false => Err(READ_TOKEN.to_string()),
+    };
+    let now = unix_seconds(SystemTime::now());
     let host = hostname();
     let page = status::fleet_page(
         copies.as_deref().map_err(String::as_str),
@@ -95,51 +138,15 @@ pub async fn fleet_page(State(console): State<Arc<Console>>, headers: HeaderMap)
     status::html_response(StatusCode::OK, page)
 }
 
-/// `Ok` for a browser signed in to the console, else the answer that says how.
-fn signed_in(console: &Console, headers: &HeaderMap) -> Result<(), Response> {
+/// The answer to a browser not signed in to the console (how to), or `None`.
+fn not_signed_in(console: &Console, headers: &HeaderMap) -> Option<Response> {
     if console.token.is_none() {
-        return Err(text(StatusCode::FORBIDDEN, READ_ONLY));
+        return Some(text(StatusCode::FORBIDDEN, READ_ONLY));
     }
-    match console.sessions.of(headers) {
-        Some(_) => Ok(()),
-        None => Err(text(
+    (!console.signed_in(headers)).then(|| {
+        text(
             StatusCode::UNAUTHORIZED,
             "sign in first, with the console token, at /sign-in",
-        )),
-    }
-}
-
-/// The charts' buckets, or why there are none.
-async fn read_history(
-    _console: &Console,
-    _queue: &str,
-    _window: Window,
-) -> Result<Vec<Bucket>, String> {
-    Err("the history is not wired yet".into())
-}
-
-/// A page of the failed rows, as `query` (`q`, `after`) asks.
-async fn read_failed(
-    _console: &Console,
-    _queue: &str,
-    query: Option<&str>,
-) -> Result<FailedRows, String> {
-    let _ = (
-        query_value(query, "q"),
-        query_value(query, "after"),
-        FAILED_PER_PAGE,
-    );
-    Err("the failed rows are not wired yet".into())
-}
-
-async fn read_attempts(
-    _console: &Console,
-    _queue: &str,
-    _key: &str,
-) -> Result<Vec<Attempt>, String> {
-    Err("the attempts are not wired yet".into())
-}
-
-async fn read_copies(_console: &Console) -> Result<Vec<CopyStatus>, String> {
-    Err("the copies are not wired yet".into())
+        )
+    })
 }

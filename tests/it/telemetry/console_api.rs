@@ -66,12 +66,23 @@ async fn jobs_and_queues() -> (TestDb, QueueFiles) {
 /// `tableq run --metrics-addr … --console-token-file FILE` (the file holding
 /// [`TOKEN`]); the daemon and its base URL.
 pub async fn start_with_console(files: &QueueFiles, url: &str) -> (Daemon, String) {
+    start_console(files, url, &["mail.toml", "plain.toml"], &[]).await
+}
+
+/// As [`start_with_console`], on the queue files `queues` of `files`, with the
+/// environment variables `env` besides.
+pub async fn start_console(
+    files: &QueueFiles,
+    url: &str,
+    queues: &[&str],
+    env: &[(&str, &str)],
+) -> (Daemon, String) {
     let token = files.path().join("console.token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
-    cmd.arg(files.path().join("mail.toml"))
-        .arg(files.path().join("plain.toml"))
+    cmd.args(queues.iter().map(|queue| files.path().join(queue)))
+        .envs(env.iter().copied())
         .env("TABLEQ_CONSOLE_TOKEN_FILE", &token)
         .env("TABLEQ_DATABASE_URL", url)
         .env("TABLEQ_LOG_FORMAT", "json")

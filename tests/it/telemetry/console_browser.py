@@ -14,13 +14,16 @@ from playwright.sync_api import sync_playwright
 
 BASE, TOKEN, SCREENSHOT, CHROMIUM = sys.argv[1:5]
 
+# What scrolls sideways (an element that scrolls within the page).
+SIDEWAYS = """[...document.querySelectorAll('body, body *')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1
+      && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+    .map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className)"""
+
 # What scrolls sideways, and where every heading of the queue list is.
 LAYOUT = """() => {
   const doc = document.documentElement;
-  const sideways = [...document.querySelectorAll('body, body *')]
-    .filter(e => e.scrollWidth > e.clientWidth + 1
-      && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
-    .map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className);
+  const sideways = """ + SIDEWAYS + """;
   const headings = [...document.querySelectorAll('#queues thead th')].map(th => {
     const r = th.getBoundingClientRect();
     return {text: th.innerText, left: r.left, right: r.right, bottom: r.bottom};
@@ -30,17 +33,19 @@ LAYOUT = """() => {
           sideways, headings};
 }"""
 
-
-# Whether a page scrolls sideways, and how small its charts' axis labels are.
+# Whether a page is wider than the window (and which elements reach past it),
+# what scrolls sideways, and how small the charts' axis labels are.
 FITS = """() => {
   const doc = document.documentElement;
-  const sideways = [...document.querySelectorAll('body, body *')]
-    .filter(e => e.scrollWidth > e.clientWidth + 1
-      && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
-    .map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className);
+  const sideways = """ + SIDEWAYS + """;
+  const wide = [...document.querySelectorAll('body *')]
+    .filter(e => e.getBoundingClientRect().right > window.innerWidth)
+    .slice(-5)
+    .map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' '
+      + Math.round(e.getBoundingClientRect().right));
   const labels = [...document.querySelectorAll('.plot .x span, .plot .y span')]
     .map(e => parseFloat(getComputedStyle(e).fontSize));
-  return {scroll_width: doc.scrollWidth, inner_width: window.innerWidth, sideways,
+  return {scroll_width: doc.scrollWidth, inner_width: window.innerWidth, sideways, wide,
           smallest_label_px: labels.length ? Math.min(...labels) : null};
 }"""
 

@@ -322,14 +322,7 @@ async fn the_queue_page_signed_in(browser: &mut Browser) {
 /// the database and on the page); a form without its CSRF token is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser() {
-    let Some(chromium) = tools::required(
-        &["chromium", "chromium-browser", "google-chrome"],
-        "apt-get install chromium",
-        "the console in a browser",
-    ) else {
-        return;
-    };
-    let Some(python) = tools::playwright_python() else {
+    let Some((chromium, python)) = browser_tools("the console in a browser") else {
         return;
     };
     let db = TestDb::new().await;
@@ -353,8 +346,7 @@ async fn the_console_in_a_browser() {
     pause_and_resume(&mut browser, &db, &base).await;
     retry_and_discard(&mut browser, &db).await;
     the_queue_page_signed_in(&mut browser).await;
-    drop(browser.stdin);
-    let _ = browser.child.wait().await;
+    browser.close().await;
     let log = daemon.stderr();
     for action in ["pause", "resume", "retry", "discard"] {
         assert!(
@@ -363,6 +355,17 @@ async fn the_console_in_a_browser() {
         );
     }
     daemon.terminate().await;
+}
+
+/// Chromium and the Python that has Playwright; `None` (the test skips, saying
+/// `unchecked` was not checked) where they are missing outside CI.
+pub(super) fn browser_tools(unchecked: &str) -> Option<(PathBuf, PathBuf)> {
+    let chromium = tools::required(
+        &["chromium", "chromium-browser", "google-chrome"],
+        "apt-get install chromium",
+        unchecked,
+    )?;
+    Some((chromium, tools::playwright_python()?))
 }
 
 /// The page as a client with no cookie gets it.

@@ -13,11 +13,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::console_api::TOKEN;
-use super::console_browser::{screenshot, Browser};
-use crate::support::daemon::{tableq, Daemon};
-use crate::support::endpoint::{get, metrics_address};
-use crate::support::{eventually, tools, QueueFile, QueueFiles, TestDb};
+use super::console_api::start_console;
+use super::console_browser::{browser_tools, screenshot, Browser};
+use crate::support::endpoint::get;
+use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
 
 /// The text only payment 7's error has.
 const UNIQUE: &str = "cus_Q7ZX";
@@ -64,25 +63,6 @@ async fn payments(db: &TestDb, files: &QueueFiles) {
         .on_failure("UPDATE payment SET state = 'failed', attempts = attempts + 1 WHERE id = :id")
         .set("failed", failed)
         .write(files);
-}
-
-/// `tableq run` with the console (its token file), its history written every 2 s;
-/// the daemon and its base URL.
-async fn start(files: &QueueFiles, url: &str) -> (Daemon, String) {
-    let token = files.path().join("console.token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0", "--console-token-file"]);
-    cmd.arg(&token)
-        .arg(files.path().join("pay.toml"))
-        .current_dir(files.path())
-        .env("TABLEQ_HISTORY_EVERY", "2s")
-        .env("TABLEQ_DATABASE_URL", url)
-        .env("TABLEQ_LOG_FORMAT", "json")
-        .env("TABLEQ_LOG", "info");
-    let daemon = Daemon::spawn(cmd);
-    let base = format!("http://{}", metrics_address(&daemon).await);
-    (daemon, base)
 }
 
 async fn state_of(db: &TestDb, id: u32) -> String {
@@ -159,7 +139,10 @@ async fn search_and_open_the_attempts(browser: &mut Browser) {
         .step(json!({"op": "open_attempts", "key": "7"}))
         .await;
     assert!(
-        opened["url"].as_str().unwrap().ends_with("/queues/pay/attempts?key=7"),
+        opened["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/queues/pay/attempts?key=7"),
         "{opened}"
     );
     let attempts = opened["attempts"].as_array().unwrap();
@@ -167,7 +150,10 @@ async fn search_and_open_the_attempts(browser: &mut Browser) {
     assert_eq!(attempts[0]["attempt"], 1);
     assert_eq!(attempts[0]["status"], "1");
     let error = attempts[0]["error"].as_str().unwrap();
-    assert!(error.contains(&format!("card declined for customer {UNIQUE}")), "{opened}");
+    assert!(
+        error.contains(&format!("card declined for customer {UNIQUE}")),
+        "{opened}"
+    );
     fits(&opened, "the attempts page at 1280 px");
 }
 
@@ -196,20 +182,14 @@ async fn photograph(browser: &mut Browser, width: u32) {
 /// this copy; at 1280 and 390 px nothing scrolls sideways.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_consoles_memory_in_a_browser() {
-    let Some(chromium) = tools::required(
-        &["chromium", "chromium-browser", "google-chrome"],
-        "apt-get install chromium",
-        "the console's history in a browser",
-    ) else {
-        return;
-    };
-    let Some(python) = tools::playwright_python() else {
+    let Some((chromium, python)) = browser_tools("the console's history in a browser") else {
         return;
     };
     let db = TestDb::new().await;
     let files = QueueFiles::new();
     payments(&db, &files).await;
-    let (mut daemon, base) = start(&files, &db.url).await;
+    let every = [("TABLEQ_HISTORY_EVERY", "2s")];
+    let (mut daemon, base) = start_console(&files, &db.url, &["pay.toml"], &every).await;
     eventually(
         "the history holds 9 done and 3 failed",
         Duration::from_secs(40),
@@ -226,15 +206,20 @@ async fn the_consoles_memory_in_a_browser() {
     browser
         .act(json!({"op": "retry_row"}), "retried 1 of 1 key")
         .await;
-    eventually("payment 7, retried, is done", Duration::from_secs(30), || async {
-        state_of(&db, 7).await == "done"
-    })
+    eventually(
+        "payment 7, retried, is done",
+        Duration::from_secs(30),
+        || async { state_of(&db, 7).await == "done" },
+    )
     .await;
     let after = browser.step(json!({"op": "search", "q": UNIQUE})).await;
     assert_eq!(after["keys"], json!([]), "no longer a failed row: {after}");
     let fleet = browser.step(json!({"op": "open", "path": "copies"})).await;
     let body = fleet["body"].as_str().unwrap();
-    assert!(body.contains("(this copy)") && body.contains("pay"), "{fleet}");
+    assert!(
+        body.contains("(this copy)") && body.contains("pay"),
+        "{fleet}"
+    );
     photograph(&mut browser, 1280).await;
     photograph(&mut browser, 390).await;
     the_charts_have_the_points(&mut browser, 390, 9.0).await;

@@ -9,6 +9,7 @@
 use std::fmt::Write;
 
 use super::html::escape;
+use crate::db::history::minutes::Since;
 use crate::db::history::Bucket;
 
 /// The plot's size in the SVG's own units; it scales to its box's width.
@@ -17,71 +18,34 @@ const HEIGHT: f64 = 100.0;
 /// Room above and below the lines, so a point at 0 or at the top shows whole.
 const PAD: f64 = 4.0;
 
-/// How far back the charts look: the page's `?since=1h|24h|7d`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Window {
-    #[default]
-    Hour,
-    Day,
-    Week,
+/// How far back the charts look: the page's `?since=1h|24h|7d`; the last hour
+/// when absent or not one of them.
+pub fn since_asked(query: Option<&str>) -> Since {
+    query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("since="))
+        .and_then(Since::parse)
+        .unwrap_or(Since::Hour)
 }
 
-impl Window {
-    pub const ALL: [Window; 3] = [Window::Hour, Window::Day, Window::Week];
+const EVERY_SINCE: [Since; 3] = [Since::Hour, Since::Day, Since::Week];
 
-    /// `since=` in a query string; the last hour when absent or not one of the three.
-    pub fn asked(query: Option<&str>) -> Window {
-        let value = query
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .find_map(|pair| pair.strip_prefix("since="));
-        Window::ALL
-            .into_iter()
-            .find(|w| Some(w.query()) == value)
-            .unwrap_or_default()
+/// As the query and the API write it.
+pub fn since_query(since: Since) -> &'static str {
+    match since {
+        Since::Hour => "1h",
+        Since::Day => "24h",
+        Since::Week => "7d",
     }
+}
 
-    /// As the query and the API write it.
-    pub fn query(self) -> &'static str {
-        match self {
-            Window::Hour => "1h",
-            Window::Day => "24h",
-            Window::Week => "7d",
-        }
-    }
-
-    /// As the page says it.
-    fn words(self) -> &'static str {
-        match self {
-            Window::Hour => "1 h",
-            Window::Day => "24 h",
-            Window::Week => "7 d",
-        }
-    }
-
-    pub fn seconds(self) -> u64 {
-        match self {
-            Window::Hour => 3_600,
-            Window::Day => 86_400,
-            Window::Week => 7 * 86_400,
-        }
-    }
-
-    /// The API's bucket: a minute, five, an hour.
-    pub fn bucket_seconds(self) -> u64 {
-        match self {
-            Window::Hour => 60,
-            Window::Day => 300,
-            Window::Week => 3_600,
-        }
-    }
-
-    fn bucket_words(self) -> &'static str {
-        match self {
-            Window::Hour => "per minute",
-            Window::Day => "per 5 minutes",
-            Window::Week => "per hour",
-        }
+/// As the page says it: the window, and its buckets.
+fn since_words(since: Since) -> (&'static str, &'static str) {
+    match since {
+        Since::Hour => ("1 h", "per minute"),
+        Since::Day => ("24 h", "per 5 minutes"),
+        Since::Week => ("7 d", "per hour"),
     }
 }
 
@@ -124,32 +88,35 @@ struct Frame<'a> {
 
 /// The history section: which window, the links to the others, and the three
 /// charts of `buckets` (every copy's, merged) up to `now`.
-pub fn history_charts(buckets: &[Bucket], window: Window, now: u64) -> String {
+pub fn history_charts(buckets: &[Bucket], since: Since, now: u64) -> String {
     let mut html = String::from("<h2 id=\"history\">History</h2><p class=\"since\">Over the last ");
-    let links: Vec<String> = Window::ALL
+    let links: Vec<String> = EVERY_SINCE
         .iter()
-        .map(|w| match *w == window {
-            true => format!("<b data-field=\"since\">{}</b>", w.words()),
-            false => format!("<a href=\"?since={}#history\">{}</a>", w.query(), w.words()),
+        .map(|&other| match other == since {
+            true => format!("<b data-field=\"since\">{}</b>", since_words(other).0),
+            false => format!(
+                "<a href=\"?since={}#history\">{}</a>",
+                since_query(other),
+                since_words(other).0
+            ),
         })
         .collect();
-    let _ = write!(
-        html,
-        "{} · every copy, {} (UTC)</p>",
-        links.join(" · "),
-        window.bucket_words()
-    );
-    if buckets.is_empty() {
+    let per = since_words(since).1;
+    let _ = write!(html, "{} · every copy, {per} (UTC)</p>", links.join(" · "));
+    if buckets
+        .iter()
+        .all(|b| b.done + b.failed + b.returned + b.held_back == 0 && b.backlog.is_none())
+    {
         html.push_str(
             "<p data-field=\"no_history\">Nothing recorded yet in this window: each copy writes \
              its minutes once a minute.</p>",
         );
         return html;
     }
-    let from = now.saturating_sub(window.seconds());
+    let from = now.saturating_sub(since.minutes().0 * 60);
     let frame = |id, title: &str, unit| Frame {
         id,
-        title: format!("{title} {}", window.bucket_words()),
+        title: format!("{title} {per}"),
         unit,
         from,
         to: now,
@@ -350,7 +317,7 @@ mod tests {
             bucket(now - 120, 40, 4, Some(12.5)),
             bucket(now - 60, 10, 0, None),
         ];
-        let html = history_charts(&buckets, Window::Hour, now);
+        let html = history_charts(&buckets, Since::Hour, now);
         assert_eq!(html.matches("<svg viewBox=\"0 0 300 100\"").count(), 3);
         let done = format!(
             "data-series=\"done\" data-at=\"{}\" data-value=\"40\"",
@@ -378,17 +345,17 @@ mod tests {
     fn points_sit_at_their_time_and_height() {
         let now = 1_800_000_000;
         let buckets = [bucket(now - 3_600, 100, 0, None), bucket(now, 0, 0, None)];
-        let html = history_charts(&buckets, Window::Hour, now);
+        let html = history_charts(&buckets, Since::Hour, now);
         assert!(html.contains("points=\"0.0,4.0 300.0,96.0\""), "{html}");
     }
 
     #[test]
     fn the_window_is_read_from_the_query() {
-        assert_eq!(Window::asked(None), Window::Hour);
-        assert_eq!(Window::asked(Some("q=x&since=7d")), Window::Week);
-        assert_eq!(Window::asked(Some("since=24h")), Window::Day);
-        assert_eq!(Window::asked(Some("since=1y")), Window::Hour);
-        assert_eq!(Window::Day.bucket_seconds(), 300);
+        assert_eq!(since_asked(None), Since::Hour);
+        assert_eq!(since_asked(Some("q=x&since=7d")), Since::Week);
+        assert_eq!(since_asked(Some("since=24h")), Since::Day);
+        assert_eq!(since_asked(Some("since=1y")), Since::Hour);
+        assert_eq!(since_query(Since::Day), "24h");
     }
 
     #[test]
@@ -408,7 +375,7 @@ mod tests {
     /// With nothing recorded, the section says so rather than drawing empty axes.
     #[test]
     fn nothing_recorded_is_said() {
-        let html = history_charts(&[], Window::Week, 1_800_000_000);
+        let html = history_charts(&[], Since::Week, 1_800_000_000);
         assert!(html.contains("data-field=\"no_history\""), "{html}");
         assert!(!html.contains("<svg"));
         assert!(html.contains("<b data-field=\"since\">7 d</b>"));

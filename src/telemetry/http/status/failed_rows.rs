@@ -1,9 +1,11 @@
 //! The rows that gave up, for a browser signed in to the console: on a queue's
 //! page, the rows of `[failed] select` newest first, a page at a time, with a search
-//! box (`q`: text in a column or in the row's last error) — each row's key leading
+//! box (`q`: text in a column or in the row's last error), each with its last
+//! recorded error — each row's key leading
 //! to its attempts page, `/queues/{queue}/attempts?key=K`, which lists every failed
 //! attempt recorded for it by every copy and offers to retry or discard it.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::html::{csrf_field, escape, head, path_segment, time, top_nav};
@@ -24,6 +26,8 @@ pub struct FailedRows {
     /// Each row's columns (a JSON object), and its key as tableq prints it.
     pub rows: Vec<serde_json::Value>,
     pub keys: Vec<String>,
+    /// The last recorded error of the rows that have one, by key.
+    pub errors: HashMap<String, String>,
     /// The key to start the next page after, when there are more rows.
     pub next: Option<String>,
 }
@@ -106,7 +110,9 @@ fn rows_table(page: &mut String, name: &str, found: &FailedRows) {
         .and_then(|row| row.as_object())
         .map(|row| row.keys().collect())
         .unwrap_or_default();
-    page.push_str("<div class=\"scroll\"><table id=\"failed\"><thead><tr><th>Key</th>");
+    page.push_str(
+        "<div class=\"scroll\"><table id=\"failed\"><thead><tr><th>Key</th><th>Last error</th>",
+    );
     for column in &columns {
         let _ = write!(page, "<th>{}</th>", escape(column));
     }
@@ -119,6 +125,12 @@ fn rows_table(page: &mut String, name: &str, found: &FailedRows) {
             escape(key),
             query_part(key),
             escape(key)
+        );
+        let error = found.errors.get(key).map(String::as_str).unwrap_or("–");
+        let _ = write!(
+            page,
+            "<td class=\"error\" data-label=\"Last error\" data-field=\"last_error\">{}</td>",
+            escape(&shown(&serde_json::Value::String(error.to_string())))
         );
         for column in &columns {
             let value = shown(&row[column.as_str()]);
@@ -244,6 +256,7 @@ mod tests {
                 serde_json::json!({"id": 9, "note": null, "payload": ""}),
             ],
             keys: vec!["12".into(), "9".into()],
+            errors: HashMap::from([("12".into(), "card 4242 declined".into())]),
             next: Some("9".into()),
         }
     }
@@ -259,6 +272,11 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("data-column=\"note\">card &lt;declined&gt;</td>"));
+        assert!(page.contains("data-field=\"last_error\">card 4242 declined</td>"));
+        assert!(
+            page.contains("data-field=\"last_error\">–</td>"),
+            "none for 9"
+        );
         assert!(page.contains("data-column=\"note\">null</td>"));
         assert!(page.contains(&format!("{}…</td>", "x".repeat(SHOWN_CHARS))));
         assert!(

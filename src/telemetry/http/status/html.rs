@@ -38,7 +38,7 @@ figcaption .legend{font-weight:normal;font-size:.9em}.legend .key{margin-right:.
 .plot .y,.plot .x{font-size:.75em;color:#555;font-variant-numeric:tabular-nums}\
 .plot .x{grid-column:2;display:flex;justify-content:space-between}\
 @media (max-width:700px){.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll th{display:block;max-width:none}\
-.scroll thead{display:none}tr.queue{border-top:2px solid #999;padding-top:.4em}\
+.scroll thead{display:none}.scroll tbody tr{border-top:2px solid #999;padding-top:.4em}\
 td[data-label]{border:0;text-align:left}\
 td[data-label]::before{content:attr(data-label) \": \";font-weight:600}}";
 

@@ -29,7 +29,7 @@ use crate::telemetry::stats::observed::{Failure, Minute};
 use crate::telemetry::stats::recent::Percentiles;
 use crate::telemetry::stats::{CircuitOpen, QueueStats, WakeStatus};
 
-pub use charts::Window;
+pub use charts::since_asked;
 pub use failed_rows::{attempts_page, FailedRows};
 pub use fleet::fleet_page;
 pub use queue_page::{confirm_discard_page, inspect_page, sign_in_page, PageHistory};
