@@ -116,6 +116,8 @@ fn from_credential_or_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Defaul
 
 /// The systemd credential that holds the console's token.
 pub const CONSOLE_CREDENTIAL: &str = "console-token";
+/// The systemd credential that holds the console's read token.
+pub const CONSOLE_READ_CREDENTIAL: &str = "console-read-token";
 
 /// The console's token: from the file `--console-token-file`
 /// (`TABLEQ_CONSOLE_TOKEN_FILE`) names, else the systemd credential
@@ -126,11 +128,31 @@ pub fn console_token(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<DefaultUrl>, UrlError> {
     let what = "--console-token-file (TABLEQ_CONSOLE_TOKEN_FILE)";
+    token_from(file, env, what, CONSOLE_CREDENTIAL)
+}
+
+/// The console's read token (`--console-read-token-file`, else the systemd
+/// credential `console-read-token`); `None`: the history and copies are open.
+pub fn console_read_token(
+    file: Option<PathBuf>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<DefaultUrl>, UrlError> {
+    let what = "--console-read-token-file (TABLEQ_CONSOLE_READ_TOKEN_FILE)";
+    token_from(file, env, what, CONSOLE_READ_CREDENTIAL)
+}
+
+/// A token from `file` (named by `what`), else from the systemd `credential`.
+fn token_from(
+    file: Option<PathBuf>,
+    env: &dyn Fn(&str) -> Option<String>,
+    what: &str,
+    credential: &str,
+) -> Result<Option<DefaultUrl>, UrlError> {
     let path = match file.filter(|path| !path.as_os_str().is_empty()) {
         Some(path) => path,
         None => {
             let dir = env("CREDENTIALS_DIRECTORY").filter(|d| !d.is_empty());
-            match dir.map(|dir| Path::new(&dir).join(CONSOLE_CREDENTIAL)) {
+            match dir.map(|dir| Path::new(&dir).join(credential)) {
                 Some(path) if path.exists() => path,
                 _ => return Ok(None),
             }

@@ -137,10 +137,11 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         tracing::warn!(%finding, "console token file warning");
     }
     let console_token = console_token.and_then(|t| t.url);
+    let read_token = read_token(&args)?;
     let metrics_stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
-        let token = console_token.as_deref();
-        let acting = crate::console::acting(options.monitor.clone(), token);
+        let tokens = (console_token.as_deref(), read_token.as_deref());
+        let acting = crate::console::acting(options.monitor.clone(), tokens);
         crate::telemetry::http::start(addr, options.monitor.clone(), acting, metrics_stop.clone())
             .await
             .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
@@ -160,6 +161,17 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         )));
     }
     Ok(())
+}
+
+/// The console's read token, if one is given.
+fn read_token(args: &RunArgs) -> Result<Option<String>, Failure> {
+    let file = args.console_read_token_file.clone();
+    let found = database_url::console_read_token(file, &env_lookup)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    if let Some(finding) = found.as_ref().and_then(|t| t.warning.as_ref()) {
+        tracing::warn!(%finding, "console read token file warning");
+    }
+    Ok(found.and_then(|t| t.url))
 }
 
 /// How the history is kept, unless `--history off`. `TABLEQ_HISTORY_EVERY` (for

@@ -9,6 +9,7 @@
 
 pub mod act;
 pub mod auth;
+pub mod history;
 mod pages;
 mod request;
 
@@ -34,10 +35,13 @@ use crate::telemetry::http::status::{self, Viewer};
 use crate::telemetry::http::{Acting, Viewers};
 use crate::telemetry::stats::monitor::Monitor;
 
-/// The console of `monitor`'s queues, acting for whoever holds `token` (`None`:
-/// it only reads), as the metrics endpoint serves it.
-pub fn acting(monitor: Arc<Monitor>, token: Option<&str>) -> Acting {
-    let console = Arc::new(Console::new(monitor, token));
+/// The console of `monitor`'s queues, acting for whoever holds the first token
+/// (`None`: it only reads), its history read by whoever holds either (the second
+/// `None`: by anyone), as the metrics endpoint serves it.
+pub fn acting(monitor: Arc<Monitor>, (token, read_token): (Option<&str>, Option<&str>)) -> Acting {
+    let mut console = Console::new(monitor, token);
+    console.read_token = read_token.map(Token::new);
+    let console = Arc::new(console);
     Acting {
         can_act: token.is_some(),
         viewers: console.clone(),
@@ -49,6 +53,8 @@ pub fn acting(monitor: Arc<Monitor>, token: Option<&str>) -> Acting {
 /// the queues.
 pub struct Console {
     token: Option<Token>,
+    /// Reads the history and the copies (`None`: anyone may).
+    read_token: Option<Token>,
     sessions: Sessions,
     /// Held while a wrong token waits: one guess at a time.
     guesses: tokio::sync::Mutex<()>,
@@ -59,10 +65,18 @@ impl Console {
     pub fn new(monitor: Arc<Monitor>, token: Option<&str>) -> Console {
         Console {
             token: token.map(Token::new),
+            read_token: None,
             sessions: Sessions::default(),
             guesses: tokio::sync::Mutex::new(()),
             monitor,
         }
+    }
+}
+
+impl Console {
+    /// Whether the request comes from a browser signed in with the acting token.
+    pub fn signed_in(&self, headers: &HeaderMap) -> bool {
+        self.token.is_some() && self.sessions.of(headers).is_some()
     }
 }
 
@@ -94,6 +108,7 @@ pub fn routes(console: Arc<Console>) -> Router {
         .route("/queues/{queue}/{*action}", post(form))
         .route("/api/queues/{queue}/inspect", get(api_inspect))
         .route("/api/queues/{queue}/{*action}", post(api))
+        .merge(history::api_routes())
         .with_state(console)
 }
 

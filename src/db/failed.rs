@@ -31,6 +31,11 @@ impl Key {
     pub fn from_text(text: &str) -> Key {
         Key(key_from_text(text))
     }
+
+    /// The key as its column holds it.
+    pub fn value(&self) -> &Value {
+        &self.0
+    }
 }
 
 impl std::fmt::Display for Key {
@@ -60,6 +65,88 @@ pub async fn failed_rows(
     let rows = select_rows(&mut conn, &sql, &failed.select, &queue.name, &[], key).await;
     let _ = conn.disconnect().await;
     rows
+}
+
+/// What the console asks of the rows that gave up: those whose columns hold
+/// `text`, or whose key is among `keys` (their last error held it); newest first
+/// (by key), after key `after`; at most `limit`.
+#[derive(Debug, Clone, Default)]
+pub struct Search<'a> {
+    pub text: Option<&'a str>,
+    pub keys: &'a [String],
+    pub after: Option<&'a Key>,
+    pub limit: usize,
+}
+
+/// The rows of `[failed] select` that `search` finds, on `conn`.
+pub async fn search(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    failed: &FailedConfig,
+    search: &Search<'_>,
+) -> Result<Rows, DbError> {
+    let key = match failed.key.clone().or(queue.key.clone()) {
+        Some(key) => key,
+        None => first_column(conn, &failed.select.positional).await?,
+    };
+    let column = format!("tableq_failed.{}", quote_identifier(&key));
+    let mut conditions = Vec::new();
+    let mut extra: Vec<Value> = Vec::new();
+    if let Some(text) = search.text {
+        let statement = conn.prep(&failed.select.positional).await?;
+        let columns: Vec<String> = columns_of(&statement)
+            .names
+            .iter()
+            .map(|name| format!("tableq_failed.{}", quote_identifier(name)))
+            .collect();
+        let mut either = format!("CONCAT_WS(' ', {}) LIKE ?", columns.join(", "));
+        extra.push(like_pattern(text).into());
+        if !search.keys.is_empty() {
+            either.push_str(&format!(
+                " OR {column} IN ({})",
+                vec!["?"; search.keys.len()].join(", ")
+            ));
+            extra.extend(search.keys.iter().map(|k| Value::from(k.as_str())));
+        }
+        conditions.push(format!("({either})"));
+    }
+    if let Some(after) = search.after {
+        conditions.push(format!("{column} < ?"));
+        extra.push(after.0.clone());
+    }
+    let filter = match conditions.is_empty() {
+        true => String::new(),
+        false => format!(" WHERE {}", conditions.join(" AND ")),
+    };
+    let sql = format!(
+        "SELECT * FROM ({}) AS tableq_failed{filter} ORDER BY {column} DESC LIMIT {}",
+        failed.select.positional, search.limit
+    );
+    select_rows(conn, &sql, &failed.select, &queue.name, &extra, Some(&key)).await
+}
+
+/// `%text%`, its own `%`, `_` and `\` matched as themselves.
+pub fn like_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// The name of the first column `select` returns.
+async fn first_column(conn: &mut Conn, select: &str) -> Result<String, DbError> {
+    let statement = conn.prep(select).await?;
+    let first = statement
+        .columns()
+        .first()
+        .map(|c| c.name_str().into_owned());
+    Ok(first.unwrap_or_default())
 }
 
 /// Runs `sql` (which is `select` with tableq's additions; `extra` binds them) and
@@ -234,7 +321,7 @@ async fn inspect_on(
 
 /// Whether the row whose key is `key` is among the rows of `[failed] select` now:
 /// its item gave up (false without `[failed]`).
-pub async fn gave_up(conn: &mut Conn, queue: &QueueConfig, key: &Key) -> Result<bool, DbError> {
+pub async fn gave_up(conn: &mut Conn, queue: &QueueConfig, key: &Value) -> Result<bool, DbError> {
     let Some(failed) = &queue.failed else {
         return Ok(false);
     };
@@ -242,7 +329,7 @@ pub async fn gave_up(conn: &mut Conn, queue: &QueueConfig, key: &Key) -> Result<
         Some(name) => name.clone(),
         None => key_column(conn, queue).await?,
     };
-    let row = one_row(conn, &failed.select, &queue.name, &name, &key.0).await?;
+    let row = one_row(conn, &failed.select, &queue.name, &name, key).await?;
     Ok(row.is_some())
 }
 
@@ -274,15 +361,10 @@ async fn in_table(
 
 /// The queue's key column: `key`, else the select's first column.
 async fn key_column(conn: &mut Conn, queue: &QueueConfig) -> Result<String, DbError> {
-    if let Some(key) = &queue.key {
-        return Ok(key.clone());
+    match &queue.key {
+        Some(key) => Ok(key.clone()),
+        None => first_column(conn, &queue.select.positional).await,
     }
-    let statement = conn.prep(&queue.select.positional).await?;
-    let first = statement
-        .columns()
-        .first()
-        .map(|c| c.name_str().into_owned());
-    Ok(first.unwrap_or_default())
 }
 
 /// The row of `select` whose column `key_name` is `key`, if it returns one.

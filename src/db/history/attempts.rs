@@ -8,6 +8,7 @@ use mysql_async::{Conn, Value};
 
 use super::minutes::unix_of;
 use super::Attempt;
+use crate::db::failed::like_pattern;
 
 /// The longest error text kept (the column is a TEXT).
 const ERROR_CHARS: usize = 4000;
@@ -124,27 +125,12 @@ pub async fn last_errors(
     Ok(rows.into_iter().collect())
 }
 
-/// `%text%`, its own `%`, `_` and `\` matched as themselves.
-pub fn like_pattern(text: &str) -> String {
-    let mut pattern = String::with_capacity(text.len() + 2);
-    pattern.push('%');
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            pattern.push('\\');
-        }
-        pattern.push(c);
-    }
-    pattern.push('%');
-    pattern
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_search_matches_its_wildcards_as_text() {
-        assert_eq!(like_pattern("50%_off\\"), "%50\\%\\_off\\\\%");
+    fn a_copy_is_shown_as_host_and_pid() {
         assert_eq!(shown_copy("web-1:42:1700000000"), "web-1:42");
     }
 }

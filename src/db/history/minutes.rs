@@ -104,6 +104,12 @@ impl Since {
         }
     }
 
+    /// The first minute of its first bucket, when minute `now` is in its last.
+    pub fn first(self, now: u64) -> u64 {
+        let (span, step) = self.minutes();
+        (now / step * step + step).saturating_sub(span)
+    }
+
     /// The minutes it covers, and each bucket's.
     pub fn minutes(self) -> (u64, u64) {
         match self {
@@ -134,8 +140,8 @@ pub async fn read(
     since: Since,
     now: u64,
 ) -> Result<Vec<Bucket>, mysql_async::Error> {
-    let (span, step) = since.minutes();
-    let first = (now + 1 - span) / step * step;
+    let first = since.first(now);
+    let step = since.minutes().1;
     let sql = format!(
         "SELECT {} DIV 60, done, failed, gave_up, returned, held_back, action_sketch, \
          backlog, lag_s FROM tableq_history WHERE queue = ? AND minute_at >= {FROM_UNIX} \
@@ -144,6 +150,11 @@ pub async fn read(
     );
     let rows: Vec<Read> = conn.exec(sql, (queue, first * 60)).await?;
     Ok(buckets(&rows, first, now, step))
+}
+
+/// The buckets of `since` up to minute `now`, all empty: no copy kept a history.
+pub fn empty(since: Since, now: u64) -> Vec<Bucket> {
+    buckets(&[], since.first(now), now, since.minutes().1)
 }
 
 /// The rows, each in its bucket: counts summed, backlog and lag the largest, the

@@ -1,7 +1,7 @@
 //! The writer of the history: a task with one connection per database, fed the
 //! failed attempts through a channel, writing minutes and heartbeats on its ticks.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,7 +18,7 @@ use crate::db::history::attempts::{self, NewAttempt};
 use crate::db::history::copies::{self, Heartbeat, HEARTBEAT_SECONDS};
 use crate::db::history::minutes::{self, MinuteRow};
 use crate::db::history::{tables, trim, Copy};
-use crate::db::Database;
+use crate::db::{Database, DbError};
 use crate::telemetry::metrics::process::hostname;
 use crate::telemetry::stats::history_tap::Kept;
 use crate::telemetry::stats::monitor::{Monitor, Setup};
@@ -37,9 +37,10 @@ struct Place {
     conn: Option<Conn>,
     /// The tables are there (created, or found).
     ready: bool,
-    /// A refusal to create them, or a failed write, was said.
+    /// A refusal to create them was said.
     said_refused: bool,
-    said_failing: bool,
+    /// The tables (or `connect`) whose last write failed: said once each.
+    failing: BTreeSet<&'static str>,
     /// Where failed writes are counted.
     errors: Arc<AtomicU64>,
 }
@@ -144,7 +145,7 @@ impl Writer {
                 continue;
             };
             let written = copies::beat(conn, &beat).await;
-            place.written(written, "tableq_copies");
+            place.written(written.map_err(DbError::from), "tableq_copies");
         }
     }
 
@@ -157,7 +158,7 @@ impl Writer {
                 conn: None,
                 ready: false,
                 said_refused: false,
-                said_failing: false,
+                failing: BTreeSet::new(),
                 errors: errors.clone(),
             })
     }
@@ -191,7 +192,7 @@ impl Writer {
                 failed => failed,
             };
             let ok = written.is_ok();
-            place.written(written, "tableq_history");
+            place.written(written.map_err(DbError::from), "tableq_history");
             if ok {
                 for row in rows {
                     // The minute under way is written again next time.
@@ -218,10 +219,15 @@ impl Writer {
             return;
         };
         let attempt = &kept.attempt;
-        let gave_up = attempt.recorded
-            && failed::gave_up(conn, &setup.config, &Key::from_text(&attempt.key))
-                .await
-                .unwrap_or(false);
+        let gave_up = match attempt.gave_up {
+            Some(gave_up) => gave_up,
+            None if attempt.recorded => {
+                let key = Key::from_text(&attempt.key);
+                let found = failed::gave_up(conn, &setup.config, key.value()).await;
+                found.unwrap_or(false)
+            }
+            None => false,
+        };
         let new = NewAttempt {
             queue: &setup.config.name,
             key: &attempt.key,
@@ -238,7 +244,7 @@ impl Writer {
             let minute = unix_micros(attempt.at) / 60_000_000;
             written = minutes::add_gave_up(conn, &copy_id, &setup.config.name, minute).await;
         }
-        place.written(written, "tableq_attempts");
+        place.written(written.map_err(DbError::from), "tableq_attempts");
     }
 
     /// The copy stopped: no longer listed among the copies.
@@ -256,10 +262,12 @@ impl Place {
     async fn ready_conn(&mut self) -> Option<&mut Conn> {
         if self.conn.is_none() {
             match self.database.connect_within(CONNECT_WITHIN).await {
-                Ok(conn) => self.conn = Some(conn),
+                Ok(conn) => {
+                    self.conn = Some(conn);
+                    self.failing.remove("connect");
+                }
                 Err(e) => {
-                    self.errors.fetch_add(1, Ordering::Relaxed);
-                    self.say_failing(&e.to_string());
+                    self.written(Err(e), "connect");
                     return None;
                 }
             }
@@ -299,25 +307,25 @@ impl Place {
         }
     }
 
-    /// A write's end: a failure counted, said once until one succeeds again, and its
-    /// session dropped (the next write connects again).
-    fn written(&mut self, written: Result<(), mysql_async::Error>, table: &str) {
-        match written {
-            Ok(()) => self.said_failing = false,
-            Err(e) => {
-                self.errors.fetch_add(1, Ordering::Relaxed);
-                self.say_failing(&format!("{table}: {e}"));
-                self.conn = None;
-                self.ready = false;
+    /// A write's end: a failure counted and said once per table until a write
+    /// to it succeeds again; a session that broke is dropped (the next write
+    /// connects again).
+    fn written(&mut self, written: Result<(), DbError>, table: &'static str) {
+        let e = match written {
+            Ok(()) => {
+                self.failing.remove(table);
+                return;
             }
+            Err(e) => e,
+        };
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if !matches!(e, DbError::Driver(mysql_async::Error::Server(_))) {
+            self.conn = None;
+            self.ready = false;
         }
-    }
-
-    fn say_failing(&mut self, error: &str) {
-        if !self.said_failing {
-            warn!(database = %self.database.name(), %error,
-                "cannot write the history: the queues go on; failed writes are counted in tableq_history_write_errors_total (said again once it wrote and failed anew)");
-            self.said_failing = true;
+        if self.failing.insert(table) {
+            warn!(database = %self.database.name(), table, error = %e,
+                "cannot write the history: the queues go on; failed writes are counted in tableq_history_write_errors_total (said again only after a write to it succeeded)");
         }
     }
 }

@@ -109,6 +109,7 @@ impl QueueRuntime {
             status: outcome.and_then(|o| o.status),
             kind: outcome.and_then(|o| o.kind.as_deref()).map(|k| k.0.clone()),
             recorded,
+            gave_up: None,
         };
         ItemFailed { attempt: &attempt }.emit(&self.stats);
         if self.stats.observed.history.connected() {

@@ -25,6 +25,9 @@ pub struct FailedAttempt {
     pub kind: Option<String>,
     /// `[on_failure]` recorded it (else the row is waiting again as it was).
     pub recorded: bool,
+    /// Its outcome left the row in `[failed] select`, as the transaction that
+    /// wrote it saw; `None`: not asked (the history asks after the commit).
+    pub gave_up: Option<bool>,
 }
 
 impl FailedAttempt {
@@ -38,6 +41,7 @@ impl FailedAttempt {
             status,
             kind: None,
             recorded: true,
+            gave_up: None,
         }
     }
 }

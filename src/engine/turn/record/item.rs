@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::action::Outcome;
-use crate::db::{DbError, Item, Session, Statements};
+use crate::db::{failed, DbError, Item, Session, Statements};
 use crate::engine::queue::QueueRuntime;
 use crate::engine::turn::record::{Store, UntilTaken, Written};
 
@@ -77,6 +77,13 @@ impl ItemStore<'_> {
 
 impl Store for ItemStore<'_> {
     type Error = DbError;
+
+    async fn gave_up(&mut self, item: &Item) -> Option<bool> {
+        let (conn, _) = self.session.parts();
+        failed::gave_up(conn, &self.queue.config, item.key())
+            .await
+            .ok()
+    }
 
     async fn write(
         &mut self,

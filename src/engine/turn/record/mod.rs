@@ -61,6 +61,13 @@ pub trait Store {
     /// Leaves an item that will not be recorded as it was claimed: what its action
     /// wrote is undone, and in lease mode its lease released.
     async fn leave(&mut self, item: &Item) -> Result<(), Self::Error>;
+
+    /// Whether `item`'s row is in `[failed] select` now that its failure was
+    /// written (seen from the transaction that wrote it); `None` when this store
+    /// cannot tell, or the question failed.
+    async fn gave_up(&mut self, _item: &Item) -> Option<bool> {
+        None
+    }
 }
 
 /// Records each item's outcome through `store`, settling its fate in `report`. An
@@ -105,10 +112,39 @@ pub async fn record<S: Store>(
         .collect();
     failed.extend(failing.iter().map(|(item, outcome)| (*item, outcome)));
     let recorded = store.write(Statements::OnFailure, &failed).await?;
+    let gave_up = gave_up(queue, store, &failed, &recorded).await;
+    let first = report.attempts.len();
     tally(queue, &failed, recorded, Statements::OnFailure, report);
+    for attempt in &mut report.attempts[first..] {
+        attempt.gave_up = gave_up
+            .iter()
+            .find(|(key, _)| *key == attempt.key)
+            .map(|(_, g)| *g);
+    }
     let put_back = store.write(Statements::OnRelease, &released).await?;
     tally(queue, &released, put_back, Statements::OnRelease, report);
     Ok(())
+}
+
+/// For the history: of the failures just recorded, which left their row in
+/// `[failed] select` (asked only when the copy keeps a history and the queue says
+/// what gave up), by key.
+async fn gave_up<S: Store>(
+    queue: &QueueRuntime,
+    store: &mut S,
+    failed: &[(&Item, &Outcome)],
+    recorded: &[Written],
+) -> Vec<(String, bool)> {
+    let mut found = Vec::new();
+    if queue.config.failed.is_none() || !queue.stats.observed.history.connected() {
+        return found;
+    }
+    for ((item, _), written) in failed.iter().zip(recorded) {
+        if let (Written::Recorded, Some(gave_up)) = (written, store.gave_up(item).await) {
+            found.push((item.key_text(), gave_up));
+        }
+    }
+    found
 }
 
 /// Which outcome SQL an item gets, if any.

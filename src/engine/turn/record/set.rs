@@ -30,6 +30,13 @@ pub struct SetStore<'s> {
 impl Store for SetStore<'_> {
     type Error = DbError;
 
+    async fn gave_up(&mut self, item: &Item) -> Option<bool> {
+        let (conn, _) = self.session.parts();
+        crate::db::failed::gave_up(conn, &self.queue.config, item.key())
+            .await
+            .ok()
+    }
+
     async fn write(
         &mut self,
         which: Statements,

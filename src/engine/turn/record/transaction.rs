@@ -55,6 +55,13 @@ impl Store for TransactionStore<'_> {
         }
     }
 
+    async fn gave_up(&mut self, item: &Item) -> Option<bool> {
+        match self {
+            TransactionStore::Items(store) => store.gave_up(item).await,
+            TransactionStore::Sets(store) => store.gave_up(item).await,
+        }
+    }
+
     async fn leave(&mut self, item: &Item) -> Result<(), DbError> {
         match self {
             TransactionStore::Items(store) => store.leave(item).await,
