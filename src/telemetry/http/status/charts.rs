@@ -217,9 +217,15 @@ fn plot(html: &mut String, frame: &Frame, series: &Series, top: f64) {
             format!("{x:.1},{y:.1}")
         })
         .collect();
+    // Gave up is most often failed again (every failure gave up): dashed, so the
+    // line under it shows through.
+    let dashed = match series.name {
+        "gave up" => " stroke-dasharray=\"3 2\"",
+        _ => "",
+    };
     let _ = write!(
         html,
-        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\" data-series=\"{}\" \
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\"{dashed} data-series=\"{}\" \
          data-points-count=\"{}\" points=\"{}\"/>",
         series.colour,
         series.name,
