@@ -108,6 +108,13 @@ pub async fn post(url: &str, token: Option<&str>, body: &str) -> (u16, String) {
 }
 
 async fn get_with(url: &str, token: &str) -> (u16, serde_json::Value) {
+    let (status, body) = get_text_with(url, token).await;
+    (status, serde_json::from_str(&body).unwrap())
+}
+
+/// `GET url` with `Authorization: Bearer token`: the status and the body.
+pub async fn get_text_with(url: &str, token: &str) -> (u16, String) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let response = reqwest::Client::new()
         .get(url)
         .bearer_auth(token)
@@ -115,10 +122,7 @@ async fn get_with(url: &str, token: &str) -> (u16, serde_json::Value) {
         .await
         .expect("the console answers");
     let status = response.status().as_u16();
-    (
-        status,
-        serde_json::from_str(&response.text().await.unwrap()).unwrap(),
-    )
+    (status, response.text().await.unwrap())
 }
 
 async fn states(db: &TestDb) -> Vec<(u32, String)> {

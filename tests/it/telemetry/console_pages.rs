@@ -5,23 +5,11 @@
 
 use std::time::Duration;
 
-use super::console_api::start_console;
+use super::console_api::{get_text_with, start_console};
 use crate::support::endpoint::get;
 use crate::support::{eventually, QueueFile, QueueFiles, TestDb};
 
 const READ_TOKEN: &str = "a-read-token-for-the-tests-9876543210";
-
-/// `GET url` with `Authorization: Bearer token`: the status and the body.
-async fn get_as(url: &str, token: &str) -> (u16, String) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let response = reqwest::Client::new()
-        .get(url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("the console answers");
-    (response.status().as_u16(), response.text().await.unwrap())
-}
 
 /// With a read token: no chart and no copy for a client not signed in (the pages
 /// say why), the history and the copies for the read token's holder; a row's
@@ -54,7 +42,7 @@ async fn with_a_read_token_the_pages_show_no_history_to_a_stranger() {
     let (mut daemon, base) = start_console(&files, &db.url, &["mail.toml"], &env).await;
     let copies = format!("{base}/api/copies");
     eventually("the copy heartbeats", Duration::from_secs(30), || async {
-        let (status, body) = get_as(&copies, READ_TOKEN).await;
+        let (status, body) = get_text_with(&copies, READ_TOKEN).await;
         status == 200 && body.contains("\"pid\"")
     })
     .await;
@@ -69,7 +57,7 @@ async fn with_a_read_token_the_pages_show_no_history_to_a_stranger() {
     let (status, _) = get(&format!("{base}/api/copies")).await;
     assert_eq!(status, 401, "the API without the read token");
     let history = format!("{base}/api/queues/mail/history?since=1h");
-    let (status, body) = get_as(&history, READ_TOKEN).await;
+    let (status, body) = get_text_with(&history, READ_TOKEN).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = get(&format!("{base}/queues/mail/attempts?key=1")).await;
     assert_eq!(status, 401, "{body}");
