@@ -103,10 +103,11 @@ fn fits(answer: &Value, what: &str) {
 
 /// The queue's charts hold the history's points: the done line's values sum to the
 /// payments done (`done`, or more: a retried one), the failed line's to the three
-/// failures; the page fits a window `width` px wide.
-async fn the_charts_have_the_points(browser: &mut Browser, width: u32, done: f64) {
+/// failures, over the window `since` (`1h`, `24h`, `7d`); the page fits a window
+/// `width` px wide.
+async fn the_charts_have_the_points(browser: &mut Browser, width: u32, since: &str, done: f64) {
     let answer = browser
-        .step(json!({"op": "charts", "queue": "pay", "since": "1h"}))
+        .step(json!({"op": "charts", "queue": "pay", "since": since}))
         .await;
     fits(&answer, &format!("the queue's page at {width} px"));
     let charts = answer["charts"].as_array().unwrap();
@@ -122,7 +123,7 @@ async fn the_charts_have_the_points(browser: &mut Browser, width: u32, done: f64
     assert_eq!(counted as usize, points.len(), "{answer}");
     assert!(!charts[1]["points"].as_array().unwrap().is_empty(), "a p95");
     println!(
-        "at {width} px: {} points on the throughput chart; labels at least {} px",
+        "at {width} px over {since}: {} points on the throughput chart; labels at least {} px",
         points.len(),
         answer["fits"]["smallest_label_px"]
     );
@@ -201,7 +202,7 @@ async fn the_consoles_memory_in_a_browser() {
     println!("screenshots in {}", folder.display());
     let mut browser = Browser::start(&python, &chromium, &base, &screenshot());
     browser.step(json!({"op": "sign_in"})).await;
-    the_charts_have_the_points(&mut browser, 1280, 9.0).await;
+    the_charts_have_the_points(&mut browser, 1280, "1h", 9.0).await;
     search_and_open_the_attempts(&mut browser).await;
     browser
         .act(json!({"op": "retry_row"}), "retried 1 of 1 key")
@@ -222,7 +223,8 @@ async fn the_consoles_memory_in_a_browser() {
     );
     photograph(&mut browser, 1280).await;
     photograph(&mut browser, 390).await;
-    the_charts_have_the_points(&mut browser, 390, 9.0).await;
+    the_charts_have_the_points(&mut browser, 390, "1h", 9.0).await;
+    the_charts_have_the_points(&mut browser, 390, "7d", 9.0).await;
     browser.close().await;
     daemon.terminate().await;
 }
