@@ -10,7 +10,7 @@
 //! two files of a module import each other, and that this map names every module):
 //!
 //! ```text
-//! commands → engine | check | count | console → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
+//! commands → engine | check | count | console → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context | sketch
 //! ```
 //!
 //! - [`commands`]: the command line and what each subcommand does, with its exit
@@ -52,6 +52,9 @@
 //!     `tableq pause` holds the queue, read by one worker for all),
 //!     `engine::policy::loops` (rows that come straight back),
 //!     `engine::policy::retry` (the one retry helper, over `backoff`).
+//!   - `engine::history` (the copy's history in the database, kept by one task,
+//!     `engine::history::recorder`: minutes, failed attempts, heartbeats, the trim;
+//!     `engine::history::options`: how it is kept).
 //!   - `engine::queue` (what a queue's workers share), and a queue's life:
 //!     `engine::queue::supervisor` (one version per queue: start, reload without
 //!     harm, the watchdog, graceful shutdown), `engine::queue::launch` (prepare,
@@ -88,8 +91,10 @@
 //!   only observes; the metrics endpoint serves its routes — `console::auth`
 //!   (token, sessions, CSRF), `console::act` (pause, resume, retry, discard,
 //!   inspect), `console::request` (what a JSON body or a form asks),
-//!   `console::pages` (the pages that read the history: a queue's, a row's
-//!   attempts, the fleet).
+//!   `console::history` (the history read back for every copy's console: charts'
+//!   buckets, the rows that gave up searched, a row's failed attempts, the copies),
+//!   `console::pages` (the pages that read it: a queue's, a row's attempts, the
+//!   fleet).
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
 //! - [`telemetry`]: what the process tells about itself. `telemetry::events`
@@ -101,7 +106,8 @@
 //!     class), `telemetry::stats::failure_kinds` (failures grouped by kind: ids,
 //!     numbers and quoted values masked), `telemetry::stats::in_flight` (the action's runs under way),
 //!     `telemetry::stats::limited` (what the limits shared by copies hold back),
-//!     `telemetry::stats::recent` (the status page's percentiles over the last 5
+//!     `telemetry::stats::history_tap` (failed attempts on their way to the
+//!     history, never waited for), `telemetry::stats::recent` (the status page's percentiles over the last 5
 //!     and 15 minutes), `telemetry::stats::monitor` (every queue's, for the
 //!     endpoint);
 //!   - `telemetry::log` (text or JSON, to stderr): `telemetry::log::json_lines`
@@ -155,6 +161,9 @@
 //!   `db::backlog`, `db::due` (when the next row falls due by time), `db::clock`, `db::cluster` (a multi-primary cluster: whether a server is a node of one, and which queues it refuses), `db::unanswered` (how long a worker has waited for the database), `db::budget` (the process's
 //!   connection budget), `db::failed` (`[failed]` run for the operator's commands),
 //!   `db::pause` (the table `tableq pause` writes and every copy reads),
+//!   `db::history` (the console's memory in `tableq_*` tables: `db::history::tables`,
+//!   `db::history::minutes`, `db::history::attempts`, `db::history::copies`,
+//!   `db::history::trim`),
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
@@ -197,7 +206,8 @@
 //!   uses; `backoff`: waiting before trying again — the one `jitter`, and waits
 //!   that double from a first to a ceiling, each caller's own (the engine's
 //!   retries, a broker's reconnections, a worker process started again);
-//!   `trace_context`: W3C Trace Context (`traceparent`) as text — a row's, read by
+//!   `sketch`: durations as a DDSketch of one configuration, mergeable across
+//!   minutes and copies; `trace_context`: W3C Trace Context (`traceparent`) as text — a row's, read by
 //!   `db::item`, continued by an HTTP delivery's header and by `telemetry::trace`'s
 //!   spans.
 
@@ -213,6 +223,7 @@ pub mod diagnostic;
 mod duration;
 mod engine;
 mod lock;
+mod sketch;
 mod sql;
 pub mod telemetry;
 mod trace_context;

@@ -1,30 +1,21 @@
 //! The console's memory, read back from the queue's database: a queue's history
 //! over every copy, the rows that gave up (searched), one row's failed attempts,
-//! and the copies — as `/api/…` JSON here, and for the page.
-//!
-//! The aggregates (`history`, `copies`) are open like the status page, unless
-//! `--console-read-token-file` was given: then they need that token or the acting
-//! one. Row data (`failed`, `attempts`) needs the acting token, as `inspect` does.
+//! and the copies — for the `/api/…` routes and the page.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
-use mysql_async::Conn;
+use axum::http::StatusCode;
 use serde::Serialize;
 
-use super::request::query_value;
-use super::{check_bearer, json, json_error, Console};
 use crate::db::failed::{self, Key, Search};
 use crate::db::history::attempts;
 use crate::db::history::minutes::{self, Since};
-use crate::db::history::{copies as fleet, Attempt, Bucket, CopyStatus};
+use crate::db::history::{
+    copies as fleet, Attempt, Bucket, CopyStatus, HistoryConn, NO_SUCH_TABLE,
+};
 use crate::db::{Database, DbError};
-use crate::telemetry::stats::monitor::Setup;
+use crate::telemetry::stats::monitor::{Monitor, Setup};
 
 /// The most rows a page of failed rows holds.
 pub const MOST_ROWS: usize = 200;
@@ -42,14 +33,8 @@ pub enum HistoryError {
     Database(#[from] DbError),
 }
 
-impl From<mysql_async::Error> for HistoryError {
-    fn from(e: mysql_async::Error) -> Self {
-        HistoryError::Database(DbError::from(e))
-    }
-}
-
 impl HistoryError {
-    fn status(&self) -> StatusCode {
+    pub fn status(&self) -> StatusCode {
         match self {
             HistoryError::NoQueue(_) => StatusCode::NOT_FOUND,
             HistoryError::NoFailed(_) => StatusCode::NOT_FOUND,
@@ -82,19 +67,15 @@ pub struct FailedQuery {
 }
 
 /// The queue's setup in this process.
-pub fn setup(console: &Console, queue: &str) -> Result<Arc<Setup>, HistoryError> {
-    let (_, setup) = console
-        .monitor
+pub fn setup(monitor: &Monitor, queue: &str) -> Result<Arc<Setup>, HistoryError> {
+    let (_, setup) = monitor
         .running(queue)
         .ok_or_else(|| HistoryError::NoQueue(queue.to_string()))?;
     Ok(setup)
 }
 
-async fn connect(setup: &Setup) -> Result<Conn, HistoryError> {
-    Ok(setup
-        .database
-        .connect_within(setup.config.database_timeout)
-        .await?)
+async fn connect(setup: &Setup) -> Result<HistoryConn, HistoryError> {
+    Ok(HistoryConn::open(&setup.database, setup.config.database_timeout).await?)
 }
 
 /// `queue`'s history over every copy, bucketed for `since`. No table yet: empty.
@@ -102,7 +83,7 @@ pub async fn history(setup: &Setup, since: Since) -> Result<Vec<Bucket>, History
     let mut conn = connect(setup).await?;
     let now = crate::db::history::unix_seconds(std::time::SystemTime::now()) / 60;
     let read = minutes::read(&mut conn, &setup.config.name, since, now).await;
-    let _ = conn.disconnect().await;
+    conn.close().await;
     match read {
         Err(e) if no_table(&e) => Ok(minutes::empty(since, now)),
         read => Ok(read?),
@@ -132,7 +113,7 @@ pub async fn failed(setup: &Setup, query: &FailedQuery) -> Result<FailedPage, Hi
         after: after.as_ref(),
         limit: limit + 1,
     };
-    let mut rows = failed::search(&mut conn, queue, failed, &search).await?;
+    let mut rows = failed::search(conn.conn(), queue, failed, &search).await?;
     let next = (rows.rows.len() > limit).then(|| rows.keys[limit - 1].to_string());
     rows.rows.truncate(limit);
     rows.keys.truncate(limit);
@@ -140,7 +121,7 @@ pub async fn failed(setup: &Setup, query: &FailedQuery) -> Result<FailedPage, Hi
     let errors = attempts::last_errors(&mut conn, &queue.name, &keys)
         .await
         .or_else(none_without_table)?;
-    let _ = conn.disconnect().await;
+    conn.close().await;
     Ok(FailedPage {
         rows: rows.rows,
         keys,
@@ -153,15 +134,15 @@ pub async fn failed(setup: &Setup, query: &FailedQuery) -> Result<FailedPage, Hi
 pub async fn attempts_of(setup: &Setup, key: &str) -> Result<Vec<Attempt>, HistoryError> {
     let mut conn = connect(setup).await?;
     let found = attempts::of_key(&mut conn, &setup.config.name, key).await;
-    let _ = conn.disconnect().await;
+    conn.close().await;
     Ok(found.or_else(none_without_table)?)
 }
 
 /// Every copy that heartbeats on the databases of this copy's queues.
-pub async fn copies(console: &Console) -> Result<Vec<CopyStatus>, HistoryError> {
+pub async fn copies(monitor: &Monitor) -> Result<Vec<CopyStatus>, HistoryError> {
     let mut databases: Vec<(String, Database, std::time::Duration)> = Vec::new();
-    for view in console.monitor.queues() {
-        let Some((_, setup)) = console.monitor.running(&view.name) else {
+    for view in monitor.queues() {
+        let Some((_, setup)) = monitor.running(&view.name) else {
             continue;
         };
         let name = format!("{}/{}", setup.database.server(), setup.database.name());
@@ -171,9 +152,9 @@ pub async fn copies(console: &Console) -> Result<Vec<CopyStatus>, HistoryError> 
     }
     let mut all: Vec<CopyStatus> = Vec::new();
     for (_, database, timeout) in databases {
-        let mut conn = database.connect_within(timeout).await?;
+        let mut conn = HistoryConn::open(&database, timeout).await?;
         let listed = fleet::list(&mut conn).await.or_else(none_without_table);
-        let _ = conn.disconnect().await;
+        conn.close().await;
         for copy in listed? {
             if !all
                 .iter()
@@ -186,126 +167,14 @@ pub async fn copies(console: &Console) -> Result<Vec<CopyStatus>, HistoryError> 
     Ok(all)
 }
 
-const ER_NO_SUCH_TABLE: u16 = 1146;
-
-fn no_table(e: &mysql_async::Error) -> bool {
-    matches!(e, mysql_async::Error::Server(e) if e.code == ER_NO_SUCH_TABLE)
+fn no_table(e: &DbError) -> bool {
+    e.server_code() == Some(NO_SUCH_TABLE)
 }
 
 /// Nothing, when the history's table is not there (no copy kept one yet).
-fn none_without_table<T: Default>(e: mysql_async::Error) -> Result<T, mysql_async::Error> {
+fn none_without_table<T: Default>(e: DbError) -> Result<T, DbError> {
     match no_table(&e) {
         true => Ok(T::default()),
         false => Err(e),
     }
-}
-
-/// The history's API routes.
-pub fn api_routes() -> Router<Arc<Console>> {
-    Router::new()
-        .route("/api/queues/{queue}/history", get(api_history))
-        .route("/api/queues/{queue}/failed", get(api_failed))
-        .route("/api/queues/{queue}/attempts", get(api_attempts))
-        .route("/api/copies", get(api_copies))
-}
-
-/// Whether the request may read the aggregates: open without a read token.
-pub async fn check_reader(console: &Console, headers: &HeaderMap) -> Result<(), Response> {
-    if console.read_token.is_none() || console.signed_in(headers) {
-        return Ok(());
-    }
-    match super::auth::bearer(headers) {
-        Some(offered)
-            if console
-                .read_token
-                .as_ref()
-                .is_some_and(|t| t.matches(&offered)) =>
-        {
-            Ok(())
-        }
-        Some(_) if console.token.is_some() => check_bearer(console, headers).await,
-        _ => Err(json_error(
-            StatusCode::UNAUTHORIZED,
-            "send the console's read token: Authorization: Bearer TOKEN",
-        )),
-    }
-}
-
-fn answer<T: Serialize>(field: &str, found: Result<T, HistoryError>) -> Response {
-    match found {
-        Ok(value) => json(StatusCode::OK, &serde_json::json!({ field: value })),
-        Err(e) => json_error(e.status(), &e.to_string()),
-    }
-}
-
-async fn api_history(
-    State(console): State<Arc<Console>>,
-    Path(queue): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    if let Err(refused) = check_reader(&console, &headers).await {
-        return refused;
-    }
-    let since = query_value(uri.query(), "since").unwrap_or_else(|| "1h".into());
-    let Some(since) = Since::parse(&since) else {
-        return json_error(StatusCode::BAD_REQUEST, "since must be 1h, 24h or 7d");
-    };
-    let found = match setup(&console, &queue) {
-        Ok(setup) => history(&setup, since).await,
-        Err(e) => Err(e),
-    };
-    answer("buckets", found)
-}
-
-async fn api_failed(
-    State(console): State<Arc<Console>>,
-    Path(queue): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    if let Err(refused) = check_bearer(&console, &headers).await {
-        return refused;
-    }
-    let query = FailedQuery {
-        text: query_value(uri.query(), "q"),
-        limit: query_value(uri.query(), "limit")
-            .and_then(|l| l.parse().ok())
-            .unwrap_or(50),
-        after: query_value(uri.query(), "after"),
-    };
-    let found = match setup(&console, &queue) {
-        Ok(setup) => failed(&setup, &query).await,
-        Err(e) => Err(e),
-    };
-    match found {
-        Ok(page) => json(StatusCode::OK, &page),
-        Err(e) => json_error(e.status(), &e.to_string()),
-    }
-}
-
-async fn api_attempts(
-    State(console): State<Arc<Console>>,
-    Path(queue): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    if let Err(refused) = check_bearer(&console, &headers).await {
-        return refused;
-    }
-    let Some(key) = query_value(uri.query(), "key") else {
-        return json_error(StatusCode::BAD_REQUEST, "name the row: ?key=KEY");
-    };
-    let found = match setup(&console, &queue) {
-        Ok(setup) => attempts_of(&setup, &key).await,
-        Err(e) => Err(e),
-    };
-    answer("attempts", found)
-}
-
-async fn api_copies(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = check_reader(&console, &headers).await {
-        return refused;
-    }
-    answer("copies", copies(&console).await)
 }

@@ -30,6 +30,7 @@ use auth::{bearer, cleared_cookie, csrf_matches, session_cookie, Sessions, Token
 use request::{form_action, form_fields, json_action, query_value};
 
 use crate::config::queue::failed::Change;
+use crate::db::history::minutes::Since;
 use crate::telemetry::http::listener::Peer;
 use crate::telemetry::http::status::{self, Viewer};
 use crate::telemetry::http::{Acting, Viewers};
@@ -100,15 +101,15 @@ pub fn routes(console: Arc<Console>) -> Router {
     Router::new()
         .route("/sign-in", get(sign_in_page).post(sign_in))
         .route("/sign-out", post(sign_out))
-        .route("/queues/{queue}", get(pages::queue_page))
-        .route("/queues/{queue}/attempts", get(pages::attempts_page))
-        .route("/copies", get(pages::fleet_page))
+        .route("/queues/{queue}", get(queue_page))
+        .route("/queues/{queue}/attempts", get(attempts_page))
+        .route("/copies", get(fleet_page))
         .route("/queues/{queue}/inspect", get(inspect_page))
         // `{*action}`: `pause`, `resume`, `failed/retry`, `failed/discard`.
         .route("/queues/{queue}/{*action}", post(form))
         .route("/api/queues/{queue}/inspect", get(api_inspect))
         .route("/api/queues/{queue}/{*action}", post(api))
-        .merge(history::api_routes())
+        .merge(history_routes())
         .with_state(console)
 }
 
@@ -455,20 +456,64 @@ fn encode(name: &str) -> String {
     percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
+/// The answer to a browser not signed in to the console (how to), or `None`.
+fn not_signed_in(console: &Console, headers: &HeaderMap) -> Option<Response> {
+    if console.token.is_none() {
+        return Some(text(StatusCode::FORBIDDEN, READ_ONLY));
+    }
+    (!console.signed_in(headers)).then(|| {
+        text(
+            StatusCode::UNAUTHORIZED,
+            "sign in first, with the console token, at /sign-in",
+        )
+    })
+}
+
+/// Whether a page may show the history's aggregates (charts, copies): to anyone,
+/// unless tableq was given `--console-read-token-file`; then to a browser signed in.
+fn pages_read(console: &Console, headers: &HeaderMap) -> bool {
+    console.read_token.is_none() || console.signed_in(headers)
+}
+
+async fn queue_page(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let (viewer, reads) = (console.viewer(&headers), pages_read(&console, &headers));
+    pages::queue_page(&console.monitor, &queue, &viewer, uri.query(), reads).await
+}
+
+async fn attempts_page(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Some(refused) = not_signed_in(&console, &headers) {
+        return refused;
+    }
+    let viewer = console.viewer(&headers);
+    match pages::attempts_page(&console.monitor, &queue, &viewer, uri.query()).await {
+        Ok(page) => status::html_response(StatusCode::OK, page),
+        Err((status, why)) => text(status, why),
+    }
+}
+
+async fn fleet_page(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    let (viewer, reads) = (console.viewer(&headers), pages_read(&console, &headers));
+    pages::fleet_page(&console.monitor, &viewer, reads).await
+}
+
 async fn inspect_page(
     State(console): State<Arc<Console>>,
     Path(queue): Path<String>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    if console.token.is_none() {
-        return text(StatusCode::FORBIDDEN, READ_ONLY);
-    }
-    if console.sessions.of(&headers).is_none() {
-        return text(
-            StatusCode::UNAUTHORIZED,
-            "sign in first, with the console token, at /sign-in",
-        );
+    if let Some(refused) = not_signed_in(&console, &headers) {
+        return refused;
     }
     match inspect_queue(&console, &queue, &uri).await {
         Ok((found, exists)) => {
@@ -480,6 +525,119 @@ async fn inspect_page(
         }
         Err((status, why)) => text(status, why),
     }
+}
+
+/// The history's API routes: the aggregates (`history`, `copies`) are open like
+/// the status page, unless `--console-read-token-file` was given (then that token
+/// or the acting one reads them); row data (`failed`, `attempts`) needs the acting
+/// token, as `inspect` does.
+fn history_routes() -> Router<Arc<Console>> {
+    Router::new()
+        .route("/api/queues/{queue}/history", get(api_history))
+        .route("/api/queues/{queue}/failed", get(api_failed))
+        .route("/api/queues/{queue}/attempts", get(api_attempts))
+        .route("/api/copies", get(api_copies))
+}
+
+/// Whether the request may read the aggregates: open without a read token.
+async fn check_reader(console: &Console, headers: &HeaderMap) -> Result<(), Response> {
+    if console.read_token.is_none() || console.signed_in(headers) {
+        return Ok(());
+    }
+    match bearer(headers) {
+        Some(offered)
+            if console
+                .read_token
+                .as_ref()
+                .is_some_and(|t| t.matches(&offered)) =>
+        {
+            Ok(())
+        }
+        Some(_) if console.token.is_some() => check_bearer(console, headers).await,
+        _ => Err(json_error(
+            StatusCode::UNAUTHORIZED,
+            "send the console's read token: Authorization: Bearer TOKEN",
+        )),
+    }
+}
+
+fn answer<T: serde::Serialize>(field: &str, found: Result<T, history::HistoryError>) -> Response {
+    match found {
+        Ok(value) => json(StatusCode::OK, &serde_json::json!({ field: value })),
+        Err(e) => json_error(e.status(), &e.to_string()),
+    }
+}
+
+async fn api_history(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Err(refused) = check_reader(&console, &headers).await {
+        return refused;
+    }
+    let since = query_value(uri.query(), "since").unwrap_or_else(|| "1h".into());
+    let Some(since) = Since::parse(&since) else {
+        return json_error(StatusCode::BAD_REQUEST, "since must be 1h, 24h or 7d");
+    };
+    let found = match history::setup(&console.monitor, &queue) {
+        Ok(setup) => history::history(&setup, since).await,
+        Err(e) => Err(e),
+    };
+    answer("buckets", found)
+}
+
+async fn api_failed(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Err(refused) = check_bearer(&console, &headers).await {
+        return refused;
+    }
+    let query = history::FailedQuery {
+        text: query_value(uri.query(), "q"),
+        limit: query_value(uri.query(), "limit")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(50),
+        after: query_value(uri.query(), "after"),
+    };
+    let found = match history::setup(&console.monitor, &queue) {
+        Ok(setup) => history::failed(&setup, &query).await,
+        Err(e) => Err(e),
+    };
+    match found {
+        Ok(page) => json(StatusCode::OK, &page),
+        Err(e) => json_error(e.status(), &e.to_string()),
+    }
+}
+
+async fn api_attempts(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Err(refused) = check_bearer(&console, &headers).await {
+        return refused;
+    }
+    let Some(key) = query_value(uri.query(), "key") else {
+        return json_error(StatusCode::BAD_REQUEST, "name the row: ?key=KEY");
+    };
+    let found = match history::setup(&console.monitor, &queue) {
+        Ok(setup) => history::attempts_of(&setup, &key).await,
+        Err(e) => Err(e),
+    };
+    answer("attempts", found)
+}
+
+async fn api_copies(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = check_reader(&console, &headers).await {
+        return refused;
+    }
+    answer("copies", history::copies(&console.monitor).await)
 }
 
 #[cfg(test)]

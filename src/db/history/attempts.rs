@@ -4,11 +4,13 @@
 use std::collections::HashMap;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Value};
+use mysql_async::Value;
 
 use super::minutes::unix_of;
 use super::Attempt;
+use super::HistoryConn;
 use crate::db::failed::like_pattern;
+use crate::db::DbError;
 
 /// The longest error text kept (the column is a TEXT).
 const ERROR_CHARS: usize = 4000;
@@ -29,7 +31,7 @@ pub struct NewAttempt<'a> {
 }
 
 /// Writes `attempt`, numbered after its key's attempts recorded before.
-pub async fn write(conn: &mut Conn, attempt: &NewAttempt<'_>) -> Result<(), mysql_async::Error> {
+pub async fn write(conn: &mut HistoryConn, attempt: &NewAttempt<'_>) -> Result<(), DbError> {
     let error: String = attempt.error.chars().take(ERROR_CHARS).collect();
     let kind: Option<String> = attempt.kind.map(|k| k.chars().take(191).collect());
     let key: String = attempt.key.chars().take(191).collect();
@@ -50,22 +52,22 @@ pub async fn write(conn: &mut Conn, attempt: &NewAttempt<'_>) -> Result<(), mysq
         attempt.queue.into(),
         key.as_str().into(),
     ];
-    conn.exec_drop(sql, params).await
+    Ok(conn.0.exec_drop(sql, params).await?)
 }
 
 /// The attempts recorded for `key` of `queue`, in order.
 pub async fn of_key(
-    conn: &mut Conn,
+    conn: &mut HistoryConn,
     queue: &str,
     key: &str,
-) -> Result<Vec<Attempt>, mysql_async::Error> {
+) -> Result<Vec<Attempt>, DbError> {
     let sql = format!(
         "SELECT attempt, {} + MICROSECOND(at) / 1e6, copy, ms, status, error, gave_up \
          FROM tableq_attempts WHERE queue = ? AND item_key = ? ORDER BY id",
         unix_of("at")
     );
     type Row = (u64, f64, String, u64, Option<i64>, String, bool);
-    let rows: Vec<Row> = conn.exec(sql, (queue, key)).await?;
+    let rows: Vec<Row> = conn.0.exec(sql, (queue, key)).await?;
     Ok(rows
         .into_iter()
         .map(|(attempt, at, copy, ms, status, error, gave_up)| Attempt {
@@ -91,25 +93,25 @@ fn shown_copy(copy: &str) -> String {
 /// The keys of `queue` whose last recorded error holds `text`, newest first, at
 /// most `limit`.
 pub async fn keys_whose_error_holds(
-    conn: &mut Conn,
+    conn: &mut HistoryConn,
     queue: &str,
     text: &str,
     limit: usize,
-) -> Result<Vec<String>, mysql_async::Error> {
+) -> Result<Vec<String>, DbError> {
     let sql = format!(
         "SELECT a.item_key FROM tableq_attempts a WHERE a.queue = ? AND a.error LIKE ? \
          AND a.id = (SELECT MAX(b.id) FROM tableq_attempts b WHERE b.queue = a.queue \
          AND b.item_key = a.item_key) ORDER BY a.id DESC LIMIT {limit}"
     );
-    conn.exec(sql, (queue, like_pattern(text))).await
+    Ok(conn.0.exec(sql, (queue, like_pattern(text))).await?)
 }
 
 /// The last recorded error of each of `keys` that has one.
 pub async fn last_errors(
-    conn: &mut Conn,
+    conn: &mut HistoryConn,
     queue: &str,
     keys: &[String],
-) -> Result<HashMap<String, String>, mysql_async::Error> {
+) -> Result<HashMap<String, String>, DbError> {
     if keys.is_empty() {
         return Ok(HashMap::new());
     }
@@ -121,7 +123,7 @@ pub async fn last_errors(
     );
     let mut params: Vec<Value> = vec![queue.into()];
     params.extend(keys.iter().map(|k| Value::from(k.as_str())));
-    let rows: Vec<(String, String)> = conn.exec(sql, params).await?;
+    let rows: Vec<(String, String)> = conn.0.exec(sql, params).await?;
     Ok(rows.into_iter().collect())
 }
 

@@ -2,10 +2,11 @@
 //! are the database's, so the hosts' clocks do not matter.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::Conn;
 
 use super::minutes::{unix_of, FROM_UNIX};
+use super::HistoryConn;
 use super::{Copy, CopyStatus};
+use crate::db::DbError;
 
 /// How often a copy says it is alive.
 pub const HEARTBEAT_SECONDS: u64 = 10;
@@ -27,7 +28,7 @@ pub struct Heartbeat<'a> {
 }
 
 /// Writes `beat`, now by the database's clock.
-pub async fn beat(conn: &mut Conn, beat: &Heartbeat<'_>) -> Result<(), mysql_async::Error> {
+pub async fn beat(conn: &mut HistoryConn, beat: &Heartbeat<'_>) -> Result<(), DbError> {
     let queues = serde_json::to_string(beat.queues).unwrap_or_else(|_| "[]".into());
     let sql = format!(
         "INSERT INTO tableq_copies (copy, host, pid, version, started, last_seen, queues, \
@@ -46,17 +47,19 @@ pub async fn beat(conn: &mut Conn, beat: &Heartbeat<'_>) -> Result<(), mysql_asy
         beat.in_flight.into(),
         beat.console.into(),
     ];
-    conn.exec_drop(sql, params).await
+    Ok(conn.0.exec_drop(sql, params).await?)
 }
 
 /// The copy stopped: it is no longer listed.
-pub async fn leave(conn: &mut Conn, copy: &Copy) -> Result<(), mysql_async::Error> {
-    conn.exec_drop("DELETE FROM tableq_copies WHERE copy = ?", (copy.id(),))
-        .await
+pub async fn leave(conn: &mut HistoryConn, copy: &Copy) -> Result<(), DbError> {
+    Ok(conn
+        .0
+        .exec_drop("DELETE FROM tableq_copies WHERE copy = ?", (copy.id(),))
+        .await?)
 }
 
 /// Every copy that heartbeats here, the live ones first, then the gone.
-pub async fn list(conn: &mut Conn) -> Result<Vec<CopyStatus>, mysql_async::Error> {
+pub async fn list(conn: &mut HistoryConn) -> Result<Vec<CopyStatus>, DbError> {
     let sql = format!(
         "SELECT host, pid, version, {}, {}, queues, in_flight, console, \
          last_seen < UTC_TIMESTAMP(6) - INTERVAL {GONE_AFTER_SECONDS} SECOND AS gone \
@@ -75,7 +78,7 @@ pub async fn list(conn: &mut Conn) -> Result<Vec<CopyStatus>, mysql_async::Error
         Option<String>,
         bool,
     );
-    let rows: Vec<Row> = conn.query(sql).await?;
+    let rows: Vec<Row> = conn.0.query(sql).await?;
     Ok(rows
         .into_iter()
         .map(

@@ -2,10 +2,12 @@
 //! copy reads them back merged into the buckets a chart shows.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Params, Value};
+use mysql_async::{Params, Value};
 
 use super::Bucket;
-use crate::telemetry::stats::recent::merged_quantiles;
+use super::HistoryConn;
+use crate::db::DbError;
+use crate::sketch::merged_quantiles;
 
 /// What one copy did in one minute for one queue.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -33,11 +35,7 @@ pub(super) fn unix_of(column: &str) -> String {
 /// Writes `rows` as `copy`'s, replacing what it wrote of the same minutes before
 /// (a minute is written again at shutdown, and after a failed write). `gave_up`
 /// is left as [`add_gave_up`] counted it.
-pub async fn write(
-    conn: &mut Conn,
-    copy: &str,
-    rows: &[MinuteRow],
-) -> Result<(), mysql_async::Error> {
+pub async fn write(conn: &mut HistoryConn, copy: &str, rows: &[MinuteRow]) -> Result<(), DbError> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -65,21 +63,21 @@ pub async fn write(
             Value::from(row.lag_s),
         ]);
     }
-    conn.exec_drop(sql, Params::Positional(params)).await
+    Ok(conn.0.exec_drop(sql, Params::Positional(params)).await?)
 }
 
 /// Counts an item of `queue` that gave up in `copy`'s `minute`.
 pub async fn add_gave_up(
-    conn: &mut Conn,
+    conn: &mut HistoryConn,
     copy: &str,
     queue: &str,
     minute: u64,
-) -> Result<(), mysql_async::Error> {
+) -> Result<(), DbError> {
     let sql = format!(
         "INSERT INTO tableq_history (queue, minute_at, copy, gave_up) \
          VALUES (?, {FROM_UNIX}, ?, 1) ON DUPLICATE KEY UPDATE gave_up = gave_up + 1"
     );
-    conn.exec_drop(sql, (queue, minute * 60, copy)).await
+    Ok(conn.0.exec_drop(sql, (queue, minute * 60, copy)).await?)
 }
 
 /// How far back a history reaches, and the width of its buckets.
@@ -135,11 +133,11 @@ type Read = (
 /// `queue`'s history over every copy, up to minute `now` (minutes since the
 /// epoch), one bucket per step, the empty ones included.
 pub async fn read(
-    conn: &mut Conn,
+    conn: &mut HistoryConn,
     queue: &str,
     since: Since,
     now: u64,
-) -> Result<Vec<Bucket>, mysql_async::Error> {
+) -> Result<Vec<Bucket>, DbError> {
     let first = since.first(now);
     let step = since.minutes().1;
     let sql = format!(
@@ -148,7 +146,7 @@ pub async fn read(
          ORDER BY minute_at",
         unix_of("minute_at")
     );
-    let rows: Vec<Read> = conn.exec(sql, (queue, first * 60)).await?;
+    let rows: Vec<Read> = conn.0.exec(sql, (queue, first * 60)).await?;
     Ok(buckets(&rows, first, now, step))
 }
 

@@ -15,9 +15,34 @@ pub mod minutes;
 pub mod tables;
 pub mod trim;
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use mysql_async::Conn;
 use serde::Serialize;
+
+use super::{Database, DbError};
+
+/// A session on a database's history tables.
+pub struct HistoryConn(Conn);
+
+impl HistoryConn {
+    /// Connects to `database` within `within`.
+    pub async fn open(database: &Database, within: Duration) -> Result<HistoryConn, DbError> {
+        Ok(HistoryConn(database.connect_within(within).await?))
+    }
+
+    /// The driver's session, for `db`'s other readers (`db::failed`).
+    pub fn conn(&mut self) -> &mut Conn {
+        &mut self.0
+    }
+
+    pub async fn close(self) {
+        let _ = self.0.disconnect().await;
+    }
+}
+
+/// The server's "no such table" (a history not kept here yet).
+pub const NO_SUCH_TABLE: u16 = 1146;
 
 /// This process, as the history tables name it: host, process id, and when it
 /// started (a pid is reused after a restart; the start time tells the copies apart).

@@ -63,19 +63,17 @@ pub const ALL: [(&str, &str); 4] = [
     ("tableq_chores", CHORES),
 ];
 
-/// The grants the history needs, for a refusal's message: the account may create
-/// the tables, or an administrator creates them (the reference's DDL) and grants
-/// the rest.
+/// The grants the history needs, for a refusal's message: to create the tables
+/// and use them (or, once an administrator created them, all but CREATE).
 pub fn grant(database: &str, account: &str) -> String {
     let tables: Vec<String> = ALL
         .iter()
         .map(|(table, _)| {
-            format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{database}`.{table} TO {account};")
+            format!("GRANT CREATE, SELECT, INSERT, UPDATE, DELETE ON `{database}`.{table} TO {account};")
         })
         .collect();
     format!(
-        "GRANT CREATE ON `{database}`.* TO {account}; or, once an administrator created \
-         the tables (docs: reference/history-tables), {}",
+        "{} (without CREATE once an administrator created them: docs, reference/history-tables)",
         tables.join(" ")
     )
 }
@@ -83,8 +81,9 @@ pub fn grant(database: &str, account: &str) -> String {
 /// Creates the tables that are not there; fine too when an account that may not
 /// create tables finds them all created. Else the server's error (1142 when the
 /// account may not create them).
-pub async fn create(conn: &mut mysql_async::Conn) -> Result<(), mysql_async::Error> {
+pub async fn create(conn: &mut super::HistoryConn) -> Result<(), crate::db::DbError> {
     use mysql_async::prelude::Queryable;
+    let conn = &mut conn.0;
     for (table, ddl) in ALL {
         if let Err(refused) = conn.query_drop(ddl).await {
             let there = conn
@@ -94,4 +93,29 @@ pub async fn create(conn: &mut mysql_async::Conn) -> Result<(), mysql_async::Err
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference shows the very statements `run` sends.
+    #[test]
+    fn the_reference_shows_the_ddl() {
+        let reference = include_str!("../../../docs/src/reference/history-tables.md");
+        for (table, ddl) in ALL {
+            assert!(
+                reference.contains(ddl),
+                "the reference's {table} differs from tables.rs"
+            );
+        }
+        let grant = grant("app", "'tableq'@'%'");
+        let chores = "SELECT, INSERT, UPDATE, DELETE ON `app`.tableq_chores TO 'tableq'@'%';";
+        assert!(
+            grant.contains(&format!("GRANT CREATE, {chores}")),
+            "{grant}"
+        );
+        let shown = format!("GRANT {}", chores.replace("`app`", "app"));
+        assert!(reference.contains(&shown), "the reference shows the grants");
+    }
 }

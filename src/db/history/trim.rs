@@ -6,9 +6,11 @@
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, TxOpts};
+use mysql_async::TxOpts;
 
 use super::copies::TRIMMED_AFTER_SECONDS;
+use super::HistoryConn;
+use crate::db::DbError;
 
 /// How often the trim runs, across every copy.
 pub const TRIM_EVERY_SECONDS: u64 = 600;
@@ -17,13 +19,14 @@ const SLICE: u64 = 5000;
 const CHORE: &str = "trim";
 
 /// Trims what is older than `retention`, if this copy's turn came: whether it did.
-pub async fn trim(conn: &mut Conn, retention: Duration) -> Result<bool, mysql_async::Error> {
-    conn.exec_drop(
-        "INSERT IGNORE INTO tableq_chores (chore, done_at) VALUES (?, '1970-01-01')",
-        (CHORE,),
-    )
-    .await?;
-    let mut tx = conn.start_transaction(TxOpts::default()).await?;
+pub async fn trim(conn: &mut HistoryConn, retention: Duration) -> Result<bool, DbError> {
+    conn.0
+        .exec_drop(
+            "INSERT IGNORE INTO tableq_chores (chore, done_at) VALUES (?, '1970-01-01')",
+            (CHORE,),
+        )
+        .await?;
+    let mut tx = conn.0.start_transaction(TxOpts::default()).await?;
     let due: Option<u8> = tx
         .exec_first(
             format!(
@@ -51,8 +54,8 @@ pub async fn trim(conn: &mut Conn, retention: Duration) -> Result<bool, mysql_as
     ];
     for delete in deletes {
         loop {
-            conn.query_drop(delete.as_str()).await?;
-            if conn.affected_rows() < SLICE {
+            conn.0.query_drop(delete.as_str()).await?;
+            if conn.0.affected_rows() < SLICE {
                 break;
             }
         }

@@ -5,7 +5,10 @@
 //! connection per database. It never holds a worker up: a history that cannot be
 //! written is a WARN and a count (`tableq_history_write_errors_total`).
 
+pub mod options;
 pub mod recorder;
+
+pub use options::HistoryOptions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,28 +17,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::telemetry::stats::monitor::Monitor;
-
-/// How the history is kept (`run --history on`, the default).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistoryOptions {
-    /// History and attempts older than this are trimmed (`--history-retention`).
-    pub retention: Duration,
-    /// How often minutes are written: a minute, on the minute. Shorter (tests:
-    /// `TABLEQ_HISTORY_EVERY`) writes the minute under way too, each time.
-    pub every: Duration,
-    /// The console's address, shown in the fleet view.
-    pub console: Option<String>,
-}
-
-impl Default for HistoryOptions {
-    fn default() -> Self {
-        HistoryOptions {
-            retention: Duration::from_secs(7 * 24 * 3600),
-            every: Duration::from_secs(60),
-            console: None,
-        }
-    }
-}
 
 /// The history being kept; [`Recorder::finish`] writes what is left.
 pub struct Recorder {

@@ -6,18 +6,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mysql_async::Conn;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::HistoryOptions;
+use super::options::HistoryOptions;
 use crate::db::account;
 use crate::db::failed::{self, Key};
 use crate::db::history::attempts::{self, NewAttempt};
 use crate::db::history::copies::{self, Heartbeat, HEARTBEAT_SECONDS};
 use crate::db::history::minutes::{self, MinuteRow};
-use crate::db::history::{tables, trim, Copy};
+use crate::db::history::{tables, trim, Copy, HistoryConn};
 use crate::db::{Database, DbError};
 use crate::telemetry::metrics::process::hostname;
 use crate::telemetry::stats::history_tap::Kept;
@@ -34,7 +33,7 @@ const KEPT_MINUTES: u64 = 14;
 /// One database the copy's queues run on, and the history's session there.
 struct Place {
     database: Database,
-    conn: Option<Conn>,
+    conn: Option<HistoryConn>,
     /// The tables are there (created, or found).
     ready: bool,
     /// A refusal to create them was said.
@@ -145,7 +144,7 @@ impl Writer {
                 continue;
             };
             let written = copies::beat(conn, &beat).await;
-            place.written(written.map_err(DbError::from), "tableq_copies");
+            place.written(written, "tableq_copies");
         }
     }
 
@@ -192,7 +191,7 @@ impl Writer {
                 failed => failed,
             };
             let ok = written.is_ok();
-            place.written(written.map_err(DbError::from), "tableq_history");
+            place.written(written, "tableq_history");
             if ok {
                 for row in rows {
                     // The minute under way is written again next time.
@@ -223,7 +222,7 @@ impl Writer {
             Some(gave_up) => gave_up,
             None if attempt.recorded => {
                 let key = Key::from_text(&attempt.key);
-                let found = failed::gave_up(conn, &setup.config, key.value()).await;
+                let found = failed::gave_up(conn.conn(), &setup.config, key.value()).await;
                 found.unwrap_or(false)
             }
             None => false,
@@ -244,7 +243,7 @@ impl Writer {
             let minute = unix_micros(attempt.at) / 60_000_000;
             written = minutes::add_gave_up(conn, &copy_id, &setup.config.name, minute).await;
         }
-        place.written(written.map_err(DbError::from), "tableq_attempts");
+        place.written(written, "tableq_attempts");
     }
 
     /// The copy stopped: no longer listed among the copies.
@@ -259,9 +258,9 @@ impl Writer {
 
 impl Place {
     /// The session, connected and the tables ready; `None` (said once) if not.
-    async fn ready_conn(&mut self) -> Option<&mut Conn> {
+    async fn ready_conn(&mut self) -> Option<&mut HistoryConn> {
         if self.conn.is_none() {
-            match self.database.connect_within(CONNECT_WITHIN).await {
+            match HistoryConn::open(&self.database, CONNECT_WITHIN).await {
                 Ok(conn) => {
                     self.conn = Some(conn);
                     self.failing.remove("connect");
@@ -295,7 +294,7 @@ impl Place {
             }
             Err(e) => {
                 if !self.said_refused {
-                    let account = account::current(conn)
+                    let account = account::current(conn.conn())
                         .await
                         .unwrap_or_else(|_| "its account".into());
                     let grant = tables::grant(self.database.name(), &account);
@@ -319,7 +318,8 @@ impl Place {
             Err(e) => e,
         };
         self.errors.fetch_add(1, Ordering::Relaxed);
-        if !matches!(e, DbError::Driver(mysql_async::Error::Server(_))) {
+        // A server's error leaves the session as it was; any other broke it.
+        if e.server_code().is_none() {
             self.conn = None;
             self.ready = false;
         }

@@ -137,19 +137,26 @@ impl Collector for QueueCollector {
             encode_gauge(&queues, &mut encoder, name, help, value)?;
         }
         encode_circuits(&queues, &mut encoder)?;
-        let errors = self
-            .0
-            .history_errors()
-            .load(std::sync::atomic::Ordering::Relaxed);
-        let family = encoder.encode_descriptor(
-            "history_write_errors",
-            "Writes to the history tables (tableq_history, tableq_attempts, tableq_copies) that failed, and failed attempts dropped before they were written",
-            None,
-            MetricType::Counter,
-        )?;
-        ConstCounter::new(errors).encode(family)?;
+        encode_history_errors(&self.0, &mut encoder)?;
         exports::encode(&watched, &mut encoder)
     }
+}
+
+/// The history's failed writes, for the process.
+fn encode_history_errors(
+    monitor: &Monitor,
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let errors = monitor
+        .history_errors()
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let family = encoder.encode_descriptor(
+        "history_write_errors",
+        "Writes to the history tables (tableq_history, tableq_attempts, tableq_copies) that failed, and failed attempts dropped before they were written",
+        None,
+        MetricType::Counter,
+    )?;
+    ConstCounter::new(errors).encode(family)
 }
 
 /// Reads one count of a queue.

@@ -13,23 +13,16 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use sketches_ddsketch::{Config, DDSketch};
+use sketches_ddsketch::DDSketch;
 
 use crate::lock::lock;
+use crate::sketch;
 
 /// Minutes kept: the longest window.
 pub const MINUTES: usize = 15;
 
 /// The windows the status page shows, in minutes.
 pub const WINDOWS: [u64; 2] = [5, 15];
-
-/// A percentile is within 2% of the true value.
-const RELATIVE_ACCURACY: f64 = 0.02;
-/// Bins per minute, at most: enough for 1 µs to years at 2%. A minute's store
-/// holds only the bins from its shortest duration to its longest (in steps of 128).
-const MAX_BINS: u32 = 1024;
-/// Durations under a microsecond count as zero.
-const SMALLEST: f64 = 1e-6;
 
 /// Durations of the last [`MINUTES`] minutes, minute by minute.
 #[derive(Debug, Default)]
@@ -66,7 +59,7 @@ pub struct Percentiles {
 }
 
 fn sketch() -> DDSketch {
-    DDSketch::new(Config::new(RELATIVE_ACCURACY, MAX_BINS, SMALLEST))
+    sketch::new()
 }
 
 impl Recent {
@@ -122,7 +115,7 @@ impl Recent {
     pub fn minute_json(&self, at: u64) -> Option<String> {
         let minutes = lock(&self.minutes);
         let minute = minutes.iter().flatten().find(|minute| minute.at == at)?;
-        serde_json::to_string(&minute.sketch).ok()
+        sketch::to_json(&minute.sketch)
     }
 
     /// Each of [`WINDOWS`].
@@ -132,26 +125,6 @@ impl Recent {
             .map(|minutes| self.window(*minutes))
             .collect()
     }
-}
-
-/// Sketches written by [`Recent::minute_json`], merged: their count, and their
-/// percentiles `qs` in seconds (`None` for an empty merge). A sketch that does not
-/// read is left out.
-pub fn merged_quantiles<'a>(
-    sketches: impl IntoIterator<Item = &'a str>,
-    qs: &[f64],
-) -> (u64, Vec<Option<f64>>) {
-    let mut merged = sketch();
-    for text in sketches {
-        if let Ok(one) = serde_json::from_str::<DDSketch>(text) {
-            let _ = merged.merge(&one);
-        }
-    }
-    let values = qs
-        .iter()
-        .map(|q| merged.quantile(*q).ok().flatten())
-        .collect();
-    (merged.count() as u64, values)
 }
 
 fn minute_now() -> u64 {
@@ -165,6 +138,7 @@ fn minute_now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sketch::{merged_quantiles, MAX_BINS, RELATIVE_ACCURACY};
 
     fn within(value: Option<f64>, expected: f64) -> bool {
         value.is_some_and(|v| (v - expected).abs() <= expected * RELATIVE_ACCURACY)

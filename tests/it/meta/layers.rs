@@ -6,7 +6,7 @@
 //! ```text
 //! main → commands (the CLI, signals, one function per subcommand)
 //!   → engine | check | count | console
-//!   → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context
+//!   → telemetry → action → db → config → sql → diagnostic → lock | duration | backoff | trace_context | sketch
 //! ```
 //!
 //! A kind of action is one folder, `src/action/<kind>/`, all of it in the action
@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sql"],
     &["diagnostic"],
-    &["lock", "duration", "backoff", "trace_context"],
+    &["lock", "duration", "backoff", "trace_context", "sketch"],
 ];
 
 /// Where the database driver may be named.
