@@ -72,11 +72,14 @@ fn copy_row(page: &mut String, copy: &CopyStatus, this: (&str, u32), now: u64) {
         false => "",
     };
     let console = match &copy.console {
-        Some(address) => format!(
-            "<a href=\"http://{}/\">{}</a>",
-            escape(address),
-            escape(address)
-        ),
+        Some(address) => {
+            // A URL as the copy wrote it (`http://10.0.0.5:7436`), or a bare address.
+            let url = match address.starts_with("http://") || address.starts_with("https://") {
+                true => address.clone(),
+                false => format!("http://{address}/"),
+            };
+            format!("<a href=\"{}\">{}</a>", escape(&url), escape(address))
+        }
         None => "–".to_string(),
     };
     let _ = write!(
@@ -113,7 +116,7 @@ mod tests {
             last_seen: if gone { 1_900 } else { 1_995 },
             queues: vec!["mail".into(), "sms".into()],
             in_flight: 3,
-            console: (!gone).then(|| "10.0.0.5:7436".to_string()),
+            console: (!gone).then(|| format!("{}10.0.0.5:7436", ["", "http://"][pid as usize % 2])),
             gone,
         }
     }
@@ -122,17 +125,23 @@ mod tests {
     /// link.
     #[test]
     fn every_copy_is_a_line_and_the_gone_say_so() {
-        let copies = [copy("web-1", 42, false), copy("web-2", 7, true)];
+        let copies = [
+            copy("web-1", 42, false),
+            copy("web-2", 7, true),
+            copy("web-3", 9, false),
+        ];
         let page = fleet_page(Ok(&copies), ("web-1", 42), &Viewer::default(), 2_000);
         assert!(
-            page.contains("2 copies by heartbeat (every 10 s), 1 gone"),
+            page.contains("3 copies by heartbeat (every 10 s), 1 gone"),
             "{page}"
         );
-        assert_eq!(page.matches("<tr class=\"copy").count(), 2);
+        assert_eq!(page.matches("<tr class=\"copy").count(), 3);
         assert!(page.contains("<tr class=\"copy stopped\" data-copy=\"web-2:7\">"));
         assert_eq!(page.matches("data-field=\"gone\"").count(), 1);
         assert_eq!(page.matches("(this copy)").count(), 1);
         assert!(page.contains("<a href=\"http://10.0.0.5:7436/\">10.0.0.5:7436</a>"));
+        let url = "<a href=\"http://10.0.0.5:7436\">http://10.0.0.5:7436</a>";
+        assert!(page.contains(url), "a URL as written: {page}");
         assert!(page.contains("data-field=\"queues\">mail, sms<"));
         let page = fleet_page(Err("history is off"), ("a", 1), &Viewer::default(), 0);
         assert!(page.contains("data-field=\"copies_error\">history is off<"));
