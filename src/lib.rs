@@ -98,7 +98,9 @@
 //!   (token, sessions, CSRF), `console::act` (pause, resume, retry, discard,
 //!   inspect), `console::request` (what a JSON body or a form asks),
 //!   `console::history` (the history read back for every copy's console: charts'
-//!   buckets, the rows that gave up searched, a row's failed attempts, the copies).
+//!   buckets, the rows that gave up searched, a row's failed attempts, the copies),
+//!   `console::pages` (the pages that read it: a queue's, a row's attempts, the
+//!   fleet).
 //! - `count`: `tableq count`, and the background count's statement for an
 //!   autoscaler (`--print-sql`).
 //! - [`telemetry`]: what the process tells about itself. `telemetry::events`
@@ -125,6 +127,9 @@
 //!   - `telemetry::http` (`--metrics-addr`'s routes): `telemetry::http::listener`
 //!     (the hardened HTTP listener), `telemetry::http::status` (the status page:
 //!     `telemetry::http::status::html`, `telemetry::http::status::sparkline`,
+//!     `telemetry::http::status::charts` (a queue's history as SVG charts),
+//!     `telemetry::http::status::failed_rows` (the failed rows, a row's attempts),
+//!     `telemetry::http::status::fleet` (every copy, `/copies`),
 //!     `telemetry::http::status::response` (the page's and its data's answers),
 //!     `telemetry::http::status::queue_page` (a queue's own page, the sign-in and
 //!     inspect pages)), serving beside them the routes of what acts (the console's);

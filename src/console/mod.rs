@@ -10,6 +10,7 @@
 pub mod act;
 pub mod auth;
 pub mod history;
+mod pages;
 mod request;
 
 use std::collections::HashMap;
@@ -101,6 +102,8 @@ pub fn routes(console: Arc<Console>) -> Router {
         .route("/sign-in", get(sign_in_page).post(sign_in))
         .route("/sign-out", post(sign_out))
         .route("/queues/{queue}", get(queue_page))
+        .route("/queues/{queue}/attempts", get(attempts_page))
+        .route("/copies", get(fleet_page))
         .route("/queues/{queue}/inspect", get(inspect_page))
         // `{*action}`: `pause`, `resume`, `failed/retry`, `failed/discard`.
         .route("/queues/{queue}/{*action}", post(form))
@@ -453,13 +456,54 @@ fn encode(name: &str) -> String {
     percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
+/// The answer to a browser not signed in to the console (how to), or `None`.
+fn not_signed_in(console: &Console, headers: &HeaderMap) -> Option<Response> {
+    if console.token.is_none() {
+        return Some(text(StatusCode::FORBIDDEN, READ_ONLY));
+    }
+    (!console.signed_in(headers)).then(|| {
+        text(
+            StatusCode::UNAUTHORIZED,
+            "sign in first, with the console token, at /sign-in",
+        )
+    })
+}
+
+/// Whether a page may show the history's aggregates (charts, copies): to anyone,
+/// unless tableq was given `--console-read-token-file`; then to a browser signed in.
+fn pages_read(console: &Console, headers: &HeaderMap) -> bool {
+    console.read_token.is_none() || console.signed_in(headers)
+}
+
 async fn queue_page(
     State(console): State<Arc<Console>>,
     Path(queue): Path<String>,
     headers: HeaderMap,
+    uri: Uri,
 ) -> Response {
+    let (viewer, reads) = (console.viewer(&headers), pages_read(&console, &headers));
+    pages::queue_page(&console.monitor, &queue, &viewer, uri.query(), reads).await
+}
+
+async fn attempts_page(
+    State(console): State<Arc<Console>>,
+    Path(queue): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Some(refused) = not_signed_in(&console, &headers) {
+        return refused;
+    }
     let viewer = console.viewer(&headers);
-    status::queue_page_response(&console.monitor, &queue, &viewer)
+    match pages::attempts_page(&console.monitor, &queue, &viewer, uri.query()).await {
+        Ok(page) => status::html_response(StatusCode::OK, page),
+        Err((status, why)) => text(status, why),
+    }
+}
+
+async fn fleet_page(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    let (viewer, reads) = (console.viewer(&headers), pages_read(&console, &headers));
+    pages::fleet_page(&console.monitor, &viewer, reads).await
 }
 
 async fn inspect_page(
@@ -468,14 +512,8 @@ async fn inspect_page(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    if console.token.is_none() {
-        return text(StatusCode::FORBIDDEN, READ_ONLY);
-    }
-    if console.sessions.of(&headers).is_none() {
-        return text(
-            StatusCode::UNAUTHORIZED,
-            "sign in first, with the console token, at /sign-in",
-        );
+    if let Some(refused) = not_signed_in(&console, &headers) {
+        return refused;
     }
     match inspect_queue(&console, &queue, &uri).await {
         Ok((found, exists)) => {

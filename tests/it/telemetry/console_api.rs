@@ -66,12 +66,23 @@ async fn jobs_and_queues() -> (TestDb, QueueFiles) {
 /// `tableq run --metrics-addr … --console-token-file FILE` (the file holding
 /// [`TOKEN`]); the daemon and its base URL.
 pub async fn start_with_console(files: &QueueFiles, url: &str) -> (Daemon, String) {
+    start_console(files, url, &["mail.toml", "plain.toml"], &[]).await
+}
+
+/// As [`start_with_console`], on the queue files `queues` of `files`, with the
+/// environment variables `env` besides.
+pub async fn start_console(
+    files: &QueueFiles,
+    url: &str,
+    queues: &[&str],
+    env: &[(&str, &str)],
+) -> (Daemon, String) {
     let token = files.path().join("console.token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let mut cmd = tableq(&["run", "--metrics-addr", "127.0.0.1:0"]);
-    cmd.arg(files.path().join("mail.toml"))
-        .arg(files.path().join("plain.toml"))
+    cmd.args(queues.iter().map(|queue| files.path().join(queue)))
+        .envs(env.iter().copied())
         .env("TABLEQ_CONSOLE_TOKEN_FILE", &token)
         .env("TABLEQ_DATABASE_URL", url)
         .env("TABLEQ_LOG_FORMAT", "json")
@@ -97,6 +108,13 @@ pub async fn post(url: &str, token: Option<&str>, body: &str) -> (u16, String) {
 }
 
 async fn get_with(url: &str, token: &str) -> (u16, serde_json::Value) {
+    let (status, body) = get_text_with(url, token).await;
+    (status, serde_json::from_str(&body).unwrap())
+}
+
+/// `GET url` with `Authorization: Bearer token`: the status and the body.
+pub async fn get_text_with(url: &str, token: &str) -> (u16, String) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let response = reqwest::Client::new()
         .get(url)
         .bearer_auth(token)
@@ -104,10 +122,7 @@ async fn get_with(url: &str, token: &str) -> (u16, serde_json::Value) {
         .await
         .expect("the console answers");
     let status = response.status().as_u16();
-    (
-        status,
-        serde_json::from_str(&response.text().await.unwrap()).unwrap(),
-    )
+    (status, response.text().await.unwrap())
 }
 
 async fn states(db: &TestDb) -> Vec<(u32, String)> {

@@ -20,15 +20,15 @@ use super::console_api::{start_with_console, TOKEN};
 use crate::support::daemon::{run_to_end, tableq};
 use crate::support::{eventually, tools, QueueFile, QueueFiles, TestDb};
 
-/// The browser, a step at a time.
-struct Browser {
+/// The browser, a step at a time (`console_history_browser.rs` drives it too).
+pub(super) struct Browser {
     child: Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
 }
 
 impl Browser {
-    fn start(python: &Path, chromium: &Path, base: &str, screenshot: &Path) -> Browser {
+    pub(super) fn start(python: &Path, chromium: &Path, base: &str, screenshot: &Path) -> Browser {
         let script =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/telemetry/console_browser.py");
         let mut child = tokio::process::Command::new(python)
@@ -51,7 +51,7 @@ impl Browser {
     }
 
     /// Does `command` in the browser; what the page showed.
-    async fn step(&mut self, command: serde_json::Value) -> serde_json::Value {
+    pub(super) async fn step(&mut self, command: serde_json::Value) -> serde_json::Value {
         let line = format!("{command}\n");
         self.stdin.write_all(line.as_bytes()).await.unwrap();
         let answer = tokio::time::timeout(Duration::from_secs(60), self.stdout.next_line())
@@ -64,9 +64,16 @@ impl Browser {
         answer
     }
 
+    /// Ends the script (its stdin closed) and waits for it.
+    pub(super) async fn close(self) {
+        drop(self.stdin);
+        let mut child = self.child;
+        let _ = child.wait().await;
+    }
+
     /// Does `command`, a form the console answers with a notice; checks the notice
     /// says `notice`.
-    async fn act(&mut self, command: serde_json::Value, notice: &str) {
+    pub(super) async fn act(&mut self, command: serde_json::Value, notice: &str) {
         let done = self.step(command).await;
         assert!(done["notice"].as_str().unwrap().contains(notice), "{done}");
     }
@@ -145,7 +152,7 @@ async fn paused(db: &TestDb, queue: &str) -> Option<String> {
 /// The screenshot of the list: the one the docs show when
 /// `TABLEQ_UPDATE_SCREENSHOTS=1` (as the generated reference is written anew), else
 /// one beside the test's build, so a test run leaves the checkout as it was.
-fn screenshot() -> PathBuf {
+pub(super) fn screenshot() -> PathBuf {
     let folder = if std::env::var_os("TABLEQ_UPDATE_SCREENSHOTS").is_some_and(|v| v == "1") {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images")
     } else {
@@ -315,14 +322,7 @@ async fn the_queue_page_signed_in(browser: &mut Browser) {
 /// the database and on the page); a form without its CSRF token is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser() {
-    let Some(chromium) = tools::required(
-        &["chromium", "chromium-browser", "google-chrome"],
-        "apt-get install chromium",
-        "the console in a browser",
-    ) else {
-        return;
-    };
-    let Some(python) = tools::playwright_python() else {
+    let Some((chromium, python)) = browser_tools("the console in a browser") else {
         return;
     };
     let db = TestDb::new().await;
@@ -346,8 +346,7 @@ async fn the_console_in_a_browser() {
     pause_and_resume(&mut browser, &db, &base).await;
     retry_and_discard(&mut browser, &db).await;
     the_queue_page_signed_in(&mut browser).await;
-    drop(browser.stdin);
-    let _ = browser.child.wait().await;
+    browser.close().await;
     let log = daemon.stderr();
     for action in ["pause", "resume", "retry", "discard"] {
         assert!(
@@ -356,6 +355,17 @@ async fn the_console_in_a_browser() {
         );
     }
     daemon.terminate().await;
+}
+
+/// Chromium and the Python that has Playwright; `None` (the test skips, saying
+/// `unchecked` was not checked) where they are missing outside CI.
+pub(super) fn browser_tools(unchecked: &str) -> Option<(PathBuf, PathBuf)> {
+    let chromium = tools::required(
+        &["chromium", "chromium-browser", "google-chrome"],
+        "apt-get install chromium",
+        unchecked,
+    )?;
+    Some((chromium, tools::playwright_python()?))
 }
 
 /// The page as a client with no cookie gets it.

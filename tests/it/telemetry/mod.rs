@@ -4,6 +4,8 @@
 mod alerts;
 pub mod console_api;
 mod console_browser;
+mod console_history_browser;
+mod console_pages;
 mod history;
 mod listener_headers;
 mod log_escaping;

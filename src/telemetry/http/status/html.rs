@@ -29,8 +29,16 @@ nav.top{float:right}form{display:inline;margin:0}form.block{display:block;margin
 input,button{font:inherit}button{cursor:pointer}.notice{background:#e8f5e9;padding:.4em .6em}\
 dl.settings{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dl.settings dd{margin:0;overflow-wrap:anywhere;white-space:pre-wrap}\
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f5f5f5;padding:.5em}\
+nav.top a{margin-right:.6em}td.cell{overflow-wrap:anywhere;max-width:24em}input[type=search]{max-width:100%}\
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(16em,1fr));gap:1em}\
+figure.chart{margin:0;min-width:0}figcaption{font-weight:600;font-size:.9em;margin-bottom:.2em}\
+figcaption .legend{font-weight:normal;font-size:.9em}.legend .key{margin-right:.6em;white-space:nowrap}\
+.plot{display:grid;grid-template-columns:auto minmax(0,1fr);column-gap:.3em}.plot svg{width:100%;height:auto;display:block}\
+.plot .y{display:flex;flex-direction:column;justify-content:space-between;text-align:right}\
+.plot .y,.plot .x{font-size:.75em;color:#555;font-variant-numeric:tabular-nums}\
+.plot .x{grid-column:2;display:flex;justify-content:space-between}\
 @media (max-width:700px){.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll th{display:block;max-width:none}\
-.scroll thead{display:none}tr.queue{border-top:2px solid #999;padding-top:.4em}\
+.scroll thead{display:none}.scroll tbody tr{border-top:2px solid #999;padding-top:.4em}\
 td[data-label]{border:0;text-align:left}\
 td[data-label]::before{content:attr(data-label) \": \";font-weight:600}}";
 
@@ -109,18 +117,20 @@ pub fn footer(status: &Status, up: &str) -> String {
     )
 }
 
-/// Sign in (when the console can act), or who is signed in and sign out.
+/// The fleet's page; sign in (when the console can act), or who is signed in and
+/// sign out.
 pub fn top_nav(viewer: &Viewer, up: &str) -> String {
+    let fleet = format!("<a href=\"{up}copies\" data-field=\"fleet\">Fleet</a>");
     match (&viewer.csrf, viewer.console) {
         (Some(csrf), _) => format!(
-            "<nav class=\"top\">signed in · <form method=\"post\" action=\"{up}sign-out\">\
+            "<nav class=\"top\">{fleet} signed in · <form method=\"post\" action=\"{up}sign-out\">\
              {}<button>Sign out</button></form></nav>",
             csrf_field(csrf)
         ),
         (None, true) => {
-            format!("<nav class=\"top\"><a href=\"{up}sign-in\">Sign in to act</a></nav>")
+            format!("<nav class=\"top\">{fleet} <a href=\"{up}sign-in\">Sign in to act</a></nav>")
         }
-        (None, false) => String::new(),
+        (None, false) => format!("<nav class=\"top\">{fleet}</nav>"),
     }
 }
 

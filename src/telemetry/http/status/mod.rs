@@ -2,8 +2,13 @@
 //! minute by minute, the backlog and its age, action times — and under each its last
 //! failures; at `/status.json`, the same data. Read-only, from memory (no query),
 //! server-rendered with no script and no outside asset: it works offline, behind a
-//! proxy, under a strict Content-Security-Policy, and refreshes itself.
+//! proxy, under a strict Content-Security-Policy, and refreshes itself. A queue's
+//! page adds what the console read from the history tables (its charts, its failed
+//! rows); `/copies` is the fleet, and each failed row has its attempts' page.
 
+mod charts;
+mod failed_rows;
+mod fleet;
 mod html;
 mod queue_page;
 mod response;
@@ -24,7 +29,10 @@ use crate::telemetry::stats::observed::{Failure, Minute};
 use crate::telemetry::stats::recent::Percentiles;
 use crate::telemetry::stats::{CircuitOpen, QueueStats, WakeStatus};
 
-pub use queue_page::{confirm_discard_page, inspect_page, sign_in_page};
+pub use charts::since_asked;
+pub use failed_rows::{attempts_page, FailedRows};
+pub use fleet::fleet_page;
+pub use queue_page::{confirm_discard_page, inspect_page, sign_in_page, PageHistory};
 pub use response::{html_response, json_response, page_asked, page_response, queue_page_response};
 
 /// How many queues one page shows: a process with thousands of queues still

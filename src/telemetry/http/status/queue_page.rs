@@ -5,20 +5,38 @@
 
 use std::fmt::Write;
 
+use super::charts::{history_charts, since_query};
+use super::failed_rows::{failed_rows_section, FailedRows};
 use super::html::{
     ago, csrf_field, escape, escape_block, footer, head, in_flight, notice, path_segment,
     queue_row, time, top_nav, QUEUE_HEADINGS,
 };
 use super::{QueueStatus, Status, Viewer};
 use crate::config::{Mode, QueueConfig};
+use crate::db::history::minutes::Since;
+use crate::db::history::Bucket;
 use crate::telemetry::stats::monitor::Setup;
 
-/// The page of `status`'s one queue.
+/// What the console read from the history tables for a queue's page.
+#[derive(Debug, Clone)]
+pub struct PageHistory {
+    /// The charts' window (`?since=`).
+    pub since: Since,
+    /// The charts' buckets, every copy's; or why there are none (history off, the
+    /// database's refusal).
+    pub buckets: Result<Vec<Bucket>, String>,
+    /// The rows that gave up, for a browser signed in to a queue with `[failed]`
+    /// (`None`: not shown), or why they could not be read.
+    pub failed: Option<Result<FailedRows, String>>,
+}
+
+/// The page of `status`'s one queue, with its `history`.
 pub fn render_queue(
     status: &Status,
     q: &QueueStatus,
     setup: Option<&Setup>,
     viewer: &Viewer,
+    history: &PageHistory,
 ) -> String {
     let name = escape(&q.name);
     let now = status.generated_at;
@@ -33,6 +51,16 @@ pub fn render_queue(
     page.push_str(QUEUE_HEADINGS);
     queue_row(&mut page, q, now, true, "");
     page.push_str("</tbody></table></div>");
+    match &history.buckets {
+        Ok(buckets) => page.push_str(&history_charts(buckets, history.since, now)),
+        Err(why) => {
+            let _ = write!(
+                page,
+                "<h2 id=\"history\">History</h2><p class=\"note\" data-field=\"no_history\">{}</p>",
+                escape(why)
+            );
+        }
+    }
     let failed = setup.and_then(|s| s.config.failed.as_ref()).is_some();
     // A group's buttons act on its keys: only when they name rows of [failed].
     let by_key = setup.is_some_and(|s| {
@@ -40,6 +68,10 @@ pub fn render_queue(
     });
     if let Some(csrf) = &viewer.csrf {
         page.push_str(&actions(q, csrf, failed));
+    }
+    if let Some(found) = &history.failed {
+        let found = found.as_ref().map_err(String::as_str);
+        failed_rows_section(&mut page, &q.name, since_query(history.since), found);
     }
     failure_kinds(&mut page, q, now, viewer.csrf.as_deref().filter(|_| by_key));
     by_label(&mut page, q);
@@ -130,7 +162,7 @@ fn failure_kinds(page: &mut String, q: &QueueStatus, now: u64, csrf: Option<&str
         return;
     }
     page.push_str(
-        "<table id=\"kinds\"><thead><tr><th>Count</th><th>Last</th><th>First</th><th>Status</th>\
+        "<div class=\"scroll\"><table id=\"kinds\"><thead><tr><th>Count</th><th>Last</th><th>First</th><th>Status</th>\
          <th>Kind, and the latest in full</th><th>Latest keys</th><th></th></tr></thead><tbody>",
     );
     let name = path_segment(&q.name);
@@ -153,10 +185,11 @@ fn failure_kinds(page: &mut String, q: &QueueStatus, now: u64, csrf: Option<&str
         };
         let _ = write!(
             page,
-            "<tr class=\"failure\"><td class=\"num\" data-field=\"count\">{}</td><td>{}</td><td>{}</td>\
-             <td data-field=\"status\">{status}</td><td class=\"error\"><span data-field=\"kind\">{}</span>\
-             <br><small>e.g. <span data-field=\"error\">{}</span></small></td><td>{keys}</td>\
-             <td>{buttons}</td></tr>",
+            "<tr class=\"failure\"><td class=\"num\" data-label=\"Count\" data-field=\"count\">{}</td>\
+             <td data-label=\"Last\">{}</td><td data-label=\"First\">{}</td>\
+             <td data-label=\"Status\" data-field=\"status\">{status}</td><td class=\"error\" data-label=\"Kind\">\
+             <span data-field=\"kind\">{}</span><br><small>e.g. <span data-field=\"error\">{}</span></small></td>\
+             <td class=\"cell\" data-label=\"Latest keys\">{keys}</td><td>{buttons}</td></tr>",
             group.count,
             ago(now, group.last_at),
             ago(now, group.first_at),
@@ -164,7 +197,7 @@ fn failure_kinds(page: &mut String, q: &QueueStatus, now: u64, csrf: Option<&str
             escape(&group.example)
         );
     }
-    page.push_str("</tbody></table>");
+    page.push_str("</tbody></table></div>");
 }
 
 /// The last minutes that had anything, newest first.

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::html::{render, STYLE};
 use super::queue_page::render_queue;
-use super::{Status, Viewer};
+use super::{PageHistory, Status, Viewer};
 use crate::telemetry::stats::monitor::Monitor;
 
 /// The page a request asks for: `page=N` in its query, else the first.
@@ -25,8 +25,14 @@ pub fn page_response(monitor: &Monitor, page: usize, viewer: &Viewer) -> Respons
     html_response(StatusCode::OK, render(&Status::of(monitor, page), viewer))
 }
 
-/// `GET /queues/{queue}`: the queue's page; 404 for a queue this process has not.
-pub fn queue_page_response(monitor: &Monitor, name: &str, viewer: &Viewer) -> Response {
+/// `GET /queues/{queue}`: the queue's page, with what the console read of its
+/// `history`; 404 for a queue this process has not.
+pub fn queue_page_response(
+    monitor: &Monitor,
+    name: &str,
+    viewer: &Viewer,
+    history: &PageHistory,
+) -> Response {
     let Some(status) = Status::of_queue(monitor, name) else {
         let page = format!("no queue {name} runs in this process\n");
         return (
@@ -39,7 +45,13 @@ pub fn queue_page_response(monitor: &Monitor, name: &str, viewer: &Viewer) -> Re
     let setup = monitor.running(name).map(|(_, setup)| setup);
     html_response(
         StatusCode::OK,
-        render_queue(&status, &status.queues[0], setup.as_deref(), viewer),
+        render_queue(
+            &status,
+            &status.queues[0],
+            setup.as_deref(),
+            viewer,
+            history,
+        ),
     )
 }
 
