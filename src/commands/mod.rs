@@ -114,7 +114,7 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     if let Err(e) = reaper::start() {
         tracing::warn!(error = %e, "cannot become the reaper of orphaned command processes");
     }
-    let options = RunOptions {
+    let mut options = RunOptions {
         database_url,
         stop_when_empty: args.stop_when_empty,
         allow_multi_primary: args.allow_multi_primary,
@@ -142,9 +142,17 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
     if let Some(addr) = args.metrics_addr {
         let tokens = (console_token.as_deref(), read_token.as_deref());
         let acting = crate::console::acting(options.monitor.clone(), tokens);
-        crate::telemetry::http::start(addr, options.monitor.clone(), acting, metrics_stop.clone())
-            .await
-            .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
+        let bound = crate::telemetry::http::start(
+            addr,
+            options.monitor.clone(),
+            acting,
+            metrics_stop.clone(),
+        )
+        .await
+        .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
+        if let Some(history) = options.history.as_mut() {
+            history.console = Some(format!("http://{bound}"));
+        }
     }
     let _stop_metrics = metrics_stop.drop_guard();
     start_otlp(args.otlp_endpoint.as_deref())?;
@@ -194,7 +202,8 @@ fn history_options(args: &RunArgs) -> Result<Option<HistoryOptions>, Failure> {
     Ok(Some(HistoryOptions {
         retention: args.history_retention.into(),
         every,
-        console: args.metrics_addr.map(|addr| format!("http://{addr}")),
+        // The address bound, once the endpoint listens.
+        console: None,
     }))
 }
 

@@ -49,13 +49,14 @@ pub trait Viewers: Send + Sync {
 }
 
 /// Binds `addr` now (so a taken port fails the start), then serves until `shutdown`,
-/// with `acting`'s routes beside the status pages and the metrics.
+/// with `acting`'s routes beside the status pages and the metrics. The address it
+/// bound (port 0 asks for any).
 pub async fn start(
     addr: SocketAddr,
     monitor: Arc<Monitor>,
     acting: Acting,
     shutdown: CancellationToken,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
+) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     info!(addr = %bound, "metrics listening on /metrics, /healthz, /readyz; status page on / and /status.json");
@@ -75,7 +76,8 @@ pub async fn start(
         .route("/status.json", get(status_json))
         .with_state(state)
         .merge(acting.routes);
-    Ok(tokio::spawn(listener::serve(listener, app, shutdown)))
+    tokio::spawn(listener::serve(listener, app, shutdown));
+    Ok(bound)
 }
 
 struct Endpoint {
