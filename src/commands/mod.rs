@@ -131,29 +131,8 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
         stopping.cancelled().await;
         monitor.set_stopping();
     });
-    let console_token = database_url::console_token(args.console_token_file.clone(), &env_lookup)
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-    if let Some(finding) = console_token.as_ref().and_then(|t| t.warning.as_ref()) {
-        tracing::warn!(%finding, "console token file warning");
-    }
-    let console_token = console_token.and_then(|t| t.url);
-    let read_token = read_token(&args)?;
     let metrics_stop = CancellationToken::new();
-    if let Some(addr) = args.metrics_addr {
-        let tokens = (console_token.as_deref(), read_token.as_deref());
-        let acting = crate::console::acting(options.monitor.clone(), tokens);
-        let bound = crate::telemetry::http::start(
-            addr,
-            options.monitor.clone(),
-            acting,
-            metrics_stop.clone(),
-        )
-        .await
-        .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
-        if let Some(history) = options.history.as_mut() {
-            history.console = Some(format!("http://{bound}"));
-        }
-    }
+    serve_metrics(&args, &mut options, metrics_stop.clone()).await?;
     let _stop_metrics = metrics_stop.drop_guard();
     start_otlp(args.otlp_endpoint.as_deref())?;
     let monitor = options.monitor.clone();
@@ -167,6 +146,34 @@ async fn run_command(args: RunArgs, database: DefaultUrl) -> Result<(), Failure>
             "stopped, not empty: queue {} kept completing rows that stayed in the select (see the log)",
             looping.join(", ")
         )));
+    }
+    Ok(())
+}
+
+/// Serves `--metrics-addr`, if given, with the console (its tokens read from their
+/// files) until `stop`; the copy's history names the address it bound.
+async fn serve_metrics(
+    args: &RunArgs,
+    options: &mut RunOptions,
+    stop: CancellationToken,
+) -> Result<(), Failure> {
+    let console_token = database_url::console_token(args.console_token_file.clone(), &env_lookup)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    if let Some(finding) = console_token.as_ref().and_then(|t| t.warning.as_ref()) {
+        tracing::warn!(%finding, "console token file warning");
+    }
+    let console_token = console_token.and_then(|t| t.url);
+    let read_token = read_token(args)?;
+    let Some(addr) = args.metrics_addr else {
+        return Ok(());
+    };
+    let tokens = (console_token.as_deref(), read_token.as_deref());
+    let acting = crate::console::acting(options.monitor.clone(), tokens);
+    let bound = crate::telemetry::http::start(addr, options.monitor.clone(), acting, stop)
+        .await
+        .map_err(|e| Failure::Runtime(format!("--metrics-addr {addr}: cannot listen: {e}")))?;
+    if let Some(history) = options.history.as_mut() {
+        history.console = Some(format!("http://{bound}"));
     }
     Ok(())
 }

@@ -554,6 +554,7 @@ async fn check_reader(console: &Console, headers: &HeaderMap) -> Result<(), Resp
             Ok(())
         }
         Some(_) if console.token.is_some() => check_bearer(console, headers).await,
+        Some(_) => Err(wrong_token(console).await),
         _ => Err(json_error(
             StatusCode::UNAUTHORIZED,
             "send the console's read token: Authorization: Bearer TOKEN",

@@ -97,16 +97,26 @@ pub async fn search(
         let columns: Vec<String> = columns_of(&statement)
             .names
             .iter()
-            .map(|name| format!("tableq_failed.{}", quote_identifier(name)))
+            .map(|name| {
+                format!(
+                    "CONVERT(tableq_failed.{} USING utf8mb4)",
+                    quote_identifier(name)
+                )
+            })
             .collect();
-        let mut either = format!("CONCAT_WS(' ', {}) LIKE ?", columns.join(", "));
+        // Each column as utf8mb4 text, compared without case: columns of other
+        // collations, JSON and bytes alike.
+        let mut either = format!(
+            "CONCAT_WS(' ', {}) COLLATE utf8mb4_general_ci LIKE ?",
+            columns.join(", ")
+        );
         extra.push(like_pattern(text).into());
         if !search.keys.is_empty() {
             either.push_str(&format!(
                 " OR {column} IN ({})",
                 vec!["?"; search.keys.len()].join(", ")
             ));
-            extra.extend(search.keys.iter().map(|k| Value::from(k.as_str())));
+            extra.extend(search.keys.iter().map(|k| Key::from_text(k).0));
         }
         conditions.push(format!("({either})"));
     }

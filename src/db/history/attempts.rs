@@ -35,10 +35,12 @@ pub async fn write(conn: &mut HistoryConn, attempt: &NewAttempt<'_>) -> Result<(
     let error: String = attempt.error.chars().take(ERROR_CHARS).collect();
     let kind: Option<String> = attempt.kind.map(|k| k.chars().take(191).collect());
     let key: String = attempt.key.chars().take(191).collect();
-    let sql = "INSERT INTO tableq_attempts (queue, item_key, attempt, at, copy, ms, status, \
-               kind, error, gave_up) SELECT ?, ?, COALESCE(MAX(attempt), 0) + 1, \
-               TIMESTAMPADD(MICROSECOND, ?, '1970-01-01 00:00:00'), ?, ?, ?, ?, ?, ? \
-               FROM tableq_attempts WHERE queue = ? AND item_key = ?";
+    // A plain insert: numbering it here (MAX + 1) would take gap locks that
+    // copies inserting at once wait on, even deadlock on; the number is the row's
+    // place among its key's, counted as they are read.
+    let sql = "INSERT INTO tableq_attempts (queue, item_key, at, copy, ms, status, kind, \
+               error, gave_up) VALUES (?, ?, TIMESTAMPADD(MICROSECOND, ?, '1970-01-01 \
+               00:00:00'), ?, ?, ?, ?, ?, ?)";
     let params: Vec<Value> = vec![
         attempt.queue.into(),
         key.as_str().into(),
@@ -49,8 +51,6 @@ pub async fn write(conn: &mut HistoryConn, attempt: &NewAttempt<'_>) -> Result<(
         kind.into(),
         error.into(),
         attempt.gave_up.into(),
-        attempt.queue.into(),
-        key.as_str().into(),
     ];
     Ok(conn.0.exec_drop(sql, params).await?)
 }
@@ -62,23 +62,26 @@ pub async fn of_key(
     key: &str,
 ) -> Result<Vec<Attempt>, DbError> {
     let sql = format!(
-        "SELECT attempt, {} + MICROSECOND(at) / 1e6, copy, ms, status, error, gave_up \
+        "SELECT {} + MICROSECOND(at) / 1e6, copy, ms, status, error, gave_up \
          FROM tableq_attempts WHERE queue = ? AND item_key = ? ORDER BY id",
         unix_of("at")
     );
-    type Row = (u64, f64, String, u64, Option<i64>, String, bool);
+    type Row = (f64, String, u64, Option<i64>, String, bool);
     let rows: Vec<Row> = conn.0.exec(sql, (queue, key)).await?;
     Ok(rows
         .into_iter()
-        .map(|(attempt, at, copy, ms, status, error, gave_up)| Attempt {
-            attempt,
-            at,
-            copy: shown_copy(&copy),
-            ms,
-            status,
-            error,
-            gave_up,
-        })
+        .zip(1..)
+        .map(
+            |((at, copy, ms, status, error, gave_up), attempt)| Attempt {
+                attempt,
+                at,
+                copy: shown_copy(&copy),
+                ms,
+                status,
+                error,
+                gave_up,
+            },
+        )
         .collect())
 }
 

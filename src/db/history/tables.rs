@@ -24,7 +24,6 @@ pub const ATTEMPTS: &str = "CREATE TABLE IF NOT EXISTS tableq_attempts (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   queue VARCHAR(191) NOT NULL,
   item_key VARCHAR(191) NOT NULL COMMENT 'as tableq prints it: hex:… for bytes',
-  attempt INT UNSIGNED NOT NULL COMMENT 'its place among the key''s recorded attempts',
   at DATETIME(6) NOT NULL COMMENT 'UTC',
   copy VARCHAR(191) NOT NULL COMMENT 'host:pid:started',
   ms INT UNSIGNED NOT NULL COMMENT 'how long the action ran',
@@ -33,7 +32,7 @@ pub const ATTEMPTS: &str = "CREATE TABLE IF NOT EXISTS tableq_attempts (
   error TEXT NOT NULL,
   gave_up TINYINT(1) NOT NULL DEFAULT 0 COMMENT 'its outcome left the row in [failed] select',
   KEY by_key (queue, item_key, id),
-  KEY by_time (queue, at)
+  KEY by_time (at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='tableq: failed attempts'";
 
 /// Each copy's heartbeat.

@@ -60,6 +60,8 @@ pub struct Writer {
     sender: mpsc::Sender<Kept>,
     receiver: mpsc::Receiver<Kept>,
     errors: Arc<AtomicU64>,
+    /// Shutdown began: no trim.
+    stopping: bool,
 }
 
 impl Writer {
@@ -77,6 +79,7 @@ impl Writer {
             started_minute: minute_now(),
             sender,
             receiver,
+            stopping: false,
         }
     }
 
@@ -89,20 +92,25 @@ impl Writer {
         let mut beats = tokio::time::interval(beat_every);
         loop {
             tokio::select! {
+                // The ticks before the attempts: a flood of failures must not
+                // starve the heartbeat and the minutes.
                 biased;
                 _ = stop.cancelled() => break,
-                Some(kept) = self.receiver.recv() => self.attempts(kept).await,
-                _ = beats.tick() => self.beat().await,
                 _ = minutes.tick() => self.minutes(every < Duration::from_secs(60)).await,
+                _ = beats.tick() => self.beat().await,
+                Some(kept) = self.receiver.recv() => self.attempts(kept).await,
             }
             self.give_up().await;
         }
+        // The minute under way first (one statement per database), then the copy's
+        // leave, then what attempts are left: the shutdown's time may run out.
+        self.stopping = true;
+        self.minutes(true).await;
+        self.leave().await;
         self.receiver.close();
         while let Ok(kept) = self.receiver.try_recv() {
             self.attempt(kept).await;
         }
-        self.minutes(true).await;
-        self.leave().await;
         self.give_up().await;
     }
 
@@ -207,18 +215,22 @@ impl Writer {
                 .extend(rows);
         }
         let retention = self.options.retention;
+        let trims = !self.stopping;
         for (name, (database, rows)) in by_place {
             let copy_id = self.copy_id.clone();
             let place = self.place(&name, &database);
             let Some(conn) = place.ready_conn().await else {
                 continue;
             };
-            let written = match minutes::write(conn, &copy_id, &rows).await {
-                Ok(()) => trim::trim(conn, retention).await.map(|_| ()),
-                failed => failed,
-            };
+            let written = minutes::write(conn, &copy_id, &rows).await;
             let ok = written.is_ok();
             place.written(written, "tableq_history");
+            if ok && trims {
+                if let Some(conn) = place.ready_conn().await {
+                    let trimmed = trim::trim(conn, retention).await.map(|_| ());
+                    place.written(trimmed, "tableq_chores");
+                }
+            }
             if ok {
                 for row in rows {
                     // The minute under way is written again next time.
