@@ -78,18 +78,24 @@ pub fn grant(database: &str, account: &str) -> String {
     )
 }
 
-/// Creates the tables that are not there; fine too when an account that may not
-/// create tables finds them all created. Else the server's error (1142 when the
-/// account may not create them).
+/// Creates the tables that are not there — and only those: a table found is left
+/// alone, so a copy's start sends no DDL once they exist (on a Galera cluster DDL
+/// runs in total order, holding up the whole cluster), and an account without
+/// CREATE works once an administrator made them. Else the server's error (1142
+/// when the account may not create one).
 pub async fn create(conn: &mut super::HistoryConn) -> Result<(), crate::db::DbError> {
     use mysql_async::prelude::Queryable;
     let conn = &mut conn.0;
     for (table, ddl) in ALL {
-        if let Err(refused) = conn.query_drop(ddl).await {
-            let there = conn
-                .query_drop(format!("SELECT 1 FROM {table} LIMIT 0"))
-                .await;
-            there.map_err(|_| refused)?;
+        if let Err(missing) = conn
+            .query_drop(format!("SELECT 1 FROM {table} LIMIT 0"))
+            .await
+        {
+            let missing = crate::db::DbError::from(missing);
+            if missing.server_code() != Some(super::NO_SUCH_TABLE) {
+                return Err(missing);
+            }
+            conn.query_drop(ddl).await?;
         }
     }
     Ok(())

@@ -20,6 +20,34 @@ const CHORE: &str = "trim";
 
 /// Trims what is older than `retention`, if this copy's turn came: whether it did.
 pub async fn trim(conn: &mut HistoryConn, retention: Duration) -> Result<bool, DbError> {
+    match take_turn(conn).await.map_err(DbError::at_commit) {
+        Ok(true) => {}
+        // Another copy holds the chore, or (on a multi-primary cluster, where row
+        // locks are not shared) committed it first: its turn.
+        Ok(false) => return Ok(false),
+        Err(e) if e.is_contention() => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let seconds = retention.as_secs();
+    let deletes = [
+        format!("DELETE FROM tableq_history WHERE minute_at < UTC_TIMESTAMP() - INTERVAL {seconds} SECOND LIMIT {SLICE}"),
+        format!("DELETE FROM tableq_attempts WHERE at < UTC_TIMESTAMP(6) - INTERVAL {seconds} SECOND LIMIT {SLICE}"),
+        format!("DELETE FROM tableq_copies WHERE last_seen < UTC_TIMESTAMP(6) - INTERVAL {TRIMMED_AFTER_SECONDS} SECOND LIMIT {SLICE}"),
+    ];
+    for delete in deletes {
+        loop {
+            conn.0.query_drop(delete.as_str()).await?;
+            if conn.0.affected_rows() < SLICE {
+                break;
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Whether the chore is due and this copy took it: the chore's row locked (the
+/// other copies pass it by), marked done now, committed.
+async fn take_turn(conn: &mut HistoryConn) -> Result<bool, DbError> {
     conn.0
         .exec_drop(
             "INSERT IGNORE INTO tableq_chores (chore, done_at) VALUES (?, '1970-01-01')",
@@ -46,19 +74,5 @@ pub async fn trim(conn: &mut HistoryConn, retention: Duration) -> Result<bool, D
     )
     .await?;
     tx.commit().await?;
-    let seconds = retention.as_secs();
-    let deletes = [
-        format!("DELETE FROM tableq_history WHERE minute_at < UTC_TIMESTAMP() - INTERVAL {seconds} SECOND LIMIT {SLICE}"),
-        format!("DELETE FROM tableq_attempts WHERE at < UTC_TIMESTAMP(6) - INTERVAL {seconds} SECOND LIMIT {SLICE}"),
-        format!("DELETE FROM tableq_copies WHERE last_seen < UTC_TIMESTAMP(6) - INTERVAL {TRIMMED_AFTER_SECONDS} SECOND LIMIT {SLICE}"),
-    ];
-    for delete in deletes {
-        loop {
-            conn.0.query_drop(delete.as_str()).await?;
-            if conn.0.affected_rows() < SLICE {
-                break;
-            }
-        }
-    }
     Ok(true)
 }

@@ -193,8 +193,9 @@ async fn job_table() -> galera::ClusterDb {
 
 /// With `--allow-multi-primary` and its promise broken — three copies, each on its
 /// own node — rows are still delivered twice (no copy sees another's row locks), but
-/// not silently: each copy warns of the certification conflicts (at most once a
-/// minute, with the count) and its stop line counts the items rolled back. With the
+/// not silently: the stop lines count the items rolled back, and a conflict found at
+/// COMMIT is warned of as a certification conflict (at most once a minute, with the
+/// count). With the
 /// promise kept — every copy on one node — each row is delivered once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_opt_out_conflicts_are_said_and_one_node_delivers_once() {
@@ -223,7 +224,11 @@ async fn with_the_opt_out_conflicts_are_said_and_one_node_delivers_once() {
         warned.len()
     );
     assert!(spread.2 > 0, "no row was delivered twice: {spread:?}");
-    assert!(!warned.is_empty() && rolled_back > 0, "{logs:#?}");
+    // Every conflict is counted in the stop lines. Only those that surface at
+    // COMMIT are said as certification conflicts: a replicated write that aborts a
+    // claim mid-statement (a brute-force abort) answers as a plain deadlock, and
+    // whether any conflict lands at COMMIT depends on the copies' timing.
+    assert!(rolled_back > 0, "{logs:#?}");
     for log in warned {
         let lines = log.matches("(a certification conflict)").count();
         assert_eq!(lines, 1, "said at most once a minute:\n{log}");
