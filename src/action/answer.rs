@@ -32,18 +32,19 @@ impl Verdict {
     }
 }
 
-/// `Retry-After` as seconds from now: delay-seconds, or an HTTP date.
-pub fn retry_after_seconds(value: &str) -> Option<u64> {
+/// `Retry-After` as seconds from now: delay-seconds, or an HTTP date (at most
+/// 136 years).
+pub fn retry_after_seconds(value: &str) -> Option<u32> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
-        return Some(seconds);
+        return Some(u32::try_from(seconds).unwrap_or(u32::MAX));
     }
     let when = httpdate::parse_http_date(value).ok()?;
-    Some(
-        when.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO)
-            .as_secs(),
-    )
+    let seconds = when
+        .duration_since(SystemTime::now())
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    Some(u32::try_from(seconds).unwrap_or(u32::MAX))
 }
 
 #[cfg(test)]

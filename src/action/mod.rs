@@ -32,7 +32,7 @@ use crate::config::ActionConfig;
 use crate::db::{DbError, Item, Session};
 use crate::diagnostic::Severity;
 use capture::Captured;
-pub use outcome::{Blame, NextRun, Outcome, TraceNotes};
+pub use outcome::{Blame, NextRun, Outcome, Rearmed, TraceNotes};
 use progress::Progress;
 
 /// The longest a kind waits for a connection to its handler (within the action's

@@ -15,13 +15,15 @@ pub struct Outcome {
     pub error: Option<String>,
     pub status: Option<i64>,
     pub output: Option<Vec<u8>>,
-    pub retry_after: Option<u64>,
+    pub retry_after: Option<u32>,
     /// The handler released the item, to be tried again after this many seconds
     /// (`[on_release]`'s `:release_after`): not done, and not a failure.
     pub release_after: Option<u32>,
-    /// `[recurring]`: the row's next due time after its action (`:next_run`); set
-    /// where the action runs, `engine::turn::execute`.
-    pub next_run: Option<NextRun>,
+    /// `[recurring]` or a schedule: the row's next due time after its action
+    /// (`:next_run`), and for a schedule what the run passed over; set where the
+    /// action runs, `engine::turn::execute`. Behind a pointer, so that an outcome
+    /// stays small to move about.
+    pub rearmed: Option<Box<Rearmed>>,
     /// The handler did not finish the item: it died, hung or wrote what is not an
     /// answer (a PHP fatal error, a kill). What it did is not known; with
     /// `[on_release]` the row is put back rather than recorded as failed.
@@ -60,6 +62,27 @@ impl NextRun {
 
     pub fn time(self) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(u64::from(self.0.get()))
+    }
+}
+
+/// What a finished run makes of a row that re-arms: its next due time
+/// (`:next_run`); for a schedule, the due times the run passed over (`:skipped`)
+/// and a failed run's retry within its period (`:retry_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rearmed {
+    pub next_run: NextRun,
+    pub skipped: u32,
+    pub retry_at: Option<NextRun>,
+}
+
+impl Rearmed {
+    /// A row's next due time alone (`[recurring]`).
+    pub fn next(next_run: NextRun) -> Rearmed {
+        Rearmed {
+            next_run,
+            skipped: 0,
+            retry_at: None,
+        }
     }
 }
 
@@ -159,14 +182,20 @@ impl Outcome {
             status: self.status,
             output: self.output.as_deref(),
             // A release recorded by `[on_failure]` (no `[on_release]`) says when.
-            retry_after: self.retry_after.or(self.release_after.map(u64::from)),
+            retry_after: self.retry_after.or(self.release_after).map(u64::from),
             // A handler that died under the item: put back at once, or when its
             // answer said to try again.
             release_after: self.release_after.map(u64::from).or_else(|| {
                 let cut = self.interrupted || self.blame == Blame::Downstream;
-                cut.then_some(self.retry_after.unwrap_or(0))
+                cut.then_some(u64::from(self.retry_after.unwrap_or(0)))
             }),
-            next_run: self.next_run.map(NextRun::time),
+            next_run: self.rearmed.as_deref().map(|r| r.next_run.time()),
+            skipped: self.rearmed.as_deref().map(|r| u64::from(r.skipped)),
+            retry_at: self
+                .rearmed
+                .as_deref()
+                .and_then(|r| r.retry_at)
+                .map(NextRun::time),
             lease: Default::default(),
         }
     }

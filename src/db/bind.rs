@@ -44,6 +44,10 @@ pub fn bind(sources: &[ParamSource], item: &Item, queue: &str, outcome: &Outcome
             ParamSource::BuiltIn(BuiltIn::NextRun) => {
                 text(outcome.next_run.map(utc_datetime).as_deref())
             }
+            ParamSource::BuiltIn(BuiltIn::Skipped) => Value::from(outcome.skipped.unwrap_or(0)),
+            ParamSource::BuiltIn(BuiltIn::RetryAt) => {
+                text(outcome.retry_at.map(utc_datetime).as_deref())
+            }
             ParamSource::BuiltIn(BuiltIn::LeaseId) => text(outcome.lease.lease_id),
             ParamSource::BuiltIn(BuiltIn::NewLeaseId) => {
                 text(outcome.lease.new_lease_id.or(outcome.lease.lease_id))

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use mysql_async::consts::ColumnType;
 use mysql_async::Value;
 
-use super::value::{value_bytes, value_text};
+use super::value::{temporal_text, value_bytes, value_text};
 use crate::config::queue::recurring::{RecurringConfig, RowSchedule, RowScheduleError};
 use crate::config::validate::names::find_column;
 use crate::trace_context::{self, Parent};
@@ -59,6 +59,18 @@ impl Item {
     pub fn text_of(&self, name: &str) -> Option<String> {
         let value = &self.values[self.columns.find(name)?];
         (*value != Value::NULL).then(|| value_text(value))
+    }
+
+    /// The value of the column called `name` as a UTC time: a `DATETIME` read as
+    /// UTC. `None` for a NULL, another type, or a column the select does not return.
+    pub fn utc_time_of(&self, name: &str) -> Option<SystemTime> {
+        let value = &self.values[self.columns.find(name)?];
+        let text = match value {
+            Value::Date(..) => temporal_text(value, ColumnType::MYSQL_TYPE_DATETIME),
+            Value::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            _ => return None,
+        };
+        crate::config::value::cron::parse_utc_datetime(&text)
     }
 
     /// The row's schedule under `[recurring]`: its cron column's expression, in its
@@ -121,6 +133,10 @@ pub struct OutcomeParams<'a> {
     /// `:next_run`, with `[recurring]`: the row's next due time after now (bound
     /// as UTC `DATETIME(6)` text).
     pub next_run: Option<SystemTime>,
+    /// `:skipped`, on a schedule: the due times a run passed over (0 when none).
+    pub skipped: Option<u64>,
+    /// `:retry_at`, on a schedule: a failed run's retry within its period.
+    pub retry_at: Option<SystemTime>,
     /// Lease mode: `:lease_id`, `:worker` and `:progress`.
     pub lease: LeaseParams<'a>,
 }
@@ -145,6 +161,8 @@ impl OutcomeParams<'_> {
         retry_after: None,
         release_after: None,
         next_run: None,
+        skipped: None,
+        retry_at: None,
         lease: LeaseParams {
             lease_id: None,
             new_lease_id: None,

@@ -26,6 +26,8 @@ pub mod pause;
 pub mod pool;
 pub mod prepared;
 pub mod row_json;
+#[allow(dead_code)] // read back by `tableq schedules` and /metrics: being written
+pub mod schedules;
 pub mod session;
 pub mod unanswered;
 pub mod value;

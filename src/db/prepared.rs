@@ -352,7 +352,7 @@ impl Preparer<'_> {
                     outcome,
                     lease: self.queue.is_lease(),
                     scope: self.queue.scope(),
-                    recurring: self.queue.recurring.is_some(),
+                    recurring: self.queue.rearms_rows(),
                 };
                 BuiltIn::named(name, scope)
                     .map(ParamSource::BuiltIn)

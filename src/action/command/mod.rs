@@ -248,7 +248,7 @@ fn judge(status: ExitStatus, output: Vec<u8>, errors: &[u8]) -> Outcome {
         output: Some(output),
         retry_after: None,
         release_after: None,
-        next_run: None,
+        rearmed: None,
         interrupted: false,
         kind: None,
         trace: None,

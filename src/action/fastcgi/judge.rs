@@ -22,7 +22,7 @@ use crate::action::{Blame, Outcome};
 #[derive(Debug, PartialEq, Eq)]
 pub struct Reply<'a> {
     pub status: u16,
-    pub retry_after: Option<u64>,
+    pub retry_after: Option<u32>,
     pub body: &'a [u8],
     /// The header block, for a header asked of it by name.
     head: String,

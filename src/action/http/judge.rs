@@ -23,7 +23,7 @@ impl Http {
             output: Some(output),
             retry_after: None,
             release_after: None,
-            next_run: None,
+            rearmed: None,
             interrupted: false,
             kind: None,
             trace: None,

@@ -92,7 +92,7 @@ fn answer(ok: bool, fields: &Map<String, Value>) -> Result<Outcome, String> {
     Ok(Outcome {
         error: Some(clip_error(error)),
         output,
-        retry_after,
+        retry_after: retry_after.map(|s| u32::try_from(s).unwrap_or(u32::MAX)),
         kind,
         // "Try again later" is trouble downstream, for the circuit breaker.
         blame: match retry_after {

@@ -77,7 +77,10 @@ fn parse_table<A: Kinds>(
             _ => problems.extend(key_alone::<RawQueue<A>>(&table, key, &[], &[])),
         }
     }
-    for required in REQUIRED.iter().filter(|key| !table.contains_key(**key)) {
+    // A schedule queue's select is tableq's.
+    let scheduled = table.contains_key("schedule");
+    let missing = |key: &&&str| !(table.contains_key(**key) || scheduled && **key == "select");
+    for required in REQUIRED.iter().filter(missing) {
         let message = plain_words(&format!("missing field `{required}`"));
         problems.push(Problem {
             path: Vec::new(),
@@ -254,7 +257,9 @@ fn plain_words(message: &str) -> String {
             "expected a duration such as \"5s\", \"250ms\" or \"2m\"",
         );
     if message == "missing field `select`" {
-        return "missing field `select`: the SELECT that returns the rows waiting for work".into();
+        return "missing field `select`: the SELECT that returns the rows waiting for work (or \
+                `schedule = \"…\"` for a queue that runs on a schedule)"
+            .into();
     }
     if message == "missing field `webhook`" {
         return "missing field `webhook`: the URL alerts are posted to, e.g. webhook = \

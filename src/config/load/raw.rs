@@ -115,7 +115,9 @@ pub struct RawQueue<A> {
     pub label: Option<String>,
     /// The rows waiting for work. Don't add LIMIT or FOR UPDATE: tableq appends
     /// `LIMIT <batch> FOR UPDATE SKIP LOCKED`. The columns it returns are the item:
-    /// statements use them as :column. Keep it on an index.
+    /// statements use them as :column. Keep it on an index. Required, unless the
+    /// queue runs on a `schedule`.
+    #[serde(default)]
     pub select: String,
     /// The column that identifies one row: unique, and never NULL, among waiting
     /// rows (a primary key). Logs name items by it. Default: the first column.
@@ -146,6 +148,24 @@ pub struct RawQueue<A> {
     /// time after now (`SET next_run_at = :next_run`); such a row coming back is not
     /// a loop.
     pub recurring: Option<crate::config::queue::recurring::RawRecurring>,
+    /// Runs the action on a schedule, once per due time across every copy, instead
+    /// of over a select: a cron expression ("0 3 * * *", or 6 fields with seconds
+    /// first) or "every 30s". Outcome SQL sees :scheduled_at and :run_at (UTC
+    /// DATETIME(6)). State in the table tableq_schedules.
+    pub schedule: Option<String>,
+    /// The time zone a cron `schedule` is read in: an IANA name. Default "UTC".
+    pub timezone: Option<String>,
+    /// After the daemon was down: "none" of the missed due times run, "one" (the
+    /// default) — the latest, once — or "all", each, up to catch_up_max.
+    #[schemars(extend("enum" = ["none", "one", "all"]))]
+    pub catch_up: Option<String>,
+    /// With catch_up = "all": at most this many of the latest missed due times run.
+    /// Default 10.
+    #[schemars(range(min = 1, max = 1000))]
+    pub catch_up_max: Option<u32>,
+    /// Whether a run may start while the previous one still runs. Only false (the
+    /// default) for now: the due times a long run covers are recorded as missed.
+    pub overlap: Option<bool>,
     /// A webhook told once per breach across every copy, and when it clears: the
     /// oldest row waits too long, too many items fail, rows give up.
     pub alerts: Option<crate::config::queue::alerts::RawAlerts>,

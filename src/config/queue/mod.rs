@@ -9,6 +9,7 @@ pub mod limits;
 pub mod mode;
 pub mod monitoring;
 pub mod recurring;
+pub mod schedule;
 pub mod scope;
 pub mod site;
 pub mod wake;
@@ -124,6 +125,9 @@ pub struct QueueConfig {
     pub failed: Option<FailedConfig>,
     /// `[recurring]`: rows that re-arm themselves, `:next_run` from their cron.
     pub recurring: Option<RecurringConfig>,
+    /// `schedule = "…"`: the queue runs on a schedule, over its row of
+    /// `tableq_schedules`.
+    pub schedule: Option<crate::config::queue::schedule::ScheduleConfig>,
     /// `[alerts]`: a webhook told once per breach across every copy.
     pub alerts: Option<AlertsConfig>,
     /// `stats_interval`, `waiting_cap`, `waiting_since`.
@@ -216,11 +220,17 @@ impl QueueConfig {
         }
     }
 
+    /// Whether its rows re-arm by a cron: `[recurring]`, or a schedule (outcome
+    /// statements have `:next_run`).
+    pub fn rearms_rows(&self) -> bool {
+        self.recurring.is_some() || self.schedule.is_some()
+    }
+
     /// Whether `[on_success]` re-arms its rows on purpose: the queue has
     /// `[recurring]` and binds `:next_run` there (such a row coming back is no loop).
     pub fn rearms(&self) -> bool {
         let binds = |s: &ParsedStatement| s.params.iter().any(|p| p == "next_run");
-        self.recurring.is_some() && self.on_success.iter().any(binds)
+        self.rearms_rows() && self.on_success.iter().any(binds)
     }
 
     /// Whether the queue runs in lease mode.

@@ -24,7 +24,7 @@ use crate::diagnostic::Finding;
 use crate::sql::statement::ParsedStatement;
 
 pub(crate) fn validate<A: Kinds>(
-    raw: RawQueue<A>,
+    mut raw: RawQueue<A>,
     file: &Path,
     source: Arc<str>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -41,7 +41,11 @@ pub(crate) fn validate<A: Kinds>(
     } = timings(&mut v, &raw);
     let wake = crate::config::queue::wake::validate(&mut v, &raw);
     let database_url = database_url(&mut v, raw.database_url.as_deref());
-    let select = v.select(&raw.select);
+    let schedule = crate::config::queue::schedule::validate(&mut v, &mut raw);
+    let select = match raw.select.trim().is_empty() {
+        true => None,
+        false => v.select(&raw.select),
+    };
     check_key(&mut v, raw.key.as_deref());
     let action = raw.action.validate(&mut v);
     let flow = flow(&mut v, &raw, &action);
@@ -58,7 +62,7 @@ pub(crate) fn validate<A: Kinds>(
     let Some(select) = select else {
         return Err(findings);
     };
-    let queue = QueueConfig {
+    let mut queue = QueueConfig {
         name,
         file: file.to_path_buf(),
         workers,
@@ -86,6 +90,7 @@ pub(crate) fn validate<A: Kinds>(
         on_release,
         failed,
         recurring,
+        schedule: schedule.clone(),
         alerts,
         monitoring: flow.monitoring,
         source,
@@ -93,6 +98,11 @@ pub(crate) fn validate<A: Kinds>(
     findings.extend(across_tables(&queue));
     if !findings.is_empty() {
         return Err(findings);
+    }
+    // A schedule's own statements come after the file's were checked: they are
+    // tableq's, guarded by the due time and the lease.
+    if let Some(schedule) = schedule {
+        queue.mode = schedule.complete(&queue.action, &mut queue.on_success, &mut queue.on_failure);
     }
     Ok(queue)
 }

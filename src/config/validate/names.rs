@@ -26,6 +26,11 @@ pub enum BuiltIn {
     /// `:next_run`, with `[recurring]`: the row's next due time after now, from its
     /// cron expression (UTC `DATETIME(6)` text).
     NextRun,
+    /// `:skipped`, on a schedule: the due times the run passed over.
+    Skipped,
+    /// `:retry_at`, on a schedule: a failed run's retry within its period (NULL
+    /// when none fits).
+    RetryAt,
     /// `:lease_id`, the claim's own token (lease mode).
     LeaseId,
     /// `:new_lease_id`, the token a renewal gives the lease (lease mode).
@@ -48,7 +53,8 @@ pub struct ParamScope {
     pub lease: bool,
     /// The queue's `scope`: in batch scope only `:batch` and `:queue` exist.
     pub scope: Scope,
-    /// The queue has `[recurring]`: outcome statements have `:next_run`.
+    /// The queue has `[recurring]` or a schedule: outcome statements have
+    /// `:next_run` (and `:skipped`, `:retry_at`).
     pub recurring: bool,
 }
 
@@ -78,6 +84,8 @@ impl BuiltIn {
             "retry_after" if outcome => Some(BuiltIn::RetryAfter),
             "release_after" if outcome => Some(BuiltIn::ReleaseAfter),
             "next_run" if outcome && scope.recurring => Some(BuiltIn::NextRun),
+            "skipped" if outcome && scope.recurring => Some(BuiltIn::Skipped),
+            "retry_at" if outcome && scope.recurring => Some(BuiltIn::RetryAt),
             _ => None,
         }
     }
@@ -185,7 +193,7 @@ pub fn unknown_names(queue: &QueueConfig, columns: &[String]) -> Vec<Finding> {
             outcome,
             lease,
             scope: Scope::Item,
-            recurring: queue.recurring.is_some(),
+            recurring: queue.rearms_rows(),
         };
         for (index, statement) in list.iter().enumerate() {
             for name in &statement.params {

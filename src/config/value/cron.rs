@@ -118,6 +118,15 @@ pub fn utc_datetime(at: SystemTime) -> String {
     )
 }
 
+/// The instant of UTC `DATETIME` text (`2027-03-28 01:00:00.250000`, or with a
+/// `T`, with or without fractions); `None` for other text or a time before 1970.
+pub fn parse_utc_datetime(text: &str) -> Option<SystemTime> {
+    let text = text.trim().replacen('T', " ", 1);
+    let t = chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f").ok()?;
+    let micros = u64::try_from(t.and_utc().timestamp_micros()).ok()?;
+    Some(UNIX_EPOCH + Duration::from_micros(micros))
+}
+
 /// `at` on the UTC calendar (the epoch for a time before it).
 fn utc(at: SystemTime) -> DateTime<Utc> {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();

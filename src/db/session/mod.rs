@@ -176,6 +176,18 @@ impl Session {
         let max_packet = max_packet(&mut conn)
             .await
             .map_err(|e| OpenError::Unreachable(e.into()))?;
+        // A schedule's select reads its row: the table and the row come first.
+        if let Some(schedule) = &queue.schedule {
+            use crate::db::schedules::{ready, ReadyError};
+            match ready(&mut conn, &queue.name, schedule).await {
+                Ok(()) => {}
+                Err(e @ ReadyError::CannotCreate(_)) => {
+                    let finding = queue.finding(Severity::Error, &["schedule"], e.to_string());
+                    return Err(OpenError::Invalid(vec![finding]));
+                }
+                Err(ReadyError::Database(e)) => return Err(OpenError::Unreachable(e)),
+            }
+        }
         let prepared = match prepare_queue(&mut conn, queue, limit, max_packet).await {
             Ok(prepared) => prepared,
             Err(PrepareError::Invalid(findings)) => return Err(OpenError::Invalid(findings)),

@@ -35,7 +35,7 @@ impl QueueRuntime {
         self.count_by_label(item, &fate);
         note_span(report, item, &fate, outcome);
         // A row `[on_success]` re-armed with `:next_run` is meant to come back.
-        let rearmed = self.config.rearms() && outcome.is_some_and(|o| o.next_run.is_some());
+        let rearmed = self.config.rearms() && outcome.is_some_and(|o| o.rearmed.is_some());
         report.count(&fate, || (!rearmed).then(|| item.key_text()));
     }
 

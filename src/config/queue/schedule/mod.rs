@@ -1,0 +1,275 @@
+//! `schedule = "0 3 * * *"` (or `"every 30s"`): a queue with no select of its own
+//! whose due times run once across every copy. Its state is one row of
+//! `tableq_schedules`, and the queue is written over that row — the select, the
+//! claim's lease and the outcome SQL that re-arms it are tableq's, so a schedule
+//! runs through the same claim, action and outcome as any queue:
+//! - the select returns the row while its due time has passed (`:scheduled_at`,
+//!   the due time; `:run_at`, the claim's time — both UTC `DATETIME(6)`);
+//! - an action outside the database runs under a lease (no transaction held
+//!   while it runs); an SQL action in the claim's transaction, exactly once;
+//! - `[on_success]` moves the row to `:next_run` and counts the due times a long
+//!   run passed over as missed; `[on_failure]` sets a retry, with the queue's
+//!   backoff, while one fits before the next due time — else the run is missed.
+//!
+//! The user's own `[on_success]` and `[on_failure]` statements run first, in the
+//! same transaction.
+
+pub mod when;
+
+use std::time::Duration;
+
+use crate::config::action::ActionConfig;
+use crate::config::load::raw::RawQueue;
+use crate::config::queue::lease::{LeaseConfig, LeaseToken};
+use crate::config::queue::mode::Mode;
+use crate::config::queue::scope::Scope;
+use crate::config::validate::validator::Validator;
+use crate::config::value::cron::Zone;
+use crate::sql::statement::{parse_statement, ParsedStatement};
+
+pub use when::{Finished, Rearm, When};
+
+/// The table that holds every schedule's state.
+pub const TABLE: &str = "tableq_schedules";
+/// `catch_up_max` when the file does not set it.
+pub const DEFAULT_CATCH_UP_MAX: u32 = 10;
+/// How long a run of an action outside the database holds its due time without a
+/// renewal: a copy killed mid-run leaves it to another copy after this long.
+pub const LEASE: Duration = Duration::from_secs(30);
+/// How often a running run renews its hold.
+pub const RENEW_EVERY: Duration = Duration::from_secs(10);
+
+/// After the daemon was down: which of the due times it missed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatchUp {
+    /// None: the next due time after the start.
+    None,
+    /// The latest missed one, once (the default).
+    One,
+    /// Each, oldest first, up to `catch_up_max` of the latest.
+    All,
+}
+
+/// A schedule queue's schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleConfig {
+    /// As written: `tableq schedules` shows it, and a changed one re-arms the row.
+    pub text: String,
+    pub when: When,
+    pub catch_up: CatchUp,
+    pub catch_up_max: u32,
+}
+
+/// The select a schedule queue claims with: its row, while its due time has passed
+/// and no run holds it.
+pub const SELECT: &str = "SELECT due_at AS scheduled_at, UTC_TIMESTAMP(6) AS run_at, attempts, \
+     catch_up_until FROM tableq_schedules WHERE name = :queue AND due_at <= UTC_TIMESTAMP(6) \
+     AND lease_until <= UTC_TIMESTAMP(6)";
+/// Its key: the due time.
+pub const KEY: &str = "scheduled_at";
+
+/// What the run's outcome writes besides its result, in both outcomes.
+const SETTLED: &str = "last_scheduled_at = :scheduled_at, last_run_at = :run_at, \
+     last_finished_at = UTC_TIMESTAMP(6), lease_id = NULL, \
+     lease_until = '1970-01-01 00:00:01', seen_at = UTC_TIMESTAMP(6)";
+
+impl ScheduleConfig {
+    /// The schedule's `[on_success]` statement (after the file's own): the row
+    /// re-armed, the due times a long run passed over counted as missed.
+    fn on_success(&self, guard: &str) -> String {
+        format!(
+            "UPDATE tableq_schedules SET due_at = :next_run, attempts = 0, runs = runs + 1, \
+             missed = missed + :skipped, \
+             last_missed_at = IF(:skipped > 0, UTC_TIMESTAMP(6), last_missed_at), \
+             catch_up_until = IF(catch_up_until < :next_run, NULL, catch_up_until), \
+             last_outcome = 'done', last_error = NULL, last_success_at = UTC_TIMESTAMP(6), \
+             {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
+        )
+    }
+
+    /// The schedule's `[on_failure]` statement (after the file's own): a retry within
+    /// the period, or the due time missed.
+    fn on_failure(&self, guard: &str) -> String {
+        format!(
+            "UPDATE tableq_schedules SET due_at = COALESCE(:retry_at, :next_run), \
+             attempts = IF(:retry_at IS NULL, 0, attempts + 1), \
+             missed = missed + IF(:retry_at IS NULL, 1 + :skipped, 0), \
+             last_missed_at = IF(:retry_at IS NULL, UTC_TIMESTAMP(6), last_missed_at), \
+             catch_up_until = IF(:retry_at IS NULL AND catch_up_until < :next_run, NULL, \
+             catch_up_until), \
+             last_outcome = 'failed', last_error = :error, \
+             {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
+        )
+    }
+
+    /// The lease an action outside the database runs under.
+    fn lease(&self) -> LeaseConfig {
+        let interval = format!("INTERVAL {} SECOND", LEASE.as_secs());
+        let held = "WHERE name = :queue AND lease_id = :lease_id";
+        LeaseConfig {
+            sql: vec![internal(&format!(
+                "UPDATE tableq_schedules SET lease_id = :lease_id, \
+                 lease_until = UTC_TIMESTAMP(6) + {interval} WHERE name = :queue"
+            ))],
+            renew_sql: Some(vec![internal(&format!(
+                "UPDATE tableq_schedules SET lease_until = UTC_TIMESTAMP(6) + {interval} {held}"
+            ))]),
+            release_sql: Some(vec![internal(&format!(
+                "UPDATE tableq_schedules SET lease_id = NULL, \
+                 lease_until = '1970-01-01 00:00:01' {held}"
+            ))]),
+            renew_every: Some(RENEW_EVERY),
+            connections: 2,
+            length: Some(LEASE),
+            token: LeaseToken::Random,
+        }
+    }
+
+    /// The queue's mode (lease for an action outside the database) and its outcome
+    /// statements: the file's own, then the schedule's.
+    pub fn complete(
+        &self,
+        action: &ActionConfig,
+        on_success: &mut Vec<ParsedStatement>,
+        on_failure: &mut Option<Vec<ParsedStatement>>,
+    ) -> Mode {
+        let (mode, guard) = match action.in_transaction() {
+            true => (Mode::Transaction { scope: Scope::Item }, String::new()),
+            false => (
+                Mode::Lease(self.lease()),
+                " AND lease_id = :lease_id".into(),
+            ),
+        };
+        on_success.push(internal(&self.on_success(&guard)));
+        on_failure
+            .get_or_insert_with(Vec::new)
+            .push(internal(&self.on_failure(&guard)));
+        mode
+    }
+}
+
+/// One of tableq's own statements, which parse.
+fn internal(text: &str) -> ParsedStatement {
+    match parse_statement(text) {
+        Ok(parsed) => parsed,
+        Err(e) => unreachable!("a schedule statement does not parse: {e}: {text}"),
+    }
+}
+
+/// The keys a schedule queue writes instead of, or cannot have.
+const NOT_WITH_SCHEDULE: &[(&str, &str)] = &[
+    ("select", "its select is tableq's, over the schedule's row in tableq_schedules"),
+    ("key", "its key is the due time, `scheduled_at`"),
+    ("mode", "an SQL action runs in the claim's transaction, any other under a lease"),
+    ("lease", "the due time is held by tableq's own lease"),
+    ("scope", "each due time is one item"),
+    ("failed", "a failed run is retried until the next due time, then recorded as missed (`tableq schedules`)"),
+    ("recurring", "the schedule is the file's, not a row's"),
+    ("on_release", "a run that did not finish is retried like a failed one"),
+];
+
+/// Reads `schedule`, `timezone`, `catch_up`, `catch_up_max` and `overlap`; a
+/// schedule queue's select is then [`SELECT`], its key [`KEY`].
+pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<ScheduleConfig> {
+    let Some(text) = raw.schedule.clone() else {
+        without_schedule(v, raw);
+        return None;
+    };
+    let given = |key: &str| match key {
+        "select" => !raw.select.trim().is_empty(),
+        "key" => raw.key.is_some(),
+        "mode" => raw.mode.is_some(),
+        "lease" => raw.lease.is_some(),
+        "scope" => raw.scope.is_some(),
+        "failed" => raw.failed.is_some(),
+        "recurring" => raw.recurring.is_some(),
+        _ => raw.on_release.is_some(),
+    };
+    for (key, why) in NOT_WITH_SCHEDULE {
+        if given(key) {
+            v.error(
+                &[key],
+                format!("`{key}` does not go with `schedule`: {why}; remove it"),
+            );
+        }
+    }
+    if raw.overlap == Some(true) {
+        v.error(
+            &["overlap"],
+            "`overlap = true` is not supported yet: a run that outlasts its period skips the \
+             due times it covers, recorded as missed; remove `overlap`",
+        );
+    }
+    let zone = match raw.timezone.as_deref().map(Zone::parse) {
+        None => Zone::UTC,
+        Some(Ok(zone)) => zone,
+        Some(Err(e)) => {
+            v.error(&["timezone"], format!("`timezone`: {e}"));
+            Zone::UTC
+        }
+    };
+    let catch_up = catch_up(v, raw.catch_up.as_deref());
+    let catch_up_max = v.in_range(
+        "catch_up_max",
+        raw.catch_up_max.or(Some(DEFAULT_CATCH_UP_MAX)),
+        1,
+        1000,
+    ) as u32;
+    raw.select = SELECT.to_string();
+    raw.key = Some(KEY.to_string());
+    match When::parse(&text, zone) {
+        Ok(when) => Some(ScheduleConfig {
+            text: text.trim().to_string(),
+            when,
+            catch_up,
+            catch_up_max,
+        }),
+        Err(why) => {
+            v.error(
+                &["schedule"],
+                format!("`schedule`: {why}; write 5 cron fields (\"0 3 * * *\"), 6 with seconds first, or \"every 30s\""),
+            );
+            None
+        }
+    }
+}
+
+/// A file without `schedule`: the keys that only go with one, and a select.
+fn without_schedule<A>(v: &mut Validator, raw: &RawQueue<A>) {
+    let only = [
+        ("timezone", raw.timezone.is_some()),
+        ("catch_up", raw.catch_up.is_some()),
+        ("catch_up_max", raw.catch_up_max.is_some()),
+        ("overlap", raw.overlap.is_some()),
+    ];
+    for (key, given) in only {
+        if given {
+            v.error(
+                &[key],
+                format!("`{key}` goes with `schedule = \"…\"` only: add a schedule, or remove it"),
+            );
+        }
+    }
+    if raw.select.trim().is_empty() {
+        v.error(
+            &["select"],
+            "the queue has no `select`: write the SELECT that returns the rows waiting for \
+             work, or `schedule = \"…\"` for a queue that runs on a schedule",
+        );
+    }
+}
+
+fn catch_up(v: &mut Validator, text: Option<&str>) -> CatchUp {
+    match text {
+        None | Some("one") => CatchUp::One,
+        Some("none") => CatchUp::None,
+        Some("all") => CatchUp::All,
+        Some(other) => {
+            v.error(
+                &["catch_up"],
+                format!("`catch_up` = {other:?}: use \"none\", \"one\" (the default) or \"all\""),
+            );
+            CatchUp::One
+        }
+    }
+}

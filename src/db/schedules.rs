@@ -1,0 +1,350 @@
+//! `tableq_schedules`: one row per schedule queue, its state — the due time it
+//! waits for, the run holding it, what its runs came to. A schedule queue's select,
+//! lease and outcome SQL are over this row ([`crate::config::queue::schedule`]);
+//! here, what a session does before preparing them: the table created when
+//! missing (else a refusal naming the DDL and the grant), the row put in, re-armed
+//! when the expression changed, caught up after the daemon was down, and rows of
+//! schedules gone for a day trimmed. And the rows read back, for `tableq
+//! schedules`, `/metrics` and the status page.
+
+use std::time::{Duration, SystemTime};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Row, Value};
+
+use crate::config::queue::schedule::{CatchUp, ScheduleConfig};
+use crate::config::value::cron::{parse_utc_datetime, utc_datetime};
+use crate::db::DbError;
+
+/// The table's DDL, as `run` sends it and the reference shows it.
+pub const DDL: &str = "CREATE TABLE IF NOT EXISTS tableq_schedules (
+  name VARCHAR(191) NOT NULL PRIMARY KEY COMMENT 'the queue',
+  schedule VARCHAR(255) NOT NULL COMMENT 'as the file writes it',
+  due_at DATETIME(6) NOT NULL COMMENT 'UTC: the due time it waits for',
+  lease_id VARCHAR(64) NULL,
+  lease_until DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:01' COMMENT 'UTC: a run holds it until',
+  attempts INT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'failed tries of this due time',
+  catch_up_until DATETIME(6) NULL COMMENT 'catch_up = all: due times up to this run one by one',
+  runs BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'runs that succeeded',
+  missed BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'due times that did not run',
+  last_scheduled_at DATETIME(6) NULL,
+  last_run_at DATETIME(6) NULL,
+  last_finished_at DATETIME(6) NULL,
+  last_outcome VARCHAR(16) NULL COMMENT 'done | failed',
+  last_error TEXT NULL,
+  last_success_at DATETIME(6) NULL,
+  last_missed_at DATETIME(6) NULL,
+  seen_at DATETIME(6) NOT NULL COMMENT 'UTC: a copy last ran or opened it'
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='tableq: schedules'";
+
+/// A due time this far past when a session opens, with no run holding it, was
+/// missed while no copy ran: `catch_up` decides what runs.
+pub const BEHIND: Duration = Duration::from_secs(2);
+
+/// MySQL's "table doesn't exist".
+const NO_SUCH_TABLE: u16 = 1146;
+/// MySQL's "command denied to user".
+const DENIED: u16 = 1142;
+
+/// Why a schedule queue cannot be readied.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadyError {
+    /// The table is missing and the account may not create it.
+    #[error(
+        "the table tableq_schedules is missing and this account may not create it ({0}): \
+             create it (docs, reference/schedules) or grant CREATE, SELECT, INSERT, UPDATE, DELETE \
+             ON tableq_schedules to the account; the DDL: {DDL}"
+    )]
+    CannotCreate(DbError),
+    #[error(transparent)]
+    Database(#[from] DbError),
+}
+
+/// Readies `name`'s row: the table created when missing, the row put in (due at
+/// the first due time after now), re-armed when the expression changed, caught up
+/// when behind with no run holding it; rows not seen for a day whose due time is a
+/// day past are trimmed. Commits what it wrote (the session may run with
+/// autocommit off).
+pub async fn ready(
+    conn: &mut Conn,
+    name: &str,
+    schedule: &ScheduleConfig,
+) -> Result<(), ReadyError> {
+    create_if_missing(conn).await?;
+    conn.query_drop("START TRANSACTION")
+        .await
+        .map_err(DbError::from)?;
+    let readied = ready_row(conn, name, schedule).await;
+    let end = if readied.is_ok() {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    conn.query_drop(end).await.map_err(DbError::from)?;
+    Ok(readied?)
+}
+
+/// In a transaction: the row put in, or adjusted; old rows trimmed.
+async fn ready_row(conn: &mut Conn, name: &str, schedule: &ScheduleConfig) -> Result<(), DbError> {
+    let now = database_now(conn).await?;
+    let first = schedule.when.next_after(now).unwrap_or(now);
+    conn.exec_drop(
+        "INSERT IGNORE INTO tableq_schedules (name, schedule, due_at, seen_at) \
+         VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
+        (name, &schedule.text, utc_datetime(first)),
+    )
+    .await?;
+    if conn.affected_rows() == 0 {
+        adjust(conn, name, schedule, now).await?;
+    }
+    conn.query_drop(
+        "DELETE FROM tableq_schedules WHERE seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY \
+         AND due_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY AND lease_until < UTC_TIMESTAMP(6)",
+    )
+    .await?;
+    Ok(())
+}
+
+async fn create_if_missing(conn: &mut Conn) -> Result<(), ReadyError> {
+    let Err(missing) = conn
+        .query_drop("SELECT 1 FROM tableq_schedules LIMIT 0")
+        .await
+    else {
+        return Ok(());
+    };
+    let missing = DbError::from(missing);
+    if missing.server_code() != Some(NO_SUCH_TABLE) {
+        return Err(missing.into());
+    }
+    match conn.query_drop(DDL).await.map_err(DbError::from) {
+        Ok(()) => Ok(()),
+        Err(e) if e.server_code() == Some(DENIED) || e.is_access_denied() => {
+            Err(ReadyError::CannotCreate(e))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The server's clock, in UTC.
+async fn database_now(conn: &mut Conn) -> Result<SystemTime, DbError> {
+    let now: Option<String> = conn
+        .query_first("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)")
+        .await?;
+    Ok(now
+        .as_deref()
+        .and_then(parse_utc_datetime)
+        .unwrap_or_else(SystemTime::now))
+}
+
+/// In a transaction: an existing row re-armed or caught up, unless a run holds it.
+async fn adjust(
+    conn: &mut Conn,
+    name: &str,
+    schedule: &ScheduleConfig,
+    now: SystemTime,
+) -> Result<(), DbError> {
+    let row: Option<(String, String, String)> = conn
+        .exec_first(
+            "SELECT schedule, CAST(due_at AS CHAR), CAST(lease_until AS CHAR) \
+             FROM tableq_schedules WHERE name = ? FOR UPDATE SKIP LOCKED",
+            (name,),
+        )
+        .await?;
+    let Some((text, due_at, lease_until)) = row else {
+        return Ok(());
+    };
+    let time = |t: &str| parse_utc_datetime(t).unwrap_or(now);
+    let (due_at, lease_until) = (time(&due_at), time(&lease_until));
+    let first = schedule.when.next_after(now).unwrap_or(now);
+    let set = if text != schedule.text {
+        Some((first, 0, None))
+    } else if lease_until <= now && due_at + BEHIND < now {
+        Some(catch_up(schedule, due_at, now, first))
+    } else {
+        None
+    };
+    let (due, missed, until) = match set {
+        Some(set) => set,
+        None => {
+            conn.exec_drop(
+                "UPDATE tableq_schedules SET seen_at = UTC_TIMESTAMP(6) WHERE name = ?",
+                (name,),
+            )
+            .await?;
+            return Ok(());
+        }
+    };
+    conn.exec_drop(
+        "UPDATE tableq_schedules SET schedule = ?, due_at = ?, attempts = 0, \
+         catch_up_until = ?, missed = missed + ?, \
+         last_missed_at = IF(? > 0, UTC_TIMESTAMP(6), last_missed_at), \
+         seen_at = UTC_TIMESTAMP(6) WHERE name = ?",
+        (
+            &schedule.text,
+            utc_datetime(due),
+            until.map(utc_datetime),
+            missed,
+            missed,
+            name,
+        ),
+    )
+    .await?;
+    Ok(())
+}
+
+/// A schedule behind since `due_at` (a due time not run): the due time to run
+/// next, the due times given up as missed, and how far a catch-up runs.
+fn catch_up(
+    schedule: &ScheduleConfig,
+    due_at: SystemTime,
+    now: SystemTime,
+    first: SystemTime,
+) -> (SystemTime, u64, Option<SystemTime>) {
+    // The due times behind: `due_at` itself, and those after it up to now.
+    let (after, latest) = schedule.when.between(due_at, now).unwrap_or((0, None));
+    let behind = after + 1;
+    match schedule.catch_up {
+        CatchUp::None => (first, behind, None),
+        CatchUp::One => (latest.unwrap_or(due_at), behind - 1, None),
+        CatchUp::All => {
+            let keep = u64::from(schedule.catch_up_max).min(behind);
+            let mut start = due_at;
+            for _ in 0..behind - keep {
+                start = schedule.when.next_after(start).unwrap_or(now);
+            }
+            (start, behind - keep, Some(now))
+        }
+    }
+}
+
+/// A schedule's row, as `tableq schedules`, `/metrics` and the status page show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScheduleRow {
+    pub name: String,
+    pub schedule: String,
+    /// The due time it waits for (UTC).
+    pub due_at: String,
+    /// A run holds it now.
+    pub running: bool,
+    pub runs: u64,
+    pub missed: u64,
+    pub last_scheduled_at: Option<String>,
+    pub last_run_at: Option<String>,
+    pub last_finished_at: Option<String>,
+    pub last_outcome: Option<String>,
+    pub last_error: Option<String>,
+    pub last_success_at: Option<String>,
+    pub last_missed_at: Option<String>,
+    /// Failed tries of the due time it waits for.
+    pub attempts: u32,
+}
+
+impl ScheduleRow {
+    /// The last success as unix seconds, for `/metrics`.
+    pub fn last_success_unix(&self) -> Option<f64> {
+        let at = parse_utc_datetime(self.last_success_at.as_deref()?)?;
+        Some(at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64())
+    }
+}
+
+/// The rows of `names`, in name order; none when the table is missing.
+pub async fn read(conn: &mut Conn, names: &[&str]) -> Result<Vec<ScheduleRow>, DbError> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks = vec!["?"; names.len()].join(", ");
+    let text = |c: &str| format!("CAST({c} AS CHAR)");
+    let sql = format!(
+        "SELECT name, schedule, {}, lease_until > UTC_TIMESTAMP(6), runs, missed, {}, {}, {}, \
+         last_outcome, last_error, {}, {}, attempts FROM tableq_schedules \
+         WHERE name IN ({marks}) ORDER BY name",
+        text("due_at"),
+        text("last_scheduled_at"),
+        text("last_run_at"),
+        text("last_finished_at"),
+        text("last_success_at"),
+        text("last_missed_at"),
+    );
+    let rows: Vec<Row> = match conn.exec(sql, names.to_vec()).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            let e = DbError::from(e);
+            return match e.server_code() {
+                Some(NO_SUCH_TABLE) => Ok(Vec::new()),
+                _ => Err(e),
+            };
+        }
+    };
+    Ok(rows.into_iter().map(schedule_row).collect())
+}
+
+fn schedule_row(mut row: Row) -> ScheduleRow {
+    let mut text = |i: usize| -> Option<String> {
+        match row.take::<Value, _>(i)? {
+            Value::NULL => None,
+            value => mysql_async::from_value_opt::<String>(value).ok(),
+        }
+    };
+    let number = |t: Option<String>| t.and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+    ScheduleRow {
+        name: text(0).unwrap_or_default(),
+        schedule: text(1).unwrap_or_default(),
+        due_at: text(2).unwrap_or_default(),
+        running: number(text(3)) == 1,
+        runs: number(text(4)),
+        missed: number(text(5)),
+        last_scheduled_at: text(6),
+        last_run_at: text(7),
+        last_finished_at: text(8),
+        last_outcome: text(9),
+        last_error: text(10),
+        last_success_at: text(11),
+        last_missed_at: text(12),
+        attempts: number(text(13)) as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::queue::schedule::When;
+    use std::time::UNIX_EPOCH;
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    fn every(period: u64, catch_up: CatchUp) -> ScheduleConfig {
+        ScheduleConfig {
+            text: format!("every {period}s"),
+            when: When::Every(period),
+            catch_up,
+            catch_up_max: 3,
+        }
+    }
+
+    #[test]
+    fn catching_up_after_a_stop_runs_none_the_latest_or_the_last_few() {
+        // Due at 100; down until 165: 100, 110, …, 160 were missed (7 due times).
+        let (due, now, first) = (at(100), at(165), at(170));
+        let none = catch_up(&every(10, CatchUp::None), due, now, first);
+        assert_eq!(none, (at(170), 7, None));
+        let one = catch_up(&every(10, CatchUp::One), due, now, first);
+        assert_eq!(one, (at(160), 6, None), "the latest runs, once");
+        let all = catch_up(&every(10, CatchUp::All), due, now, first);
+        assert_eq!(
+            all,
+            (at(140), 4, Some(now)),
+            "140, 150 and 160 run, in turn"
+        );
+    }
+
+    #[test]
+    fn the_reference_shows_the_ddl() {
+        let reference = include_str!("../../docs/src/reference/schedules.md");
+        assert!(
+            reference.contains(DDL),
+            "the reference's DDL differs from schedules.rs"
+        );
+    }
+}
