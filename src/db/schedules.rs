@@ -22,7 +22,7 @@ pub const DDL: &str = "CREATE TABLE IF NOT EXISTS tableq_schedules (
   schedule VARCHAR(255) NOT NULL COMMENT 'as the file writes it',
   due_at DATETIME(6) NOT NULL COMMENT 'UTC: the due time it waits for',
   lease_id VARCHAR(64) NULL,
-  lease_until DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:01' COMMENT 'UTC: a run holds it until',
+  lease_until DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:01' COMMENT 'UTC: a run, or a retry''s wait, holds it until',
   attempts INT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'failed tries of this due time',
   catch_up_until DATETIME(6) NULL COMMENT 'catch_up = all: due times up to this run one by one',
   runs BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'runs that succeeded',
@@ -49,13 +49,13 @@ const DENIED: u16 = 1142;
 /// Why a schedule queue cannot be readied.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadyError {
-    /// The table is missing and the account may not create it.
+    /// The table is missing and the account may not create it: the grant to give.
     #[error(
-        "the table tableq_schedules is missing and this account may not create it ({0}): \
-             create it (docs, reference/schedules) or grant CREATE, SELECT, INSERT, UPDATE, DELETE \
-             ON tableq_schedules to the account; the DDL: {DDL}"
+        "the table tableq_schedules is missing and this account may not create it ({error}): \
+         {grant} (without CREATE once an administrator created it with the DDL in docs, \
+         reference/schedules: {DDL})"
     )]
-    CannotCreate(DbError),
+    CannotCreate { error: DbError, grant: String },
     #[error(transparent)]
     Database(#[from] DbError),
 }
@@ -118,11 +118,24 @@ async fn create_if_missing(conn: &mut Conn) -> Result<(), ReadyError> {
     }
     match conn.query_drop(DDL).await.map_err(DbError::from) {
         Ok(()) => Ok(()),
-        Err(e) if e.server_code() == Some(DENIED) || e.is_access_denied() => {
-            Err(ReadyError::CannotCreate(e))
+        Err(error) if error.server_code() == Some(DENIED) || error.is_access_denied() => {
+            let account = crate::db::account::current(conn).await?;
+            let database: Option<String> = conn
+                .query_first("SELECT DATABASE()")
+                .await
+                .map_err(DbError::from)?;
+            let grant = grant(&database.unwrap_or_default(), &account);
+            Err(ReadyError::CannotCreate { error, grant })
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The grant a schedule queue's account needs on the table.
+pub fn grant(database: &str, account: &str) -> String {
+    format!(
+        "GRANT CREATE, SELECT, INSERT, UPDATE, DELETE ON `{database}`.tableq_schedules TO {account};"
+    )
 }
 
 /// The server's clock, in UTC.
@@ -255,7 +268,8 @@ pub async fn read(conn: &mut Conn, names: &[&str]) -> Result<Vec<ScheduleRow>, D
     let marks = vec!["?"; names.len()].join(", ");
     let text = |c: &str| format!("CAST({c} AS CHAR)");
     let sql = format!(
-        "SELECT name, schedule, {}, lease_until > UTC_TIMESTAMP(6), runs, missed, {}, {}, {}, \
+        "SELECT name, schedule, {}, \
+         lease_id IS NOT NULL AND lease_until > UTC_TIMESTAMP(6), runs, missed, {}, {}, {}, \
          last_outcome, last_error, {}, {}, attempts FROM tableq_schedules \
          WHERE name IN ({marks}) ORDER BY name",
         text("due_at"),

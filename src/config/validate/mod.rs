@@ -32,6 +32,8 @@ pub(crate) fn validate<A: Kinds>(
     let name = queue_name(&raw, file);
     let mut v = Validator::new(file, &source, &name, env);
     check_name(&mut v, &name, raw.name.is_some());
+    // First: a schedule gives the queue its select, key and poll.
+    let schedule = crate::config::queue::schedule::validate(&mut v, &mut raw);
     let workers = v.in_range("workers", raw.workers, 1, MAX_WORKERS);
     let batch = v.in_range("batch", raw.batch, 1, MAX_BATCH);
     let Timings {
@@ -41,7 +43,6 @@ pub(crate) fn validate<A: Kinds>(
     } = timings(&mut v, &raw);
     let wake = crate::config::queue::wake::validate(&mut v, &raw);
     let database_url = database_url(&mut v, raw.database_url.as_deref());
-    let schedule = crate::config::queue::schedule::validate(&mut v, &mut raw);
     let select = match raw.select.trim().is_empty() {
         true => None,
         false => v.select(&raw.select),

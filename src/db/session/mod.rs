@@ -181,7 +181,7 @@ impl Session {
             use crate::db::schedules::{ready, ReadyError};
             match ready(&mut conn, &queue.name, schedule).await {
                 Ok(()) => {}
-                Err(e @ ReadyError::CannotCreate(_)) => {
+                Err(e @ ReadyError::CannotCreate { .. }) => {
                     let finding = queue.finding(Severity::Error, &["schedule"], e.to_string());
                     return Err(OpenError::Invalid(vec![finding]));
                 }

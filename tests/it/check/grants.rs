@@ -103,3 +103,48 @@ async fn the_history_grants_check_advises_run_as_printed() {
     assert_eq!(granted.code(), Some(0), "{}", granted.stdout);
     db.exec(&format!("DROP USER {account}")).await;
 }
+
+/// A schedule queue whose account may not create `tableq_schedules` is refused,
+/// with the GRANT to give; given, `check` passes (and made the table as `run`
+/// would).
+#[tokio::test]
+async fn the_schedules_grant_check_advises_runs_as_printed() {
+    let db = TestDb::new().await;
+    let user = format!("s{}", db.name[3..].replace('_', ""));
+    let user = &user[..user.len().min(32)];
+    let account = format!("'{user}'@'{}'", tcp_client_host(&db.url).await);
+    db.exec(&format!(
+        "CREATE USER {account}; GRANT SELECT, INSERT, UPDATE, DELETE ON `{}`.* TO {account}",
+        db.name
+    ))
+    .await;
+    let (scheme, server) = db.url.split_once("://").unwrap();
+    let host = server.rsplit_once('@').map_or(server, |(_, host)| host);
+    let host = host.split_once('/').map_or(host, |(host, _)| host);
+    let url = with_database(&format!("{scheme}://{user}@{host}"), &db.name);
+    let files = crate::support::QueueFiles::new();
+    let path = files.write(
+        "nightly.toml",
+        "schedule = \"0 3 * * *\"\n[action]\ntype = \"sql\"\nsql = \"DO :scheduled_at\"\n",
+    );
+
+    let refused = check(&[], &[&path], Some(&url)).await;
+    assert_ne!(refused.code(), Some(0), "{}", refused.stdout);
+    let line = refused
+        .stdout
+        .lines()
+        .find(|line| line.contains("tableq_schedules is missing"))
+        .unwrap_or_else(|| panic!("a refusal in\n{}", refused.stdout));
+    assert_has(line, "CREATE TABLE IF NOT EXISTS tableq_schedules");
+    let grant = &line[line.find("GRANT ").expect("a GRANT")..];
+    let grant = &grant[..=grant.find(';').expect("the GRANT's end")];
+    db.exec(grant).await;
+    let granted = check(&[], &[&path], Some(&url)).await;
+    assert_eq!(granted.code(), Some(0), "{}", granted.stdout);
+    db.assert_count(
+        "SELECT COUNT(*) FROM tableq_schedules WHERE name = 'nightly'",
+        1,
+    )
+    .await;
+    db.exec(&format!("DROP USER {account}")).await;
+}

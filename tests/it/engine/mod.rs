@@ -25,6 +25,7 @@ mod outcome_sql;
 mod packet;
 mod paused_retry;
 mod recurring;
+mod schedules;
 mod stop_when_empty;
 mod wake;
 mod wake_reads;

@@ -36,6 +36,10 @@ pub const DEFAULT_CATCH_UP_MAX: u32 = 10;
 /// How long a run of an action outside the database holds its due time without a
 /// renewal: a copy killed mid-run leaves it to another copy after this long.
 pub const LEASE: Duration = Duration::from_secs(30);
+/// `poll_interval` of a schedule queue when the file does not set it: a copy
+/// waiting behind another's run (whose row it cannot see locked) looks again
+/// within this long, so that it takes over within a second from a copy killed.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// How often a running run renews its hold.
 pub const RENEW_EVERY: Duration = Duration::from_secs(10);
 
@@ -70,8 +74,7 @@ pub const KEY: &str = "scheduled_at";
 
 /// What the run's outcome writes besides its result, in both outcomes.
 const SETTLED: &str = "last_scheduled_at = :scheduled_at, last_run_at = :run_at, \
-     last_finished_at = UTC_TIMESTAMP(6), lease_id = NULL, \
-     lease_until = '1970-01-01 00:00:01', seen_at = UTC_TIMESTAMP(6)";
+     last_finished_at = UTC_TIMESTAMP(6), lease_id = NULL, seen_at = UTC_TIMESTAMP(6)";
 
 impl ScheduleConfig {
     /// The schedule's `[on_success]` statement (after the file's own): the row
@@ -83,22 +86,23 @@ impl ScheduleConfig {
              last_missed_at = IF(:skipped > 0, UTC_TIMESTAMP(6), last_missed_at), \
              catch_up_until = IF(catch_up_until < :next_run, NULL, catch_up_until), \
              last_outcome = 'done', last_error = NULL, last_success_at = UTC_TIMESTAMP(6), \
-             {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
+             lease_until = '1970-01-01 00:00:01', {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
         )
     }
 
     /// The schedule's `[on_failure]` statement (after the file's own): a retry within
-    /// the period, or the due time missed.
+    /// the period — the same due time, held back until `:retry_at` by the lease's
+    /// column — or the due time missed.
     fn on_failure(&self, guard: &str) -> String {
         format!(
-            "UPDATE tableq_schedules SET due_at = COALESCE(:retry_at, :next_run), \
+            "UPDATE tableq_schedules SET due_at = IF(:retry_at IS NULL, :next_run, due_at), \
              attempts = IF(:retry_at IS NULL, 0, attempts + 1), \
              missed = missed + IF(:retry_at IS NULL, 1 + :skipped, 0), \
              last_missed_at = IF(:retry_at IS NULL, UTC_TIMESTAMP(6), last_missed_at), \
              catch_up_until = IF(:retry_at IS NULL AND catch_up_until < :next_run, NULL, \
              catch_up_until), \
              last_outcome = 'failed', last_error = :error, \
-             {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
+             lease_until = COALESCE(:retry_at, '1970-01-01 00:00:01'), {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
         )
     }
 
@@ -217,6 +221,7 @@ pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<Sc
     ) as u32;
     raw.select = SELECT.to_string();
     raw.key = Some(KEY.to_string());
+    raw.poll_interval = raw.poll_interval.or(Some(DEFAULT_POLL_INTERVAL));
     match When::parse(&text, zone) {
         Ok(when) => Some(ScheduleConfig {
             text: text.trim().to_string(),

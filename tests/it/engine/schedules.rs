@@ -1,0 +1,397 @@
+//! `schedule = "…"`: a queue that runs on a schedule, once per due time across
+//! every copy, over its row of `tableq_schedules`. Three copies run a schedule due
+//! every second while one is killed -9: each second runs exactly once, no gap
+//! longer than two seconds. An action outside the database (a command) runs under
+//! the schedule's lease; a failing one is retried within its period, then counted
+//! missed. After the daemon was down, `catch_up` decides what runs; `run
+//! --stop-when-empty` does not wait for a future due time; `check` passes before the
+//! first run; the loader refuses what does not go with a schedule.
+
+use std::time::{Duration, Instant};
+
+use crate::support::check::check;
+use crate::support::daemon::{copy, run_binary_until_empty, Daemon};
+use crate::support::{assert_has, QueueFile, QueueFiles, TestDb};
+
+/// What the schedules' actions log: the due time each ran for, and when.
+const RUNS: &str = "CREATE TABLE runs (
+    id           INT AUTO_INCREMENT PRIMARY KEY,
+    queue        VARCHAR(32) NOT NULL,
+    scheduled_at DATETIME(6) NOT NULL,
+    run_at       DATETIME(6) NOT NULL,
+    copy         VARCHAR(8) NOT NULL DEFAULT ''
+) ENGINE=InnoDB";
+
+/// A schedule queue whose SQL action logs its run, naming `copy`.
+fn logged(name: &str, schedule: &str, copy: &str) -> QueueFile {
+    QueueFile::new(name)
+        .set("schedule", schedule)
+        .action_sql(format!(
+            "INSERT INTO runs (queue, scheduled_at, run_at, copy) \
+             VALUES (:queue, :scheduled_at, :run_at, '{copy}')"
+        ))
+}
+
+/// The copy that logged the latest run.
+async fn latest_copy(db: &TestDb) -> String {
+    db.scalar("SELECT copy FROM runs ORDER BY scheduled_at DESC, id DESC LIMIT 1")
+        .await
+}
+
+/// How late each run started after its due time, in ms, sorted.
+async fn lateness_ms(db: &TestDb, queue: &str) -> Vec<f64> {
+    let mut late: Vec<f64> = db
+        .rows(&format!(
+            "SELECT TIMESTAMPDIFF(MICROSECOND, scheduled_at, run_at) / 1000 FROM runs \
+             WHERE queue = '{queue}'"
+        ))
+        .await
+        .into_iter()
+        .map(|(ms,): (f64,)| ms)
+        .collect();
+    late.sort_by(f64::total_cmp);
+    late
+}
+
+/// Three copies run `every 1s` for 30 s; halfway the copy that ran the latest run
+/// is killed -9. Every due time in the window ran exactly once: none twice, none
+/// skipped for longer than two seconds, each a whole second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_second_runs_once_across_three_copies_with_one_killed() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let files: Vec<QueueFiles> = (0..3).map(|_| QueueFiles::new()).collect();
+    let mut daemons: Vec<(String, Daemon)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, files)| {
+            let name = format!("c{i}");
+            let file = logged("tick", "every 1s", &name).write(files);
+            (name, copy(&file, &db.url))
+        })
+        .collect();
+    let started = Instant::now();
+    db.until_count_at_least("SELECT COUNT(*) FROM runs", 15, 40)
+        .await;
+    let victim = latest_copy(&db).await;
+    let index = daemons
+        .iter()
+        .position(|(name, _)| *name == victim)
+        .expect("a copy ran");
+    let (_, mut killed) = daemons.remove(index);
+    killed.signal(libc::SIGKILL);
+    killed.wait(Duration::from_secs(10)).await;
+    let ran = "SELECT COUNT(*) FROM runs";
+    db.until_count_at_least(ran, 30, 40).await;
+    for (_, daemon) in &mut daemons {
+        daemon.terminate().await;
+    }
+    let doubles = "SELECT COUNT(*) FROM (SELECT scheduled_at FROM runs GROUP BY scheduled_at \
+                   HAVING COUNT(*) > 1) AS twice";
+    db.assert_count_because(doubles, 0, "a due time ran twice")
+        .await;
+    let off = "SELECT COUNT(*) FROM runs WHERE MICROSECOND(scheduled_at) <> 0";
+    db.assert_count_because(off, 0, "a due time off the second")
+        .await;
+    let gaps: Vec<(String, String, String, String)> = db
+        .rows(
+            "SELECT CAST(a.scheduled_at AS CHAR), a.copy, CAST(b.scheduled_at AS CHAR), b.copy \
+             FROM runs a JOIN runs b ON b.scheduled_at = \
+             (SELECT MIN(scheduled_at) FROM runs c WHERE c.scheduled_at > a.scheduled_at) \
+             WHERE TIMESTAMPDIFF(MICROSECOND, a.scheduled_at, b.scheduled_at) > 2000000",
+        )
+        .await;
+    if !gaps.is_empty() {
+        let all: Vec<(String, String, String)> = db
+            .rows("SELECT CAST(scheduled_at AS CHAR), CAST(run_at AS CHAR), copy FROM runs ORDER BY id")
+            .await;
+        let logs: Vec<String> = daemons
+            .iter()
+            .map(|(n, d)| format!("{n}:\n{}", d.stderr()))
+            .collect();
+        panic!(
+            "gaps longer than 2 s (from, copy, to, copy): {gaps:?}; {victim} was killed; runs {all:?}; its log:\n{}\nthe others:\n{}",
+            killed.stderr(), logs.join("\n")
+        );
+    }
+    let copies = "SELECT COUNT(DISTINCT copy) FROM runs";
+    assert!(db.count(copies).await >= 2, "more than one copy ran");
+    let late = lateness_ms(&db, "tick").await;
+    let (runs, seconds) = (late.len(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "schedule every 1s, three copies, one killed -9 (it ran the latest run): {runs} runs \
+         in {seconds:.1} s; 0 doubles; lateness after the due time p50 {:.1} ms, p99 {:.1} ms, \
+         max {:.1} ms",
+        late[runs / 2],
+        late[runs * 99 / 100],
+        late[runs - 1],
+    );
+    let missed: u64 = db
+        .scalar("SELECT missed FROM tableq_schedules WHERE name = 'tick'")
+        .await;
+    assert!(
+        missed <= 2,
+        "{missed} due times missed with two copies left"
+    );
+}
+
+/// An action outside the database runs under the schedule's lease (a 6-field cron,
+/// every second), once per due time across two copies; the outcome SQL sees
+/// `:scheduled_at`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_runs_once_per_due_time_under_the_lease_across_two_copies() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let (one, two) = (QueueFiles::new(), QueueFiles::new());
+    let queue = |files: &QueueFiles, copy: &str| {
+        QueueFile::new("beat")
+            .set("schedule", "* * * * * *")
+            .action_command(&["sh", "-c", "test -n \"$0\"", "{scheduled_at}"])
+            .on_success(format!(
+                "INSERT INTO runs (queue, scheduled_at, run_at, copy) \
+                 VALUES (:queue, :scheduled_at, :run_at, '{copy}')"
+            ))
+            .write(files)
+    };
+    let mut daemons = [
+        copy(&queue(&one, "one"), &db.url),
+        copy(&queue(&two, "two"), &db.url),
+    ];
+    db.until_count_at_least("SELECT COUNT(*) FROM runs", 6, 40)
+        .await;
+    for daemon in &mut daemons {
+        daemon.terminate().await;
+    }
+    let doubles = "SELECT COUNT(*) FROM (SELECT scheduled_at FROM runs GROUP BY scheduled_at \
+                   HAVING COUNT(*) > 1) AS twice";
+    db.assert_count_because(doubles, 0, "a due time ran twice")
+        .await;
+    let state: (u64, String, Option<String>) = db
+        .rows("SELECT runs, last_outcome, lease_id FROM tableq_schedules WHERE name = 'beat'")
+        .await
+        .remove(0);
+    assert!(state.0 >= 6, "{state:?}");
+    assert_eq!((state.1.as_str(), state.2), ("done", None), "released");
+    let late = lateness_ms(&db, "beat").await;
+    eprintln!(
+        "schedule * * * * * * (a command, lease mode), two copies: {} runs; lateness p50 \
+         {:.1} ms, max {:.1} ms",
+        late.len(),
+        late[late.len() / 2],
+        late[late.len() - 1]
+    );
+}
+
+/// A run that fails is retried with the queue's backoff while a retry fits before
+/// the next due time; then the due time is counted missed, and the error kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_run_is_retried_within_its_period_then_counted_missed() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let files = QueueFiles::new();
+    let file = QueueFile::new("flaky")
+        .set("schedule", "every 3s")
+        .error_backoff("500ms")
+        .action_command(&["sh", "-c", "echo \"disk full at $0\" >&2; exit 3", "{scheduled_at}"])
+        .on_failure(
+            "INSERT INTO runs (queue, scheduled_at, run_at) VALUES ('tries', :scheduled_at, :run_at)",
+        )
+        .write(&files);
+    let mut daemon = copy(&file, &db.url);
+    daemon
+        .wait_for_log("queue started", Duration::from_secs(30))
+        .await;
+    let missed = "SELECT COUNT(*) FROM tableq_schedules WHERE name = 'flaky' AND missed >= 2";
+    db.until_count(missed, 1, 30).await;
+    daemon.terminate().await;
+    // Each due time was tried more than once: 0.5 s, then 1 s, then 2 s (past the
+    // next due time: missed).
+    let per_due: Vec<(u64,)> = db
+        .rows("SELECT COUNT(*) FROM runs GROUP BY scheduled_at ORDER BY scheduled_at")
+        .await;
+    assert!(
+        per_due.iter().any(|(tries,)| *tries >= 2),
+        "no due time was retried: {per_due:?}"
+    );
+    let (outcome, error): (String, String) = db
+        .rows("SELECT last_outcome, last_error FROM tableq_schedules WHERE name = 'flaky'")
+        .await
+        .remove(0);
+    assert_eq!(outcome, "failed");
+    assert_has(&error, "disk full at");
+}
+
+/// After the daemon was down, three schedules due every 10 s, each 7 due times
+/// behind: `catch_up = "none"` runs none of them, `"one"` the latest, once, and
+/// `"all"` the latest `catch_up_max` (3), oldest first; the rest count as missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_decides_what_runs_of_the_due_times_missed_while_down() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let files = QueueFiles::new();
+    let paths: Vec<_> = [("none", None), ("one", None), ("all", Some(3))]
+        .into_iter()
+        .map(|(catch_up, max)| {
+            let name = format!("catch_{catch_up}");
+            let file = logged(&name, "every 10s", "").set("catch_up", catch_up);
+            let file = match max {
+                Some(max) => file.set("catch_up_max", max),
+                None => file,
+            };
+            file.write(&files)
+        })
+        .collect();
+    // A first start makes the table and the rows, due at the next 10 s.
+    run_binary_until_empty(&files.path(), &db.url).await;
+    db.assert_count("SELECT COUNT(*) FROM tableq_schedules", 3)
+        .await;
+    // As if the daemon had been down for 70 s: each row due 7 due times ago.
+    db.exec(
+        "UPDATE tableq_schedules SET due_at = FROM_UNIXTIME(FLOOR(UNIX_TIMESTAMP(UTC_TIMESTAMP()) \
+         / 10) * 10 - 60) + INTERVAL TIMESTAMPDIFF(SECOND, NOW(), UTC_TIMESTAMP()) SECOND",
+    )
+    .await;
+    let behind: Vec<(String,)> = db
+        .rows("SELECT CAST(due_at AS CHAR) FROM tableq_schedules")
+        .await;
+    let restarted: String = db.scalar("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)").await;
+    let mut daemon = copy(&paths[0], &db.url);
+    let _others = [copy(&paths[1], &db.url), copy(&paths[2], &db.url)];
+    let caught_up = format!(
+        "SELECT COUNT(*) FROM runs WHERE queue = 'catch_all' AND scheduled_at < '{restarted}'"
+    );
+    db.until_count(&caught_up, 3, 30).await;
+    let one = format!(
+        "SELECT COUNT(*) FROM runs WHERE queue = 'catch_one' AND scheduled_at < '{restarted}'"
+    );
+    db.until_count(&one, 1, 30).await;
+    daemon.terminate().await;
+    for mut other in _others {
+        other.terminate().await;
+    }
+    let none = format!(
+        "SELECT COUNT(*) FROM runs WHERE queue = 'catch_none' AND scheduled_at < '{restarted}'"
+    );
+    db.assert_count_because(&none, 0, "catch_up = none ran a missed due time")
+        .await;
+    db.assert_count_because(&one, 1, "catch_up = one ran more than one")
+        .await;
+    db.assert_count_because(&caught_up, 3, "catch_up = all ran other than 3")
+        .await;
+    // "one" ran the latest missed due time, "all" the three latest.
+    let latest_one: String = db
+        .scalar(&format!(
+            "SELECT CAST(MAX(scheduled_at) AS CHAR) FROM runs WHERE queue = 'catch_one' \
+             AND scheduled_at < '{restarted}'"
+        ))
+        .await;
+    let first_all: String = db
+        .scalar(&format!(
+            "SELECT CAST(MIN(scheduled_at) AS CHAR) FROM runs WHERE queue = 'catch_all' \
+             AND scheduled_at < '{restarted}'"
+        ))
+        .await;
+    let latest_all: String = db
+        .scalar(&format!(
+            "SELECT CAST(MAX(scheduled_at) AS CHAR) FROM runs WHERE queue = 'catch_all' \
+             AND scheduled_at < '{restarted}'"
+        ))
+        .await;
+    assert_eq!(latest_one, latest_all, "behind since {behind:?}");
+    let spread: i64 = db
+        .scalar(&format!(
+            "SELECT TIMESTAMPDIFF(SECOND, '{first_all}', '{latest_all}')"
+        ))
+        .await;
+    assert_eq!(spread, 20, "the three latest: {first_all} … {latest_all}");
+    let missed: Vec<(String, u64)> = db
+        .rows("SELECT name, missed FROM tableq_schedules ORDER BY name")
+        .await;
+    let missed_of = |name: &str| missed.iter().find(|(n, _)| n == name).map(|(_, m)| *m);
+    let (none, one, all) = (
+        missed_of("catch_none"),
+        missed_of("catch_one"),
+        missed_of("catch_all"),
+    );
+    // 7 behind (60 s ago … now), give or take the one falling due at the restart.
+    assert!(matches!(none, Some(7 | 8)), "{missed:?}");
+    assert_eq!(one.map(|m| m + 1), none, "{missed:?}");
+    assert_eq!(all.map(|m| m + 3), none, "{missed:?}");
+}
+
+/// `run --stop-when-empty` does not wait for a schedule's next due time, and
+/// `check` passes on a schedule queue before its first run (the table is made as
+/// `run` makes it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_passes_before_the_first_run_and_stop_when_empty_does_not_wait() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let files = QueueFiles::new();
+    let file = logged("nightly", "0 3 * * *", "")
+        .set("timezone", "Europe/Berlin")
+        .write(&files);
+    let checked = check(&[], &[&file], Some(&db.url)).await;
+    assert_eq!(
+        checked.code(),
+        Some(0),
+        "{}{}",
+        checked.stdout,
+        checked.stderr
+    );
+    let started = Instant::now();
+    run_binary_until_empty(&file, &db.url).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "--stop-when-empty waited for 03:00 Berlin"
+    );
+    let due: String = db
+        .scalar("SELECT CAST(due_at AS CHAR) FROM tableq_schedules WHERE name = 'nightly'")
+        .await;
+    // 03:00 in Berlin is 01:00 or 02:00 UTC.
+    assert!(
+        due.ends_with(" 01:00:00.000000") || due.ends_with(" 02:00:00.000000"),
+        "{due}"
+    );
+}
+
+/// What does not go with a schedule is refused, naming the key and why; the keys
+/// that only go with one are refused without it.
+#[tokio::test]
+async fn the_loader_refuses_what_does_not_go_with_a_schedule() {
+    let files = QueueFiles::new();
+    let cases = [
+        (
+            logged("both", "every 1s", "").select("SELECT id FROM runs"),
+            "`select` does not go with `schedule`",
+        ),
+        (
+            logged("bad", "61 * * * *", ""),
+            "`schedule`: cron expression \"61 * * * *\"",
+        ),
+        (
+            logged("zone", "0 3 * * *", "").set("timezone", "Mars/Olympus"),
+            "unknown time zone \"Mars/Olympus\"",
+        ),
+        (
+            logged("catch", "every 1s", "").set("catch_up", "some"),
+            "`catch_up` = \"some\": use \"none\", \"one\" (the default) or \"all\"",
+        ),
+        (
+            logged("overlap", "every 1s", "").set("overlap", true),
+            "`overlap = true` is not supported yet",
+        ),
+        (
+            QueueFile::new("plain")
+                .select("SELECT id FROM runs")
+                .set("catch_up", "all")
+                .action_sql("DO :id"),
+            "`catch_up` goes with `schedule = \"…\"` only",
+        ),
+    ];
+    for (file, expected) in cases {
+        let path = file.write(&files);
+        let checked = check(&["--offline"], &[&path], None).await;
+        assert_ne!(checked.code(), Some(0), "{}", checked.stdout);
+        assert_has(&format!("{}{}", checked.stdout, checked.stderr), expected);
+    }
+}
