@@ -369,6 +369,10 @@ async fn the_loader_refuses_what_does_not_go_with_a_schedule() {
             "`schedule`: cron expression \"61 * * * *\"",
         ),
         (
+            logged("never", "0 0 30 2 *", ""),
+            "cron expression \"0 0 30 2 *\": no time matches it",
+        ),
+        (
             logged("zone", "0 3 * * *", "").set("timezone", "Mars/Olympus"),
             "unknown time zone \"Mars/Olympus\"",
         ),

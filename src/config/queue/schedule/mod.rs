@@ -222,7 +222,13 @@ pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<Sc
     raw.select = SELECT.to_string();
     raw.key = Some(KEY.to_string());
     raw.poll_interval = raw.poll_interval.or(Some(DEFAULT_POLL_INTERVAL));
-    match When::parse(&text, zone) {
+    let when = When::parse(&text, zone).and_then(|when| {
+        // An expression that names no time to come (`0 0 30 2 *`) would never run.
+        let next = when.next_after(std::time::SystemTime::now());
+        next.map(|_| when)
+            .map_err(|e| format!("cron expression {:?}: {e}", text.trim()))
+    });
+    match when {
         Ok(when) => Some(ScheduleConfig {
             text: text.trim().to_string(),
             when,
