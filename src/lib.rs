@@ -130,6 +130,7 @@
 //!     `telemetry::http::status::charts` (a queue's history as SVG charts),
 //!     `telemetry::http::status::failed_rows` (the failed rows, a row's attempts),
 //!     `telemetry::http::status::fleet` (every copy, `/copies`),
+//!     `telemetry::http::status::schedule` (a schedule queue's state, as shown),
 //!     `telemetry::http::status::response` (the page's and its data's answers),
 //!     `telemetry::http::status::queue_page` (a queue's own page, the sign-in and
 //!     inspect pages)), serving beside them the routes of what acts (the console's);
