@@ -19,7 +19,8 @@
 //!   `commands::health` (`tableq health`), `commands::man` (the man pages),
 //!   `commands::database_url` (the URL from a flag, a file or a systemd credential),
 //!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`),
-//!   `commands::pause` (`tableq pause`, `resume`), `commands::failure` (why a
+//!   `commands::pause` (`tableq pause`, `resume`), `commands::schedules`
+//!   (`tableq schedules`), `commands::failure` (why a
 //!   command failed: its exit status), `commands::load` (the queues a command
 //!   works on), `commands::stdout` (what a command prints: a reader gone is no
 //!   failure), `commands::new` (`tableq new laravel|symfony`: `commands::new::laravel`,

@@ -14,7 +14,9 @@ use mysql_async::{Conn, Row, Value};
 
 use crate::config::queue::schedule::{CatchUp, ScheduleConfig};
 use crate::config::value::cron::{parse_utc_datetime, utc_datetime};
-use crate::db::DbError;
+use crate::db::connect::QUICK_TIMEOUT;
+use crate::db::deadline::within;
+use crate::db::{Database, DbError};
 
 /// The table's DDL, as `run` sends it and the reference shows it.
 pub const DDL: &str = "CREATE TABLE IF NOT EXISTS tableq_schedules (
@@ -291,6 +293,22 @@ pub async fn read(conn: &mut Conn, names: &[&str]) -> Result<Vec<ScheduleRow>, D
         }
     };
     Ok(rows.into_iter().map(schedule_row).collect())
+}
+
+/// What `read_from` waits for, as its deadline says.
+const READING: &str = "the schedules' rows";
+
+/// The rows of `names` on `database`, read on a connection of its own (each step
+/// within `limit`): for `tableq schedules`.
+pub async fn read_from(
+    database: &Database,
+    names: &[&str],
+    limit: Duration,
+) -> Result<Vec<ScheduleRow>, DbError> {
+    let mut conn = database.connect_within(limit).await?;
+    let rows = within(READING, limit, read(&mut conn, names)).await;
+    let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+    rows
 }
 
 fn schedule_row(mut row: Row) -> ScheduleRow {
