@@ -19,7 +19,8 @@
 //!   `commands::health` (`tableq health`), `commands::man` (the man pages),
 //!   `commands::database_url` (the URL from a flag, a file or a systemd credential),
 //!   `commands::operate` (`tableq failed`, `inspect`, `retry`, `discard`),
-//!   `commands::pause` (`tableq pause`, `resume`), `commands::failure` (why a
+//!   `commands::pause` (`tableq pause`, `resume`), `commands::schedules`
+//!   (`tableq schedules`), `commands::failure` (why a
 //!   command failed: its exit status), `commands::load` (the queues a command
 //!   works on), `commands::stdout` (what a command prints: a reader gone is no
 //!   failure), `commands::new` (`tableq new laravel|symfony`: `commands::new::laravel`,
@@ -130,6 +131,7 @@
 //!     `telemetry::http::status::charts` (a queue's history as SVG charts),
 //!     `telemetry::http::status::failed_rows` (the failed rows, a row's attempts),
 //!     `telemetry::http::status::fleet` (every copy, `/copies`),
+//!     `telemetry::http::status::schedule` (a schedule queue's state, as shown),
 //!     `telemetry::http::status::response` (the page's and its data's answers),
 //!     `telemetry::http::status::queue_page` (a queue's own page, the sign-in and
 //!     inspect pages)), serving beside them the routes of what acts (the console's);

@@ -82,6 +82,10 @@ pub enum Command {
     Pause(PauseArgs),
     /// Resume a paused queue in every running copy.
     Resume(ResumeArgs),
+    /// List the schedule queues (`schedule = "…"`) with their state in the table
+    /// tableq_schedules: the next due time, the last run and how it ended, the runs
+    /// and the due times missed.
+    Schedules(SchedulesArgs),
     /// Ask a running tableq's /healthz (or /readyz) whether it is well: exit 0 if so.
     Health(HealthArgs),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
@@ -373,6 +377,29 @@ pub struct FailedArgs {
 
     #[arg(long, value_enum, default_value = "text")]
     pub format: RowsFormat,
+
+    /// Queue files, or directories of *.toml queue files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// How `schedules` prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchedulesFormat {
+    /// A table with a header, a line a schedule, times in UTC.
+    Text,
+    /// One JSON array of objects, a schedule each; times in UTC, RFC 3339.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct SchedulesArgs {
+    /// Only these queues (repeatable; else every schedule queue of the files).
+    #[arg(long = "queue", value_name = "NAME")]
+    pub queues: Vec<String>,
+
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: SchedulesFormat,
 
     /// Queue files, or directories of *.toml queue files.
     #[arg(required = true, value_name = "PATH")]

@@ -12,6 +12,7 @@ mod notify;
 mod operate;
 mod pause;
 mod reaper;
+mod schedules;
 mod signals;
 mod stdout;
 
@@ -61,6 +62,9 @@ pub async fn execute(cli: Cli) -> Result<(), Failure> {
         }
         Command::Pause(args) => pause::pause_command(args, database()?.url.as_deref()).await,
         Command::Resume(args) => pause::resume_command(args, database()?.url.as_deref()).await,
+        Command::Schedules(args) => {
+            schedules::schedules_command(args, database()?.url.as_deref()).await
+        }
         Command::Health(args) => {
             match health::probe(args.metrics_addr, args.ready, args.timeout.into()).await {
                 Ok(body) => stdout::line(body),

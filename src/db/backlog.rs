@@ -20,6 +20,7 @@ use super::deadline::within;
 use super::error::DbError;
 use super::error_kind::ErrorKind;
 use super::failed::{positional, queue_params};
+use super::schedules::{self, ScheduleRow};
 use super::session::OpenError;
 use crate::config::validate::names::find_column;
 use crate::config::QueueConfig;
@@ -43,6 +44,9 @@ pub struct Backlog {
     /// Rows `[failed] select` returns (the rows that gave up), up to the cap; `None`
     /// without `[failed]`, or when that count failed.
     pub gave_up: Option<usize>,
+    /// A schedule queue's row of `tableq_schedules`; `None` for other queues, or
+    /// before a copy put the row in.
+    pub schedule: Option<ScheduleRow>,
 }
 
 /// Why the backlog could not be read.
@@ -135,7 +139,22 @@ async fn read_on(
         oldest_since,
         clock: DbClock::from_values(&now, &unix, here),
         gave_up: gave_up(conn, queue, limit).await?,
+        schedule: schedule(conn, queue, limit).await?,
     })
+}
+
+/// A schedule queue's row, read with the count: `/metrics` and the status page
+/// show it without a query of their own.
+async fn schedule(
+    conn: &mut Conn,
+    queue: &QueueConfig,
+    limit: Duration,
+) -> Result<Option<ScheduleRow>, DbError> {
+    if queue.schedule.is_none() {
+        return Ok(None);
+    }
+    let rows = within(COUNTING, limit, schedules::read(conn, &[&queue.name])).await?;
+    Ok(rows.into_iter().next())
 }
 
 /// How many rows `[failed] select` returns, up to `waiting_cap`, read the same way.

@@ -26,7 +26,6 @@ pub mod pause;
 pub mod pool;
 pub mod prepared;
 pub mod row_json;
-#[allow(dead_code)] // read back by `tableq schedules` and /metrics: being written
 pub mod schedules;
 pub mod session;
 pub mod unanswered;

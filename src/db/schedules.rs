@@ -14,7 +14,9 @@ use mysql_async::{Conn, Row, Value};
 
 use crate::config::queue::schedule::{CatchUp, ScheduleConfig};
 use crate::config::value::cron::{parse_utc_datetime, utc_datetime};
-use crate::db::DbError;
+use crate::db::connect::QUICK_TIMEOUT;
+use crate::db::deadline::within;
+use crate::db::{Database, DbError};
 
 /// The table's DDL, as `run` sends it and the reference shows it.
 pub const DDL: &str = "CREATE TABLE IF NOT EXISTS tableq_schedules (
@@ -237,8 +239,12 @@ pub struct ScheduleRow {
     pub schedule: String,
     /// The due time it waits for (UTC).
     pub due_at: String,
-    /// A run holds it now.
+    /// A run holds it now (a lease: an action outside the database).
     pub running: bool,
+    /// Its due time has passed (on the database's clock) and no lease holds it:
+    /// a copy is claiming it, an SQL action runs it in its transaction, or no copy
+    /// runs the queue.
+    pub due: bool,
     pub runs: u64,
     pub missed: u64,
     pub last_scheduled_at: Option<String>,
@@ -255,9 +261,19 @@ pub struct ScheduleRow {
 impl ScheduleRow {
     /// The last success as unix seconds, for `/metrics`.
     pub fn last_success_unix(&self) -> Option<f64> {
-        let at = parse_utc_datetime(self.last_success_at.as_deref()?)?;
-        Some(at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64())
+        unix_seconds(self.last_success_at.as_deref()?)
     }
+
+    /// The due time it waits for as unix seconds, for `/metrics`.
+    pub fn due_unix(&self) -> Option<f64> {
+        unix_seconds(&self.due_at)
+    }
+}
+
+/// A UTC `DATETIME(6)` as the table holds it, in seconds since the epoch.
+fn unix_seconds(text: &str) -> Option<f64> {
+    let at = parse_utc_datetime(text)?;
+    Some(at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64())
 }
 
 /// The rows of `names`, in name order; none when the table is missing.
@@ -270,7 +286,9 @@ pub async fn read(conn: &mut Conn, names: &[&str]) -> Result<Vec<ScheduleRow>, D
     let sql = format!(
         "SELECT name, schedule, {}, \
          lease_id IS NOT NULL AND lease_until > UTC_TIMESTAMP(6), runs, missed, {}, {}, {}, \
-         last_outcome, last_error, {}, {}, attempts FROM tableq_schedules \
+         last_outcome, last_error, {}, {}, attempts, \
+         due_at <= UTC_TIMESTAMP(6) AND lease_until <= UTC_TIMESTAMP(6) \
+         FROM tableq_schedules \
          WHERE name IN ({marks}) ORDER BY name",
         text("due_at"),
         text("last_scheduled_at"),
@@ -292,29 +310,60 @@ pub async fn read(conn: &mut Conn, names: &[&str]) -> Result<Vec<ScheduleRow>, D
     Ok(rows.into_iter().map(schedule_row).collect())
 }
 
+/// What `read_from` waits for, as its deadline says.
+const READING: &str = "the schedules' rows";
+
+/// The rows of `names` on `database`, read on a connection of its own (each step
+/// within `limit`): for `tableq schedules`.
+pub async fn read_from(
+    database: &Database,
+    names: &[&str],
+    limit: Duration,
+) -> Result<Vec<ScheduleRow>, DbError> {
+    let mut conn = database.connect_within(limit).await?;
+    let rows = within(READING, limit, read(&mut conn, names)).await;
+    let _ = tokio::time::timeout(QUICK_TIMEOUT, conn.disconnect()).await;
+    rows
+}
+
 fn schedule_row(mut row: Row) -> ScheduleRow {
-    let mut text = |i: usize| -> Option<String> {
-        match row.take::<Value, _>(i)? {
-            Value::NULL => None,
-            value => mysql_async::from_value_opt::<String>(value).ok(),
-        }
-    };
-    let number = |t: Option<String>| t.and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+    let mut take = |i: usize| row.take::<Value, _>(i).unwrap_or(Value::NULL);
+    let running = number(take(3)) == 1;
     ScheduleRow {
-        name: text(0).unwrap_or_default(),
-        schedule: text(1).unwrap_or_default(),
-        due_at: text(2).unwrap_or_default(),
-        running: number(text(3)) == 1,
-        runs: number(text(4)),
-        missed: number(text(5)),
-        last_scheduled_at: text(6),
-        last_run_at: text(7),
-        last_finished_at: text(8),
-        last_outcome: text(9),
-        last_error: text(10),
-        last_success_at: text(11),
-        last_missed_at: text(12),
-        attempts: number(text(13)) as u32,
+        name: text(take(0)).unwrap_or_default(),
+        schedule: text(take(1)).unwrap_or_default(),
+        due_at: text(take(2)).unwrap_or_default(),
+        running,
+        runs: number(take(4)),
+        missed: number(take(5)),
+        last_scheduled_at: text(take(6)),
+        last_run_at: text(take(7)),
+        last_finished_at: text(take(8)),
+        last_outcome: text(take(9)),
+        last_error: text(take(10)),
+        last_success_at: text(take(11)),
+        last_missed_at: text(take(12)),
+        attempts: u32::try_from(number(take(13))).unwrap_or(u32::MAX),
+        due: number(take(14)) == 1 && !running,
+    }
+}
+
+/// A text column's value (`NULL`: none).
+fn text(value: Value) -> Option<String> {
+    match value {
+        Value::NULL => None,
+        value => mysql_async::from_value_opt::<String>(value).ok(),
+    }
+}
+
+/// A number column's value, as the binary protocol sends it (an integer, not text);
+/// 0 for `NULL`.
+fn number(value: Value) -> u64 {
+    match value {
+        Value::Int(n) => u64::try_from(n).unwrap_or(0),
+        Value::UInt(n) => n,
+        Value::Bytes(bytes) => String::from_utf8_lossy(&bytes).parse().unwrap_or(0),
+        _ => 0,
     }
 }
 

@@ -101,6 +101,11 @@ impl Zone {
             .map(Zone)
             .map_err(|_| CronError::Zone(name.to_string()))
     }
+
+    /// Its IANA name (`Europe/Berlin`, `UTC`).
+    pub fn name(&self) -> &'static str {
+        self.0.name()
+    }
 }
 
 /// `at` as UTC `DATETIME(6)` text: `2027-03-28 01:00:00.000000`.

@@ -72,6 +72,7 @@ async fn count_once(queue: &QueueRuntime, on: &CountOn) {
             });
             observed.set_backlog(backlog.waiting, backlog.capped, oldest);
             observed.set_gave_up(backlog.gave_up);
+            observed.set_schedule(backlog.schedule);
         }
         Err(e) => {
             let _span = tracing::debug_span!("queue", queue = %queue.config.name).entered();

@@ -10,6 +10,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
 use super::histograms::Timings;
+use crate::db::schedules::ScheduleRow;
 use crate::telemetry::stats::monitor::QueueView;
 use crate::telemetry::stats::observed::Observed;
 use crate::telemetry::stats::QueueStats;
@@ -44,6 +45,7 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
     }
     by_label(queues, encoder)?;
     gauges(queues, encoder)?;
+    schedules(queues, encoder)?;
     let mut family = encoder.encode_descriptor(
         "database_host",
         "The database host a queue's connections go to, when its URL lists several: 1",
@@ -64,6 +66,57 @@ pub fn encode(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), s
     )?;
     let labels = [("version", env!("CARGO_PKG_VERSION"))];
     ConstGauge::new(1i64).encode(family.encode_family(&labels)?)
+}
+
+/// A schedule queue's row of `tableq_schedules`, as the background count last read
+/// it: the same numbers in every copy (take `max by (queue)`, not a sum), for the
+/// running schedule queues.
+fn schedules(queues: &Watched, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    type Read = fn(&ScheduleRow) -> Option<f64>;
+    let families: [(&str, &str, MetricType, Read); 4] = [
+        (
+            "schedule_last_success_timestamp_seconds",
+            "A schedule queue: when its last successful run finished, in seconds since the epoch (tableq_schedules, the same in every copy)",
+            MetricType::Gauge,
+            ScheduleRow::last_success_unix,
+        ),
+        (
+            "schedule_next_due_timestamp_seconds",
+            "A schedule queue: the due time it waits for (or a failed run's retry), in seconds since the epoch",
+            MetricType::Gauge,
+            ScheduleRow::due_unix,
+        ),
+        (
+            "schedule_runs",
+            "A schedule queue: runs that succeeded, across every copy (tableq_schedules)",
+            MetricType::Counter,
+            |row| Some(row.runs as f64),
+        ),
+        (
+            "schedule_missed",
+            "A schedule queue: due times that did not run (no copy ran, catch_up passed them over, a run outlasted them, or it failed past its period), across every copy (tableq_schedules)",
+            MetricType::Counter,
+            |row| Some(row.missed as f64),
+        ),
+    ];
+    for (name, help, kind, read) in families {
+        let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+        for (view, stats) in queues.iter().filter(|(view, _)| view.running) {
+            let Some(row) = stats.observed.schedule() else {
+                continue;
+            };
+            let Some(value) = read(&row) else {
+                continue;
+            };
+            let labels = [("queue", view.name.as_str())];
+            let encoding = family.encode_family(&labels)?;
+            match kind {
+                MetricType::Counter => ConstCounter::new(value as u64).encode(encoding)?,
+                _ => ConstGauge::new(value).encode(encoding)?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Items by the queue's `label` column (a job's class), for the queues that have one.

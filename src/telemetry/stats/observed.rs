@@ -17,6 +17,7 @@ use super::history_tap::{FailedAttempt, HistoryTap};
 use super::in_flight::InFlight;
 use super::limited::Limited;
 use super::recent::Recent;
+use crate::db::schedules::ScheduleRow;
 use crate::db::{DbClock, ErrorKind};
 use crate::lock::lock;
 use crate::telemetry::metrics::histograms::Timings;
@@ -53,6 +54,8 @@ pub struct Observed {
     /// a history.
     pub history: HistoryTap,
     backlog: Mutex<Backlog>,
+    /// A schedule queue's row of `tableq_schedules`, as the count last read it.
+    schedule: Mutex<Option<ScheduleRow>>,
     minutes: Mutex<[Minute; HISTORY_MINUTES]>,
     failures: Mutex<VecDeque<Failure>>,
     kinds: Mutex<FailureKinds>,
@@ -274,6 +277,17 @@ impl Observed {
 
     pub fn backlog(&self) -> Backlog {
         *lock(&self.backlog)
+    }
+
+    /// What the background count read of a schedule queue's row.
+    pub fn set_schedule(&self, row: Option<ScheduleRow>) {
+        *lock(&self.schedule) = row;
+    }
+
+    /// A schedule queue's row, as the count last read it (`None` for other queues,
+    /// and before the first count).
+    pub fn schedule(&self) -> Option<ScheduleRow> {
+        lock(&self.schedule).clone()
     }
 }
 

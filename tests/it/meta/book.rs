@@ -1,7 +1,8 @@
 //! The book (`docs/`, built by `mdbook build docs` in .ci/run) and the README hold
 //! together: every relative link and `#anchor` lands on a file and a heading, every
 //! page is in SUMMARY.md, every alert's `runbook_url` lands on its runbook's page and
-//! anchor, and the README's quickstart shows what `scripts/demo.sh` prints.
+//! anchor, the README's quickstart shows what `scripts/demo.sh` prints, and the
+//! first-queue tutorial and the schedule how-to run as written.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -591,5 +592,53 @@ fn the_readme_is_short() {
     assert!(
         lines <= 300,
         "README.md has {lines} lines: move the rest into docs/src/"
+    );
+}
+
+/// Recurring work's schedule example, run as written on a fresh database (its period
+/// shortened from a minute to a second): its tables, its queue file, and `tableq
+/// schedules` on it — the minute's three orders rolled up, once per due time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schedule_howto_runs_as_written() {
+    let page = read(&repo().join("docs/src/howto/recurring.md"));
+    let section = &page[page.find("\n## Schedules").expect("the Schedules section")..];
+    let blocks = fenced_blocks(section);
+    let block = |lang: &str| {
+        blocks
+            .iter()
+            .find(|(l, _)| l == lang)
+            .map(|(_, body)| body.clone())
+            .unwrap_or_else(|| panic!("the section has no {lang} block"))
+    };
+    let db = crate::support::TestDb::new().await;
+    for statement in block("sql").split(";\n").filter(|s| !s.trim().is_empty()) {
+        db.exec(statement).await;
+    }
+    let toml = block("toml");
+    assert!(toml.contains("schedule = \"every 1m\""), "{toml}");
+    let files = crate::support::QueueFiles::new();
+    let file = files.write("rollup.toml", &toml.replace("every 1m", "every 1s"));
+    let mut daemon = crate::support::daemon::copy(&file, &db.url);
+    crate::support::eventually("the orders rolled up", Duration::from_secs(30), || async {
+        db.count("SELECT COALESCE(MAX(orders), 0) FROM orders_per_minute")
+            .await
+            == 3
+    })
+    .await;
+    let mut schedules = crate::support::daemon::tableq(&["schedules"]);
+    schedules.arg(&file).env("TABLEQ_DATABASE_URL", &db.url);
+    let done = crate::support::daemon::run_to_end(schedules, Duration::from_secs(60)).await;
+    daemon.terminate().await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    let shown = block("text");
+    let header = |text: &str| -> String {
+        let first = text.lines().next().unwrap_or_default();
+        first.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    assert_eq!(header(&done.stdout), header(&shown), "{}", done.stdout);
+    assert!(
+        done.stdout.contains("rollup  every 1s  "),
+        "{}",
+        done.stdout
     );
 }

@@ -105,6 +105,28 @@ fn the_commented_lease_example_loads() {
     assert!(lease.release_sql.is_some());
 }
 
+/// The commented schedule queue at the end of queues.example.toml loads, with the
+/// values it documents.
+#[test]
+fn the_commented_schedule_example_loads() {
+    let text = std::fs::read_to_string(repo("queues.example.toml")).unwrap();
+    let file: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("#schedule> "))
+        .map(|l| format!("{l}\n"))
+        // The program is the deployment's; stand in for it here.
+        .map(|l| l.replace("/usr/local/bin/nightly-report", "/bin/echo"))
+        .collect();
+    let files = support::QueueFiles::new();
+    let path = files.write("nightly.toml", &file);
+    let queues = load_with(&[path], &example_env);
+    let schedule = queues[0].schedule.as_ref().expect("a schedule queue");
+    assert_eq!(queues[0].name, "nightly-report");
+    assert_eq!(schedule.text, "30 2 * * *");
+    assert_eq!(schedule.catch_up_max, 7);
+    assert!(queues[0].lease().is_some(), "a command runs under a lease");
+}
+
 /// Every queue file under config/ loads.
 #[test]
 fn every_config_example_loads() {

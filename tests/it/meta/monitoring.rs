@@ -27,8 +27,8 @@ fn families(scrape: &str) -> BTreeSet<String> {
 }
 
 /// The `tableq_…` names that are no metric: the external label the alerts read the
-/// published book's address from.
-const NOT_METRICS: [&str; 1] = ["tableq_book"];
+/// published book's address from, and the table the schedule metrics are read from.
+const NOT_METRICS: [&str; 2] = ["tableq_book", "tableq_schedules"];
 
 /// Every `tableq_…` and `process_…` name in `text`, as its family (without
 /// `_total`, `_bucket`, `_sum`, `_count`).

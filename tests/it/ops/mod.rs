@@ -1,5 +1,5 @@
 //! Operating a running tableq: its signals, reload, systemd's notify protocol, start-up,
-//! several queues in one process, the commands `count`, `pause`, `failed`, and every
+//! several queues in one process, the commands `count`, `pause`, `failed`, `schedules`, and every
 //! command's standard output closed by its reader.
 
 mod closed_stdout;
@@ -10,5 +10,6 @@ mod notify;
 mod pause;
 mod queues;
 mod reload;
+mod schedules;
 mod signals;
 mod startup;

@@ -64,9 +64,10 @@ pub async fn get(url: &str) -> (u16, String) {
     (status, response.text().await.unwrap())
 }
 
-/// A daemon on `db` whose queue exports every metric family (a `waiting_since`
-/// column, so the lag too), once its first count is in; returns it and the URL of
-/// its `/metrics`, and its queue files. `rows` wait in `job`.
+/// A daemon on `db` whose queues export every metric family (a `waiting_since`
+/// column, so the lag too; a schedule queue, `ticks`, once it ran), once their
+/// first counts are in; returns it and the URL of its `/metrics`, and its queue
+/// files. `rows` wait in `job`.
 pub async fn exporting_every_family(
     db: &super::TestDb,
     rows: &[u32],
@@ -80,10 +81,17 @@ pub async fn exporting_every_family(
         .set("waiting_since", "created_at")
         .action_sql("DO :id")
         .write(&files);
+    super::QueueFile::new("ticks")
+        .set("schedule", "every 1s")
+        .set("stats_interval", "200ms")
+        .action_sql("DO :scheduled_at")
+        .write(&files);
     let (daemon, base) = start_with_metrics(&files, &db.url).await;
     let url = format!("{base}/metrics");
-    super::eventually("the first count", Duration::from_secs(30), || async {
-        get(&url).await.1.contains("tableq_waiting{")
+    super::eventually("the first counts", Duration::from_secs(30), || async {
+        let scrape = get(&url).await.1;
+        scrape.contains("tableq_waiting{queue=\"jobs\"")
+            && scrape.contains("tableq_schedule_last_success_timestamp_seconds{")
     })
     .await;
     (daemon, url, files)

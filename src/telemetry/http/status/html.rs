@@ -6,7 +6,9 @@ use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::sparkline::sparkline;
-use super::{CircuitOpenStatus, PauseStatus, QueueStatus, Status, Summary, Viewer, PER_PAGE};
+use super::{
+    CircuitOpenStatus, PauseStatus, QueueStatus, ScheduleStatus, Status, Summary, Viewer, PER_PAGE,
+};
 use crate::telemetry::log::Escaped;
 use crate::telemetry::stats::monitor::STARTING;
 use crate::telemetry::stats::recent::Percentiles;
@@ -292,7 +294,7 @@ pub fn queue_row(page: &mut String, q: &QueueStatus, now: u64, with_wake: bool, 
     );
 }
 
-/// What a queue's name cell says under it: circuit, pause, loop, wake-ups.
+/// What a queue's name cell says under it: circuit, pause, schedule, loop, wake-ups.
 fn queue_notes(q: &QueueStatus, now: u64, with_wake: bool) -> String {
     let (mut notes, _) = self::notes(q.circuit, q.leases_lost);
     if q.state == "starting" {
@@ -304,6 +306,7 @@ fn queue_notes(q: &QueueStatus, now: u64, with_wake: bool) -> String {
     notes.push_str(&circuit_open_note(q.circuit_open.as_ref(), now));
     notes.push_str(&stopped_note(q.stopped_claiming));
     notes.push_str(&paused_note(q.paused.as_ref(), now));
+    notes.push_str(&schedule_note(q.schedule.as_ref(), now));
     notes.push_str(&refusing_note(q.database_refuses));
     notes.push_str(&host_note(q.database_host.as_deref()));
     if with_wake && q.state != "starting" {
@@ -455,6 +458,65 @@ fn paused_note(paused: Option<&PauseStatus>, now: u64) -> String {
         escape(&paused.by),
         ago(now, paused.since_at)
     )
+}
+
+/// How much of a schedule's last error the page shows under the queue's name.
+const SCHEDULE_ERROR_SHOWN: usize = 120;
+
+/// `every 1m · next in 20 s · last run 40 s ago: done · 2 missed` under a schedule
+/// queue's name.
+pub fn schedule_note(schedule: Option<&ScheduleStatus>, now: u64) -> String {
+    let Some(s) = schedule else {
+        return String::new();
+    };
+    let next = match (s.running, s.next_due_at) {
+        (true, _) => "running".to_string(),
+        (false, Some(at)) if at > now => {
+            format!(
+                "next in <time title=\"{}\">{}</time>",
+                time(at),
+                until(now, at)
+            )
+        }
+        (false, Some(at)) => format!("due {}", ago(now, at)),
+        (false, None) => String::new(),
+    };
+    let last = match (&s.last_finished_at, s.last_outcome.as_deref()) {
+        (Some(at), Some("failed")) => {
+            let error = s.last_error.as_deref().unwrap_or_default();
+            let mut clipped: String = error.chars().take(SCHEDULE_ERROR_SHOWN).collect();
+            if error.chars().count() > SCHEDULE_ERROR_SHOWN {
+                clipped.push('…');
+            }
+            format!(
+                " · last run {}: <span class=\"error\">failed: {}</span>",
+                ago(now, *at),
+                escape(&clipped)
+            )
+        }
+        (Some(at), Some(outcome)) => format!(" · last run {}: {}", ago(now, *at), escape(outcome)),
+        _ => " · no run yet".to_string(),
+    };
+    let missed = match (s.missed, s.last_missed_at) {
+        (0, _) => String::new(),
+        (n, Some(at)) => format!(" · {n} missed, the last {}", ago(now, at)),
+        (n, None) => format!(" · {n} missed"),
+    };
+    format!(
+        "<br><span class=\"note\" data-field=\"schedule\">{} · {next}{last}{missed}</span>",
+        escape(&s.schedule)
+    )
+}
+
+/// `20 s`, `5 min`, `3 h`, `2 d` from `now` to `at`.
+fn until(now: u64, at: u64) -> String {
+    let secs = at.saturating_sub(now);
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        3600..86_400 => format!("{} h", secs / 3600),
+        _ => format!("{} d", secs / 86_400),
+    }
 }
 
 /// `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago`, with the time itself on hover.
@@ -635,5 +697,39 @@ mod tests {
             "{page}"
         );
         assert!(!page.contains("shared_note"));
+    }
+
+    fn schedule_status() -> ScheduleStatus {
+        ScheduleStatus {
+            schedule: "every 1m".into(),
+            next_due_at: Some(1_020),
+            running: false,
+            runs: 4,
+            missed: 2,
+            last_missed_at: Some(700),
+            last_scheduled_at: Some(960),
+            last_finished_at: Some(961),
+            last_outcome: Some("failed".into()),
+            last_error: Some("<exit status 1>".into()),
+        }
+    }
+
+    #[test]
+    fn the_note_says_next_due_last_run_and_missed_with_the_error_escaped() {
+        let note = schedule_note(Some(&schedule_status()), 1_000);
+        assert!(note.contains(">every 1m · next in <time"), "{note}");
+        assert!(note.contains(">20 s</time>"), "{note}");
+        assert!(note.contains("failed: &lt;exit status 1&gt;"), "{note}");
+        assert!(note.contains(" · 2 missed, the last <time"), "{note}");
+        let running = ScheduleStatus {
+            running: true,
+            missed: 0,
+            last_outcome: Some("done".into()),
+            ..schedule_status()
+        };
+        let note = schedule_note(Some(&running), 1_000);
+        assert!(note.contains("every 1m · running · last run"), "{note}");
+        assert!(note.contains(": done</span>"), "{note}");
+        assert_eq!(schedule_note(None, 1_000), "");
     }
 }

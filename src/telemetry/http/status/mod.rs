@@ -12,6 +12,7 @@ mod fleet;
 mod html;
 mod queue_page;
 mod response;
+mod schedule;
 mod sparkline;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub use failed_rows::{attempts_page, FailedRows};
 pub use fleet::fleet_page;
 pub use queue_page::{confirm_discard_page, inspect_page, sign_in_page, PageHistory};
 pub use response::{html_response, json_response, page_asked, page_response, queue_page_response};
+pub use schedule::ScheduleStatus;
 
 /// How many queues one page shows: a process with thousands of queues still
 /// answers `/` and `/status.json` quickly, a page at a time.
@@ -145,6 +147,9 @@ pub struct QueueStatus {
     /// Rows that gave up (`[failed] select`), as of the last count; `null` without
     /// `[failed]`.
     pub gave_up: Option<usize>,
+    /// A schedule queue (`schedule = "…"`): its row of `tableq_schedules`, as of
+    /// the last count; `null` for other queues.
+    pub schedule: Option<ScheduleStatus>,
     /// The action's p50 and p99 over the last 5 and the last 15 minutes.
     pub action_recent: Vec<Percentiles>,
     /// Items by the queue's `label` column (a job's class), when it has one:
@@ -330,6 +335,7 @@ impl QueueStatus {
             waiting_capped: backlog.capped,
             oldest_waiting_seconds: backlog.oldest_seconds,
             gave_up: backlog.gave_up,
+            schedule: observed.schedule().as_ref().map(ScheduleStatus::of),
             action_recent: observed.action_recent.windows(),
             in_flight: observed.in_flight.count(),
             in_flight_runs: observed.in_flight.oldest(IN_FLIGHT_LISTED),
