@@ -52,7 +52,8 @@
 //!     `engine::policy::sharing` (kept shared), `engine::policy::pausing` (whether
 //!     `tableq pause` holds the queue, read by one worker for all),
 //!     `engine::policy::loops` (rows that come straight back),
-//!     `engine::policy::recurring` (`[recurring]`: a row's cron read, `:next_run`),
+//!     `engine::policy::recurring` (`[recurring]`: a row's cron read, `:next_run`;
+//!     a schedule's `:next_run`, `:skipped`, `:retry_at`),
 //!     `engine::policy::retry` (the one retry helper, over `backoff`).
 //!   - `engine::history` (the copy's history in the database, kept by one task,
 //!     `engine::history::recorder`: minutes, failed attempts, heartbeats, the trim;
@@ -174,6 +175,8 @@
 //!   `db::history::trim`, `db::history::alerts` — `[alerts]`' state, which decides
 //!   which copy tells),
 //!   `db::views` (what a table is, and the base tables behind a view),
+//!   `db::schedules` (`tableq_schedules`: a schedule queue's row readied when a
+//!   session opens — created, caught up — and read back),
 //!   `db::named_lock` (the server's named locks that limits across copies hold),
 //!   `db::binlog` (the binary log followed as a replica: `db::binlog::open`,
 //!   `db::binlog::reader`).
@@ -198,7 +201,10 @@
 //!     `config::queue::scope`, `config::queue::lease`, `config::queue::limits`
 //!     (`limits`, `[concurrency]`), `config::queue::circuit`,
 //!     `config::queue::failed`, `config::queue::monitoring`,
-//!     `config::queue::recurring` (`[recurring]`), `config::queue::alerts`;
+//!     `config::queue::recurring` (`[recurring]`), `config::queue::alerts`,
+//!     `config::queue::schedule` (`schedule = "…"`: the queue tableq writes over its
+//!     row of `tableq_schedules`) and `config::queue::schedule::when` (its due
+//!     times, and what a finished run makes of them);
 //!   - `config::validate` (a whole file) and the rules across its tables —
 //!     `config::validate::validator` (what every check reports to),
 //!     `config::validate::names` (one rule for unknown names),

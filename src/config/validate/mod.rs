@@ -63,7 +63,7 @@ pub(crate) fn validate<A: Kinds>(
     let Some(select) = select else {
         return Err(findings);
     };
-    let mut queue = QueueConfig {
+    let queue = QueueConfig {
         name,
         file: file.to_path_buf(),
         workers,
@@ -91,7 +91,7 @@ pub(crate) fn validate<A: Kinds>(
         on_release,
         failed,
         recurring,
-        schedule: schedule.clone(),
+        schedule,
         alerts,
         monitoring: flow.monitoring,
         source,
@@ -100,12 +100,16 @@ pub(crate) fn validate<A: Kinds>(
     if !findings.is_empty() {
         return Err(findings);
     }
-    // A schedule's own statements come after the file's were checked: they are
-    // tableq's, guarded by the due time and the lease.
-    if let Some(schedule) = schedule {
+    Ok(scheduled(queue))
+}
+
+/// A schedule queue with its own statements, which come after the file's were
+/// checked: they are tableq's, guarded by the due time and the lease.
+fn scheduled(mut queue: QueueConfig) -> QueueConfig {
+    if let Some(schedule) = queue.schedule.clone() {
         queue.mode = schedule.complete(&queue.action, &mut queue.on_success, &mut queue.on_failure);
     }
-    Ok(queue)
+    queue
 }
 
 /// What the whole queue, its tables together, refuses.

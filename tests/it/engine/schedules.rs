@@ -229,18 +229,7 @@ async fn catch_up_decides_what_runs_of_the_due_times_missed_while_down() {
     let db = TestDb::new().await;
     db.exec(RUNS).await;
     let files = QueueFiles::new();
-    let paths: Vec<_> = [("none", None), ("one", None), ("all", Some(3))]
-        .into_iter()
-        .map(|(catch_up, max)| {
-            let name = format!("catch_{catch_up}");
-            let file = logged(&name, "every 10s", "").set("catch_up", catch_up);
-            let file = match max {
-                Some(max) => file.set("catch_up_max", max),
-                None => file,
-            };
-            file.write(&files)
-        })
-        .collect();
+    let paths = catch_up_files(&files);
     // A first start makes the table and the rows, due at the next 10 s.
     run_binary_until_empty(&files.path(), &db.url).await;
     db.assert_count("SELECT COUNT(*) FROM tableq_schedules", 3)
@@ -251,59 +240,56 @@ async fn catch_up_decides_what_runs_of_the_due_times_missed_while_down() {
          / 10) * 10 - 60) + INTERVAL TIMESTAMPDIFF(SECOND, NOW(), UTC_TIMESTAMP()) SECOND",
     )
     .await;
-    let behind: Vec<(String,)> = db
-        .rows("SELECT CAST(due_at AS CHAR) FROM tableq_schedules")
-        .await;
     let restarted: String = db.scalar("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)").await;
-    let mut daemon = copy(&paths[0], &db.url);
-    let _others = [copy(&paths[1], &db.url), copy(&paths[2], &db.url)];
-    let caught_up = format!(
-        "SELECT COUNT(*) FROM runs WHERE queue = 'catch_all' AND scheduled_at < '{restarted}'"
-    );
-    db.until_count(&caught_up, 3, 30).await;
-    let one = format!(
-        "SELECT COUNT(*) FROM runs WHERE queue = 'catch_one' AND scheduled_at < '{restarted}'"
-    );
-    db.until_count(&one, 1, 30).await;
-    daemon.terminate().await;
-    for mut other in _others {
-        other.terminate().await;
+    let mut daemons: Vec<Daemon> = paths.iter().map(|path| copy(path, &db.url)).collect();
+    let before = |queue: &str, what: &str| {
+        format!(
+            "SELECT {what} FROM runs WHERE queue = 'catch_{queue}' AND scheduled_at < '{restarted}'"
+        )
+    };
+    db.until_count(&before("all", "COUNT(*)"), 3, 30).await;
+    db.until_count(&before("one", "COUNT(*)"), 1, 30).await;
+    for daemon in &mut daemons {
+        daemon.terminate().await;
     }
-    let none = format!(
-        "SELECT COUNT(*) FROM runs WHERE queue = 'catch_none' AND scheduled_at < '{restarted}'"
-    );
-    db.assert_count_because(&none, 0, "catch_up = none ran a missed due time")
-        .await;
-    db.assert_count_because(&one, 1, "catch_up = one ran more than one")
-        .await;
-    db.assert_count_because(&caught_up, 3, "catch_up = all ran other than 3")
-        .await;
+    let counts = [("none", 0), ("one", 1), ("all", 3)];
+    for (queue, runs) in counts {
+        let why = format!("catch_up = {queue} ran other than {runs} missed due times");
+        db.assert_count_because(&before(queue, "COUNT(*)"), runs, &why)
+            .await;
+    }
     // "one" ran the latest missed due time, "all" the three latest.
-    let latest_one: String = db
-        .scalar(&format!(
-            "SELECT CAST(MAX(scheduled_at) AS CHAR) FROM runs WHERE queue = 'catch_one' \
-             AND scheduled_at < '{restarted}'"
-        ))
-        .await;
-    let first_all: String = db
-        .scalar(&format!(
-            "SELECT CAST(MIN(scheduled_at) AS CHAR) FROM runs WHERE queue = 'catch_all' \
-             AND scheduled_at < '{restarted}'"
-        ))
-        .await;
-    let latest_all: String = db
-        .scalar(&format!(
-            "SELECT CAST(MAX(scheduled_at) AS CHAR) FROM runs WHERE queue = 'catch_all' \
-             AND scheduled_at < '{restarted}'"
-        ))
-        .await;
-    assert_eq!(latest_one, latest_all, "behind since {behind:?}");
-    let spread: i64 = db
-        .scalar(&format!(
-            "SELECT TIMESTAMPDIFF(SECOND, '{first_all}', '{latest_all}')"
-        ))
-        .await;
+    let time = |queue, of| before(queue, &format!("CAST({of}(scheduled_at) AS CHAR)"));
+    let latest_one: String = db.scalar(&time("one", "MAX")).await;
+    let first_all: String = db.scalar(&time("all", "MIN")).await;
+    let latest_all: String = db.scalar(&time("all", "MAX")).await;
+    assert_eq!(latest_one, latest_all);
+    let spread = format!("SELECT TIMESTAMPDIFF(SECOND, '{first_all}', '{latest_all}')");
+    let spread: i64 = db.scalar(&spread).await;
     assert_eq!(spread, 20, "the three latest: {first_all} … {latest_all}");
+    missed_as_caught_up(&db).await;
+}
+
+/// Three schedules due every 10 s: `catch_up = "none"`, `"one"`, and `"all"` with
+/// `catch_up_max = 3`.
+fn catch_up_files(files: &QueueFiles) -> Vec<std::path::PathBuf> {
+    [("none", None), ("one", None), ("all", Some(3))]
+        .into_iter()
+        .map(|(catch_up, max)| {
+            let name = format!("catch_{catch_up}");
+            let file = logged(&name, "every 10s", "").set("catch_up", catch_up);
+            let file = match max {
+                Some(max) => file.set("catch_up_max", max),
+                None => file,
+            };
+            file.write(files)
+        })
+        .collect()
+}
+
+/// The due times that did not run counted as missed: all 7 for "none", all but the
+/// one that ran for "one", all but 3 for "all".
+async fn missed_as_caught_up(db: &TestDb) {
     let missed: Vec<(String, u64)> = db
         .rows("SELECT name, missed FROM tableq_schedules ORDER BY name")
         .await;
