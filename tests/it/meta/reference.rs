@@ -437,7 +437,8 @@ fn metrics_page(families: &BTreeMap<String, Family>) -> String {
          | metric | type | labels | help |\n|---|---|---|---|\n",
     );
     for (name, family) in families {
-        let queried = if family.kind == "counter" {
+        // A 0.0.4 scrape names a counter's family with its `_total` already.
+        let queried = if family.kind == "counter" && !name.ends_with("_total") {
             format!("{name}_total")
         } else {
             name.clone()
