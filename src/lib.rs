@@ -203,14 +203,18 @@
 //!     `config::queue::failed`, `config::queue::monitoring`,
 //!     `config::queue::recurring` (`[recurring]`), `config::queue::alerts`,
 //!     `config::queue::schedule` (`schedule = "…"`: the queue tableq writes over its
-//!     row of `tableq_schedules`) and `config::queue::schedule::when` (its due
-//!     times, and what a finished run makes of them);
+//!     row of `tableq_schedules`), `config::queue::schedule::when` (its due
+//!     times, and what a finished run makes of them) and
+//!     `config::queue::schedule::statements` (the lease and outcome SQL tableq
+//!     writes for it);
 //!   - `config::validate` (a whole file) and the rules across its tables —
 //!     `config::validate::validator` (what every check reports to),
 //!     `config::validate::names` (one rule for unknown names),
 //!     `config::validate::batch_scope` (what batch scope refuses of a queue),
 //!     `config::validate::lease_queue` (a lease-mode queue as a whole: statements
-//!     that must check the lease, the session's clock);
+//!     that must check the lease, the session's clock),
+//!     `config::validate::schedule_queue` (a schedule queue as a whole: `overlap`
+//!     needs an action outside the database);
 //!   - `config::action` (the `[action]` table as this layer sees it, naming no kind:
 //!     `Kinds`, what the action layer's registry hands the loader to read it, and
 //!     `ActionConfig`, a kind's validated table) and `config::action::kind` (what

@@ -86,6 +86,28 @@ pub async fn ready(
     Ok(readied?)
 }
 
+/// After a pause: the due times that passed while paused are missed (none runs),
+/// unless a run holds the row. Commits what it wrote.
+pub async fn skip_missed(
+    conn: &mut Conn,
+    name: &str,
+    schedule: &ScheduleConfig,
+) -> Result<(), DbError> {
+    conn.query_drop("START TRANSACTION").await?;
+    let now = database_now(conn).await;
+    let skipped = match now {
+        Ok(now) => adjust(conn, name, schedule, now, CatchUp::None).await,
+        Err(e) => Err(e),
+    };
+    let end = if skipped.is_ok() {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    conn.query_drop(end).await?;
+    skipped
+}
+
 /// In a transaction: the row put in, or adjusted; old rows trimmed.
 async fn ready_row(conn: &mut Conn, name: &str, schedule: &ScheduleConfig) -> Result<(), DbError> {
     let now = database_now(conn).await?;
@@ -97,7 +119,7 @@ async fn ready_row(conn: &mut Conn, name: &str, schedule: &ScheduleConfig) -> Re
     )
     .await?;
     if conn.affected_rows() == 0 {
-        adjust(conn, name, schedule, now).await?;
+        adjust(conn, name, schedule, now, schedule.catch_up).await?;
     }
     conn.query_drop(
         "DELETE FROM tableq_schedules WHERE seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY \
@@ -151,12 +173,14 @@ async fn database_now(conn: &mut Conn) -> Result<SystemTime, DbError> {
         .unwrap_or_else(SystemTime::now))
 }
 
-/// In a transaction: an existing row re-armed or caught up, unless a run holds it.
+/// In a transaction: an existing row re-armed or caught up (as `catch_up` says),
+/// unless a run holds it.
 async fn adjust(
     conn: &mut Conn,
     name: &str,
     schedule: &ScheduleConfig,
     now: SystemTime,
+    catch_up: CatchUp,
 ) -> Result<(), DbError> {
     let row: Option<(String, String, String)> = conn
         .exec_first(
@@ -174,7 +198,7 @@ async fn adjust(
     let set = if text != schedule.text {
         Some((first, 0, None))
     } else if lease_until <= now && due_at + BEHIND < now {
-        Some(catch_up(schedule, due_at, now, first))
+        Some(caught_up(schedule, catch_up, due_at, now, first))
     } else {
         None
     };
@@ -209,8 +233,9 @@ async fn adjust(
 
 /// A schedule behind since `due_at` (a due time not run): the due time to run
 /// next, the due times given up as missed, and how far a catch-up runs.
-fn catch_up(
+fn caught_up(
     schedule: &ScheduleConfig,
+    catch_up: CatchUp,
     due_at: SystemTime,
     now: SystemTime,
     first: SystemTime,
@@ -218,7 +243,7 @@ fn catch_up(
     // The due times behind: `due_at` itself, and those after it up to now.
     let (after, latest) = schedule.when.between(due_at, now).unwrap_or((0, None));
     let behind = after + 1;
-    match schedule.catch_up {
+    match catch_up {
         CatchUp::None => (first, behind, None),
         CatchUp::One => (latest.unwrap_or(due_at), behind - 1, None),
         CatchUp::All => {
@@ -383,6 +408,7 @@ mod tests {
             when: When::Every(period),
             catch_up,
             catch_up_max: 3,
+            overlap: false,
         }
     }
 
@@ -390,11 +416,11 @@ mod tests {
     fn catching_up_after_a_stop_runs_none_the_latest_or_the_last_few() {
         // Due at 100; down until 165: 100, 110, …, 160 were missed (7 due times).
         let (due, now, first) = (at(100), at(165), at(170));
-        let none = catch_up(&every(10, CatchUp::None), due, now, first);
+        let none = caught_up(&every(10, CatchUp::None), CatchUp::None, due, now, first);
         assert_eq!(none, (at(170), 7, None));
-        let one = catch_up(&every(10, CatchUp::One), due, now, first);
+        let one = caught_up(&every(10, CatchUp::One), CatchUp::One, due, now, first);
         assert_eq!(one, (at(160), 6, None), "the latest runs, once");
-        let all = catch_up(&every(10, CatchUp::All), due, now, first);
+        let all = caught_up(&every(10, CatchUp::All), CatchUp::All, due, now, first);
         assert_eq!(
             all,
             (at(140), 4, Some(now)),

@@ -183,6 +183,9 @@ impl<'a, M: Mode> Worker<'a, M> {
             self.reconnecting |= read.lost_the_database();
             pausing.found(ticket, read, &self.queue.stats);
         }
+        if pausing.take_resumed() {
+            self.queue.resumed().await;
+        }
         pausing.is_paused()
     }
 

@@ -163,8 +163,10 @@ pub struct RawQueue<A> {
     /// Default 10.
     #[schemars(range(min = 1, max = 1000))]
     pub catch_up_max: Option<u32>,
-    /// Whether a run may start while the previous one still runs. Only false (the
-    /// default) for now: the due times a long run covers are recorded as missed.
+    /// Whether a run may start while the previous one runs (on another worker or
+    /// copy). Default false: the due times a long run covers are recorded as
+    /// missed. true: the claim re-arms the schedule; a run is then at most once
+    /// and not retried. Not with an SQL action.
     pub overlap: Option<bool>,
     /// A webhook told once per breach across every copy, and when it clears: the
     /// oldest row waits too long, too many items fail, rows give up.

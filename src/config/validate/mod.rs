@@ -5,6 +5,7 @@
 mod batch_scope;
 pub mod lease_queue;
 pub mod names;
+pub mod schedule_queue;
 pub(crate) mod validator;
 
 use std::path::Path;
@@ -118,6 +119,7 @@ fn across_tables(queue: &QueueConfig) -> Vec<Finding> {
     // same finding preparing the queue on its database would give.
     let mut findings = crate::config::validate::names::unknown_literal_names(queue);
     findings.extend(crate::config::validate::lease_queue::unguarded(queue));
+    findings.extend(crate::config::validate::schedule_queue::refusals(queue));
     findings.extend(crate::config::validate::batch_scope::batch_scope_refusals(
         queue,
     ));

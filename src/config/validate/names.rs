@@ -83,8 +83,10 @@ impl BuiltIn {
             "output" if outcome => Some(BuiltIn::Output),
             "retry_after" if outcome => Some(BuiltIn::RetryAfter),
             "release_after" if outcome => Some(BuiltIn::ReleaseAfter),
-            "next_run" if outcome && scope.recurring => Some(BuiltIn::NextRun),
-            "skipped" if outcome && scope.recurring => Some(BuiltIn::Skipped),
+            // In lease mode the claim's lease SQL has them too, as if the run were
+            // done at the claim (a schedule with `overlap` re-arms there).
+            "next_run" if (outcome || scope.lease) && scope.recurring => Some(BuiltIn::NextRun),
+            "skipped" if (outcome || scope.lease) && scope.recurring => Some(BuiltIn::Skipped),
             "retry_at" if outcome && scope.recurring => Some(BuiltIn::RetryAt),
             _ => None,
         }

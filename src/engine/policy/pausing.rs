@@ -77,6 +77,8 @@ struct State {
     /// After the binary log said the table changed, the next of [`SECOND_LOOKS`]
     /// for a read that still found what the last one did (none left: its length).
     second_looks: usize,
+    /// The queue was resumed (here or read) since a worker last took it.
+    resumed: bool,
     /// The user may not read the table: said once.
     said_unreadable: bool,
 }
@@ -92,6 +94,7 @@ impl Pausing {
                 known_as_of: 0,
                 next_read: Instant::now(),
                 second_looks: SECOND_LOOKS.len(),
+                resumed: false,
                 said_unreadable: false,
             }),
         }
@@ -133,7 +136,14 @@ impl Pausing {
         stats.set_paused(paused.clone());
         state.started += 1;
         state.known_as_of = state.started;
+        state.resumed |= state.paused.is_some() && paused.is_none();
         state.paused = paused;
+    }
+
+    /// Whether the queue was resumed since this was last asked: the one worker told
+    /// settles what the pause left behind (a schedule's due times, missed).
+    pub fn take_resumed(&self) -> bool {
+        std::mem::take(&mut lock(&self.state).resumed)
     }
 
     /// Makes the next read due now: the binary log says `tableq_paused` may have
@@ -182,6 +192,7 @@ impl Pausing {
                     }
                     None => state.second_looks = SECOND_LOOKS.len(),
                 }
+                state.resumed |= state.paused.is_some() && paused.is_none();
                 state.paused = paused;
             }
             Read::Failed(e) if e.server_code().is_some_and(is_denied) => {

@@ -73,6 +73,16 @@ impl QueueRuntime {
         outcome.rearmed = rearmed.map(Box::new);
     }
 
+    /// At a lease's claim, the row's re-arming as if its run were done now: the
+    /// lease SQL's `:next_run` and `:skipped` (a schedule with `overlap = true`
+    /// re-arms its row at the claim).
+    pub fn claimed_rearm(&self, item: &Item) -> Option<Rearmed> {
+        let rearming = self.rearm(std::slice::from_ref(item)).ok()??;
+        let mut outcome = Outcome::success();
+        self.rearmed(Some(&rearming), &mut outcome);
+        outcome.rearmed.map(|rearmed| *rearmed)
+    }
+
     /// A schedule's row after its run.
     fn schedule_rearmed(
         &self,
@@ -102,6 +112,25 @@ impl QueueRuntime {
             skipped: u32::try_from(rearm.skipped).unwrap_or(u32::MAX),
             retry_at: rearm.retry_at.and_then(|at| NextRun::at(ceil_second(at))),
         })
+    }
+
+    /// The queue was resumed: a schedule's due times that passed while it was
+    /// paused are missed, not run (said, and left to the next claim, if the
+    /// database cannot be reached).
+    pub async fn resumed(&self) {
+        let Some(schedule) = &self.config.schedule else {
+            return;
+        };
+        let skipped = async {
+            let seat = self.database.seat().await;
+            let timeout = self.config.database_timeout;
+            let (mut conn, _place) = self.database.connect_seated(seat, timeout).await?;
+            crate::db::schedules::skip_missed(&mut conn, &self.config.name, schedule).await
+        };
+        if let Err(error) = skipped.await {
+            tracing::warn!(queue = %self.config.name, %error,
+                "could not count the due times passed while paused as missed; the oldest runs");
+        }
     }
 
     /// Now, on the database's clock as last read; this process's before any reading.

@@ -368,7 +368,7 @@ async fn the_loader_refuses_what_does_not_go_with_a_schedule() {
         ),
         (
             logged("overlap", "every 1s", "").set("overlap", true),
-            "`overlap = true` is not supported yet",
+            "`overlap = true` does not go with an SQL action",
         ),
         (
             QueueFile::new("plain")
@@ -384,4 +384,108 @@ async fn the_loader_refuses_what_does_not_go_with_a_schedule() {
         assert_ne!(checked.code(), Some(0), "{}", checked.stdout);
         assert_has(&format!("{}{}", checked.stdout, checked.stderr), expected);
     }
+}
+
+/// `tableq pause` / `resume` on the command line for the queue of `file`.
+async fn operate(file: &std::path::Path, url: &str, what: &str) {
+    let mut cmd = crate::support::daemon::tableq(&[what, "--queue", "paused"]);
+    cmd.arg(file).env("TABLEQ_DATABASE_URL", url);
+    let done = crate::support::daemon::run_to_end(cmd, Duration::from_secs(60)).await;
+    assert_eq!(done.code(), Some(0), "{what}: {}", done.stderr);
+}
+
+/// A paused schedule runs nothing; at the resume, the due times that passed while
+/// it was paused are counted missed, none of them run, and the schedule goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_due_times_of_a_pause_are_missed_not_run() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let files = QueueFiles::new();
+    let file = logged("paused", "every 1s", "").write(&files);
+    let mut daemon = copy(&file, &db.url);
+    db.until_count_at_least("SELECT COUNT(*) FROM runs", 2, 30)
+        .await;
+    operate(&file, &db.url, "pause").await;
+    daemon
+        .wait_for_log("the queue is paused", Duration::from_secs(10))
+        .await;
+    let paused_at: String = db.scalar("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)").await;
+    // Three due times pass while it is paused.
+    let passed = format!("SELECT UTC_TIMESTAMP(6) >= '{paused_at}' + INTERVAL 3500000 MICROSECOND");
+    crate::support::eventually("3.5 s paused", Duration::from_secs(10), || async {
+        db.scalar::<i64>(&passed).await == 1
+    })
+    .await;
+    let resumed_at: String = db.scalar("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)").await;
+    operate(&file, &db.url, "resume").await;
+    let after = format!("SELECT COUNT(*) FROM runs WHERE run_at > '{resumed_at}'");
+    db.until_count_at_least(&after, 2, 30).await;
+    daemon.terminate().await;
+    let late = format!(
+        "SELECT COUNT(*) FROM runs WHERE scheduled_at > '{paused_at}' \
+         AND scheduled_at < '{resumed_at}' - INTERVAL 1 SECOND"
+    );
+    db.assert_count_because(&late, 0, "a due time of the pause ran at the resume")
+        .await;
+    let missed: u64 = db
+        .scalar("SELECT missed FROM tableq_schedules WHERE name = 'paused'")
+        .await;
+    assert!(missed >= 3, "{missed} due times missed in 3.5 s paused");
+}
+
+/// `overlap = true`: runs of 2.5 s every second start on time, one per due time,
+/// several at once (three workers); without it the same runs skip the due times
+/// they cover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_overlap_a_run_starts_while_the_previous_one_runs() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let files = QueueFiles::new();
+    let slow = |name: &str, overlap: bool| {
+        QueueFile::new(name)
+            .set("schedule", "every 1s")
+            .set("overlap", overlap)
+            .workers(3)
+            .action_command(&["sh", "-c", "sleep 2.5"])
+            .action_set("timeout", "10s")
+            .on_success(
+                "INSERT INTO runs (queue, scheduled_at, run_at) VALUES (:queue, :scheduled_at, :run_at)",
+            )
+            .write(&files)
+    };
+    let mut daemons = [
+        copy(&slow("overlapping", true), &db.url),
+        copy(&slow("one_at_a_time", false), &db.url),
+    ];
+    let ran = "SELECT COUNT(*) FROM runs WHERE queue = 'overlapping'";
+    db.until_count_at_least(ran, 6, 40).await;
+    for daemon in &mut daemons {
+        daemon.terminate().await;
+    }
+    let doubles = "SELECT COUNT(*) FROM (SELECT queue, scheduled_at FROM runs \
+                   GROUP BY queue, scheduled_at HAVING COUNT(*) > 1) AS twice";
+    db.assert_count_because(doubles, 0, "a due time ran twice")
+        .await;
+    // Overlapping: consecutive due times a second apart, each started on time.
+    let apart = |queue: &str| {
+        format!(
+            "SELECT COUNT(*) FROM runs a WHERE a.queue = '{queue}' AND EXISTS (SELECT 1 FROM \
+             runs b WHERE b.queue = a.queue AND b.scheduled_at = a.scheduled_at + INTERVAL 1 SECOND)"
+        )
+    };
+    assert!(
+        db.count(&apart("overlapping")).await >= 5,
+        "due times a second apart ran"
+    );
+    let late = "SELECT COUNT(*) FROM runs WHERE queue = 'overlapping' \
+                AND TIMESTAMPDIFF(MICROSECOND, scheduled_at, run_at) > 300000";
+    db.assert_count_because(late, 0, "an overlapping run started late")
+        .await;
+    // One at a time: each run covers the next two due times, which are missed.
+    db.assert_count_because(&apart("one_at_a_time"), 0, "a run started under another")
+        .await;
+    let missed: u64 = db
+        .scalar("SELECT missed FROM tableq_schedules WHERE name = 'one_at_a_time'")
+        .await;
+    assert!(missed >= 2, "{missed} missed one at a time");
 }

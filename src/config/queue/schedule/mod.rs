@@ -14,18 +14,14 @@
 //! The user's own `[on_success]` and `[on_failure]` statements run first, in the
 //! same transaction.
 
+mod statements;
 pub mod when;
 
 use std::time::Duration;
 
-use crate::config::action::ActionConfig;
 use crate::config::load::raw::RawQueue;
-use crate::config::queue::lease::{LeaseConfig, LeaseToken};
-use crate::config::queue::mode::Mode;
-use crate::config::queue::scope::Scope;
 use crate::config::validate::validator::Validator;
 use crate::config::value::cron::Zone;
-use crate::sql::statement::{parse_statement, ParsedStatement};
 
 pub use when::{Finished, Rearm, When};
 
@@ -62,6 +58,8 @@ pub struct ScheduleConfig {
     pub when: When,
     pub catch_up: CatchUp,
     pub catch_up_max: u32,
+    /// A run may start while the previous one runs: the claim re-arms the row.
+    pub overlap: bool,
 }
 
 /// The select a schedule queue claims with: its row, while its due time has passed
@@ -71,94 +69,6 @@ pub const SELECT: &str = "SELECT due_at AS scheduled_at, UTC_TIMESTAMP(6) AS run
      AND lease_until <= UTC_TIMESTAMP(6)";
 /// Its key: the due time.
 pub const KEY: &str = "scheduled_at";
-
-/// What the run's outcome writes besides its result, in both outcomes.
-const SETTLED: &str = "last_scheduled_at = :scheduled_at, last_run_at = :run_at, \
-     last_finished_at = UTC_TIMESTAMP(6), lease_id = NULL, seen_at = UTC_TIMESTAMP(6)";
-
-impl ScheduleConfig {
-    /// The schedule's `[on_success]` statement (after the file's own): the row
-    /// re-armed, the due times a long run passed over counted as missed.
-    fn on_success(&self, guard: &str) -> String {
-        format!(
-            "UPDATE tableq_schedules SET due_at = :next_run, attempts = 0, runs = runs + 1, \
-             missed = missed + :skipped, \
-             last_missed_at = IF(:skipped > 0, UTC_TIMESTAMP(6), last_missed_at), \
-             catch_up_until = IF(catch_up_until < :next_run, NULL, catch_up_until), \
-             last_outcome = 'done', last_error = NULL, last_success_at = UTC_TIMESTAMP(6), \
-             lease_until = '1970-01-01 00:00:01', {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
-        )
-    }
-
-    /// The schedule's `[on_failure]` statement (after the file's own): a retry within
-    /// the period — the same due time, held back until `:retry_at` by the lease's
-    /// column — or the due time missed.
-    fn on_failure(&self, guard: &str) -> String {
-        format!(
-            "UPDATE tableq_schedules SET due_at = IF(:retry_at IS NULL, :next_run, due_at), \
-             attempts = IF(:retry_at IS NULL, 0, attempts + 1), \
-             missed = missed + IF(:retry_at IS NULL, 1 + :skipped, 0), \
-             last_missed_at = IF(:retry_at IS NULL, UTC_TIMESTAMP(6), last_missed_at), \
-             catch_up_until = IF(:retry_at IS NULL AND catch_up_until < :next_run, NULL, \
-             catch_up_until), \
-             last_outcome = 'failed', last_error = :error, \
-             lease_until = COALESCE(:retry_at, '1970-01-01 00:00:01'), {SETTLED} WHERE name = :queue AND due_at = :scheduled_at{guard}"
-        )
-    }
-
-    /// The lease an action outside the database runs under.
-    fn lease(&self) -> LeaseConfig {
-        let interval = format!("INTERVAL {} SECOND", LEASE.as_secs());
-        let held = "WHERE name = :queue AND lease_id = :lease_id";
-        LeaseConfig {
-            sql: vec![internal(&format!(
-                "UPDATE tableq_schedules SET lease_id = :lease_id, \
-                 lease_until = UTC_TIMESTAMP(6) + {interval} WHERE name = :queue"
-            ))],
-            renew_sql: Some(vec![internal(&format!(
-                "UPDATE tableq_schedules SET lease_until = UTC_TIMESTAMP(6) + {interval} {held}"
-            ))]),
-            release_sql: Some(vec![internal(&format!(
-                "UPDATE tableq_schedules SET lease_id = NULL, \
-                 lease_until = '1970-01-01 00:00:01' {held}"
-            ))]),
-            renew_every: Some(RENEW_EVERY),
-            connections: 2,
-            length: Some(LEASE),
-            token: LeaseToken::Random,
-        }
-    }
-
-    /// The queue's mode (lease for an action outside the database) and its outcome
-    /// statements: the file's own, then the schedule's.
-    pub fn complete(
-        &self,
-        action: &ActionConfig,
-        on_success: &mut Vec<ParsedStatement>,
-        on_failure: &mut Option<Vec<ParsedStatement>>,
-    ) -> Mode {
-        let (mode, guard) = match action.in_transaction() {
-            true => (Mode::Transaction { scope: Scope::Item }, String::new()),
-            false => (
-                Mode::Lease(self.lease()),
-                " AND lease_id = :lease_id".into(),
-            ),
-        };
-        on_success.push(internal(&self.on_success(&guard)));
-        on_failure
-            .get_or_insert_with(Vec::new)
-            .push(internal(&self.on_failure(&guard)));
-        mode
-    }
-}
-
-/// One of tableq's own statements, which parse.
-fn internal(text: &str) -> ParsedStatement {
-    match parse_statement(text) {
-        Ok(parsed) => parsed,
-        Err(e) => unreachable!("a schedule statement does not parse: {e}: {text}"),
-    }
-}
 
 /// The keys a schedule queue writes instead of, or cannot have.
 const NOT_WITH_SCHEDULE: &[(&str, &str)] = &[
@@ -197,13 +107,6 @@ pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<Sc
             );
         }
     }
-    if raw.overlap == Some(true) {
-        v.error(
-            &["overlap"],
-            "`overlap = true` is not supported yet: a run that outlasts its period skips the \
-             due times it covers, recorded as missed; remove `overlap`",
-        );
-    }
     let zone = match raw.timezone.as_deref().map(Zone::parse) {
         None => Zone::UTC,
         Some(Ok(zone)) => zone,
@@ -234,6 +137,7 @@ pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<Sc
             when,
             catch_up,
             catch_up_max,
+            overlap: raw.overlap.unwrap_or(false),
         }),
         Err(why) => {
             v.error(

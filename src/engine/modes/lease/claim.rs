@@ -118,7 +118,11 @@ async fn lease_one(
     let name = queue.config.name.as_str();
     session.savepoint().await?;
     let id = lease.token.held();
-    let params = lease.params(&id, None);
+    let mut params = lease.params(&id, None);
+    if let Some(rearmed) = queue.claimed_rearm(&lease.item) {
+        params.next_run = Some(rearmed.next_run.time());
+        params.skipped = Some(u64::from(rearmed.skipped));
+    }
     match session
         .run_counted(Statements::Lease, &lease.item, name, &params)
         .await
