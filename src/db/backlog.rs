@@ -150,10 +150,12 @@ async fn schedule(
     queue: &QueueConfig,
     limit: Duration,
 ) -> Result<Option<ScheduleRow>, DbError> {
-    if queue.schedule.is_none() {
+    let Some(schedule) = &queue.schedule else {
         return Ok(None);
-    }
+    };
     let rows = within(COUNTING, limit, schedules::read(conn, &[&queue.name])).await?;
+    let kept = schedules::keep(conn, &queue.name, schedule, !rows.is_empty());
+    within(COUNTING, limit, kept).await?;
     Ok(rows.into_iter().next())
 }
 

@@ -51,9 +51,11 @@ const DENIED: u16 = 1142;
 /// Why a schedule queue cannot be readied.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadyError {
-    /// The table is missing and the account may not create it: the grant to give.
+    /// The table is missing and the account may not create it, or may not use it:
+    /// the grant to give.
     #[error(
-        "the table tableq_schedules is missing and this account may not create it ({error}): \
+        "the table tableq_schedules is missing and this account may not create it, or may \
+         not use it ({error}): \
          {grant} (without CREATE once an administrator created it with the DDL in docs, \
          reference/schedules: {DDL})"
     )]
@@ -65,25 +67,42 @@ pub enum ReadyError {
 /// Readies `name`'s row: the table created when missing, the row put in (due at
 /// the first due time after now), re-armed when the expression changed, caught up
 /// when behind with no run holding it; rows not seen for a day whose due time is a
-/// day past are trimmed. Commits what it wrote (the session may run with
-/// autocommit off).
+/// day past are trimmed. Waits on no other schedule's run (its row locked by a
+/// claim): the row is looked for with a plain read, locked with `SKIP LOCKED`.
+/// Commits what it wrote (the session may run with autocommit off). An account
+/// that may not create or use the table: [`ReadyError::CannotCreate`], with the
+/// grant.
 pub async fn ready(
     conn: &mut Conn,
     name: &str,
     schedule: &ScheduleConfig,
 ) -> Result<(), ReadyError> {
+    match ready_in(conn, name, schedule).await {
+        Err(ReadyError::Database(error)) if denied(&error) => {
+            let account = crate::db::account::current(conn).await?;
+            let database: Option<String> = conn
+                .query_first("SELECT DATABASE()")
+                .await
+                .map_err(DbError::from)?;
+            let grant = grant(&database.unwrap_or_default(), &account);
+            Err(ReadyError::CannotCreate { error, grant })
+        }
+        readied => readied,
+    }
+}
+
+async fn ready_in(
+    conn: &mut Conn,
+    name: &str,
+    schedule: &ScheduleConfig,
+) -> Result<(), ReadyError> {
     create_if_missing(conn).await?;
-    conn.query_drop("START TRANSACTION")
-        .await
-        .map_err(DbError::from)?;
+    begin(conn).await?;
     let readied = ready_row(conn, name, schedule).await;
-    let end = if readied.is_ok() {
-        "COMMIT"
-    } else {
-        "ROLLBACK"
-    };
-    conn.query_drop(end).await.map_err(DbError::from)?;
-    Ok(readied?)
+    end(conn, readied).await?;
+    begin(conn).await?;
+    let trimmed = trim(conn).await;
+    Ok(end(conn, trimmed).await?)
 }
 
 /// After a pause: the due times that passed while paused are missed (none runs),
@@ -93,24 +112,52 @@ pub async fn skip_missed(
     name: &str,
     schedule: &ScheduleConfig,
 ) -> Result<(), DbError> {
-    conn.query_drop("START TRANSACTION").await?;
-    let now = database_now(conn).await;
-    let skipped = match now {
+    begin(conn).await?;
+    let skipped = match database_now(conn).await {
         Ok(now) => adjust(conn, name, schedule, now, CatchUp::None).await,
         Err(e) => Err(e),
     };
-    let end = if skipped.is_ok() {
-        "COMMIT"
-    } else {
-        "ROLLBACK"
-    };
-    conn.query_drop(end).await?;
-    skipped
+    end(conn, skipped).await
 }
 
-/// In a transaction: the row put in, or adjusted; old rows trimmed.
+/// Whether the server refused `error` for want of a grant.
+fn denied(error: &DbError) -> bool {
+    error.server_code() == Some(DENIED) || error.is_access_denied()
+}
+
+/// Starts a transaction of its own.
+async fn begin(conn: &mut Conn) -> Result<(), DbError> {
+    Ok(conn.query_drop("START TRANSACTION").await?)
+}
+
+/// Ends the transaction: committed if what ran in it (`done`) succeeded.
+async fn end(conn: &mut Conn, done: Result<(), DbError>) -> Result<(), DbError> {
+    let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    conn.query_drop(end).await?;
+    done
+}
+
+/// The row put in when missing (a plain read: a claim's lock on it is not waited
+/// for), else adjusted.
 async fn ready_row(conn: &mut Conn, name: &str, schedule: &ScheduleConfig) -> Result<(), DbError> {
     let now = database_now(conn).await?;
+    let found: Option<u8> = conn
+        .exec_first("SELECT 1 FROM tableq_schedules WHERE name = ?", (name,))
+        .await?;
+    match found {
+        None => put_in(conn, name, schedule, now).await,
+        Some(_) => adjust(conn, name, schedule, now, schedule.catch_up).await,
+    }
+}
+
+/// The row, due at the first due time after `now` (another copy's insert first is
+/// no error).
+async fn put_in(
+    conn: &mut Conn,
+    name: &str,
+    schedule: &ScheduleConfig,
+    now: SystemTime,
+) -> Result<(), DbError> {
     let first = schedule.when.next_after(now).unwrap_or(now);
     conn.exec_drop(
         "INSERT IGNORE INTO tableq_schedules (name, schedule, due_at, seen_at) \
@@ -118,18 +165,55 @@ async fn ready_row(conn: &mut Conn, name: &str, schedule: &ScheduleConfig) -> Re
         (name, &schedule.text, utc_datetime(first)),
     )
     .await?;
-    if conn.affected_rows() == 0 {
-        adjust(conn, name, schedule, now, schedule.catch_up).await?;
-    }
-    conn.query_drop(
-        "DELETE FROM tableq_schedules WHERE seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY \
-         AND due_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY AND lease_until < UTC_TIMESTAMP(6)",
-    )
-    .await?;
     Ok(())
 }
 
-async fn create_if_missing(conn: &mut Conn) -> Result<(), ReadyError> {
+/// Rows of schedules no copy has seen for a day, a day past their due time, that
+/// no run holds: deleted, those locked by a claim left alone.
+async fn trim(conn: &mut Conn) -> Result<(), DbError> {
+    let gone: Vec<String> = conn
+        .query(
+            "SELECT name FROM tableq_schedules WHERE seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY \
+             AND due_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY AND lease_until < UTC_TIMESTAMP(6) \
+             FOR UPDATE SKIP LOCKED",
+        )
+        .await?;
+    for name in gone {
+        conn.exec_drop("DELETE FROM tableq_schedules WHERE name = ?", (name,))
+            .await?;
+    }
+    Ok(())
+}
+
+/// For the background count of a running schedule queue: the row put back if it
+/// is gone (deleted by hand, or trimmed), said once each time; else its `seen_at`
+/// refreshed once an hour, so that a schedule paused or idle for a day is not
+/// taken for one whose file is gone.
+pub async fn keep(
+    conn: &mut Conn,
+    name: &str,
+    schedule: &ScheduleConfig,
+    found: bool,
+) -> Result<(), DbError> {
+    if found {
+        return conn
+            .exec_drop(
+                "UPDATE tableq_schedules SET seen_at = UTC_TIMESTAMP(6) WHERE name = ? \
+                 AND seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 HOUR",
+                (name,),
+            )
+            .await
+            .map_err(DbError::from);
+    }
+    tracing::warn!(queue = %name, "the schedule's row in tableq_schedules is gone \
+        (deleted, or trimmed): put back, due at the next due time");
+    let now = database_now(conn).await?;
+    begin(conn).await?;
+    let put = put_in(conn, name, schedule, now).await;
+    end(conn, put).await
+}
+
+async fn create_if_missing(conn: &mut Conn) -> Result<(), DbError> {
     let Err(missing) = conn
         .query_drop("SELECT 1 FROM tableq_schedules LIMIT 0")
         .await
@@ -138,21 +222,9 @@ async fn create_if_missing(conn: &mut Conn) -> Result<(), ReadyError> {
     };
     let missing = DbError::from(missing);
     if missing.server_code() != Some(NO_SUCH_TABLE) {
-        return Err(missing.into());
+        return Err(missing);
     }
-    match conn.query_drop(DDL).await.map_err(DbError::from) {
-        Ok(()) => Ok(()),
-        Err(error) if error.server_code() == Some(DENIED) || error.is_access_denied() => {
-            let account = crate::db::account::current(conn).await?;
-            let database: Option<String> = conn
-                .query_first("SELECT DATABASE()")
-                .await
-                .map_err(DbError::from)?;
-            let grant = grant(&database.unwrap_or_default(), &account);
-            Err(ReadyError::CannotCreate { error, grant })
-        }
-        Err(e) => Err(e.into()),
-    }
+    conn.query_drop(DDL).await.map_err(DbError::from)
 }
 
 /// The grant a schedule queue's account needs on the table.
@@ -195,9 +267,12 @@ async fn adjust(
     let time = |t: &str| parse_utc_datetime(t).unwrap_or(now);
     let (due_at, lease_until) = (time(&due_at), time(&lease_until));
     let first = schedule.when.next_after(now).unwrap_or(now);
-    let set = if text != schedule.text {
+    let held = lease_until > now;
+    let set = if held {
+        None
+    } else if text != schedule.text {
         Some((first, 0, None))
-    } else if lease_until <= now && due_at + BEHIND < now {
+    } else if due_at + BEHIND < now {
         Some(caught_up(schedule, catch_up, due_at, now, first))
     } else {
         None
@@ -240,17 +315,26 @@ fn caught_up(
     now: SystemTime,
     first: SystemTime,
 ) -> (SystemTime, u64, Option<SystemTime>) {
-    // The due times behind: `due_at` itself, and those after it up to now.
-    let (after, latest) = schedule.when.between(due_at, now).unwrap_or((0, None));
+    // The due times behind: `due_at` itself, and those after it up to now (a
+    // count that stops at a hundred thousand); the latest found from now back.
+    let (after, _) = schedule.when.between(due_at, now).unwrap_or((0, None));
     let behind = after + 1;
+    let when = &schedule.when;
+    let latest = when
+        .latest_until(now)
+        .filter(|l| *l > due_at)
+        .unwrap_or(due_at);
     match catch_up {
         CatchUp::None => (first, behind, None),
-        CatchUp::One => (latest.unwrap_or(due_at), behind - 1, None),
+        CatchUp::One => (latest, behind - 1, None),
         CatchUp::All => {
             let keep = u64::from(schedule.catch_up_max).min(behind);
-            let mut start = due_at;
-            for _ in 0..behind - keep {
-                start = schedule.when.next_after(start).unwrap_or(now);
+            let mut start = latest;
+            for _ in 1..keep {
+                match when.latest_until(start - Duration::from_micros(1)) {
+                    Some(earlier) if earlier >= due_at => start = earlier,
+                    _ => break,
+                }
             }
             (start, behind - keep, Some(now))
         }

@@ -108,7 +108,8 @@ pub(crate) fn validate<A: Kinds>(
 /// checked: they are tableq's, guarded by the due time and the lease.
 fn scheduled(mut queue: QueueConfig) -> QueueConfig {
     if let Some(schedule) = queue.schedule.clone() {
-        queue.mode = schedule.complete(&queue.action, &mut queue.on_success, &mut queue.on_failure);
+        queue.mode =
+            schedule.mode_and_outcomes(&queue.action, &mut queue.on_success, &mut queue.on_failure);
     }
     queue
 }

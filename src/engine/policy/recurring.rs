@@ -15,7 +15,7 @@
 //! process's until then): a row claimed as due by the database's clock is not
 //! re-armed to the due time it just ran for.
 
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use crate::action::{NextRun, Outcome, Rearmed};
 use crate::config::queue::recurring::RowSchedule;
@@ -27,11 +27,13 @@ use crate::engine::queue::QueueRuntime;
 pub enum Rearming {
     /// A `[recurring]` row's own schedule.
     Row(Box<RowSchedule>),
-    /// A schedule's run: its due time, its failed tries, its catch-up mark.
+    /// A schedule's run: its due time, its failed tries, its catch-up mark, and
+    /// the database's clock at the claim (`:run_at`) with when that was here.
     Schedule {
         scheduled: SystemTime,
         attempts: u32,
         catch_up_until: Option<SystemTime>,
+        claimed: Option<(SystemTime, Instant)>,
     },
 }
 
@@ -95,10 +97,14 @@ impl QueueRuntime {
             scheduled,
             attempts,
             catch_up_until,
+            claimed,
         } = *run
         else {
             return None;
         };
+        // The database's clock: its own at the claim and the time since, rather
+        // than an estimate that a copy's clock could put seconds off.
+        let now = claimed.map_or(now, |(run_at, here)| run_at + here.elapsed());
         let finished = Finished {
             scheduled,
             now,
@@ -110,7 +116,7 @@ impl QueueRuntime {
         Some(Rearmed {
             next_run: NextRun::at(rearm.next_run)?,
             skipped: u32::try_from(rearm.skipped).unwrap_or(u32::MAX),
-            retry_at: rearm.retry_at.and_then(|at| NextRun::at(ceil_second(at))),
+            retry_at: rearm.retry_at.and_then(NextRun::at),
         })
     }
 
@@ -152,12 +158,8 @@ fn schedule_run(item: &Item) -> Option<Rearming> {
             .and_then(|a| a.parse().ok())
             .unwrap_or(0),
         catch_up_until: item.utc_time_of("catch_up_until"),
+        claimed: item
+            .utc_time_of("run_at")
+            .map(|run_at| (run_at, Instant::now())),
     })
-}
-
-/// `at`, rounded up to the whole second (a retry never earlier than its backoff).
-fn ceil_second(at: SystemTime) -> SystemTime {
-    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let whole = since.as_secs() + u64::from(since.subsec_nanos() > 0);
-    std::time::UNIX_EPOCH + std::time::Duration::from_secs(whole)
 }

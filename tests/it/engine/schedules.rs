@@ -147,10 +147,15 @@ async fn a_command_runs_once_per_due_time_under_the_lease_across_two_copies() {
         QueueFile::new("beat")
             .set("schedule", "* * * * * *")
             .action_command(&["sh", "-c", "test -n \"$0\"", "{scheduled_at}"])
-            .on_success(format!(
-                "INSERT INTO runs (queue, scheduled_at, run_at, copy) \
-                 VALUES (:queue, :scheduled_at, :run_at, '{copy}')"
-            ))
+            .on_success([
+                // A statement of the file's that changes no row: the lease is judged
+                // by tableq's own, which runs first.
+                "UPDATE runs SET copy = copy WHERE id = -1",
+                &format!(
+                    "INSERT INTO runs (queue, scheduled_at, run_at, copy) \
+                     VALUES (:queue, :scheduled_at, :run_at, '{copy}')"
+                ),
+            ])
             .write(files)
     };
     let mut daemons = [
@@ -488,4 +493,45 @@ async fn with_overlap_a_run_starts_while_the_previous_one_runs() {
         .scalar("SELECT missed FROM tableq_schedules WHERE name = 'one_at_a_time'")
         .await;
     assert!(missed >= 2, "{missed} missed one at a time");
+}
+
+/// A schedule's session opens while another schedule's SQL run holds its row (a
+/// long `DO SLEEP`): it waits for no lock; and a row deleted by hand is put back by
+/// the background count, the schedule going on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_waits_on_no_other_and_a_row_deleted_is_put_back() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let (slow_files, quick_files) = (QueueFiles::new(), QueueFiles::new());
+    let slow = QueueFile::new("slow")
+        .set("schedule", "every 1s")
+        .action_sql("DO SLEEP(8)")
+        .write(&slow_files);
+    let mut slow = copy(&slow, &db.url);
+    let sleeping = format!(
+        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = '{}' \
+         AND info LIKE 'DO SLEEP%'",
+        db.name
+    );
+    db.until_count(&sleeping, 1, 30).await;
+    let quick = logged("quick", "every 1s", "")
+        .set("stats_interval", "1s")
+        .write(&quick_files);
+    let mut quick = copy(&quick, &db.url);
+    let ran = "SELECT COUNT(*) FROM runs WHERE queue = 'quick'";
+    db.until_count_at_least(ran, 2, 6).await;
+    db.assert_count_because(&sleeping, 1, "the slow run ended first")
+        .await;
+    db.exec("DELETE FROM tableq_schedules WHERE name = 'quick'")
+        .await;
+    let before = db.count(ran).await;
+    db.until_count_at_least(ran, before + 2, 20).await;
+    quick
+        .wait_for_log(
+            "the schedule's row in tableq_schedules is gone",
+            Duration::from_secs(5),
+        )
+        .await;
+    quick.terminate().await;
+    slow.terminate().await;
 }

@@ -11,8 +11,9 @@
 //!   run passed over as missed; `[on_failure]` sets a retry, with the queue's
 //!   backoff, while one fits before the next due time — else the run is missed.
 //!
-//! The user's own `[on_success]` and `[on_failure]` statements run first, in the
-//! same transaction.
+//! tableq's statement runs first, then the user's own `[on_success]` and
+//! `[on_failure]` statements, in the same transaction: a run whose due time was
+//! lost (its lease, or the row) writes nothing of its own.
 
 mod statements;
 pub mod when;
@@ -27,6 +28,8 @@ pub use when::{Finished, Rearm, When};
 
 /// The table that holds every schedule's state.
 pub const TABLE: &str = "tableq_schedules";
+/// The longest `schedule` (the table keeps it, with its time zone, in 255).
+const MAX_TEXT: usize = 160;
 /// `catch_up_max` when the file does not set it.
 pub const DEFAULT_CATCH_UP_MAX: u32 = 10;
 /// How long a run of an action outside the database holds its due time without a
@@ -97,7 +100,8 @@ pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<Sc
         "scope" => raw.scope.is_some(),
         "failed" => raw.failed.is_some(),
         "recurring" => raw.recurring.is_some(),
-        _ => raw.on_release.is_some(),
+        "on_release" => raw.on_release.is_some(),
+        other => unreachable!("NOT_WITH_SCHEDULE names {other} without reading it"),
     };
     for (key, why) in NOT_WITH_SCHEDULE {
         if given(key) {
@@ -132,8 +136,21 @@ pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<Sc
             .map_err(|e| format!("cron expression {:?}: {e}", text.trim()))
     });
     match when {
+        Ok(_) if text.trim().len() > MAX_TEXT => {
+            v.error(
+                &["schedule"],
+                format!(
+                    "`schedule` is longer than {MAX_TEXT} characters: write a shorter expression"
+                ),
+            );
+            None
+        }
         Ok(when) => Some(ScheduleConfig {
-            text: text.trim().to_string(),
+            // With its zone: a change of either re-arms the row.
+            text: match raw.timezone.as_deref() {
+                Some(zone) => format!("{} ({})", text.trim(), zone.trim()),
+                None => text.trim().to_string(),
+            },
             when,
             catch_up,
             catch_up_max,

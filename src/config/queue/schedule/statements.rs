@@ -1,5 +1,6 @@
 //! The statements tableq writes for a schedule queue: its claim's lease and the
-//! outcome statements that re-arm its row (after the file's own). Without
+//! outcome statements that re-arm its row (before the file's own, in the same
+//! transaction: the first is the one a lease is judged by). Without
 //! `overlap`, a run holds its due time — by the claim's transaction for an SQL
 //! action, by a lease for any other — and its outcome moves the row on, guarded by
 //! the due time; with `overlap = true` the claim itself moves the row on
@@ -110,8 +111,9 @@ impl ScheduleConfig {
     }
 
     /// The queue's mode (lease for an action outside the database) and its outcome
-    /// statements: the file's own, then the schedule's.
-    pub fn complete(
+    /// statements: the schedule's first — lease mode judges the lease by the first
+    /// statement's rows, and it is the one guarded by the due time — then the file's own.
+    pub fn mode_and_outcomes(
         &self,
         action: &ActionConfig,
         on_success: &mut Vec<ParsedStatement>,
@@ -119,10 +121,10 @@ impl ScheduleConfig {
     ) -> Mode {
         if self.overlap && !action.in_transaction() {
             let (success, failure) = self.overlapping_outcomes();
-            on_success.push(internal(&success));
+            on_success.insert(0, internal(&success));
             on_failure
                 .get_or_insert_with(Vec::new)
-                .push(internal(&failure));
+                .insert(0, internal(&failure));
             return Mode::Lease(self.overlapping_lease());
         }
         let (mode, guard) = match action.in_transaction() {
@@ -132,10 +134,10 @@ impl ScheduleConfig {
                 " AND lease_id = :lease_id".into(),
             ),
         };
-        on_success.push(internal(&self.on_success(&guard)));
+        on_success.insert(0, internal(&self.on_success(&guard)));
         on_failure
             .get_or_insert_with(Vec::new)
-            .push(internal(&self.on_failure(&guard)));
+            .insert(0, internal(&self.on_failure(&guard)));
         mode
     }
 }

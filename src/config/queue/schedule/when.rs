@@ -56,6 +56,32 @@ impl When {
         }
     }
 
+    /// The last due time at or before `until`, looked for back from it (a cron's
+    /// by doubling the look back, up to some 34 years); `None` when there is none.
+    pub fn latest_until(&self, until: SystemTime) -> Option<SystemTime> {
+        if let When::Every(period) = self {
+            let secs = until.duration_since(UNIX_EPOCH).ok()?.as_secs();
+            return Some(UNIX_EPOCH + Duration::from_secs(secs / period * period));
+        }
+        let mut back = Duration::from_secs(1);
+        while back < Duration::from_secs(1 << 30) {
+            let from = until.checked_sub(back)?;
+            let mut at = self.next_after(from).ok()?;
+            if at <= until {
+                // The first after `from` is not over `until`: step on to the last.
+                while let Ok(next) = self.next_after(at) {
+                    if next > until {
+                        break;
+                    }
+                    at = next;
+                }
+                return Some(at);
+            }
+            back *= 2;
+        }
+        None
+    }
+
     /// The due times in `(after, until]`, counted (at most [`MOST_COUNTED`]), and the
     /// last of them.
     pub fn between(
@@ -119,7 +145,8 @@ impl When {
         let following = self.next_after(run.scheduled)?;
         if let Some(first) = run.failed {
             let doubled = first.saturating_mul(1 << run.attempts.min(16));
-            let retry_at = run.now + doubled.min(Duration::from_secs(60));
+            // Whole seconds, rounded up (as the row keeps it), before it is compared.
+            let retry_at = ceil_second(run.now + doubled.min(Duration::from_secs(60)));
             if retry_at < following {
                 return Ok(Rearm {
                     next_run: following,
@@ -143,6 +170,13 @@ impl When {
             retry_at: None,
         })
     }
+}
+
+/// `at`, rounded up to the whole second (a retry never earlier than its backoff).
+pub fn ceil_second(at: SystemTime) -> SystemTime {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let whole = since.as_secs() + u64::from(since.subsec_nanos() > 0);
+    UNIX_EPOCH + Duration::from_secs(whole)
 }
 
 #[cfg(test)]
@@ -240,12 +274,39 @@ mod tests {
         assert_eq!(first.retry_at, Some(at(62, 0)));
         let fourth = every.rearm(failed(3, at(70, 0))).unwrap();
         assert_eq!(fourth.retry_at, Some(at(78, 0)), "1s doubled three times");
+        // A retry rounded up onto the next due time is no retry: the due time is
+        // missed, and the next one runs.
+        let rounded = When::Every(3).rearm(Finished {
+            failed: Some(Duration::from_secs(1)),
+            ..run(at(21, 0), at(22, 200))
+        });
+        assert_eq!(rounded.unwrap().retry_at, None, "24 is the next due time");
         let late = every.rearm(failed(5, at(100, 0))).unwrap();
         assert_eq!(
             late.retry_at, None,
             "100 + 32 reaches the next due time, 120"
         );
         assert_eq!((late.next_run, late.skipped), (at(120, 0), 0));
+    }
+
+    #[test]
+    fn the_latest_due_time_is_found_back_from_any_instant() {
+        let cron = When::parse("0 0 1 * *", Zone::UTC).unwrap(); // monthly
+        let every = When::Every(10);
+        // 1970-03-15: the latest monthly time is 1970-03-01.
+        let mid_march = at(73 * 86_400 + 3_600, 0);
+        assert_eq!(cron.latest_until(mid_march), Some(at(59 * 86_400, 0)));
+        assert_eq!(every.latest_until(at(125, 300)), Some(at(120, 0)));
+        assert_eq!(
+            every.latest_until(at(120, 0)),
+            Some(at(120, 0)),
+            "at or before"
+        );
+        let seconds = When::parse("* * * * * *", Zone::UTC).unwrap();
+        assert_eq!(
+            seconds.latest_until(at(10_000_000, 500)),
+            Some(at(10_000_000, 0))
+        );
     }
 
     #[test]
