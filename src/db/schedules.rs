@@ -195,8 +195,23 @@ pub async fn keep(
     schedule: &ScheduleConfig,
     found: bool,
 ) -> Result<(), DbError> {
+    // In a transaction of its own, committed: the connection may be a session
+    // with autocommit off, which must hold no lock on the row after.
     if found {
-        return conn
+        // A plain read first: the update (which could wait for a run's lock on the
+        // row) is sent once an hour, not at every count.
+        let stale: Option<u8> = conn
+            .exec_first(
+                "SELECT 1 FROM tableq_schedules WHERE name = ? \
+                 AND seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 HOUR",
+                (name,),
+            )
+            .await?;
+        if stale.is_none() {
+            return Ok(());
+        }
+        begin(conn).await?;
+        let seen = conn
             .exec_drop(
                 "UPDATE tableq_schedules SET seen_at = UTC_TIMESTAMP(6) WHERE name = ? \
                  AND seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 HOUR",
@@ -204,6 +219,7 @@ pub async fn keep(
             )
             .await
             .map_err(DbError::from);
+        return end(conn, seen).await;
     }
     tracing::warn!(queue = %name, "the schedule's row in tableq_schedules is gone \
         (deleted, or trimmed): put back, due at the next due time");
