@@ -82,6 +82,27 @@ struct Shown {
 }
 
 impl Shown {
+    /// A schedule no copy has opened yet: no row.
+    fn not_started(queue: String, schedule: String, timezone: Option<&'static str>) -> Shown {
+        Shown {
+            queue,
+            schedule,
+            timezone,
+            state: "not_started",
+            next_due: None,
+            runs: 0,
+            missed: 0,
+            last_missed_at: None,
+            last_scheduled_at: None,
+            last_run_at: None,
+            last_finished_at: None,
+            last_outcome: None,
+            last_error: None,
+            last_success_at: None,
+            attempts: 0,
+        }
+    }
+
     fn of(queue: &QueueConfig, row: Option<ScheduleRow>) -> Shown {
         let (text, timezone) = match &queue.schedule {
             Some(schedule) => (
@@ -94,23 +115,7 @@ impl Shown {
             None => (String::new(), None),
         };
         let Some(row) = row else {
-            return Shown {
-                queue: queue.name.clone(),
-                schedule: text,
-                timezone,
-                state: "not_started",
-                next_due: None,
-                runs: 0,
-                missed: 0,
-                last_missed_at: None,
-                last_scheduled_at: None,
-                last_run_at: None,
-                last_finished_at: None,
-                last_outcome: None,
-                last_error: None,
-                last_success_at: None,
-                attempts: 0,
-            };
+            return Shown::not_started(queue.name.clone(), text, timezone);
         };
         let time = |t: Option<String>| t.map(|t| rfc3339(&t));
         Shown {
@@ -314,23 +319,7 @@ mod tests {
 
     #[test]
     fn the_table_aligns_its_columns_and_a_schedule_not_started_shows_dashes() {
-        let not_started = Shown {
-            queue: "q".into(),
-            schedule: "every 30s".into(),
-            timezone: None,
-            state: "not_started",
-            next_due: None,
-            runs: 0,
-            missed: 0,
-            last_missed_at: None,
-            last_scheduled_at: None,
-            last_run_at: None,
-            last_finished_at: None,
-            last_outcome: None,
-            last_error: None,
-            last_success_at: None,
-            attempts: 0,
-        };
+        let not_started = Shown::not_started("q".into(), "every 30s".into(), None);
         let text = table(&[shown(), not_started]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);

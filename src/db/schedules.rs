@@ -162,7 +162,7 @@ async fn put_in(
     conn.exec_drop(
         "INSERT IGNORE INTO tableq_schedules (name, schedule, due_at, seen_at) \
          VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
-        (name, &schedule.text, utc_datetime(first)),
+        (name, schedule.stored(), utc_datetime(first)),
     )
     .await?;
     Ok(())
@@ -286,7 +286,7 @@ async fn adjust(
     let held = lease_until > now;
     let set = if held {
         None
-    } else if text != schedule.text {
+    } else if text != schedule.stored() {
         Some((first, 0, None))
     } else if due_at + BEHIND < now {
         Some(caught_up(schedule, catch_up, due_at, now, first))
@@ -310,7 +310,7 @@ async fn adjust(
          last_missed_at = IF(? > 0, UTC_TIMESTAMP(6), last_missed_at), \
          seen_at = UTC_TIMESTAMP(6) WHERE name = ?",
         (
-            &schedule.text,
+            schedule.stored(),
             utc_datetime(due),
             until.map(utc_datetime),
             missed,

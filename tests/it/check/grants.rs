@@ -22,6 +22,27 @@ async fn tcp_client_host(url: &str) -> String {
     host.unwrap()
 }
 
+/// A user of `db`'s server with only `grants` (`{db}` is the database's name), as
+/// the server sees tableq's connections over TCP (not the `%` a bare user name
+/// means): its account, quoted for a GRANT, and a URL that logs in as it.
+async fn limited_account(db: &TestDb, prefix: &str, grants: &str) -> (String, String) {
+    let user = format!("{prefix}{}", db.name[3..].replace('_', ""));
+    let user = &user[..user.len().min(32)];
+    let account = format!("'{user}'@'{}'", tcp_client_host(&db.url).await);
+    let grants = grants.replace("{db}", &db.name);
+    db.exec(&format!(
+        "CREATE USER {account}; GRANT {grants} TO {account}"
+    ))
+    .await;
+    let (scheme, server) = db.url.split_once("://").unwrap();
+    let host = server.rsplit_once('@').map_or(server, |(_, host)| host);
+    let host = host.split_once('/').map_or(host, |(host, _)| host);
+    (
+        account,
+        with_database(&format!("{scheme}://{user}@{host}"), &db.name),
+    )
+}
+
 /// A user whose account's host is not `%` (`'user'@'127.0.0.1'`): check's advice for
 /// the binary log names that account, runs as printed, and check then finds the
 /// queue on the log.
@@ -30,19 +51,7 @@ async fn the_binary_log_grant_check_advises_runs_as_printed() {
     let (_server, base) = row_binlog_server().await;
     let db = TestDb::on(&base).await;
     db.exec(JOBS).await;
-    let user = format!("a{}", db.name[3..].replace('_', ""));
-    let user = &user[..user.len().min(32)];
-    // This host as the server sees tableq's connections (over TCP: 127.0.0.1), not
-    // the `%` that a bare user name means.
-    let account = format!("'{user}'@'{}'", tcp_client_host(&db.url).await);
-    db.exec(&format!(
-        "CREATE USER {account}; GRANT ALL ON `{}`.* TO {account}",
-        db.name
-    ))
-    .await;
-    let (scheme, server) = base.split_once("://").unwrap();
-    let host = server.rsplit_once('@').map_or(server, |(_, host)| host);
-    let url = with_database(&format!("{scheme}://{user}@{host}"), &db.name);
+    let (account, url) = limited_account(&db, "a", "ALL ON `{db}`.*").await;
     let (_files, path, _) = jobs_file(GOOD);
 
     let polled = check(&[], &[&path], Some(&url)).await;
@@ -70,18 +79,7 @@ async fn the_binary_log_grant_check_advises_runs_as_printed() {
 async fn the_history_grants_check_advises_run_as_printed() {
     let db = TestDb::new().await;
     db.exec(JOBS).await;
-    let user = format!("h{}", db.name[3..].replace('_', ""));
-    let user = &user[..user.len().min(32)];
-    let account = format!("'{user}'@'{}'", tcp_client_host(&db.url).await);
-    db.exec(&format!(
-        "CREATE USER {account}; GRANT SELECT, UPDATE ON `{}`.job TO {account}",
-        db.name
-    ))
-    .await;
-    let (scheme, server) = db.url.split_once("://").unwrap();
-    let host = server.rsplit_once('@').map_or(server, |(_, host)| host);
-    let host = host.split_once('/').map_or(host, |(host, _)| host);
-    let url = with_database(&format!("{scheme}://{user}@{host}"), &db.name);
+    let (account, url) = limited_account(&db, "h", "SELECT, UPDATE ON `{db}`.job").await;
     let (_files, path, _) = jobs_file(GOOD);
 
     let refused = check(&[], &[&path], Some(&url)).await;
@@ -110,18 +108,8 @@ async fn the_history_grants_check_advises_run_as_printed() {
 #[tokio::test]
 async fn the_schedules_grant_check_advises_runs_as_printed() {
     let db = TestDb::new().await;
-    let user = format!("s{}", db.name[3..].replace('_', ""));
-    let user = &user[..user.len().min(32)];
-    let account = format!("'{user}'@'{}'", tcp_client_host(&db.url).await);
-    db.exec(&format!(
-        "CREATE USER {account}; GRANT SELECT, INSERT, UPDATE, DELETE ON `{}`.* TO {account}",
-        db.name
-    ))
-    .await;
-    let (scheme, server) = db.url.split_once("://").unwrap();
-    let host = server.rsplit_once('@').map_or(server, |(_, host)| host);
-    let host = host.split_once('/').map_or(host, |(host, _)| host);
-    let url = with_database(&format!("{scheme}://{user}@{host}"), &db.name);
+    let (account, url) =
+        limited_account(&db, "s", "SELECT, INSERT, UPDATE, DELETE ON `{db}`.*").await;
     let files = crate::support::QueueFiles::new();
     let path = files.write(
         "nightly.toml",

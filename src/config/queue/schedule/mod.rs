@@ -65,6 +65,17 @@ pub struct ScheduleConfig {
     pub overlap: bool,
 }
 
+impl ScheduleConfig {
+    /// As `tableq_schedules` keeps it: the expression, with its time zone when not
+    /// UTC — a change of either re-arms the row.
+    pub fn stored(&self) -> String {
+        match &self.when {
+            When::Cron(_, zone) if *zone != Zone::UTC => format!("{} ({})", self.text, zone.name()),
+            _ => self.text.clone(),
+        }
+    }
+}
+
 /// The select a schedule queue claims with: its row, while its due time has passed
 /// and no run holds it.
 pub const SELECT: &str = "SELECT due_at AS scheduled_at, UTC_TIMESTAMP(6) AS run_at, attempts, \
@@ -146,11 +157,7 @@ pub(crate) fn validate<A>(v: &mut Validator, raw: &mut RawQueue<A>) -> Option<Sc
             None
         }
         Ok(when) => Some(ScheduleConfig {
-            // With its zone: a change of either re-arms the row.
-            text: match raw.timezone.as_deref() {
-                Some(zone) => format!("{} ({})", text.trim(), zone.trim()),
-                None => text.trim().to_string(),
-            },
+            text: text.trim().to_string(),
             when,
             catch_up,
             catch_up_max,
