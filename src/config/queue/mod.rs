@@ -233,6 +233,13 @@ impl QueueConfig {
         self.rearms_rows() && self.on_success.iter().any(binds)
     }
 
+    /// Whether its claim moves its row on by itself (a schedule with `overlap =
+    /// true` re-arms at the claim): an item of it has nothing to be left waiting
+    /// for, so a run that failed for any cause is recorded (a missed due time).
+    pub fn claim_moves_on(&self) -> bool {
+        self.schedule.as_ref().is_some_and(|s| s.overlap)
+    }
+
     /// Whether the queue runs in lease mode.
     pub fn is_lease(&self) -> bool {
         self.lease().is_some()

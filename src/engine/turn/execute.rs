@@ -148,7 +148,10 @@ impl QueueRuntime {
         }
         self.stats.observed.record_action(started.elapsed());
         self.rearmed(rearm.as_ref(), &mut outcome);
-        Ok(ticket.finished(&outcome).then_some(outcome))
+        // Told to the circuit either way; a row the claim moved on is recorded
+        // even while the circuit holds other items back.
+        let recorded = ticket.finished(&outcome) || self.config.claim_moves_on();
+        Ok(recorded.then_some(outcome))
     }
 }
 

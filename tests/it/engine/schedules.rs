@@ -32,10 +32,34 @@ fn logged(name: &str, schedule: &str, copy: &str) -> QueueFile {
         ))
 }
 
+/// A copy of the daemon running `file`, once its queue has started.
+async fn started(file: &std::path::Path, url: &str) -> Daemon {
+    let daemon = copy(file, url);
+    daemon
+        .wait_for_log("queue started", Duration::from_secs(30))
+        .await;
+    daemon
+}
+
 /// The copy that logged the latest run.
 async fn latest_copy(db: &TestDb) -> String {
     db.scalar("SELECT copy FROM runs ORDER BY scheduled_at DESC, id DESC LIMIT 1")
         .await
+}
+
+/// The database's clock now, returned once `wait` has passed on it.
+async fn database_time_after(db: &TestDb, wait: Duration) -> String {
+    let now: String = db.scalar("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)").await;
+    let passed = format!(
+        "SELECT UTC_TIMESTAMP(6) >= '{now}' + INTERVAL {} MICROSECOND",
+        wait.as_micros()
+    );
+    let what = format!("{wait:?} on the database's clock");
+    crate::support::eventually(&what, wait + Duration::from_secs(10), || async {
+        db.scalar::<i64>(&passed).await == 1
+    })
+    .await;
+    now
 }
 
 /// How late each run started after its due time, in ms, sorted.
@@ -202,10 +226,7 @@ async fn a_failing_run_is_retried_within_its_period_then_counted_missed() {
             "INSERT INTO runs (queue, scheduled_at, run_at) VALUES ('tries', :scheduled_at, :run_at)",
         )
         .write(&files);
-    let mut daemon = copy(&file, &db.url);
-    daemon
-        .wait_for_log("queue started", Duration::from_secs(30))
-        .await;
+    let mut daemon = started(&file, &db.url).await;
     let missed = "SELECT COUNT(*) FROM tableq_schedules WHERE name = 'flaky' AND missed >= 2";
     db.until_count(missed, 1, 30).await;
     daemon.terminate().await;
@@ -414,13 +435,8 @@ async fn the_due_times_of_a_pause_are_missed_not_run() {
     daemon
         .wait_for_log("the queue is paused", Duration::from_secs(10))
         .await;
-    let paused_at: String = db.scalar("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)").await;
     // Three due times pass while it is paused.
-    let passed = format!("SELECT UTC_TIMESTAMP(6) >= '{paused_at}' + INTERVAL 3500000 MICROSECOND");
-    crate::support::eventually("3.5 s paused", Duration::from_secs(10), || async {
-        db.scalar::<i64>(&passed).await == 1
-    })
-    .await;
+    let paused_at = database_time_after(&db, Duration::from_millis(3500)).await;
     let resumed_at: String = db.scalar("SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)").await;
     operate(&file, &db.url, "resume").await;
     let after = format!("SELECT COUNT(*) FROM runs WHERE run_at > '{resumed_at}'");
@@ -482,10 +498,19 @@ async fn with_overlap_a_run_starts_while_the_previous_one_runs() {
         db.count(&apart("overlapping")).await >= 5,
         "due times a second apart ran"
     );
-    let late = "SELECT COUNT(*) FROM runs WHERE queue = 'overlapping' \
-                AND TIMESTAMPDIFF(MICROSECOND, scheduled_at, run_at) > 300000";
-    db.assert_count_because(late, 0, "an overlapping run started late")
+    // On time: the figure is printed; the bound, a second, leaves a loaded machine
+    // room while a run that waited for the one before it (2.5 s) would still break it.
+    let latest: i64 = db
+        .scalar(
+            "SELECT MAX(TIMESTAMPDIFF(MICROSECOND, scheduled_at, run_at)) FROM runs \
+             WHERE queue = 'overlapping'",
+        )
         .await;
+    eprintln!("overlapping runs: the latest started {latest} µs after its due time");
+    assert!(
+        latest < 1_000_000,
+        "an overlapping run started {latest} µs late"
+    );
     // One at a time: each run covers the next two due times, which are missed.
     db.assert_count_because(&apart("one_at_a_time"), 0, "a run started under another")
         .await;
@@ -493,6 +518,92 @@ async fn with_overlap_a_run_starts_while_the_previous_one_runs() {
         .scalar("SELECT missed FROM tableq_schedules WHERE name = 'one_at_a_time'")
         .await;
     assert!(missed >= 2, "{missed} missed one at a time");
+}
+
+/// `overlap = true` with a handler that cannot be reached (its connection refused):
+/// every due time is counted missed, with why. None is lost between the claim that
+/// moved the row on and the circuit that holds an unreached handler's items back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_overlap_a_run_the_handler_never_got_is_counted_missed() {
+    let db = TestDb::new().await;
+    let files = QueueFiles::new();
+    let closed = crate::support::web::closed_port();
+    let file = QueueFile::new("unreached")
+        .set("schedule", "every 1s")
+        .set("overlap", true)
+        .action_http(&format!("http://{closed}/tick"))
+        .action_set("allow_private_networks", true)
+        .write(&files);
+    let mut daemon = started(&file, &db.url).await;
+    let row = "SELECT COUNT(*) FROM tableq_schedules WHERE name = 'unreached'";
+    db.until_count(row, 1, 30).await;
+    let first: String = db
+        .scalar("SELECT CAST(due_at AS CHAR) FROM tableq_schedules WHERE name = 'unreached'")
+        .await;
+    let later = format!(
+        "SELECT COUNT(*) FROM tableq_schedules WHERE name = 'unreached' \
+         AND due_at >= '{first}' + INTERVAL 6 SECOND"
+    );
+    db.until_count(&later, 1, 30).await;
+    daemon.terminate().await;
+    let (passed, missed, runs, error): (i64, i64, i64, Option<String>) = db
+        .rows(&format!(
+            "SELECT TIMESTAMPDIFF(SECOND, '{first}', due_at), missed, runs, last_error \
+             FROM tableq_schedules WHERE name = 'unreached'"
+        ))
+        .await
+        .remove(0);
+    assert_eq!(runs, 0, "a run of a program missing was counted done");
+    assert!(
+        missed >= passed,
+        "{missed} due times counted missed of the {passed} passed since {first}"
+    );
+    let error = error.unwrap_or_default();
+    assert_has(&error, &closed.to_string());
+}
+
+/// Without `overlap`, a handler that cannot be reached (its program gone) holds its
+/// due time: tried again every second, not counted a failure; when the program is
+/// back that due time runs, late, and the due times passed meanwhile are missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_for_a_handler_that_cannot_be_reached_then_runs_late() {
+    let db = TestDb::new().await;
+    db.exec(RUNS).await;
+    let files = QueueFiles::new();
+    let program = files.script("tick.sh", "exit 0");
+    let file = QueueFile::new("waits")
+        .set("schedule", "every 1s")
+        .action_command(&[program.to_str().unwrap()])
+        .on_success(
+            "INSERT INTO runs (queue, scheduled_at, run_at) VALUES (:queue, :scheduled_at, :run_at)",
+        )
+        .write(&files);
+    let mut daemon = started(&file, &db.url).await;
+    let hidden = files.path().join("tick.sh.away");
+    std::fs::rename(&program, &hidden).unwrap();
+    daemon
+        .wait_for_log("cannot be reached", Duration::from_secs(30))
+        .await;
+    // Three due times pass while the program is gone.
+    let gone_at = database_time_after(&db, Duration::from_secs(3)).await;
+    std::fs::rename(&hidden, &program).unwrap();
+    let late = format!(
+        "SELECT COUNT(*) FROM runs WHERE scheduled_at < '{gone_at}' \
+         AND run_at > '{gone_at}' + INTERVAL 3 SECOND"
+    );
+    db.until_count(&late, 1, 30).await;
+    daemon.terminate().await;
+    let doubles = "SELECT COUNT(*) FROM (SELECT scheduled_at FROM runs \
+                   GROUP BY scheduled_at HAVING COUNT(*) > 1) AS twice";
+    db.assert_count_because(doubles, 0, "a due time ran twice")
+        .await;
+    let missed: u64 = db
+        .scalar("SELECT missed FROM tableq_schedules WHERE name = 'waits'")
+        .await;
+    assert!(
+        missed >= 2,
+        "{missed} due times missed while the program was gone"
+    );
 }
 
 /// A schedule's session opens while another schedule's SQL run holds its row (a

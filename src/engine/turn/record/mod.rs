@@ -170,7 +170,11 @@ fn judge(queue: &QueueRuntime, item: &Item, outcome: &Outcome) -> Verdict {
             return Verdict::Release;
         }
     }
+    let moved_on = queue.config.claim_moves_on();
     match outcome.blame {
+        // Its claim moved the row on: left, the run would be neither done nor
+        // missed. Recorded as a failure, it is counted missed, with its error.
+        Blame::Queue | Blame::Unreached if moved_on => {}
         Blame::Queue => return Verdict::Leave(Returned::QueueFault),
         Blame::Database(why) => {
             // Nothing of the action is kept: the row waits, its attempt not spent,
