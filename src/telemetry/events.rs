@@ -180,16 +180,26 @@ pub struct HandlerUnreached<'a> {
     /// The action's own words: they name the handler.
     pub error: &'a str,
     pub retry_in: Duration,
+    /// Whether the item is left waiting; false where its claim moved the row on (a
+    /// schedule with `overlap = true`: the run is counted missed).
+    pub item_waits: bool,
 }
 
 impl Event for HandlerUnreached<'_> {
     fn emit(self, stats: &QueueStats) {
         stats.note_circuit(CircuitState::Open, self.error, self.retry_in);
         stats.set_circuit(CircuitState::Open);
-        warn!(error = %self.error, retry_in = %rounded(self.retry_in),
-            "the handler cannot be reached: the queue stops claiming, the item is waiting \
-             again with its attempt not spent, and one item is tried every second until the \
-             handler answers");
+        let (error, retry_in) = (self.error, rounded(self.retry_in));
+        match self.item_waits {
+            true => warn!(%error, %retry_in,
+                "the handler cannot be reached: the queue stops claiming, the item is waiting \
+                 again with its attempt not spent, and one item is tried every second until \
+                 the handler answers"),
+            false => warn!(%error, %retry_in,
+                "the handler cannot be reached: the queue stops claiming, the run's due time \
+                 is counted missed, and one run is tried every second until the handler \
+                 answers"),
+        }
     }
 }
 

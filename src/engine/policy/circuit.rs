@@ -47,6 +47,9 @@ pub struct Circuit {
     /// Bumped at every change of state: workers waiting to claim look again.
     changed: watch::Sender<u64>,
     stats: Arc<QueueStats>,
+    /// Whether an item held back is left waiting; false where the claim moved the
+    /// row on (a schedule with `overlap = true`): its run is recorded, missed.
+    items_wait: bool,
 }
 
 enum State {
@@ -123,6 +126,7 @@ impl Circuit {
             state: Mutex::new(State::closed()),
             changed: watch::Sender::new(0),
             stats,
+            items_wait: !config.claim_moves_on(),
         }
     }
 
@@ -319,6 +323,7 @@ impl Circuit {
             true => HandlerUnreached {
                 error,
                 retry_in: UNREACHED_RETRY,
+                item_waits: self.items_wait,
             }
             .emit(&self.stats),
             false => self
@@ -402,16 +407,25 @@ fn count(slices: &mut VecDeque<Slice>, now: Instant, window: Duration, failed: b
 
 impl Admission<'_> {
     /// The item's action finished with `outcome`. True if the outcome is to be
-    /// recorded as usual; false if the item is to be left waiting, untouched.
+    /// recorded as usual; false if the item is to be left waiting, untouched (never
+    /// where the claim moved the row on).
     pub fn finished(mut self, outcome: &Outcome) -> bool {
         self.done = true;
         let record = self.circuit.finished(self.probe, outcome);
+        let waits = !record && self.circuit.items_wait;
         // An unreachable handler is said once, when the circuit opens for it.
         if !record && outcome.blame != Blame::Unreached {
             let error = outcome.error.as_deref().unwrap_or_default();
-            warn!(%error, "item failed downstream while the circuit is open; it is waiting again, its attempt not spent");
+            match waits {
+                true => {
+                    warn!(%error, "item failed downstream while the circuit is open; it is waiting again, its attempt not spent")
+                }
+                false => {
+                    warn!(%error, "run failed downstream while the circuit is open; its due time is counted missed")
+                }
+            }
         }
-        record
+        !waits
     }
 }
 

@@ -1,7 +1,8 @@
 //! The one place an action runs: an item's, or a batch's, for every kind and every
 //! mode, under the queue's policy — `[recurring]` reads the row's cron first (and
 //! gives the outcome `:next_run`), `max_in_flight` and `rate_limit` admit it, the
-//! circuit breaker's ticket lets it through (or not, while the circuit is open), the
+//! circuit breaker's ticket lets it through (or not, while the circuit is open: the
+//! item waits, or where its claim moved the row on, fails), the
 //! deadline is set from the action's timeout and enforced, and its time is observed.
 //! A setting that bounds or paces actions changes here and nowhere else.
 //!
@@ -26,6 +27,7 @@ use crate::action::progress::Progress;
 use crate::action::{External, InTransaction, Job, Outcome};
 use crate::config::Mode;
 use crate::db::{DbError, Item, Session};
+use crate::engine::policy::recurring::Rearming;
 use crate::engine::queue::QueueRuntime;
 use crate::telemetry::trace::otlp;
 
@@ -116,7 +118,7 @@ impl QueueRuntime {
         };
         let _admitted = self.limits.admit().await;
         let Some(ticket) = self.circuit.admit() else {
-            return Ok(None);
+            return Ok(self.held_back(rearm.as_ref()));
         };
         let started = Instant::now();
         let began = SystemTime::now();
@@ -148,10 +150,19 @@ impl QueueRuntime {
         }
         self.stats.observed.record_action(started.elapsed());
         self.rearmed(rearm.as_ref(), &mut outcome);
-        // Told to the circuit either way; a row the claim moved on is recorded
-        // even while the circuit holds other items back.
-        let recorded = ticket.finished(&outcome) || self.config.claim_moves_on();
-        Ok(recorded.then_some(outcome))
+        Ok(ticket.finished(&outcome).then_some(outcome))
+    }
+
+    /// What becomes of an item the open circuit holds back, its action not run:
+    /// left waiting (`None`), unless its claim moved the row on (a schedule with
+    /// `overlap = true`) — then nothing waits, and the run fails, counted missed.
+    fn held_back(&self, rearm: Option<&Rearming>) -> Option<Outcome> {
+        if !self.config.claim_moves_on() {
+            return None;
+        }
+        let mut outcome = Outcome::failure("not run: the circuit breaker is open");
+        self.rearmed(rearm, &mut outcome);
+        Some(outcome)
     }
 }
 

@@ -553,13 +553,22 @@ async fn with_overlap_a_run_the_handler_never_got_is_counted_missed() {
         ))
         .await
         .remove(0);
-    assert_eq!(runs, 0, "a run of a program missing was counted done");
+    assert_eq!(
+        runs, 0,
+        "a run whose handler refused the connection was counted done"
+    );
+    // One less when the stop came between a claim and its run: a run cut off at
+    // shutdown is not recorded (at most once).
     assert!(
-        missed >= passed,
+        missed >= passed - 1,
         "{missed} due times counted missed of the {passed} passed since {first}"
     );
     let error = error.unwrap_or_default();
     assert_has(&error, &closed.to_string());
+    assert_has(
+        &daemon.stderr(),
+        "the run's due time is counted missed, and one run is tried every second",
+    );
 }
 
 /// Without `overlap`, a handler that cannot be reached (its program gone) holds its
@@ -587,9 +596,10 @@ async fn a_run_waits_for_a_handler_that_cannot_be_reached_then_runs_late() {
     // Three due times pass while the program is gone.
     let gone_at = database_time_after(&db, Duration::from_secs(3)).await;
     std::fs::rename(&hidden, &program).unwrap();
+    // Claimed after the program was gone, run once it was back: for a due time
+    // from before.
     let late = format!(
-        "SELECT COUNT(*) FROM runs WHERE scheduled_at < '{gone_at}' \
-         AND run_at > '{gone_at}' + INTERVAL 3 SECOND"
+        "SELECT COUNT(*) FROM runs WHERE scheduled_at < '{gone_at}' AND run_at > '{gone_at}'"
     );
     db.until_count(&late, 1, 30).await;
     daemon.terminate().await;
