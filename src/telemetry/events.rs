@@ -196,9 +196,8 @@ impl Event for HandlerUnreached<'_> {
                  again with its attempt not spent, and one item is tried every second until \
                  the handler answers"),
             false => warn!(%error, %retry_in,
-                "the handler cannot be reached: the queue stops claiming, the run's due time \
-                 is counted missed, and one run is tried every second until the handler \
-                 answers"),
+                "the handler cannot be reached: the run's due time is counted missed, and \
+                 each due time tries the handler again until it answers"),
         }
     }
 }

@@ -14,6 +14,10 @@
 //! handler is tried with one item every [`UNREACHED_RETRY`] until it answers —
 //! whatever it answers closes the circuit. That is waiting, not statistics: no
 //! window, no doubling, one warning when it starts and one line when it ends.
+//!
+//! Where the claim itself moved the row on (a schedule with `overlap = true`),
+//! nothing is left waiting: such a run, held back or failed, is recorded (its due
+//! time counted missed).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};

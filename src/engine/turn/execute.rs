@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::action::capture::Captured;
 use crate::action::progress::Progress;
-use crate::action::{External, InTransaction, Job, Outcome};
+use crate::action::{Blame, External, InTransaction, Job, Outcome};
 use crate::config::Mode;
 use crate::db::{DbError, Item, Session};
 use crate::engine::policy::recurring::Rearming;
@@ -57,7 +57,8 @@ impl<'a> Work<'a> {
 impl QueueRuntime {
     /// Runs `action`, which reaches outside the database, for `work` (`progress` for
     /// lease mode's `:progress`). `None`: the circuit kept it from running, or it
-    /// failed downstream while the circuit is open — it is to be left as claimed.
+    /// failed downstream while the circuit is open — it is to be left as claimed
+    /// (never where the claim moved the row on: see [`QueueRuntime::held_back`]).
     pub async fn execute<'j>(
         &'j self,
         action: &'j dyn External,
@@ -160,7 +161,10 @@ impl QueueRuntime {
         if !self.config.claim_moves_on() {
             return None;
         }
-        let mut outcome = Outcome::failure("not run: the circuit breaker is open");
+        let mut outcome = Outcome {
+            blame: Blame::Queue,
+            ..Outcome::failure("not run: the circuit breaker is open")
+        };
         self.rearmed(rearm, &mut outcome);
         Some(outcome)
     }

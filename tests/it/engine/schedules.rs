@@ -567,7 +567,7 @@ async fn with_overlap_a_run_the_handler_never_got_is_counted_missed() {
     assert_has(&error, &closed.to_string());
     assert_has(
         &daemon.stderr(),
-        "the run's due time is counted missed, and one run is tried every second",
+        "the run's due time is counted missed, and each due time tries the handler again",
     );
 }
 
